@@ -1,0 +1,108 @@
+// See record_json.h.
+#include "record_json.h"
+
+#include <cstdio>
+
+#include "event_fields.h"
+
+namespace vt::analyzer {
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char b[24];
+  snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+void put_aux(nlohmann::json& j, AuxMeaning m, uint64_t v) {
+  if (m == AuxMeaning::Location) {
+    j["location"] = {{"type", location_type_name(uint32_t(v >> 32))}, {"id", int32_t(uint32_t(v))}};
+  } else {
+    j[aux_name(m)] = v;
+  }
+}
+
+}  // namespace
+
+nlohmann::json event_json(const Record& r) {
+  nlohmann::json j;
+  j["t_ns"] = r.t_ns;
+  j["tid"] = r.tid;
+  j["op"] = r.op ? r.op->name : ("unknown_op_" + std::to_string(r.tag));
+  j["kind"] = r.op ? kind_name(r.op->kind) : "unknown";
+  j["result"] = r.result;
+  j["device"] = r.device;
+  j["context"] = hex(r.context);
+  if (r.has(format::kEvAddr)) j["address"] = r.addr;
+  if (r.has(format::kEvSize)) j["size"] = r.size;
+  if (r.op && r.op->kind == MemKind::Async) j["stream"] = hex(r.stream);
+  AuxFields af = r.op ? aux_fields(HookId(r.op->code - 1)) : AuxFields{};
+  if (r.has(format::kEvAux)) put_aux(j, af.aux, r.aux);
+  if (r.has(format::kEvAux2)) put_aux(j, af.aux2 == AuxMeaning::None ? AuxMeaning::None : af.aux2, r.aux2);
+  if (r.has(format::kEvFailed)) {
+    j["free_bytes"] = r.free_bytes;
+    j["total_bytes"] = r.total_bytes;
+  }
+  return j;
+}
+
+nlohmann::json meta_json(const Record& r) {
+  nlohmann::json j;
+  j["t_ns"] = r.t_ns;
+  j["tid"] = r.tid;
+  switch (r.tag) {
+    case format::kTagProcess: {
+      ProcessInfo p;
+      decode_process_payload(r.payload, r.payload_len, &p);
+      j["record"] = "process";
+      j["argv"] = p.argv;
+      j["exe"] = p.exe;
+      j["driver_version"] = p.driver_version;
+      break;
+    }
+    case format::kTagDevice: {
+      DeviceInfo d;
+      decode_device_payload(r.payload, r.payload_len, &d);
+      j["record"] = "device";
+      j["ordinal"] = d.ordinal;
+      j["name"] = d.name;
+      j["total_bytes"] = d.total_bytes;
+      j["uuid"] = d.uuid;
+      break;
+    }
+    case format::kTagEnd: j["record"] = "end"; break;
+    case format::kTagNote:
+      j["record"] = "note";
+      j["text"] = std::string(reinterpret_cast<const char*>(r.payload), r.payload_len);
+      break;
+    default: j["record"] = "unknown"; j["tag"] = r.tag;
+  }
+  return j;
+}
+
+nlohmann::json process_json(const ProcessInfo& p) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceInfo& d : p.devices)
+    devices.push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"total_bytes", d.total_bytes}, {"uuid", d.uuid}});
+  return {
+      {"format_version", std::to_string(p.version_major) + "." + std::to_string(p.version_minor)},
+      {"pid", p.pid},
+      {"ppid", p.ppid},
+      {"argv", p.argv},
+      {"exe", p.exe},
+      {"hostname", p.hostname},
+      {"session", p.session},
+      {"rank", p.rank},
+      {"local_rank", p.local_rank},
+      {"start_realtime_ns", p.start_realtime_ns},
+      {"start_monotonic_ns", p.start_monotonic_ns},
+      {"end_monotonic_ns", p.end_monotonic_ns},
+      {"closed_cleanly", p.closed_cleanly},
+      {"tracing_failed", p.tracing_failed},
+      {"driver_version", p.driver_version},
+      {"devices", devices},
+  };
+}
+
+}  // namespace vt::analyzer

@@ -1,0 +1,338 @@
+// See trace_reader.h. Decoding mirrors interpose/recorder.cpp; the format is in trace_format.h.
+#include "trace_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace vt::analyzer {
+
+namespace fmt = vt::format;
+
+struct TraceReader::Cursor {
+  const uint8_t* p = nullptr;
+  const uint8_t* end = nullptr;
+  uint32_t tid = 0;
+  uint32_t index = 0;
+  uint64_t base_ns = 0;
+  uint64_t last_ns = 0;
+  uint64_t last_addr = 0;
+  uint64_t ctx = 0;
+  int32_t dev = -1;
+  uint64_t stream = 0;
+  Record rec;
+};
+
+namespace {
+
+struct Bytes {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool ok = true;
+  uint64_t varint() {
+    uint64_t v = 0;
+    if (!ok || !(p = fmt::get_varint(p, end, &v))) {
+      ok = false;
+      p = end;
+    }
+    return v;
+  }
+  std::string str() {
+    uint64_t n = varint();
+    if (!ok || n > uint64_t(end - p)) {
+      ok = false;
+      return {};
+    }
+    std::string s(reinterpret_cast<const char*>(p), n);
+    p += n;
+    return s;
+  }
+};
+
+std::string hex(const std::string& b) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) {
+    s += d[c >> 4];
+    s += d[c & 15];
+  }
+  return s;
+}
+
+std::string fixed_str(const char* s, size_t cap) { return std::string(s, strnlen(s, cap)); }
+
+}  // namespace
+
+bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out) {
+  Bytes b{p, p + n};
+  int driver = int(b.varint());
+  std::string cmdline = b.str();
+  std::string exe = b.str();
+  if (!b.ok) return false;
+  out->driver_version = driver;
+  out->exe = exe;
+  out->argv.clear();
+  size_t start = 0;
+  for (size_t i = 0; i <= cmdline.size(); ++i) {
+    if (i == cmdline.size() || cmdline[i] == '\0') {
+      if (i > start || i < cmdline.size()) out->argv.push_back(cmdline.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return true;
+}
+
+bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out) {
+  Bytes b{p, p + n};
+  out->ordinal = int(b.varint());
+  out->total_bytes = b.varint();
+  out->name = b.str();
+  std::string uuid = b.str();
+  out->uuid = uuid.find_first_not_of('\0') == std::string::npos ? std::string() : hex(uuid);
+  return b.ok;
+}
+
+std::unique_ptr<TraceReader> TraceReader::open(const std::string& path, std::string* error) {
+  std::unique_ptr<TraceReader> r(new TraceReader());
+  r->path_ = path;
+  if (!r->load(error)) return nullptr;
+  return r;
+}
+
+TraceReader::~TraceReader() {
+  if (base_) munmap(const_cast<uint8_t*>(base_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TraceReader::note(std::string msg, bool lost) {
+  if (quiet_) return;
+  problems_.push_back(std::move(msg));
+  data_lost_ = data_lost_ || lost;
+}
+
+bool TraceReader::load(std::string* error) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    *error = path_ + ": cannot open: " + strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = path_ + ": not a regular file";
+    return false;
+  }
+  size_ = uint64_t(st.st_size);
+  if (size_ == 0) {
+    *error = path_ + ": empty file, not a vramtrace trace";
+    return false;
+  }
+  if (size_ < sizeof(fmt::FileHeader)) {
+    *error = path_ + ": too short to be a vramtrace trace (" + std::to_string(size_) + " bytes)";
+    return false;
+  }
+  void* m = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (m == MAP_FAILED) {
+    *error = path_ + ": cannot map: " + strerror(errno);
+    return false;
+  }
+  base_ = static_cast<const uint8_t*>(m);
+  fmt::FileHeader h;
+  memcpy(&h, base_, sizeof h);
+  if (memcmp(h.magic, fmt::kFileMagic, sizeof h.magic) != 0) {
+    *error = path_ + ": not a vramtrace trace (bad magic)";
+    return false;
+  }
+  if (h.version_major != fmt::kVersionMajor) {
+    *error = path_ + ": trace format " + std::to_string(h.version_major) + "." +
+             std::to_string(h.version_minor) + " is not readable by this vramtrace (format " +
+             std::to_string(fmt::kVersionMajor) + "." + std::to_string(fmt::kVersionMinor) + ")";
+    return false;
+  }
+  if (h.chunk_size < 256 || h.chunk_size > (64u << 20) || h.header_size < sizeof h ||
+      h.header_size > (64u << 20)) {
+    *error = path_ + ": corrupt header (chunk size " + std::to_string(h.chunk_size) + ")";
+    return false;
+  }
+  if (h.version_minor > fmt::kVersionMinor)
+    note("written by a newer vramtrace (format 1." + std::to_string(h.version_minor) +
+             "); records this version does not know were skipped",
+         false);
+
+  ProcessInfo& pi = process_;
+  pi.version_major = h.version_major;
+  pi.version_minor = h.version_minor;
+  pi.pid = h.pid;
+  pi.ppid = h.ppid;
+  pi.start_realtime_ns = h.start_realtime_ns;
+  pi.start_monotonic_ns = h.start_monotonic_ns;
+  pi.end_monotonic_ns = h.end_monotonic_ns;
+  pi.closed_cleanly = h.flags & fmt::kHeaderClosedCleanly;
+  pi.tracing_failed = h.flags & fmt::kHeaderTracingFailed;
+  pi.rank = h.rank;
+  pi.local_rank = h.local_rank;
+  pi.session = fixed_str(h.session, sizeof h.session);
+  pi.hostname = fixed_str(h.hostname, sizeof h.hostname);
+  if (!pi.closed_cleanly)
+    note("the trace ended without a clean close (the process was killed, crashed, called _exit or exec, "
+         "or is still running); every record written before that is shown",
+         false);
+  if (pi.tracing_failed) note("the recorder stopped writing early (disk full or size limit)", true);
+
+  // Chunks sit at fixed offsets; unclaimed ones are all zero.
+  uint64_t body = size_ > h.header_size ? size_ - h.header_size : 0;
+  uint64_t nchunks = body / h.chunk_size;
+  if (body % h.chunk_size) note("the file ends inside a chunk (it was truncated); that chunk was skipped", true);
+  uint32_t payload_cap = h.chunk_size - uint32_t(sizeof(fmt::ChunkHeader));
+  for (uint64_t i = 0; i < nchunks; ++i) {
+    const uint8_t* c = base_ + h.header_size + i * h.chunk_size;
+    fmt::ChunkHeader ch;
+    memcpy(&ch, c, sizeof ch);
+    if (ch.magic == 0) continue;
+    if (ch.magic != fmt::kChunkMagic || ch.used > payload_cap) {
+      note("chunk " + std::to_string(i) + " is corrupt and was skipped", true);
+      continue;
+    }
+    if (ch.used == 0) continue;
+    Cursor cur;
+    cur.p = c + sizeof ch;
+    cur.end = cur.p + ch.used;
+    cur.tid = ch.tid;
+    cur.index = uint32_t(i);
+    cur.base_ns = ch.base_ns;
+    cur.last_ns = ch.base_ns;
+    cursors_.push_back(cur);
+  }
+
+  // Process and device records are written first, into the first chunk claimed (index 0).
+  // Damage found here is reported once, when the stream reaches it.
+  for (const Cursor& c0 : cursors_) {
+    if (c0.index != 0) continue;
+    Cursor scan = c0;
+    quiet_ = true;
+    while (advance(scan))
+      if (!scan.rec.is_event()) apply_meta(scan.rec);
+    quiet_ = false;
+  }
+
+  pending_.resize(cursors_.size());
+  for (uint32_t i = 0; i < cursors_.size(); ++i) pending_[i] = i;
+  // Latest base first, so the earliest pending chunk is at the back.
+  std::sort(pending_.begin(), pending_.end(), [this](uint32_t a, uint32_t b) {
+    return cursors_[a].base_ns != cursors_[b].base_ns ? cursors_[a].base_ns > cursors_[b].base_ns : a > b;
+  });
+  return true;
+}
+
+void TraceReader::apply_meta(const Record& r) {
+  if (r.tag == fmt::kTagProcess) {
+    if (!decode_process_payload(r.payload, r.payload_len, &process_)) note("the process record is damaged", true);
+  } else if (r.tag == fmt::kTagDevice) {
+    DeviceInfo d;
+    if (!decode_device_payload(r.payload, r.payload_len, &d)) {
+      note("a device record is damaged", true);
+      return;
+    }
+    for (const DeviceInfo& known : process_.devices)
+      if (known.ordinal == d.ordinal) return;
+    process_.devices.push_back(std::move(d));
+    std::sort(process_.devices.begin(), process_.devices.end(),
+              [](const DeviceInfo& a, const DeviceInfo& b) { return a.ordinal < b.ordinal; });
+  }
+}
+
+bool TraceReader::advance(Cursor& c) {
+  if (c.p >= c.end) return false;
+  Record& r = c.rec;
+  const uint8_t* p = c.p;
+  uint8_t tag = *p++;
+  uint64_t len = 0;
+  p = fmt::get_varint(p, c.end, &len);
+  if (tag == 0 || !p || len == 0 || len > uint64_t(c.end - p)) {
+    note("chunk " + std::to_string(c.index) + " is damaged; the rest of it was skipped", true);
+    c.p = c.end;
+    return false;
+  }
+  const uint8_t* end = p + len;
+  c.p = end;
+  r = Record{};
+  r.tag = tag;
+  r.tid = c.tid;
+  Bytes b{p, end};
+  uint64_t dt = b.varint();
+  c.last_ns += dt;
+  r.t_ns = c.last_ns;
+  if (tag >= 0x80) {
+    r.payload = b.p;
+    r.payload_len = size_t(end - b.p);
+    if (b.ok) return true;
+    note("a damaged record in chunk " + std::to_string(c.index) + " was skipped", true);
+    return advance(c);
+  }
+  r.op = op_by_code(tag);
+  uint8_t flags = b.p < end ? *b.p++ : 0;
+  if (flags & fmt::kEvContext) {
+    c.ctx = b.varint();
+    c.dev = int32_t(int64_t(b.varint()) - 1);
+  }
+  if (flags & fmt::kEvStream) c.stream = b.varint();
+  if (flags & fmt::kEvFailed) {
+    r.result = int32_t(uint32_t(b.varint()));
+    r.free_bytes = b.varint();
+    r.total_bytes = b.varint();
+  }
+  if (flags & fmt::kEvAddr) {
+    c.last_addr += uint64_t(fmt::unzigzag(b.varint()));
+    r.addr = c.last_addr;
+  }
+  if (flags & fmt::kEvSize) r.size = b.varint();
+  if (flags & fmt::kEvAux) r.aux = b.varint();
+  if (flags & fmt::kEvAux2) r.aux2 = b.varint();
+  r.fields = flags & (fmt::kEvFailed | fmt::kEvAddr | fmt::kEvSize | fmt::kEvAux | fmt::kEvAux2 | fmt::kEvStack);
+  r.context = c.ctx;
+  r.device = c.dev;
+  if (r.op && r.op->kind == MemKind::Async) r.stream = c.stream;
+  if (!b.ok) {
+    note("a damaged event in chunk " + std::to_string(c.index) + " was skipped", true);
+    return advance(c);
+  }
+  return true;
+}
+
+bool TraceReader::next(Record* out) {
+  auto later = [this](uint32_t a, uint32_t b) {
+    const Cursor &x = cursors_[a], &y = cursors_[b];
+    return x.rec.t_ns != y.rec.t_ns ? x.rec.t_ns > y.rec.t_ns : x.index > y.index;
+  };
+  for (;;) {
+    // Activate every chunk that may hold a record no later than the current earliest.
+    while (!pending_.empty() &&
+           (heap_.empty() || cursors_[pending_.back()].base_ns <= cursors_[heap_.front()].rec.t_ns)) {
+      uint32_t i = pending_.back();
+      pending_.pop_back();
+      if (advance(cursors_[i])) {
+        heap_.push_back(i);
+        std::push_heap(heap_.begin(), heap_.end(), later);
+      }
+    }
+    if (heap_.empty()) {
+      finished_ = true;
+      return false;
+    }
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    uint32_t i = heap_.back();
+    *out = cursors_[i].rec;
+    if (advance(cursors_[i]))
+      std::push_heap(heap_.begin(), heap_.end(), later);
+    else
+      heap_.pop_back();
+    if (!out->is_event()) apply_meta(*out);
+    return true;
+  }
+}
+
+}  // namespace vt::analyzer

@@ -1,0 +1,106 @@
+// Reading a trace file back: validation of the header, the process and device records, and all
+// records of all chunks merged into one time-ordered stream. Memory is bounded by the number of
+// chunks, not of events; nothing is allocated per event. Damage (a torn tail, a corrupt chunk, a
+// newer minor version) is reported in problems(), never by crashing; what is intact is returned.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hook_list.h"
+#include "trace_format.h"
+
+namespace vt::analyzer {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  uint64_t total_bytes = 0;
+  std::string name;
+  std::string uuid;  // hex, empty when unknown
+};
+
+struct ProcessInfo {
+  uint32_t version_major = 0, version_minor = 0;
+  uint64_t pid = 0, ppid = 0;
+  uint64_t start_realtime_ns = 0, start_monotonic_ns = 0, end_monotonic_ns = 0;
+  bool closed_cleanly = false;
+  bool tracing_failed = false;  // the writer stopped early (disk full, size limit)
+  int rank = -1, local_rank = -1;
+  std::string session, hostname, exe;
+  std::vector<std::string> argv;
+  int driver_version = 0;
+  std::vector<DeviceInfo> devices;
+};
+
+// One decoded record. For events, `op` is set (nullptr for op codes newer than this reader);
+// for metadata, `payload` points into the mapped file.
+struct Record {
+  uint8_t tag = 0;
+  const OpInfo* op = nullptr;
+  uint64_t t_ns = 0;
+  uint32_t tid = 0;
+  // Event fields (valid when is_event()).
+  uint8_t fields = 0;  // format::EventFlag bits present
+  int32_t result = 0;
+  uint64_t context = 0;
+  int32_t device = -1;
+  uint64_t stream = 0;  // for MemKind::Async ops
+  uint64_t addr = 0, size = 0, aux = 0, aux2 = 0;
+  uint64_t free_bytes = 0, total_bytes = 0;
+  // Metadata payload (after dt).
+  const uint8_t* payload = nullptr;
+  size_t payload_len = 0;
+
+  bool is_event() const { return tag >= 1 && tag < 0x80; }
+  bool has(format::EventFlag f) const { return fields & f; }
+};
+
+class TraceReader {
+ public:
+  // Opens and validates `path`. On failure returns nullptr with one line in *error.
+  static std::unique_ptr<TraceReader> open(const std::string& path, std::string* error);
+  ~TraceReader();
+
+  const ProcessInfo& process() const { return process_; }
+  const std::string& path() const { return path_; }
+
+  // The next record in time order; false at the end.
+  bool next(Record* out);
+
+  // Everything that was damaged or missing, one sentence each (empty for a perfect trace).
+  // Complete only after next() has returned false.
+  const std::vector<std::string>& problems() const { return problems_; }
+  // True when records were lost to damage (beyond a clean-close flag that is merely missing).
+  bool data_lost() const { return data_lost_; }
+
+  uint64_t file_size() const { return size_; }
+
+ private:
+  struct Cursor;
+  TraceReader() = default;
+  bool load(std::string* error);
+  bool advance(Cursor& c);  // decodes the cursor's next record into c.rec
+  void apply_meta(const Record& r);
+  void note(std::string msg, bool lost);
+
+  std::string path_;
+  int fd_ = -1;
+  const uint8_t* base_ = nullptr;
+  uint64_t size_ = 0;
+  ProcessInfo process_;
+  std::vector<Cursor> cursors_;
+  std::vector<uint32_t> pending_;  // cursor indices not yet in the heap, by descending base time
+  std::vector<uint32_t> heap_;     // min-heap of active cursors by next record time
+  std::vector<std::string> problems_;
+  bool data_lost_ = false;
+  bool finished_ = false;
+  bool quiet_ = false;
+};
+
+// Decoders for metadata payloads (exposed for tests).
+bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out);
+bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out);
+
+}  // namespace vt::analyzer

@@ -1,0 +1,96 @@
+// See config.h.
+#include "config.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "log.h"
+
+namespace vt {
+
+bool expand_pattern(const char* pattern, long pid, const char* host, char* out, size_t cap,
+                    const char** why) {
+  size_t n = 0;
+  auto put = [&](const char* s, size_t len) {
+    if (n + len >= cap) return false;
+    memcpy(out + n, s, len);
+    n += len;
+    return true;
+  };
+  for (const char* p = pattern; *p; ++p) {
+    bool ok;
+    if (*p != '%') {
+      ok = put(p, 1);
+    } else {
+      char c = p[1];
+      if (c == 'p') {
+        char num[32];
+        int len = snprintf(num, sizeof num, "%ld", pid);
+        ok = put(num, len);
+      } else if (c == 'h') {
+        ok = put(host, strlen(host));
+      } else if (c == '%') {
+        ok = put("%", 1);
+      } else {
+        *why = "unknown %-escape (use %p for the pid, %h for the host name, %% for %)";
+        return false;
+      }
+      ++p;
+    }
+    if (!ok) {
+      *why = "path too long";
+      return false;
+    }
+  }
+  out[n] = '\0';
+  return true;
+}
+
+bool load_config(Config* out, long pid) {
+  *out = Config{};
+  const char* disable = getenv("VRAMTRACE_DISABLE");
+  if (disable && disable[0] && strcmp(disable, "0") != 0) return false;
+
+  const char* session = getenv("VRAMTRACE_SESSION");
+  if (session) snprintf(out->session, sizeof out->session, "%s", session);
+
+  const char* output = getenv("VRAMTRACE_OUTPUT");
+  if (output && !output[0]) {
+    log_line("VRAMTRACE_OUTPUT is set but empty; tracing off");
+    return false;
+  }
+  if (!output) output = ".";
+
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  char expanded[4096];
+  const char* why = nullptr;
+  if (!expand_pattern(output, pid, host, expanded, sizeof expanded, &why)) {
+    log_line("bad VRAMTRACE_OUTPUT '%s': %s; tracing off", output, why);
+    return false;
+  }
+
+  struct stat st;
+  size_t len = strlen(expanded);
+  bool is_dir = (stat(expanded, &st) == 0 && S_ISDIR(st.st_mode)) || expanded[len - 1] == '/';
+  if (is_dir) {
+    int w = snprintf(out->path, sizeof out->path, "%s%svramtrace.%ld.trace", expanded,
+                     expanded[len - 1] == '/' ? "" : "/", pid);
+    if (w < 0 || size_t(w) >= sizeof out->path) {
+      log_line("bad VRAMTRACE_OUTPUT '%s': path too long; tracing off", output);
+      return false;
+    }
+    out->path_is_pattern_free = false;
+  } else {
+    snprintf(out->path, sizeof out->path, "%s", expanded);
+    out->path_is_pattern_free = strstr(output, "%p") == nullptr;
+  }
+  out->enabled = true;
+  return true;
+}
+
+}  // namespace vt

@@ -1,0 +1,31 @@
+// Configuration read from the environment, once, when tracing starts. Every bad value yields
+// one clear line on stderr and tracing off; nothing here can crash the traced program.
+//
+//   VRAMTRACE_OUTPUT   trace path or directory (default: the current directory). In a path,
+//                      %p is the pid, %h the host name, %% a percent sign. A directory gets
+//                      vramtrace.<pid>.trace files.
+//   VRAMTRACE_SESSION  set by `vramtrace run`; recorded in each header to group a run's files.
+//   VRAMTRACE_DISABLE  1 = load but record nothing.
+#pragma once
+
+#include <cstddef>
+
+namespace vt {
+
+struct Config {
+  bool enabled = false;
+  char path[4096] = {};      // the trace file to create (pattern already expanded)
+  bool path_is_pattern_free = false;  // a fixed file name: children must not clobber it
+  char session[40] = {};
+};
+
+// Fills *out from the environment for process `pid`. Returns false (tracing off) after logging
+// one line when the configuration is unusable.
+bool load_config(Config* out, long pid);
+
+// Expands %p, %h and %% of `pattern` into out[cap]. Returns false on an unknown escape or
+// overflow, with a reason in *why.
+bool expand_pattern(const char* pattern, long pid, const char* host, char* out, size_t cap,
+                    const char** why);
+
+}  // namespace vt

@@ -1,0 +1,173 @@
+// What each hooked function means for memory: one small overload per driver function fills the
+// Event's address, size and op-specific fields from the call's arguments and result. The hook
+// body that calls these is generic (hooks.cpp); this is the only per-function code.
+// Field meanings (documented in docs/trace-format.md):
+//   aux  = allocation flags, pool handle, VMM handle, context, or device, per op
+//   aux2 = VMM mapping offset, or memory location (type << 32 | id)
+#pragma once
+
+#include "cuda_decls.h"
+#include "driver_api.h"
+#include "event.h"
+
+namespace vt {
+
+template <HookId>
+struct Op {};
+
+inline bool ok(CUresult r) { return r == CUDA_SUCCESS; }
+inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
+inline uint64_t location(const CUmemLocation& l) { return uint64_t(uint32_t(l.type)) << 32 | uint32_t(l.id); }
+
+inline void describe(Op<HookId::cuMemAlloc_v2>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n) {
+  e.set_size(n);
+  if (ok(r)) e.set_addr(*dptr);
+}
+inline void describe(Op<HookId::cuMemAllocPitch_v2>, Event& e, CUresult r, CUdeviceptr* dptr,
+                     size_t* pitch, size_t width, size_t height, unsigned) {
+  e.set_size(ok(r) ? *pitch * height : width * height);
+  if (ok(r)) e.set_addr(*dptr);
+}
+inline void describe(Op<HookId::cuMemFree_v2>, Event& e, CUresult, CUdeviceptr p) { e.set_addr(p); }
+inline void describe(Op<HookId::cuMemAllocManaged>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n,
+                     unsigned flags) {
+  e.set_size(n);
+  e.set_aux(flags);
+  if (ok(r)) e.set_addr(*dptr);
+}
+inline void describe(Op<HookId::cuMemHostAlloc>, Event& e, CUresult r, void** pp, size_t n, unsigned flags) {
+  e.set_size(n);
+  e.set_aux(flags);
+  if (ok(r)) e.set_addr(u(*pp));
+}
+inline void describe(Op<HookId::cuMemAllocHost_v2>, Event& e, CUresult r, void** pp, size_t n) {
+  e.set_size(n);
+  if (ok(r)) e.set_addr(u(*pp));
+}
+inline void describe(Op<HookId::cuMemFreeHost>, Event& e, CUresult, void* p) { e.set_addr(u(p)); }
+inline void describe(Op<HookId::cuMemHostRegister_v2>, Event& e, CUresult, void* p, size_t n, unsigned flags) {
+  e.set_addr(u(p));
+  e.set_size(n);
+  e.set_aux(flags);
+}
+inline void describe(Op<HookId::cuMemHostUnregister>, Event& e, CUresult, void* p) { e.set_addr(u(p)); }
+inline void describe(Op<HookId::cuMemAllocAsync>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n, CUstream s) {
+  e.set_size(n);
+  e.set_stream(u(s));
+  if (ok(r)) e.set_addr(*dptr);
+}
+inline void describe(Op<HookId::cuMemAllocAsync_ptsz>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n,
+                     CUstream s) {
+  describe(Op<HookId::cuMemAllocAsync>{}, e, r, dptr, n, s);
+}
+inline void describe(Op<HookId::cuMemFreeAsync>, Event& e, CUresult, CUdeviceptr p, CUstream s) {
+  e.set_addr(p);
+  e.set_stream(u(s));
+}
+inline void describe(Op<HookId::cuMemFreeAsync_ptsz>, Event& e, CUresult r, CUdeviceptr p, CUstream s) {
+  describe(Op<HookId::cuMemFreeAsync>{}, e, r, p, s);
+}
+inline void describe(Op<HookId::cuMemAllocFromPoolAsync>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n,
+                     CUmemoryPool pool, CUstream s) {
+  describe(Op<HookId::cuMemAllocAsync>{}, e, r, dptr, n, s);
+  e.set_aux(u(pool));
+}
+inline void describe(Op<HookId::cuMemAllocFromPoolAsync_ptsz>, Event& e, CUresult r, CUdeviceptr* dptr,
+                     size_t n, CUmemoryPool pool, CUstream s) {
+  describe(Op<HookId::cuMemAllocFromPoolAsync>{}, e, r, dptr, n, pool, s);
+}
+inline void describe(Op<HookId::cuMemPoolCreate>, Event& e, CUresult r, CUmemoryPool* pool,
+                     const CUmemPoolProps* props) {
+  if (ok(r)) e.set_aux(u(*pool));
+  if (props) e.set_aux2(location(props->location));
+}
+inline void describe(Op<HookId::cuMemPoolDestroy>, Event& e, CUresult, CUmemoryPool pool) { e.set_aux(u(pool)); }
+inline void describe(Op<HookId::cuMemPoolTrimTo>, Event& e, CUresult, CUmemoryPool pool, size_t keep) {
+  e.set_aux(u(pool));
+  e.set_size(keep);
+}
+inline void describe(Op<HookId::cuMemCreate>, Event& e, CUresult r, CUmemGenericAllocationHandle* h, size_t n,
+                     const CUmemAllocationProp* prop, unsigned long long) {
+  e.set_size(n);
+  if (ok(r)) e.set_aux(*h);
+  if (prop) e.set_aux2(location(prop->location));
+}
+inline void describe(Op<HookId::cuMemRelease>, Event& e, CUresult, CUmemGenericAllocationHandle h) { e.set_aux(h); }
+inline void describe(Op<HookId::cuMemMap>, Event& e, CUresult, CUdeviceptr p, size_t n, size_t offset,
+                     CUmemGenericAllocationHandle h, unsigned long long) {
+  e.set_addr(p);
+  e.set_size(n);
+  e.set_aux(h);
+  e.set_aux2(offset);
+}
+inline void describe(Op<HookId::cuMemUnmap>, Event& e, CUresult, CUdeviceptr p, size_t n) {
+  e.set_addr(p);
+  e.set_size(n);
+}
+inline void describe(Op<HookId::cuMemAddressReserve>, Event& e, CUresult r, CUdeviceptr* p, size_t n, size_t,
+                     CUdeviceptr, unsigned long long) {
+  e.set_size(n);
+  if (ok(r)) e.set_addr(*p);
+}
+inline void describe(Op<HookId::cuMemAddressFree>, Event& e, CUresult, CUdeviceptr p, size_t n) {
+  e.set_addr(p);
+  e.set_size(n);
+}
+
+// Bytes per element of an array format, for the approximate size of CUDA arrays.
+inline uint64_t format_bytes(CUarray_format f) {
+  switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 4;
+  }
+}
+inline uint64_t at_least_one(size_t v) { return v ? v : 1; }
+
+inline void describe(Op<HookId::cuArrayCreate_v2>, Event& e, CUresult r, CUarray* h, const CUDA_ARRAY_DESCRIPTOR* d) {
+  if (d) e.set_size(at_least_one(d->Width) * at_least_one(d->Height) * d->NumChannels * format_bytes(d->Format));
+  if (ok(r)) e.set_addr(u(*h));
+}
+inline void describe(Op<HookId::cuArray3DCreate_v2>, Event& e, CUresult r, CUarray* h,
+                     const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  if (d)
+    e.set_size(at_least_one(d->Width) * at_least_one(d->Height) * at_least_one(d->Depth) * d->NumChannels *
+               format_bytes(d->Format));
+  if (ok(r)) e.set_addr(u(*h));
+}
+inline void describe(Op<HookId::cuArrayDestroy>, Event& e, CUresult, CUarray h) { e.set_addr(u(h)); }
+inline void describe(Op<HookId::cuIpcOpenMemHandle_v2>, Event& e, CUresult r, CUdeviceptr* p, CUipcMemHandle,
+                     unsigned flags) {
+  e.set_aux(flags);
+  if (!ok(r)) return;
+  e.set_addr(*p);
+  // The handle does not say how big the import is; the driver's address range does.
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (g_api.mem_get_address_range && g_api.mem_get_address_range(&base, &size, *p) == CUDA_SUCCESS)
+    e.set_size(size);
+}
+inline void describe(Op<HookId::cuIpcCloseMemHandle>, Event& e, CUresult, CUdeviceptr p) { e.set_addr(p); }
+inline void describe(Op<HookId::cuCtxDestroy_v2>, Event& e, CUresult, CUcontext c) { e.set_aux(u(c)); }
+inline void describe(Op<HookId::cuDevicePrimaryCtxReset_v2>, Event& e, CUresult, CUdevice dev) { e.set_aux(uint64_t(dev)); }
+
+// prepare() runs before the real call, for the few ops whose meaning must be read first.
+template <HookId I, typename... A>
+inline void prepare(Op<I>, Event&, A...) {}
+
+// aux2 = the primary context being reset (its memory goes with it), if it is active.
+inline void prepare(Op<HookId::cuDevicePrimaryCtxReset_v2>, Event& e, CUdevice dev) {
+  unsigned flags = 0;
+  int active = 0;
+  CUcontext ctx = nullptr;
+  if (!g_api.primary_ctx_get_state || g_api.primary_ctx_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+    return;
+  // Retain + release leaves the reference count as it was; the context stays alive.
+  if (g_api.primary_ctx_retain(&ctx, dev) == CUDA_SUCCESS) {
+    e.set_aux2(u(ctx));
+    g_api.primary_ctx_release(dev);
+  }
+}
+
+}  // namespace vt

@@ -1,0 +1,104 @@
+// See driver_api.h.
+#include "driver_api.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+namespace vt {
+
+std::atomic<void*> g_real[kHookCount];
+DriverApi g_api;
+
+extern "C" void* vt_real_dlsym_ptr;  // defined in dlsym_hook.cpp, used by the assembly stub
+extern "C" void* vt_resolve_real_dlsym();
+
+namespace {
+
+// Our exported wrappers, by HookId (defined in hooks.cpp under the exact driver names).
+void* const kHooks[kHookCount] = {
+#define VT_HOOK_ADDR(code, name, action, kind, params, args) reinterpret_cast<void*>(&::name),
+    VT_FOR_EACH_HOOK(VT_HOOK_ADDR)
+#undef VT_HOOK_ADDR
+};
+
+std::atomic<bool> g_resolved{false};
+pthread_mutex_t g_resolve_mu = PTHREAD_MUTEX_INITIALIZER;
+
+template <typename Fn>
+void load(void* lib, Fn* slot, const char* name) {
+  *slot = reinterpret_cast<Fn>(real_dlsym(lib, name));
+}
+
+struct ThreadContextCache {
+  uint64_t ctx;
+  int32_t device;
+  bool valid;
+};
+thread_local ThreadContextCache t_ctx_cache __attribute__((tls_model("initial-exec")));
+
+}  // namespace
+
+void* real_dlsym(void* handle, const char* name) {
+  void* fn = __atomic_load_n(&vt_real_dlsym_ptr, __ATOMIC_ACQUIRE);
+  if (!fn) fn = vt_resolve_real_dlsym();
+  if (!fn) return nullptr;
+  return reinterpret_cast<void* (*)(void*, const char*)>(fn)(handle, name);
+}
+
+bool driver_resolved() {
+  if (g_resolved.load(std::memory_order_acquire)) return true;
+  pthread_mutex_lock(&g_resolve_mu);
+  if (!g_resolved.load(std::memory_order_relaxed)) {
+    // Only a driver the program already loaded: a process that never touches CUDA stays so.
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (lib) {
+      for (int i = 0; i < kHookCount; ++i)
+        g_real[i].store(real_dlsym(lib, kOps[i].name), std::memory_order_relaxed);
+      DriverApi& a = g_api;
+      load(lib, &a.ctx_get_current, "cuCtxGetCurrent");
+      load(lib, &a.ctx_get_device, "cuCtxGetDevice");
+      load(lib, &a.mem_get_info, "cuMemGetInfo_v2");
+      load(lib, &a.mem_get_address_range, "cuMemGetAddressRange_v2");
+      load(lib, &a.driver_get_version, "cuDriverGetVersion");
+      load(lib, &a.device_get_count, "cuDeviceGetCount");
+      load(lib, &a.device_get, "cuDeviceGet");
+      load(lib, &a.device_get_name, "cuDeviceGetName");
+      load(lib, &a.device_total_mem, "cuDeviceTotalMem_v2");
+      load(lib, &a.device_get_uuid, "cuDeviceGetUuid_v2");
+      if (!a.device_get_uuid) load(lib, &a.device_get_uuid, "cuDeviceGetUuid");
+      load(lib, &a.primary_ctx_get_state, "cuDevicePrimaryCtxGetState");
+      load(lib, &a.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+      load(lib, &a.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2");
+      g_resolved.store(true, std::memory_order_release);
+    }
+    dlerror();  // our failed lookups must not show up in the program's next dlerror()
+  }
+  pthread_mutex_unlock(&g_resolve_mu);
+  return g_resolved.load(std::memory_order_acquire);
+}
+
+void* substitute(void* p) {
+  if (!p) return p;
+  for (int i = 0; i < kHookCount; ++i)
+    if (g_real[i].load(std::memory_order_relaxed) == p) return kHooks[i];
+  return p;
+}
+
+void current_context(uint64_t* ctx, int32_t* device) {
+  CUcontext c = nullptr;
+  if (!g_api.ctx_get_current || g_api.ctx_get_current(&c) != CUDA_SUCCESS || !c) {
+    *ctx = 0;
+    *device = -1;
+    return;
+  }
+  ThreadContextCache& cache = t_ctx_cache;
+  if (!cache.valid || cache.ctx != reinterpret_cast<uint64_t>(c)) {
+    CUdevice d = -1;
+    if (g_api.ctx_get_device(&d) != CUDA_SUCCESS) d = -1;
+    cache = {reinterpret_cast<uint64_t>(c), int32_t(d), true};
+  }
+  *ctx = cache.ctx;
+  *device = cache.device;
+}
+
+}  // namespace vt

@@ -1,0 +1,49 @@
+// Finding the real driver at run time: libvramtrace links no CUDA library. Owns the table of real
+// hooked functions (g_real), the real driver functions the recorder calls for itself (DriverApi),
+// and the substitution of a real function pointer by our hook of the same function.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "cuda_decls.h"
+#include "hook_list.h"
+
+namespace vt {
+
+// Real addresses of the hooked functions in the loaded libcuda, by HookId.
+extern std::atomic<void*> g_real[kHookCount];
+
+// Driver functions used by the recorder, never hooked.
+struct DriverApi {
+  CUresult (*ctx_get_current)(CUcontext*);
+  CUresult (*ctx_get_device)(CUdevice*);
+  CUresult (*mem_get_info)(size_t*, size_t*);
+  CUresult (*mem_get_address_range)(CUdeviceptr*, size_t*, CUdeviceptr);
+  CUresult (*driver_get_version)(int*);
+  CUresult (*device_get_count)(int*);
+  CUresult (*device_get)(CUdevice*, int);
+  CUresult (*device_get_name)(char*, int, CUdevice);
+  CUresult (*device_total_mem)(size_t*, CUdevice);
+  CUresult (*device_get_uuid)(CUuuid*, CUdevice);
+  CUresult (*primary_ctx_get_state)(CUdevice, unsigned int*, int*);
+  CUresult (*primary_ctx_retain)(CUcontext*, CUdevice);
+  CUresult (*primary_ctx_release)(CUdevice);
+};
+extern DriverApi g_api;
+
+// Resolves g_real and g_api from the libcuda.so.1 already loaded in the process (never loads
+// it). Cheap after the first success; retried until libcuda appears.
+bool driver_resolved();
+
+// Our hook for a real driver function pointer, or `p` itself when it is not hooked.
+void* substitute(void* p);
+
+// The real dlsym (glibc), for our own lookups: calling plain dlsym from here would reach the
+// exported stub.
+void* real_dlsym(void* handle, const char* name);
+
+// The calling thread's current context and its device ordinal (-1 if none), cached per thread.
+void current_context(uint64_t* ctx, int32_t* device);
+
+}  // namespace vt

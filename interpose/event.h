@@ -1,0 +1,33 @@
+// One intercepted driver call, as the hook hands it to the recorder. Plain data, on the stack.
+#pragma once
+
+#include <cstdint>
+
+#include "hook_list.h"
+#include "trace_format.h"
+
+namespace vt {
+
+struct Event {
+  HookId op;
+  uint8_t fields = 0;     // format::EventFlag bits for the optional fields set below
+  int32_t result = 0;     // CUresult
+  uint64_t t_ns = 0;
+  uint64_t context = 0;
+  int32_t device = -1;    // ordinal of the context's device, -1 when unknown
+  uint64_t stream = 0;   // only meaningful for MemKind::Async ops
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint64_t aux = 0;
+  uint64_t aux2 = 0;
+  uint64_t free_bytes = 0;   // device state at a failed call
+  uint64_t total_bytes = 0;
+
+  void set_addr(uint64_t v) { addr = v; fields |= format::kEvAddr; }
+  void set_size(uint64_t v) { size = v; fields |= format::kEvSize; }
+  void set_aux(uint64_t v) { aux = v; fields |= format::kEvAux; }
+  void set_aux2(uint64_t v) { aux2 = v; fields |= format::kEvAux2; }
+  void set_stream(uint64_t v) { stream = v; }
+};
+
+}  // namespace vt

@@ -1,0 +1,141 @@
+// The one list of hooked driver functions. Everything that differs per function is here or in
+// describe.h; the exported wrappers, the pointer substitution table, the trace's op codes and the
+// reader's op names are all generated from this list.
+//
+// VT_FOR_EACH_HOOK(X) calls X(code, name, action, kind, params, args):
+//   code    stable op code written to traces (never renumber; append new ones)
+//   name    the exact exported driver symbol (the _v2 / _ptsz spelling)
+//   action  Acquire: memory becomes live (timestamp after the call; failures carry free/total)
+//           Release: memory goes away (timestamp before the call, so a reuse of the address by
+//                    another thread always sorts after the release)
+//           Lookup:  returns driver function pointers; the hook substitutes ours
+//   kind    what the analyzer accounts the event as (MemKind below)
+//   params / args  the exact parameter list (checked against cuda.h by the compiler) and the
+//           forwarding argument list. Users of the list that do not need params never expand
+//           them, so this header needs cuda.h only where params are expanded.
+#pragma once
+
+#include <cstdint>
+
+#define VT_FOR_EACH_HOOK(X)                                                                          \
+  X(1, cuMemAlloc_v2, Acquire, Device, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))     \
+  X(2, cuMemAllocPitch_v2, Acquire, Device,                                                         \
+    (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                       \
+     unsigned int ElementSizeBytes),                                                                \
+    (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                         \
+  X(3, cuMemFree_v2, Release, Device, (CUdeviceptr dptr), (dptr))                                   \
+  X(4, cuMemAllocManaged, Acquire, Managed, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags), \
+    (dptr, bytesize, flags))                                                                        \
+  X(5, cuMemHostAlloc, Acquire, PinnedHost, (void** pp, size_t bytesize, unsigned int Flags),       \
+    (pp, bytesize, Flags))                                                                          \
+  X(6, cuMemAllocHost_v2, Acquire, PinnedHost, (void** pp, size_t bytesize), (pp, bytesize))        \
+  X(7, cuMemFreeHost, Release, PinnedHost, (void* p), (p))                                          \
+  X(8, cuMemHostRegister_v2, Acquire, RegisteredHost, (void* p, size_t bytesize, unsigned int Flags), \
+    (p, bytesize, Flags))                                                                           \
+  X(9, cuMemHostUnregister, Release, RegisteredHost, (void* p), (p))                                \
+  X(10, cuMemAllocAsync, Acquire, Async, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),   \
+    (dptr, bytesize, hStream))                                                                      \
+  X(11, cuMemAllocAsync_ptsz, Acquire, Async,                                                       \
+    (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream))             \
+  X(12, cuMemFreeAsync, Release, Async, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))      \
+  X(13, cuMemFreeAsync_ptsz, Release, Async, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream)) \
+  X(14, cuMemAllocFromPoolAsync, Acquire, Async,                                                    \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                     \
+    (dptr, bytesize, pool, hStream))                                                                \
+  X(15, cuMemAllocFromPoolAsync_ptsz, Acquire, Async,                                               \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                     \
+    (dptr, bytesize, pool, hStream))                                                                \
+  X(16, cuMemPoolCreate, Acquire, Pool, (CUmemoryPool * pool, const CUmemPoolProps* poolProps),     \
+    (pool, poolProps))                                                                              \
+  X(17, cuMemPoolDestroy, Release, Pool, (CUmemoryPool pool), (pool))                               \
+  X(18, cuMemPoolTrimTo, Release, Pool, (CUmemoryPool pool, size_t minBytesToKeep),                 \
+    (pool, minBytesToKeep))                                                                         \
+  X(19, cuMemCreate, Acquire, VmmPhysical,                                                          \
+    (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp* prop,           \
+     unsigned long long flags),                                                                     \
+    (handle, size, prop, flags))                                                                    \
+  X(20, cuMemRelease, Release, VmmPhysical, (CUmemGenericAllocationHandle handle), (handle))        \
+  X(21, cuMemMap, Acquire, VmmMapping,                                                              \
+    (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,              \
+     unsigned long long flags),                                                                     \
+    (ptr, size, offset, handle, flags))                                                             \
+  X(22, cuMemUnmap, Release, VmmMapping, (CUdeviceptr ptr, size_t size), (ptr, size))               \
+  X(23, cuMemAddressReserve, Acquire, VmmReservation,                                               \
+    (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), \
+    (ptr, size, alignment, addr, flags))                                                            \
+  X(24, cuMemAddressFree, Release, VmmReservation, (CUdeviceptr ptr, size_t size), (ptr, size))     \
+  X(25, cuArrayCreate_v2, Acquire, Array,                                                           \
+    (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR* pAllocateArray), (pHandle, pAllocateArray))    \
+  X(26, cuArray3DCreate_v2, Acquire, Array,                                                         \
+    (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pAllocateArray), (pHandle, pAllocateArray))  \
+  X(27, cuArrayDestroy, Release, Array, (CUarray hArray), (hArray))                                 \
+  X(28, cuIpcOpenMemHandle_v2, Acquire, IpcImport,                                                  \
+    (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags))       \
+  X(29, cuIpcCloseMemHandle, Release, IpcImport, (CUdeviceptr dptr), (dptr))                        \
+  X(30, cuCtxDestroy_v2, Release, Context, (CUcontext ctx), (ctx))                                 \
+  X(31, cuDevicePrimaryCtxReset_v2, Release, Context, (CUdevice dev), (dev))                       \
+  X(32, cuGetProcAddress, Lookup, None,                                                            \
+    (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags),                           \
+    (symbol, pfn, cudaVersion, flags))                                                             \
+  X(33, cuGetProcAddress_v2, Lookup, None,                                                         \
+    (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,                            \
+     CUdriverProcAddressQueryResult* symbolStatus),                                                \
+    (symbol, pfn, cudaVersion, flags, symbolStatus))
+
+namespace vt {
+
+enum class Action : uint8_t { Acquire, Release, Lookup };
+
+// What an event's memory is, for accounting. Values are written nowhere: traces carry op codes.
+enum class MemKind : uint8_t {
+  None,
+  Device,          // cuMemAlloc/Pitch: device memory owned by this process
+  Managed,         // unified memory
+  PinnedHost,      // page-locked host memory allocated by the driver
+  RegisteredHost,  // existing host memory pinned by cuMemHostRegister
+  Async,           // stream-ordered allocation carved from a pool
+  Pool,            // a memory pool object (create / destroy / trim)
+  VmmPhysical,     // cuMemCreate physical memory handle
+  VmmMapping,      // a mapping of physical memory into a reserved range
+  VmmReservation,  // reserved virtual address space (no memory by itself)
+  Array,           // CUDA array (size approximated from its descriptor)
+  IpcImport,       // memory of another process mapped here (imported, not owned)
+  Context,         // context teardown: every allocation of that context is gone
+};
+
+enum class HookId : uint8_t {
+#define VT_HOOK_ID(code, name, action, kind, params, args) name,
+  VT_FOR_EACH_HOOK(VT_HOOK_ID)
+#undef VT_HOOK_ID
+  kCount
+};
+inline constexpr int kHookCount = static_cast<int>(HookId::kCount);
+
+struct OpInfo {
+  uint8_t code;
+  const char* name;
+  Action action;
+  MemKind kind;
+};
+
+// Indexed by HookId.
+inline constexpr OpInfo kOps[] = {
+#define VT_OP_INFO(code, name, action, kind, params, args) {code, #name, Action::action, MemKind::kind},
+    VT_FOR_EACH_HOOK(VT_OP_INFO)
+#undef VT_OP_INFO
+};
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == kHookCount);
+
+constexpr bool codes_are_dense() {
+  for (int i = 0; i < kHookCount; ++i)
+    if (kOps[i].code != i + 1) return false;
+  return true;
+}
+static_assert(codes_are_dense(), "op codes must be 1..N in list order");
+
+// Op code -> info, or nullptr for codes this build does not know (newer traces).
+inline const OpInfo* op_by_code(uint8_t code) {
+  return code >= 1 && code <= kHookCount ? &kOps[code - 1] : nullptr;
+}
+
+}  // namespace vt

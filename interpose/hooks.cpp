@@ -1,0 +1,81 @@
+// The exported driver entry points. Every hooked function, whichever way the program reached it
+// (-lcuda, dlsym(handle), cuGetProcAddress), lands in one generic body: forward to the real
+// function, and record one event. Per-function meaning lives in describe.h; the list of functions
+// in hook_list.h.
+#include <utility>
+
+#include "clock.h"
+#include "cuda_decls.h"
+#include "describe.h"
+#include "driver_api.h"
+#include "recorder.h"
+#include "reentry_guard.h"
+
+namespace vt {
+
+thread_local bool t_in_hook __attribute__((tls_model("initial-exec"))) = false;
+
+namespace {
+
+template <HookId Id, typename... A>
+CUresult call_real(A... args) {
+  void* fn = g_real[int(Id)].load(std::memory_order_relaxed);
+  if (!fn) {
+    if (!driver_resolved()) return CUDA_ERROR_NOT_INITIALIZED;  // no libcuda in this process
+    fn = g_real[int(Id)].load(std::memory_order_relaxed);
+    if (!fn) return CUDA_ERROR_NOT_FOUND;  // this driver does not export it
+  }
+  return reinterpret_cast<CUresult (*)(A...)>(fn)(args...);
+}
+
+// cuGetProcAddress*: the real lookup decides (version, flags, _ptsz, status); then a hooked
+// function's pointer is swapped for ours. This covers cudart's self-lookup of
+// "cuGetProcAddress", after which every lookup it makes comes back here.
+template <HookId Id, typename... A>
+CUresult lookup(const char* symbol, void** pfn, A... rest) {
+  CUresult r = call_real<Id>(symbol, pfn, rest...);
+  if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = substitute(*pfn);
+  return r;
+}
+
+template <HookId Id, typename... A>
+CUresult invoke(A... args) {
+  constexpr OpInfo op = kOps[int(Id)];
+  if constexpr (op.action == Action::Lookup) {
+    return lookup<Id>(args...);
+  } else {
+    if (!driver_resolved()) return CUDA_ERROR_NOT_INITIALIZED;  // no libcuda in this process
+    ReentryGuard guard;
+    bool wanted = guard.entered() &&
+                  (op.action == Action::Acquire ? tracing_possible() : recording());
+    if (!wanted) return call_real<Id>(args...);
+
+    Event e;
+    e.op = Id;
+    current_context(&e.context, &e.device);
+    prepare(Op<Id>{}, e, args...);
+    if (op.action == Action::Release) e.t_ns = now_ns();
+    CUresult r = call_real<Id>(args...);
+    if (op.action == Action::Acquire) e.t_ns = now_ns();
+    e.result = int32_t(r);
+    describe(Op<Id>{}, e, r, args...);
+    if (r != CUDA_SUCCESS && op.action == Action::Acquire && g_api.mem_get_info) {
+      size_t free_b = 0, total_b = 0;
+      if (g_api.mem_get_info(&free_b, &total_b) == CUDA_SUCCESS) {
+        e.free_bytes = free_b;
+        e.total_bytes = total_b;
+      }
+    }
+    record(e);
+    return r;
+  }
+}
+
+}  // namespace
+}  // namespace vt
+
+#define VT_EXPORT __attribute__((visibility("default")))
+#define VT_DEFINE_HOOK(code, name, action, kind, params, args) \
+  extern "C" VT_EXPORT CUresult name params { return vt::invoke<vt::HookId::name> args; }
+VT_FOR_EACH_HOOK(VT_DEFINE_HOOK)
+#undef VT_DEFINE_HOOK

@@ -1,0 +1,138 @@
+// See recorder.h. Encoding follows trace_format.h: tag, payload length, dt, flags, fields.
+#include "recorder.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "recorder_internal.h"
+#include "trace_format.h"
+
+namespace vt {
+
+namespace fmt = format;
+
+// Per-thread writer. Plain data in initial-exec TLS: no constructor, no allocation.
+struct ThreadWriter {
+  fmt::ChunkHeader* chunk;
+  uint8_t* cur;
+  uint8_t* end;
+  uint32_t gen;
+  uint32_t tid;
+  uint64_t last_ns;
+  uint64_t last_addr;
+  uint64_t ctx;
+  int32_t dev;
+  bool ctx_known;
+  uint64_t stream;
+};
+static thread_local ThreadWriter t_writer __attribute__((tls_model("initial-exec")));
+
+namespace {
+
+uint32_t thread_id() {
+  ThreadWriter& w = t_writer;
+  if (w.tid == 0 || w.gen != g_generation.load(std::memory_order_relaxed))
+    w.tid = uint32_t(syscall(SYS_gettid));
+  return w.tid;
+}
+
+// Space for a record of at most `max_len` bytes at time t, or nullptr when writing has stopped.
+uint8_t* begin_record(size_t max_len, uint64_t t) {
+  ThreadWriter& w = t_writer;
+  uint32_t gen = g_generation.load(std::memory_order_acquire);
+  if (w.chunk && w.gen == gen && w.cur + max_len <= w.end) return w.cur;
+  uint32_t tid = thread_id();
+  fmt::ChunkHeader* c = g_file.claim_chunk(tid, t);
+  if (!c) {
+    w.chunk = nullptr;
+    return nullptr;
+  }
+  w = ThreadWriter{};
+  w.chunk = c;
+  w.cur = reinterpret_cast<uint8_t*>(c + 1);
+  w.end = reinterpret_cast<uint8_t*>(c) + fmt::kChunkSize;
+  w.gen = gen;
+  w.tid = tid;
+  w.last_ns = t;
+  return w.cur;
+}
+
+void commit_record(uint8_t* end) {
+  ThreadWriter& w = t_writer;
+  w.cur = end;
+  uint32_t used = uint32_t(end - reinterpret_cast<uint8_t*>(w.chunk + 1));
+  __atomic_store_n(&w.chunk->used, used, __ATOMIC_RELEASE);
+}
+
+uint64_t take_dt(uint64_t t) {
+  ThreadWriter& w = t_writer;
+  uint64_t dt = t > w.last_ns ? t - w.last_ns : 0;
+  if (t > w.last_ns) w.last_ns = t;
+  return dt;
+}
+
+}  // namespace
+
+// Largest event: tag, length, dt, flags, ctx+dev, stream, result+free+total, 5 fields.
+static constexpr size_t kMaxEventRecord = 2 + 1 + fmt::kMaxVarint * 12;
+static_assert(kMaxEventRecord - 2 < 128, "event payload length must fit one varint byte");
+
+void encode_event(const Event& e) {
+  uint8_t* p = begin_record(kMaxEventRecord, e.t_ns);
+  if (!p) return;
+  ThreadWriter& w = t_writer;
+  p[0] = kOps[int(e.op)].code;
+  uint8_t* q = p + 2;
+  q = fmt::put_varint(q, take_dt(e.t_ns));
+  uint8_t* flags_at = q++;
+  uint8_t flags = e.fields;
+  if (!w.ctx_known || w.ctx != e.context || w.dev != e.device) {
+    flags |= fmt::kEvContext;
+    q = fmt::put_varint(q, e.context);
+    q = fmt::put_varint(q, uint64_t(int64_t(e.device) + 1));
+    w.ctx = e.context;
+    w.dev = e.device;
+    w.ctx_known = true;
+  }
+  if (kOps[int(e.op)].kind == MemKind::Async && e.stream != w.stream) {
+    flags |= fmt::kEvStream;
+    q = fmt::put_varint(q, e.stream);
+    w.stream = e.stream;
+  }
+  if (e.result != 0) {
+    flags |= fmt::kEvFailed;
+    q = fmt::put_varint(q, uint32_t(e.result));
+    q = fmt::put_varint(q, e.free_bytes);
+    q = fmt::put_varint(q, e.total_bytes);
+  }
+  if (e.fields & fmt::kEvAddr) {
+    q = fmt::put_varint(q, fmt::zigzag(int64_t(e.addr - w.last_addr)));
+    w.last_addr = e.addr;
+  }
+  if (e.fields & fmt::kEvSize) q = fmt::put_varint(q, e.size);
+  if (e.fields & fmt::kEvAux) q = fmt::put_varint(q, e.aux);
+  if (e.fields & fmt::kEvAux2) q = fmt::put_varint(q, e.aux2);
+  *flags_at = flags;
+  p[1] = uint8_t(q - (p + 2));
+  commit_record(q);
+}
+
+bool write_meta(uint8_t tag, const uint8_t* payload, size_t len, uint64_t t) {
+  if (len > fmt::kChunkPayload - 16) len = fmt::kChunkPayload - 16;
+  uint8_t* p = begin_record(len + 16, t);
+  if (!p) return false;
+  uint8_t* q = p;
+  *q++ = tag;
+  uint8_t dt_buf[fmt::kMaxVarint];
+  size_t dt_len = size_t(fmt::put_varint(dt_buf, take_dt(t)) - dt_buf);
+  q = fmt::put_varint(q, dt_len + len);
+  memcpy(q, dt_buf, dt_len);
+  q += dt_len;
+  memcpy(q, payload, len);
+  commit_record(q + len);
+  return true;
+}
+
+}  // namespace vt

@@ -1,0 +1,19 @@
+// The recorder: turns Events into trace records. Owns the process's TraceFile, the lazy open on
+// the first acquiring call, the per-thread chunk writers, fork handling and the clean-close mark.
+// Hot path: one relaxed load, a TLS chunk, ~20 bytes of varints, one release store. No locks.
+#pragma once
+
+#include "event.h"
+
+namespace vt {
+
+// Records `e`. Opens the trace on the first Acquire event; drops events while tracing is off.
+void record(const Event& e);
+
+// True once the trace is open (Release events are only worth recording then).
+bool recording();
+
+// True while tracing may still start (not disabled by configuration or a failure).
+bool tracing_possible();
+
+}  // namespace vt

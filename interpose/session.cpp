@@ -1,0 +1,163 @@
+// The trace's life in one process: opened lazily by the first acquiring call (a process that
+// never allocates CUDA memory leaves no file), a process record and one record per device,
+// a fresh file for a forked child, and the clean-close mark on the way out. Policy on fork: the
+// child forgets the parent's file and writes its own, <path>.<pid> or vramtrace.<pid>.trace,
+// once it makes a CUDA memory call (children of exec are traced through the inherited
+// LD_PRELOAD in the same way).
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "clock.h"
+#include "config.h"
+#include "driver_api.h"
+#include "log.h"
+#include "recorder.h"
+#include "recorder_internal.h"
+#include "reentry_guard.h"
+#include "trace_format.h"
+
+namespace vt {
+
+TraceFile g_file;
+std::atomic<uint32_t> g_generation{1};
+
+namespace {
+
+enum Status : int { kNotOpen = 0, kOpen = 1, kOff = 2 };
+std::atomic<int> g_status{kNotOpen};
+enum DeviceRecords : int { kDevicesPending = 0, kDevicesWriting = 1, kDevicesDone = 2 };
+std::atomic<int> g_devices{kDevicesPending};
+pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
+bool g_atfork_registered = false;
+
+// A small append-only byte buffer on the stack for metadata payloads.
+struct Payload {
+  uint8_t data[16384];
+  size_t len = 0;
+  void varint(uint64_t v) {
+    if (len + format::kMaxVarint <= sizeof data) len = size_t(format::put_varint(data + len, v) - data);
+  }
+  void bytes(const void* p, size_t n) {
+    if (n > sizeof data - len - format::kMaxVarint) n = sizeof data - len - format::kMaxVarint;
+    varint(n);
+    memcpy(data + len, p, n);
+    len += n;
+  }
+};
+
+size_t read_file(const char* path, char* buf, size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t n = 0;
+  while (n < cap) {
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r <= 0) break;
+    n += size_t(r);
+  }
+  close(fd);
+  return n;
+}
+
+void write_process_record(uint64_t t) {
+  Payload p;
+  int driver = 0;
+  if (g_api.driver_get_version) g_api.driver_get_version(&driver);
+  p.varint(uint64_t(driver));
+  char buf[8192];
+  size_t n = read_file("/proc/self/cmdline", buf, sizeof buf);
+  p.bytes(buf, n);
+  ssize_t e = readlink("/proc/self/exe", buf, sizeof buf);
+  p.bytes(buf, e > 0 ? size_t(e) : 0);
+  write_meta(format::kTagProcess, p.data, p.len, t);
+}
+
+// Devices are known once cuInit has run; until then this is retried on later events.
+void write_device_records(uint64_t t) {
+  int expected = kDevicesPending;
+  if (!g_devices.compare_exchange_strong(expected, kDevicesWriting)) return;
+  int count = 0;
+  if (!g_api.device_get_count || g_api.device_get_count(&count) != CUDA_SUCCESS || count <= 0) {
+    g_devices.store(kDevicesPending);
+    return;
+  }
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    if (g_api.device_get(&dev, i) != CUDA_SUCCESS) continue;
+    Payload p;
+    size_t total = 0;
+    char name[256] = {};
+    CUuuid uuid = {};
+    g_api.device_total_mem(&total, dev);
+    g_api.device_get_name(name, sizeof name - 1, dev);
+    if (g_api.device_get_uuid) g_api.device_get_uuid(&uuid, dev);
+    p.varint(uint64_t(i));
+    p.varint(total);
+    p.bytes(name, strlen(name));
+    p.bytes(uuid.bytes, sizeof uuid.bytes);
+    write_meta(format::kTagDevice, p.data, p.len, t);
+  }
+  g_devices.store(kDevicesDone, std::memory_order_release);
+}
+
+void after_fork_in_child() {
+  // Only this thread exists now. Drop the parent's file; the next acquiring call opens ours.
+  pthread_mutex_init(&g_open_mu, nullptr);
+  g_file.abandon();
+  g_devices.store(kDevicesPending);
+  g_generation.fetch_add(1);
+  g_status.store(kNotOpen);
+}
+
+bool open_trace(uint64_t t) {
+  pthread_mutex_lock(&g_open_mu);
+  int status = g_status.load();
+  if (status == kNotOpen) {
+    Config cfg;
+    status = kOff;
+    if (load_config(&cfg, long(getpid())) && g_file.open(cfg, long(getpid()), long(getppid()))) {
+      if (!g_atfork_registered) {
+        pthread_atfork(nullptr, nullptr, after_fork_in_child);
+        g_atfork_registered = true;
+      }
+      write_process_record(t);
+      write_device_records(t);
+      status = kOpen;
+    }
+    g_status.store(status, std::memory_order_release);
+  }
+  pthread_mutex_unlock(&g_open_mu);
+  return status == kOpen;
+}
+
+}  // namespace
+
+bool recording() { return g_status.load(std::memory_order_acquire) == kOpen; }
+bool tracing_possible() { return g_status.load(std::memory_order_relaxed) != kOff; }
+
+void record(const Event& e) {
+  int status = g_status.load(std::memory_order_acquire);
+  if (status != kOpen) {
+    if (status == kOff || kOps[int(e.op)].action != Action::Acquire || !open_trace(e.t_ns)) return;
+  }
+  if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
+  encode_event(e);
+}
+
+namespace {
+
+// Runs at exit (and dlclose). glibc may run it before the destructors of libraries loaded later
+// (cudart, torch), whose frees still reach our hooks: so it only marks the trace, tears nothing
+// down, and events after it are still written.
+__attribute__((destructor)) void mark_clean_exit() {
+  if (g_status.load(std::memory_order_acquire) != kOpen) return;
+  ReentryGuard guard;
+  uint64_t t = now_ns();
+  write_meta(format::kTagEnd, nullptr, 0, t);
+  g_file.mark_closed(t);
+}
+
+}  // namespace
+}  // namespace vt

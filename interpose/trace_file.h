@@ -1,0 +1,52 @@
+// The trace file sink: creates the file safely, grows it in 1 MiB windows that are
+// posix_fallocate'd (no SIGBUS on a full disk) and mapped MAP_SHARED (data survives SIGKILL),
+// and hands out 64 KiB chunks to writer threads with one atomic add. Windows are never unmapped:
+// hooks keep firing after our destructor, so nothing here is ever torn down.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "trace_format.h"
+
+namespace vt {
+
+struct Config;
+
+class TraceFile {
+ public:
+  // Creates the trace for this process. A fixed file name already holding the trace of a live
+  // process (our parent, say) is left alone and "<path>.<pid>" is used instead; a stale file is
+  // replaced; a symlink at the target is refused. Logs one line and returns false on failure.
+  bool open(const Config& cfg, long pid, long ppid);
+
+  // A fresh zeroed chunk owned by thread `tid`, or nullptr once writing has failed.
+  format::ChunkHeader* claim_chunk(uint32_t tid, uint64_t base_ns);
+
+  format::FileHeader* header() const { return header_; }
+  const char* path() const { return path_; }
+
+  // Marks the trace as closed cleanly. Later events are still accepted and written.
+  void mark_closed(uint64_t end_ns);
+
+  // After fork: the child forgets the parent's file without touching it.
+  void abandon();
+
+ private:
+  static constexpr uint64_t kWindowSize = 1u << 20;
+  static constexpr uint32_t kMaxWindows = 1u << 18;  // 256 GiB of trace
+  uint8_t* window(uint64_t index);
+  bool create_file(const char* path, long pid);
+
+  int fd_ = -1;
+  char path_[4096] = {};
+  format::FileHeader* header_ = nullptr;
+  std::atomic<uint64_t> next_chunk_{0};
+  std::atomic<bool> failed_{false};
+  pthread_mutex_t grow_mu_ = PTHREAD_MUTEX_INITIALIZER;
+  static std::atomic<uint8_t*> windows_[kMaxWindows];
+};
+
+}  // namespace vt

@@ -1,0 +1,81 @@
+// `vramtrace dump` and `vramtrace info`: a trace as JSON lines / one JSON summary.
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "commands.h"
+#include "record_json.h"
+#include "trace_reader.h"
+
+namespace vt::cli {
+
+namespace {
+
+std::string to_line(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void report_problems(const analyzer::TraceReader& r) {
+  for (const std::string& p : r.problems()) error_line(r.path() + ": " + p);
+}
+
+}  // namespace
+
+void error_line(const std::string& msg) { std::cerr << "vramtrace: " << msg << "\n"; }
+
+int dump_command(const std::string& trace, bool with_meta) {
+  std::string err;
+  auto reader = analyzer::TraceReader::open(trace, &err);
+  if (!reader) {
+    error_line(err);
+    return 1;
+  }
+  analyzer::Record r;
+  std::string out;
+  while (reader->next(&r)) {
+    if (r.is_event()) {
+      out = to_line(analyzer::event_json(r));
+    } else if (with_meta) {
+      out = to_line(analyzer::meta_json(r));
+    } else {
+      continue;
+    }
+    fwrite(out.data(), 1, out.size(), stdout);
+    fputc('\n', stdout);
+  }
+  fflush(stdout);
+  report_problems(*reader);
+  return 0;
+}
+
+int info_command(const std::string& trace) {
+  std::string err;
+  auto reader = analyzer::TraceReader::open(trace, &err);
+  if (!reader) {
+    error_line(err);
+    return 1;
+  }
+  analyzer::Record r;
+  std::map<std::string, uint64_t> by_op;
+  uint64_t events = 0, failed = 0, first = 0, last = 0;
+  while (reader->next(&r)) {
+    if (!r.is_event()) continue;
+    if (events++ == 0) first = r.t_ns;
+    last = r.t_ns;
+    by_op[r.op ? r.op->name : "unknown"]++;
+    if (r.result != 0) failed++;
+  }
+  nlohmann::json j = analyzer::process_json(reader->process());
+  j["path"] = trace;
+  j["file_bytes"] = reader->file_size();
+  j["events"] = events;
+  j["failed_events"] = failed;
+  j["events_by_op"] = by_op;
+  j["first_event_ns"] = first;
+  j["last_event_ns"] = last;
+  j["problems"] = reader->problems();
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  return 0;
+}
+
+}  // namespace vt::cli

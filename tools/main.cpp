@@ -1,0 +1,47 @@
+// `vramtrace`: the command line. Parses arguments (CLI11) and dispatches to a subcommand.
+// Exit status: the subcommand's, 2 for usage errors.
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"vramtrace: records every CUDA memory operation of a process and explains its GPU memory"};
+  app.require_subcommand(1);
+
+  vt::cli::RunOptions run;
+  CLI::App* run_cmd = app.add_subcommand("run", "run a command with tracing: vramtrace run [-o PATH] -- CMD ARGS...");
+  run_cmd->add_option("-o,--output", run.output,
+                      "trace file, pattern (%p = pid, %h = host) or directory (default: current directory)");
+  run_cmd->prefix_command();
+
+  std::string trace;
+  bool with_meta = false;
+  CLI::App* dump_cmd = app.add_subcommand("dump", "print every event of a trace as one JSON object per line");
+  dump_cmd->add_option("trace", trace, "trace file")->required();
+  dump_cmd->add_flag("--meta", with_meta, "also print process, device and end records");
+
+  CLI::App* info_cmd = app.add_subcommand("info", "print a trace's process, devices and event counts as JSON");
+  info_cmd->add_option("trace", trace, "trace file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    vt::cli::error_line(e.what() + std::string(" (see vramtrace --help)"));
+    return 2;
+  }
+
+  if (*run_cmd) {
+    run.command = run_cmd->remaining();
+    if (!run.command.empty() && run.command.front() == "--") run.command.erase(run.command.begin());
+    if (run.command.empty()) {
+      vt::cli::error_line("run: no command given (usage: vramtrace run [-o PATH] -- CMD ARGS...)");
+      return 2;
+    }
+    return vt::cli::run_command(run);
+  }
+  if (*dump_cmd) return vt::cli::dump_command(trace, with_meta);
+  if (*info_cmd) return vt::cli::info_command(trace);
+  return 2;
+}
