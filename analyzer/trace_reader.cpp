@@ -198,6 +198,7 @@ bool TraceReader::load(std::string* error) {
       continue;
     }
     if (ch.used == 0) continue;
+    record_bytes_ += sizeof ch + ch.used;
     Cursor cur;
     cur.p = c + sizeof ch;
     cur.end = cur.p + ch.used;

@@ -76,6 +76,8 @@ class TraceReader {
   bool data_lost() const { return data_lost_; }
 
   uint64_t file_size() const { return size_; }
+  // Bytes of claimed chunks actually holding records (chunk headers + published records).
+  uint64_t record_bytes() const { return record_bytes_; }
 
  private:
   struct Cursor;
@@ -89,6 +91,7 @@ class TraceReader {
   int fd_ = -1;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
+  uint64_t record_bytes_ = 0;
   ProcessInfo process_;
   std::vector<Cursor> cursors_;
   std::vector<uint32_t> pending_;  // cursor indices not yet in the heap, by descending base time

@@ -58,6 +58,16 @@ bool load_config(Config* out, long pid) {
   const char* session = getenv("VRAMTRACE_SESSION");
   if (session) snprintf(out->session, sizeof out->session, "%s", session);
 
+  const char* sink = getenv("VRAMTRACE_SINK");
+  if (sink && strcmp(sink, "null") == 0) {
+    out->null_sink = true;
+    out->enabled = true;
+    return true;
+  } else if (sink && *sink && strcmp(sink, "file") != 0) {
+    log_line("bad VRAMTRACE_SINK '%s' (use file or null); tracing off", sink);
+    return false;
+  }
+
   const char* output = getenv("VRAMTRACE_OUTPUT");
   if (output && !output[0]) {
     log_line("VRAMTRACE_OUTPUT is set but empty; tracing off");

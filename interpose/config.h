@@ -6,6 +6,8 @@
 //                      vramtrace.<pid>.trace files.
 //   VRAMTRACE_SESSION  set by `vramtrace run`; recorded in each header to group a run's files.
 //   VRAMTRACE_DISABLE  1 = load but record nothing.
+//   VRAMTRACE_SINK     file (default) or null: hook and build events but write nothing (for
+//                      measuring the hook's own cost).
 #pragma once
 
 #include <cstddef>
@@ -17,6 +19,7 @@ struct Config {
   char path[4096] = {};      // the trace file to create (pattern already expanded)
   bool path_is_pattern_free = false;  // a fixed file name: children must not clobber it
   char session[40] = {};
+  bool null_sink = false;
 };
 
 // Fills *out from the environment for process `pid`. Returns false (tracing off) after logging

@@ -17,6 +17,11 @@
 
 #include <cstdint>
 
+// cuda.h maps cuGetProcAddress to cuGetProcAddress_v2; here both names mean their own export.
+#ifdef cuGetProcAddress
+#undef cuGetProcAddress
+#endif
+
 #define VT_FOR_EACH_HOOK(X)                                                                          \
   X(1, cuMemAlloc_v2, Acquire, Device, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))     \
   X(2, cuMemAllocPitch_v2, Acquire, Device,                                                         \

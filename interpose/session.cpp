@@ -26,7 +26,7 @@ std::atomic<uint32_t> g_generation{1};
 
 namespace {
 
-enum Status : int { kNotOpen = 0, kOpen = 1, kOff = 2 };
+enum Status : int { kNotOpen = 0, kOpen = 1, kOff = 2, kNullSink = 3 };
 std::atomic<int> g_status{kNotOpen};
 enum DeviceRecords : int { kDevicesPending = 0, kDevicesWriting = 1, kDevicesDone = 2 };
 std::atomic<int> g_devices{kDevicesPending};
@@ -117,7 +117,10 @@ bool open_trace(uint64_t t) {
   if (status == kNotOpen) {
     Config cfg;
     status = kOff;
-    if (load_config(&cfg, long(getpid())) && g_file.open(cfg, long(getpid()), long(getppid()))) {
+    bool configured = load_config(&cfg, long(getpid()));
+    if (configured && cfg.null_sink) {
+      status = kNullSink;
+    } else if (configured && g_file.open(cfg, long(getpid()), long(getppid()))) {
       if (!g_atfork_registered) {
         pthread_atfork(nullptr, nullptr, after_fork_in_child);
         g_atfork_registered = true;
@@ -129,18 +132,23 @@ bool open_trace(uint64_t t) {
     g_status.store(status, std::memory_order_release);
   }
   pthread_mutex_unlock(&g_open_mu);
-  return status == kOpen;
+  return status == kOpen || status == kNullSink;
 }
 
 }  // namespace
 
-bool recording() { return g_status.load(std::memory_order_acquire) == kOpen; }
+bool recording() {
+  int s = g_status.load(std::memory_order_acquire);
+  return s == kOpen || s == kNullSink;
+}
 bool tracing_possible() { return g_status.load(std::memory_order_relaxed) != kOff; }
 
 void record(const Event& e) {
   int status = g_status.load(std::memory_order_acquire);
   if (status != kOpen) {
+    if (status == kNullSink) return;
     if (status == kOff || kOps[int(e.op)].action != Action::Acquire || !open_trace(e.t_ns)) return;
+    if (g_status.load(std::memory_order_relaxed) == kNullSink) return;
   }
   if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
   encode_event(e);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,32 +51,37 @@ int read_rank(const char* const* names) {
 }  // namespace
 
 bool TraceFile::create_file(const char* path, long pid) {
-  snprintf(path_, sizeof path_, "%s", path);
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    fd_ = ::open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd_ >= 0) return true;
-    if (errno != EEXIST || attempt > 0) break;
+  // Candidates: the configured path, then <path>.<pid>, <path>.<pid>.1, ... The configured path
+  // is replaced only when it holds a trace of a process that is gone; a live owner (a parent,
+  // or this very pid before an exec) keeps its file. O_EXCL|O_NOFOLLOW: never through a symlink.
+  char candidate[sizeof path_];
+  int replaced = 0;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    int w = attempt == 0   ? snprintf(candidate, sizeof candidate, "%s", path)
+            : attempt == 1 ? snprintf(candidate, sizeof candidate, "%s.%ld", path, pid)
+                           : snprintf(candidate, sizeof candidate, "%s.%ld.%d", path, pid, attempt - 1);
+    if (w < 0 || size_t(w) >= sizeof candidate) break;
+    fd_ = ::open(candidate, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ >= 0) {
+      memcpy(path_, candidate, sizeof path_);
+      return true;
+    }
+    if (errno != EEXIST) break;
     struct stat st;
-    if (lstat(path_, &st) != 0) break;
+    if (lstat(candidate, &st) != 0) break;
     if (S_ISLNK(st.st_mode)) {
-      log_line("refusing to write the trace through the symlink %s; tracing off", path_);
+      log_line("refusing to write the trace through the symlink %s; tracing off", candidate);
       return false;
     }
-    if (!S_ISREG(st.st_mode)) {
-      log_line("cannot write the trace to %s: not a regular file; tracing off", path_);
-      return false;
-    }
-    long owner = pid_in_existing_trace(path_);
-    if (owner != 0 && owner != pid && process_alive(owner)) {
-      // A live process of the same run (our parent, typically) owns it: keep both traces.
-      char alt[sizeof path_];
-      int w = snprintf(alt, sizeof alt, "%s.%ld", path_, pid);
-      if (w < 0 || size_t(w) >= sizeof alt) break;
-      memcpy(path_, alt, sizeof alt);
-    } else if (unlink(path_) != 0) {
-      break;
+    long owner = S_ISREG(st.st_mode) ? pid_in_existing_trace(candidate) : 0;
+    if (owner != 0 && !process_alive(owner) && replaced++ < 4) {
+      // A stale trace of an earlier run: replace it (O_EXCL again, so a racing symlink loses).
+      if (unlink(candidate) != 0) break;
+      --attempt;
+      continue;
     }
   }
+  snprintf(path_, sizeof path_, "%s", path);
   log_line("cannot create trace file %s: %s; tracing off", path_, strerror(errno));
   return false;
 }
@@ -122,7 +128,12 @@ uint8_t* TraceFile::window(uint64_t index) {
   w = windows_[index].load(std::memory_order_acquire);
   if (!w && !failed_.load()) {
     off_t off = off_t(index * kWindowSize);
-    int err = posix_fallocate(fd_, off, off_t(kWindowSize));
+    // Growing past RLIMIT_FSIZE would raise SIGXFSZ and kill the program: treat it as full.
+    struct rlimit lim;
+    int err = getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+                      uint64_t(off) + kWindowSize > uint64_t(lim.rlim_cur)
+                  ? EFBIG
+                  : posix_fallocate(fd_, off, off_t(kWindowSize));
     if (err == 0) {
       void* m = mmap(nullptr, kWindowSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, off);
       if (m != MAP_FAILED) {

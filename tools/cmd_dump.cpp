@@ -68,6 +68,7 @@ int info_command(const std::string& trace) {
   nlohmann::json j = analyzer::process_json(reader->process());
   j["path"] = trace;
   j["file_bytes"] = reader->file_size();
+  j["record_bytes"] = reader->record_bytes();
   j["events"] = events;
   j["failed_events"] = failed;
   j["events_by_op"] = by_op;

@@ -1,6 +1,8 @@
 // `vramtrace`: the command line. Parses arguments (CLI11) and dispatches to a subcommand.
 // Exit status: the subcommand's, 2 for usage errors.
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 
@@ -23,8 +25,18 @@ int main(int argc, char** argv) {
   CLI::App* info_cmd = app.add_subcommand("info", "print a trace's process, devices and event counts as JSON");
   info_cmd->add_option("trace", trace, "trace file")->required();
 
+  // Everything after the first "--" is the command to run, untouched by option parsing.
+  std::vector<std::string> after_dashes;
+  int parsed_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      after_dashes.assign(argv + i + 1, argv + argc);
+      parsed_argc = i;
+      break;
+    }
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
@@ -34,12 +46,16 @@ int main(int argc, char** argv) {
 
   if (*run_cmd) {
     run.command = run_cmd->remaining();
-    if (!run.command.empty() && run.command.front() == "--") run.command.erase(run.command.begin());
+    run.command.insert(run.command.end(), after_dashes.begin(), after_dashes.end());
     if (run.command.empty()) {
       vt::cli::error_line("run: no command given (usage: vramtrace run [-o PATH] -- CMD ARGS...)");
       return 2;
     }
     return vt::cli::run_command(run);
+  }
+  if (!after_dashes.empty()) {
+    vt::cli::error_line("unexpected arguments after -- (only run takes a command)");
+    return 2;
   }
   if (*dump_cmd) return vt::cli::dump_command(trace, with_meta);
   if (*info_cmd) return vt::cli::info_command(trace);

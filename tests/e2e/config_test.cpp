@@ -1,0 +1,81 @@
+// Bad configuration and unwritable output: one clear line, tracing off, the program unchanged.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include "harness.h"
+
+namespace {
+
+void expect_one_line_and_untouched(const e2e::Result& r, const std::string& needle) {
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  auto l = e2e::lines(r.err);
+  REQUIRE(l.size() == 1);
+  CHECK(l[0].rfind("vramtrace: ", 0) == 0);
+  CHECK(l[0].find(needle) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("bad VRAMTRACE_OUTPUT values") {
+  std::string workload = e2e::program("lookup_direct");
+  SECTION("a directory that does not exist") {
+    e2e::Result r = e2e::run({{workload}, {{"VRAMTRACE_OUTPUT", "/nonexistent-dir/x.trace"}}});
+    expect_one_line_and_untouched(r, "cannot create trace file /nonexistent-dir/x.trace: No such file or directory; tracing off");
+  }
+  SECTION("empty") {
+    e2e::Result r = e2e::run({{workload}, {{"VRAMTRACE_OUTPUT", ""}}});
+    expect_one_line_and_untouched(r, "VRAMTRACE_OUTPUT is set but empty");
+  }
+  SECTION("an unknown escape") {
+    e2e::Result r = e2e::run({{workload}, {{"VRAMTRACE_OUTPUT", "/tmp/t.%x"}}});
+    expect_one_line_and_untouched(r, "unknown %-escape");
+  }
+}
+
+TEST_CASE("a read-only output directory") {
+  std::string dir = e2e::temp_dir();
+  chmod(dir.c_str(), 0555);
+  e2e::Spec s{{e2e::program("lookup_direct")}, {{"VRAMTRACE_OUTPUT", dir}}};
+  s.drop_privileges = true;
+  e2e::Result r = e2e::run(s);
+  expect_one_line_and_untouched(r, "Permission denied; tracing off");
+  CHECK(e2e::files_in(dir).empty());
+}
+
+TEST_CASE("a trace that stops fitting on disk stops tracing, not the program") {
+  std::string dir = e2e::temp_dir();
+  e2e::Spec s{{e2e::program("threads"), "4", "50000"}, {{"VRAMTRACE_OUTPUT", dir}}};
+  s.fsize_limit = 2 << 20;  // RLIMIT_FSIZE: the file may not grow past 2 MiB
+  e2e::Result r = e2e::run(s);
+  expect_one_line_and_untouched(r, "tracing stopped, the program continues");
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  e2e::Trace t = e2e::load(files[0]);
+  CHECK(t.events.size() > 10000);
+  CHECK(t.data_lost);  // the header says writing stopped early
+}
+
+TEST_CASE("VRAMTRACE_DISABLE=1 records nothing") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("lookup_direct")}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_DISABLE", "1"}}});
+  CHECK(r.exit_code == 0);
+  CHECK(e2e::files_in(dir).empty());
+}
+
+TEST_CASE("a fixed output path: the first process owns it, a stale file is replaced") {
+  std::string dir = e2e::temp_dir();
+  std::string path = dir + "/run.trace";
+  for (int i = 0; i < 2; ++i) {
+    e2e::Result r = e2e::run({{e2e::program("lifecycle"), "fork"}, {{"VRAMTRACE_OUTPUT", path}}});
+    REQUIRE(r.exit_code == 0);
+  }
+  // Second run replaced run.trace (its writer was gone); the children wrote run.trace.<pid>.
+  auto files = e2e::files_in(dir);
+  int main_files = 0;
+  for (const auto& f : files) main_files += f == path;
+  CHECK(main_files == 1);
+  e2e::Trace t = e2e::load(path);
+  CHECK(t.events.size() == 2);  // the parent's 1 MiB and 3 MiB
+}

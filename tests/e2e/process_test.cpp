@@ -1,0 +1,162 @@
+// Process behaviour: threads, fork, exec, crashes, exit codes, and processes that never use CUDA.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "harness.h"
+
+namespace {
+
+struct Traced {
+  e2e::Result result;
+  std::string dir;
+  std::vector<std::string> files;
+};
+
+Traced traced(const std::vector<std::string>& argv, std::vector<std::pair<std::string, std::string>> env = {}) {
+  Traced t;
+  t.dir = e2e::temp_dir();
+  env.push_back({"VRAMTRACE_OUTPUT", t.dir});
+  t.result = e2e::run({argv, env});
+  t.files = e2e::files_in(t.dir);
+  return t;
+}
+
+std::vector<uint64_t> alloc_sizes(const e2e::Trace& t) {
+  std::vector<uint64_t> out;
+  for (const auto& e : t.events)
+    if (e.op && std::string(e.op->name) == "cuMemAlloc_v2") out.push_back(e.size);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("8 threads allocating at once: exact counts per thread and exact live bytes") {
+  const int kThreads = 8, kIter = 2000;
+  Traced t = traced({e2e::program("threads"), std::to_string(kThreads), std::to_string(kIter)});
+  INFO(t.result.err);
+  REQUIRE(t.result.exit_code == 0);
+  REQUIRE(t.files.size() == 1);
+  e2e::Trace tr = e2e::load(t.files[0]);
+  CHECK(tr.events.size() == size_t(kThreads) * (2 * kIter + 1));
+  std::map<uint32_t, int> per_thread;
+  std::unordered_map<uint64_t, uint64_t> live;  // address -> size
+  uint64_t live_bytes = 0;
+  for (const auto& e : tr.events) {
+    per_thread[e.tid]++;
+    REQUIRE(e.op);
+    REQUIRE(e.result == 0);
+    if (e.op->action == vt::Action::Acquire) {
+      CHECK(live.count(e.addr) == 0);  // time order: a reused address was freed first
+      live[e.addr] = e.size;
+      live_bytes += e.size;
+    } else {
+      REQUIRE(live.count(e.addr) == 1);
+      live_bytes -= live[e.addr];
+      live.erase(e.addr);
+    }
+  }
+  CHECK(per_thread.size() == size_t(kThreads));
+  for (const auto& [tid, n] : per_thread) CHECK(n == 2 * kIter + 1);
+  CHECK(live.size() == size_t(kThreads));
+  CHECK(live_bytes == 36ull << 20);  // 1 + 2 + ... + 8 MiB
+}
+
+TEST_CASE("fork: the child writes its own trace, the parent's holds only its own events") {
+  Traced t = traced({e2e::program("lifecycle"), "fork"});
+  INFO(t.result.err);
+  REQUIRE(t.result.exit_code == 0);
+  REQUIRE(t.files.size() == 2);
+  std::map<uint64_t, e2e::Trace> by_pid;
+  for (const auto& f : t.files) {
+    e2e::Trace tr = e2e::load(f);
+    by_pid[tr.info.pid] = tr;
+  }
+  REQUIRE(by_pid.size() == 2);
+  const e2e::Trace& parent = by_pid.begin()->second.info.ppid == std::prev(by_pid.end())->first
+                                 ? std::prev(by_pid.end())->second
+                                 : by_pid.begin()->second;
+  const e2e::Trace& child = &parent == &by_pid.begin()->second ? std::prev(by_pid.end())->second
+                                                               : by_pid.begin()->second;
+  CHECK(child.info.ppid == parent.info.pid);
+  CHECK(alloc_sizes(parent) == std::vector<uint64_t>{1 << 20, 3 << 20});
+  CHECK(alloc_sizes(child) == std::vector<uint64_t>{2 << 20});
+  CHECK(parent.info.closed_cleanly);
+  CHECK(child.info.closed_cleanly);
+}
+
+TEST_CASE("exec: children inherit tracing, also when exec keeps the pid") {
+  for (std::string mode : {"exec", "exec-same-pid"}) {
+    INFO(mode);
+    Traced t = traced({e2e::program("lifecycle"), mode});
+    INFO(t.result.err);
+    REQUIRE(t.result.exit_code == 0);
+    REQUIRE(t.files.size() == 2);
+    std::multiset<std::vector<uint64_t>> sizes;
+    for (const auto& f : t.files) sizes.insert(alloc_sizes(e2e::load(f)));
+    CHECK(sizes.count({1 << 20}) == 1);
+    CHECK(sizes.count({7 << 20}) == 1);
+  }
+}
+
+TEST_CASE("every event recorded before a violent death is read back") {
+  const int kAllocs = 20000;  // spans many chunks
+  for (std::string mode : {"crash-kill", "crash-abort", "crash-segv", "crash-exit"}) {
+    INFO(mode);
+    Traced t = traced({e2e::program("lifecycle"), mode, std::to_string(kAllocs)});
+    CHECK(t.result.exit_code != 5);
+    REQUIRE(t.files.size() == 1);
+    e2e::Trace tr = e2e::load(t.files[0]);
+    CHECK(tr.events.size() == size_t(kAllocs));
+    CHECK_FALSE(tr.info.closed_cleanly);
+    CHECK_FALSE(tr.data_lost);
+    bool reported = false;
+    for (const auto& p : tr.problems) reported |= p.find("without a clean close") != std::string::npos;
+    CHECK(reported);
+  }
+}
+
+TEST_CASE("a SIGKILL from outside, mid-run, loses nothing that was recorded") {
+  std::string dir = e2e::temp_dir();
+  // threads runs long enough to be killed while allocating.
+  e2e::Spec s{{"sh", "-c", e2e::program("threads") + " 4 100000000 & pid=$!; sleep 0.5; kill -9 $pid; wait $pid"},
+              {{"VRAMTRACE_OUTPUT", dir}}};
+  e2e::Result r = e2e::run(s);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  e2e::Trace tr = e2e::load(files[0]);
+  CHECK(tr.events.size() > 1000);
+  CHECK_FALSE(tr.info.closed_cleanly);
+  CHECK_FALSE(tr.data_lost);
+  // Alloc/free pairs per thread are intact up to the last one recorded.
+  std::map<uint32_t, std::vector<const vt::analyzer::Record*>> per;
+  for (const auto& e : tr.events) per[e.tid].push_back(&e);
+  for (auto& [tid, evs] : per)
+    for (size_t i = 0; i + 1 < evs.size(); i += 2) {
+      CHECK(evs[i]->op->action == vt::Action::Acquire);
+      CHECK(evs[i + 1]->addr == evs[i]->addr);
+    }
+}
+
+TEST_CASE("the traced program's exit code and output are its own") {
+  Traced t = traced({e2e::program("lifecycle"), "exit-code", "42"});
+  CHECK(t.result.exit_code == 42);
+  CHECK(t.result.err.empty());
+  CHECK(t.files.size() == 1);
+}
+
+TEST_CASE("processes that make no CUDA memory call leave no file") {
+  for (std::vector<std::string> argv : std::vector<std::vector<std::string>>{
+           {e2e::program("lifecycle"), "none"},
+           {e2e::program("lifecycle"), "init-only"},
+           {"python3", "-c", "import ctypes, os; print(os.getpid())"},
+           {"sh", "-c", "ls / > /dev/null"}}) {
+    INFO(argv[0]);
+    Traced t = traced(argv);
+    CHECK(t.result.exit_code == 0);
+    CHECK(t.result.err.empty());
+    CHECK(t.files.empty());
+  }
+}

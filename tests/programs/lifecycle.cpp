@@ -1,0 +1,86 @@
+// Process life-cycle cases for the recorder. Every mode allocates through the driver (-lcuda):
+//   fork           parent 1 MiB, child 2 MiB (then exit), parent 3 MiB after the child is done
+//   exec           1 MiB, then fork + exec of "child"            (child: 7 MiB)
+//   exec-same-pid  1 MiB, then exec of "child" in this process   (same pid, second file)
+//   child          7 MiB
+//   crash-kill N / crash-abort N / crash-segv N / crash-exit N
+//                  N allocations of 4 KiB, then SIGKILL / abort() / SIGSEGV / _exit(0)
+//   exit-code N    one allocation, then exit with status N
+//   init-only      cuInit and a context, no memory call: must leave no trace
+//   none           never touches CUDA: must leave no trace
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "workload.h"
+
+static void setup() {
+  CUdevice dev;
+  CUcontext ctx;
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+}
+
+static void alloc(size_t n) {
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, n));
+}
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "none";
+  long n = argc > 2 ? atol(argv[2]) : 0;
+  if (mode == "none") return 0;
+  setup();
+  if (mode == "init-only") return 0;
+  if (mode == "child") {
+    alloc(7 << 20);
+    return 0;
+  }
+  if (mode == "exit-code") {
+    alloc(1 << 20);
+    return int(n);
+  }
+  if (mode == "fork") {
+    alloc(1 << 20);
+    pid_t pid = fork();
+    if (pid == 0) {
+      alloc(2 << 20);
+      exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    alloc(3 << 20);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  }
+  if (mode == "exec") {
+    alloc(1 << 20);
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/proc/self/exe", argv[0], "child", (char*)nullptr);
+      _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  }
+  if (mode == "exec-same-pid") {
+    alloc(1 << 20);
+    execl("/proc/self/exe", argv[0], "child", (char*)nullptr);
+    return 127;
+  }
+  if (mode.rfind("crash-", 0) == 0) {
+    for (long i = 0; i < n; ++i) alloc(4096);
+    if (mode == "crash-kill") raise(SIGKILL);
+    if (mode == "crash-abort") abort();
+    if (mode == "crash-segv") raise(SIGSEGV);
+    if (mode == "crash-exit") _exit(0);
+    return 5;
+  }
+  fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 2;
+}

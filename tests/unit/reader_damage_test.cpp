@@ -1,0 +1,153 @@
+// The reader on damaged input: torn tails, corrupt chunks, other versions, empty and random files.
+// It must report, keep what is intact, and never crash or hang.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "trace_fixture.h"
+#include "trace_reader.h"
+
+using vt::analyzer::Record;
+using vt::analyzer::TraceReader;
+namespace fmt = vt::format;
+
+namespace {
+
+std::string read_all(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+void write_all(const std::string& p, const std::string& data) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(data.data(), std::streamsize(data.size()));
+}
+
+struct Result {
+  bool opened = false;
+  std::string error;
+  int events = 0;
+  std::vector<std::string> problems;
+  bool lost = false;
+};
+
+Result read(const std::string& p) {
+  Result r;
+  auto reader = TraceReader::open(p, &r.error);
+  if (!reader) return r;
+  r.opened = true;
+  Record rec;
+  while (reader->next(&rec))
+    if (rec.is_event()) r.events++;
+  r.problems = reader->problems();
+  r.lost = reader->data_lost();
+  return r;
+}
+
+bool mentions(const std::vector<std::string>& v, const std::string& s) {
+  for (const std::string& x : v)
+    if (x.find(s) != std::string::npos) return true;
+  return false;
+}
+
+const int kEvents = 30000;  // several chunks
+
+std::string make_trace(const std::string& dir, bool clean) {
+  std::string path = dir + (clean ? "/clean.trace" : "/torn.trace");
+  fixture::write_trace(path, [] {
+    for (int i = 0; i < kEvents; ++i) vt::record(fixture::make_event(i, 0));
+  }, clean);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("GIVEN a process that died without exit WHEN read THEN every event is there and the torn close is reported") {
+  std::string dir = fixture::temp_dir();
+  Result r = read(make_trace(dir, false));
+  REQUIRE(r.opened);
+  CHECK(r.events == kEvents);
+  CHECK(mentions(r.problems, "without a clean close"));
+  CHECK_FALSE(r.lost);
+}
+
+TEST_CASE("GIVEN damaged copies of a trace WHEN read THEN damage is reported and the rest is kept") {
+  std::string dir = fixture::temp_dir();
+  std::string good = read_all(make_trace(dir, true));
+  REQUIRE(read(dir + "/clean.trace").events == kEvents);
+  std::string p = dir + "/bad.trace";
+  size_t chunk0 = fmt::kFileHeaderSize;
+
+  SECTION("truncated inside a chunk") {
+    write_all(p, good.substr(0, chunk0 + 2 * fmt::kChunkSize + 100));
+    Result r = read(p);
+    REQUIRE(r.opened);
+    CHECK(r.events > 0);
+    CHECK(r.events < kEvents);
+    CHECK(mentions(r.problems, "truncated"));
+    CHECK(r.lost);
+  }
+  SECTION("a chunk with a bad magic") {
+    std::string d = good;
+    d[chunk0 + fmt::kChunkSize] ^= 0x5a;
+    write_all(p, d);
+    Result r = read(p);
+    REQUIRE(r.opened);
+    CHECK(r.events < kEvents);
+    CHECK(r.events > kEvents / 2);
+    CHECK(mentions(r.problems, "chunk 1 is corrupt"));
+  }
+  SECTION("a record whose length runs past its chunk") {
+    std::string d = good;
+    size_t rec = chunk0 + fmt::kChunkSize + sizeof(fmt::ChunkHeader) + 1;  // length byte of record 0 of chunk 1
+    d[rec] = char(0x7f);
+    write_all(p, d);
+    Result r = read(p);
+    REQUIRE(r.opened);
+    CHECK(r.lost);
+    CHECK(mentions(r.problems, "damaged"));
+  }
+  SECTION("a newer major version is refused with a clear message") {
+    std::string d = good;
+    uint32_t major = 2;
+    memcpy(&d[offsetof(fmt::FileHeader, version_major)], &major, 4);
+    write_all(p, d);
+    Result r = read(p);
+    CHECK_FALSE(r.opened);
+    CHECK(r.error.find("trace format 2.0 is not readable") != std::string::npos);
+  }
+  SECTION("a newer minor version is read with a note") {
+    std::string d = good;
+    uint32_t minor = 9;
+    memcpy(&d[offsetof(fmt::FileHeader, version_minor)], &minor, 4);
+    write_all(p, d);
+    Result r = read(p);
+    REQUIRE(r.opened);
+    CHECK(r.events == kEvents);
+    CHECK(mentions(r.problems, "newer vramtrace"));
+  }
+  SECTION("empty, short and foreign files") {
+    write_all(p, "");
+    CHECK(read(p).error.find("empty file") != std::string::npos);
+    write_all(p, "VRAM");
+    CHECK(read(p).error.find("too short") != std::string::npos);
+    write_all(p, std::string(200000, 'x'));
+    CHECK(read(p).error.find("bad magic") != std::string::npos);
+    CHECK(read(dir + "/does-not-exist").error.find("cannot open") != std::string::npos);
+  }
+  SECTION("random byte flips never crash the reader") {
+    std::mt19937 rng(1234);
+    for (int round = 0; round < 200; ++round) {
+      std::string d = good;
+      for (int k = 0; k < 20; ++k) {
+        size_t at = rng() % (chunk0 + 4 * fmt::kChunkSize);
+        if (at < 8) continue;  // keep the magic so the body gets read
+        d[at] = char(rng());
+      }
+      write_all(p, d);
+      Result r = read(p);
+      CHECK(r.events <= kEvents * 2);
+    }
+  }
+}
