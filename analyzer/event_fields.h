@@ -18,7 +18,8 @@ inline AuxFields aux_fields(HookId id) {
     case HookId::cuMemAllocManaged:
     case HookId::cuMemHostAlloc:
     case HookId::cuMemHostRegister_v2:
-    case HookId::cuIpcOpenMemHandle_v2: return {AuxMeaning::Flags, AuxMeaning::None};
+    case HookId::cuIpcOpenMemHandle_v2:
+    case HookId::cuIpcOpenMemHandle: return {AuxMeaning::Flags, AuxMeaning::None};
     case HookId::cuMemAllocFromPoolAsync:
     case HookId::cuMemAllocFromPoolAsync_ptsz:
     case HookId::cuMemPoolDestroy:
@@ -28,7 +29,10 @@ inline AuxFields aux_fields(HookId id) {
     case HookId::cuMemRelease: return {AuxMeaning::Handle, AuxMeaning::None};
     case HookId::cuMemMap: return {AuxMeaning::Handle, AuxMeaning::Offset};
     case HookId::cuCtxDestroy_v2: return {AuxMeaning::Context, AuxMeaning::None};
-    case HookId::cuDevicePrimaryCtxReset_v2: return {AuxMeaning::Device, AuxMeaning::Context};
+    case HookId::cuDevicePrimaryCtxReset_v2:
+    case HookId::cuDevicePrimaryCtxReset:
+    case HookId::cuDevicePrimaryCtxRelease:
+    case HookId::cuDevicePrimaryCtxRelease_v2: return {AuxMeaning::Device, AuxMeaning::Context};
     default: return {};
   }
 }

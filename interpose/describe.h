@@ -151,23 +151,42 @@ inline void describe(Op<HookId::cuIpcOpenMemHandle_v2>, Event& e, CUresult r, CU
 inline void describe(Op<HookId::cuIpcCloseMemHandle>, Event& e, CUresult, CUdeviceptr p) { e.set_addr(p); }
 inline void describe(Op<HookId::cuCtxDestroy_v2>, Event& e, CUresult, CUcontext c) { e.set_aux(u(c)); }
 inline void describe(Op<HookId::cuDevicePrimaryCtxReset_v2>, Event& e, CUresult, CUdevice dev) { e.set_aux(uint64_t(dev)); }
+inline void describe(Op<HookId::cuDevicePrimaryCtxReset>, Event& e, CUresult, CUdevice dev) { e.set_aux(uint64_t(dev)); }
+inline void describe(Op<HookId::cuIpcOpenMemHandle>, Event& e, CUresult r, CUdeviceptr* p, CUipcMemHandle h,
+                     unsigned flags) {
+  describe(Op<HookId::cuIpcOpenMemHandle_v2>{}, e, r, p, h, flags);
+}
+
+// The active primary context of `dev`, or 0. Retain + release leaves its reference count as it
+// was, so the context stays alive.
+inline uint64_t active_primary_context(CUdevice dev) {
+  unsigned flags = 0;
+  int active = 0;
+  CUcontext ctx = nullptr;
+  if (!g_api.primary_ctx_get_state || g_api.primary_ctx_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+    return 0;
+  if (g_api.primary_ctx_retain(&ctx, dev) != CUDA_SUCCESS) return 0;
+  g_api.primary_ctx_release(dev);
+  return u(ctx);
+}
+
+// A release destroys the primary context only when it drops the last reference: aux2 is the
+// context when that happened, else 0.
+inline void describe_release(Event& e, CUresult r, CUdevice dev) {
+  e.set_aux(uint64_t(dev));
+  if (r != CUDA_SUCCESS || active_primary_context(dev) != 0) e.aux2 = 0;
+}
+inline void describe(Op<HookId::cuDevicePrimaryCtxRelease>, Event& e, CUresult r, CUdevice dev) { describe_release(e, r, dev); }
+inline void describe(Op<HookId::cuDevicePrimaryCtxRelease_v2>, Event& e, CUresult r, CUdevice dev) { describe_release(e, r, dev); }
 
 // prepare() runs before the real call, for the few ops whose meaning must be read first.
 template <HookId I, typename... A>
 inline void prepare(Op<I>, Event&, A...) {}
 
-// aux2 = the primary context being reset (its memory goes with it), if it is active.
-inline void prepare(Op<HookId::cuDevicePrimaryCtxReset_v2>, Event& e, CUdevice dev) {
-  unsigned flags = 0;
-  int active = 0;
-  CUcontext ctx = nullptr;
-  if (!g_api.primary_ctx_get_state || g_api.primary_ctx_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
-    return;
-  // Retain + release leaves the reference count as it was; the context stays alive.
-  if (g_api.primary_ctx_retain(&ctx, dev) == CUDA_SUCCESS) {
-    e.set_aux2(u(ctx));
-    g_api.primary_ctx_release(dev);
-  }
-}
+// aux2 = the primary context about to be reset or released (its memory may go with it).
+inline void prepare(Op<HookId::cuDevicePrimaryCtxReset_v2>, Event& e, CUdevice dev) { e.set_aux2(active_primary_context(dev)); }
+inline void prepare(Op<HookId::cuDevicePrimaryCtxReset>, Event& e, CUdevice dev) { e.set_aux2(active_primary_context(dev)); }
+inline void prepare(Op<HookId::cuDevicePrimaryCtxRelease>, Event& e, CUdevice dev) { e.set_aux2(active_primary_context(dev)); }
+inline void prepare(Op<HookId::cuDevicePrimaryCtxRelease_v2>, Event& e, CUdevice dev) { e.set_aux2(active_primary_context(dev)); }
 
 }  // namespace vt

@@ -17,10 +17,11 @@
 
 #include <cstdint>
 
-// cuda.h maps cuGetProcAddress to cuGetProcAddress_v2; here both names mean their own export.
-#ifdef cuGetProcAddress
+// cuda.h maps these names to their _v2 exports; in the list each name means its own export.
 #undef cuGetProcAddress
-#endif
+#undef cuDevicePrimaryCtxReset
+#undef cuDevicePrimaryCtxRelease
+#undef cuIpcOpenMemHandle
 
 #define VT_FOR_EACH_HOOK(X)                                                                          \
   X(1, cuMemAlloc_v2, Acquire, Device, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))     \
@@ -85,7 +86,13 @@
   X(33, cuGetProcAddress_v2, Lookup, None,                                                         \
     (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,                            \
      CUdriverProcAddressQueryResult* symbolStatus),                                                \
-    (symbol, pfn, cudaVersion, flags, symbolStatus))
+    (symbol, pfn, cudaVersion, flags, symbolStatus))                                           \
+  /* Older exports cudart still asks for by version (cuDevicePrimaryCtx* at 7000, IPC at 4010). */ \
+  X(34, cuDevicePrimaryCtxReset, Release, Context, (CUdevice dev), (dev))                         \
+  X(35, cuIpcOpenMemHandle, Acquire, IpcImport,                                                   \
+    (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags))      \
+  X(36, cuDevicePrimaryCtxRelease, Release, Context, (CUdevice dev), (dev))                       \
+  X(37, cuDevicePrimaryCtxRelease_v2, Release, Context, (CUdevice dev), (dev))
 
 namespace vt {
 

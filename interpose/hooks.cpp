@@ -8,6 +8,7 @@
 #include "cuda_decls.h"
 #include "describe.h"
 #include "driver_api.h"
+#include "lookup_log.h"
 #include "recorder.h"
 #include "reentry_guard.h"
 
@@ -32,9 +33,10 @@ CUresult call_real(A... args) {
 // function's pointer is swapped for ours. This covers cudart's self-lookup of
 // "cuGetProcAddress", after which every lookup it makes comes back here.
 template <HookId Id, typename... A>
-CUresult lookup(const char* symbol, void** pfn, A... rest) {
-  CUresult r = call_real<Id>(symbol, pfn, rest...);
+CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, A... rest) {
+  CUresult r = call_real<Id>(symbol, pfn, version, flags, rest...);
   if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = substitute(*pfn);
+  log_lookup(symbol, version, flags, r, pfn ? *pfn : nullptr);
   return r;
 }
 

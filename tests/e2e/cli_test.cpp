@@ -97,7 +97,7 @@ TEST_CASE("vramtrace dump prints one JSON object per event") {
   CHECK(info["devices"].size() == 1);
 }
 
-TEST_CASE("vramtrace dump on a torn trace dumps what it holds and says so; bad paths are one line") {
+TEST_CASE("vramtrace dump on a torn trace dumps what it holds and says so - bad paths are one line") {
   std::string dir = e2e::temp_dir();
   cli({"run", "-o", dir, "--", e2e::program("lifecycle"), "crash-kill", "100"});
   std::string trace = e2e::files_in(dir).at(0);

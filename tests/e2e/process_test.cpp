@@ -160,3 +160,19 @@ TEST_CASE("processes that make no CUDA memory call leave no file") {
     CHECK(t.files.empty());
   }
 }
+
+TEST_CASE("releasing the last reference of a primary context records that its memory went with it") {
+  for (std::string mode : {"release-last", "release-extra"}) {
+    INFO(mode);
+    Traced t = traced({e2e::program("lifecycle"), mode});
+    REQUIRE(t.result.exit_code == 0);
+    REQUIRE(t.files.size() == 1);
+    e2e::Trace tr = e2e::load(t.files[0]);
+    REQUIRE(tr.ops() == std::vector<std::string>{"cuMemAlloc_v2", "cuDevicePrimaryCtxRelease_v2"});
+    CHECK(tr.events[1].aux == 0);  // device 0
+    if (mode == "release-last")
+      CHECK(tr.events[1].aux2 == tr.events[0].context);
+    else
+      CHECK(tr.events[1].aux2 == 0);
+  }
+}

@@ -6,6 +6,8 @@
 //   crash-kill N / crash-abort N / crash-segv N / crash-exit N
 //                  N allocations of 4 KiB, then SIGKILL / abort() / SIGSEGV / _exit(0)
 //   exit-code N    one allocation, then exit with status N
+//   release-last   1 MiB in the primary context, then its last cuDevicePrimaryCtxRelease
+//   release-extra  the same with a second reference held: the context survives
 //   init-only      cuInit and a context, no memory call: must leave no trace
 //   none           never touches CUDA: must leave no trace
 #include <signal.h>
@@ -39,6 +41,15 @@ int main(int argc, char** argv) {
   if (mode == "init-only") return 0;
   if (mode == "child") {
     alloc(7 << 20);
+    return 0;
+  }
+  if (mode == "release-last" || mode == "release-extra") {
+    alloc(1 << 20);
+    CUdevice dev;
+    CUcontext again;
+    CHECK(cuDeviceGet(&dev, 0));
+    if (mode == "release-extra") CHECK(cuDevicePrimaryCtxRetain(&again, dev));
+    CHECK(cuDevicePrimaryCtxRelease(dev));
     return 0;
   }
   if (mode == "exit-code") {
