@@ -54,7 +54,10 @@ int main(void) {
          offsetof(_PyInterpreterFrame, f_executable), offsetof(_PyInterpreterFrame, previous),
          offsetof(_PyInterpreterFrame, instr_ptr), offsetof(_PyInterpreterFrame, owner));
 #endif
-  printf("    /*frame_basicsize*/ %zu,\n", sizeof(PyFrameObject));
+  /* PyFrame_Type.tp_basicsize on 3.11+: the frame object header plus the interpreter frame's
+   * fixed part, so it also pins where localsplus (just after owner) starts. */
+  printf("    /*frame_basicsize*/ %zu,\n",
+         offsetof(PyFrameObject, _f_frame_data) + offsetof(_PyInterpreterFrame, localsplus));
   printf("    /*co_name*/ %zu, /*co_firsttraceable*/ %zu, /*co_code_adaptive*/ %zu,\n",
          offsetof(PyCodeObject, co_qualname), offsetof(PyCodeObject, _co_firsttraceable),
          offsetof(PyCodeObject, co_code_adaptive));

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and traces a small training-like workload with
+# `vramtrace run`: on the real GPU when an NVIDIA driver answers, else on the simulated device.
+# Then shows what the trace holds. Usage: scripts/demo.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh >/dev/null
+out=$(mktemp -d /tmp/vramtrace-demo.XXXXXX)
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  echo "== real GPU: $(nvidia-smi -L | head -1)"
+else
+  echo "== no GPU here: using the simulated device (build/lib/fakecuda, 16 GiB)"
+  export LD_LIBRARY_PATH=$PWD/build/lib/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+set +e
+build/bin/vramtrace run -o "$out" -- build/tests/programs/demo_workload
+status=$?
+set -e
+echo "== the program exited with $status (its own status, passed through)"
+for t in "$out"/*.trace; do
+  echo "== vramtrace info $t"
+  build/bin/vramtrace info "$t"
+  echo "== first events (vramtrace dump $t | head)"
+  build/bin/vramtrace dump "$t" | head -5
+  echo "== the failed allocation(s)"
+  build/bin/vramtrace dump "$t" | grep '"result":[1-9]' || true
+done

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: ctest (unit, end-to-end against the
+# simulated driver, the simulated driver's self-test) and the Python suites for each CPython
+# 3.10-3.13 present. Usage: scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh
+cd build
+ctest --output-on-failure -j"$(nproc)"

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The GPU checks, for a machine with an NVIDIA GPU, CUDA 13 (nvcc), and optionally PyTorch, CuPy
+# and JAX. Uses a build made elsewhere (build/bin, build/lib, build/tests/programs carried along)
+# or builds one. Writes a summary to ${OUT:-/tmp}/gpu-results.txt. Usage: tests/gpu/run.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp}
+results=$OUT/gpu-results.txt
+: > "$results"
+log() { echo "$*" | tee -a "$results"; }
+vt=$PWD/build/bin/vramtrace
+[ -x "$vt" ] || scripts/build.sh >/dev/null
+log "date: $(date -u +%FT%TZ)"
+log "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+fails=0
+check() {  # check NAME -- CMD... ; then conditions via CHECKS array
+  local name=$1; shift
+  local dir; dir=$(mktemp -d)
+  local t0=$SECONDS
+  "$vt" run -o "$dir" -- "$@" > "$dir.log" 2>&1
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ "${ALLOW_RC:-0}" != "$rc" ]; then
+    log "FAIL $name: exit $rc: $(tail -3 "$dir.log" | tr '\n' ' ')"; fails=$((fails+1)); return
+  fi
+  python3 tests/gpu/check_trace.py "$vt" "$dir" "$name" "${CHECKS[@]}" | tee -a "$results" || fails=$((fails+1))
+  log "  ($((SECONDS-t0)) s, $(ls "$dir" | wc -l) trace file(s))"
+}
+
+# Raw CUDA, cudart static and shared: one event per allocation, the failure with free/total.
+work=$(mktemp -d)
+nvcc -O2 -cudart static tests/gpu/alloc_paths.cu -o "$work/alloc_static" &&
+nvcc -O2 -cudart shared tests/gpu/alloc_paths.cu -o "$work/alloc_shared" || log "FAIL nvcc build"
+for v in static shared; do
+  CHECKS=("cuMemAlloc_v2==2" "cuMemAllocPitch_v2==1" "cuMemAllocManaged==1" "cuMemHostAlloc==1"
+          "any:cuMemAllocAsync|cuMemAllocAsync_ptsz==1" "failed==1" "cuMemFree_v2==3")
+  check "cudart-$v" "$work/alloc_$v"
+done
+
+# The lookup paths against the real driver: every hooked pointer handed out is ours.
+for mode in dlsym procaddr procaddr-ptsz procaddr-v1; do
+  if build/tests/programs/lookup_dynamic "$mode" --expect-hooked >/dev/null 2>&1; then :; fi
+  out=$(LD_PRELOAD=$PWD/build/lib/libvramtrace.so VRAMTRACE_OUTPUT=$work build/tests/programs/lookup_dynamic "$mode" --expect-hooked 2>&1)
+  rc=$?
+  # exit 10/11 = the workload hit something the real driver refuses (own IPC handle); 3 = unhooked
+  if [ $rc -eq 3 ]; then log "FAIL lookup-$mode: $out"; fails=$((fails+1)); else log "PASS lookup-$mode (workload exit $rc)"; fi
+done
+
+# Frameworks.
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  CHECKS=("cuMemAlloc_v2>=2" "cuMemHostAlloc>=1" "failed>=1")
+  check torch-default python3 tests/gpu/frameworks.py torch
+  CHECKS=("cuMemCreate>=1" "cuMemMap>=1" "cuMemAddressReserve>=1" "failed>=1")
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True check torch-expandable python3 tests/gpu/frameworks.py torch
+  CHECKS=("any:cuMemAllocAsync|cuMemAllocAsync_ptsz|cuMemAllocFromPoolAsync|cuMemAllocFromPoolAsync_ptsz>=2" "failed>=1")
+  PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync check torch-async python3 tests/gpu/frameworks.py torch
+else log "SKIP torch (not installed or no GPU)"; fi
+if python3 -c "import cupy" 2>/dev/null; then
+  CHECKS=("cuMemAlloc_v2>=1"); check cupy-default python3 tests/gpu/frameworks.py cupy
+  CHECKS=("any:cuMemAllocAsync|cuMemAllocAsync_ptsz|cuMemAllocFromPoolAsync|cuMemAllocFromPoolAsync_ptsz>=1")
+  check cupy-async python3 tests/gpu/frameworks.py cupy-async
+else log "SKIP cupy"; fi
+if python3 -c "import jax" 2>/dev/null; then
+  CHECKS=("any:cuMemCreate|cuMemAlloc_v2>=1"); check jax python3 tests/gpu/frameworks.py jax
+else log "SKIP jax"; fi
+
+# SIGKILL mid-run: everything recorded before the kill is readable.
+if python3 -c "import torch" 2>/dev/null; then
+  dir=$(mktemp -d)
+  "$vt" run -o "$dir" -- python3 -c "
+import torch, os, signal
+xs = [torch.empty(1 << 20, device='cuda') for _ in range(200)]
+torch.cuda.synchronize(); os.kill(os.getpid(), signal.SIGKILL)" >/dev/null 2>&1
+  n=$(for f in "$dir"/*; do "$vt" dump "$f" 2>/dev/null; done | grep -c cuMemAlloc)
+  if [ "$n" -ge 1 ]; then log "PASS torch-sigkill ($n allocations read back)"; else log "FAIL torch-sigkill"; fails=$((fails+1)); fi
+fi
+log "failures: $fails"
+exit $((fails > 0))
