@@ -7,7 +7,7 @@ bench=$build/bench/hook_bench
 lib=$(realpath "$build/lib/libvramtrace.so")
 export LD_LIBRARY_PATH=$(realpath "$build/lib/fakecuda")
 out=$(mktemp -d)
-args=(--benchmark_min_time=0.3 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
+args=(--benchmark_min_time=0.5 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 echo "== untraced (simulated driver only)"
 "$bench" "${args[@]}"
 echo "== traced (trace file in $out)"
