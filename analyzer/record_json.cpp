@@ -81,6 +81,18 @@ nlohmann::json meta_json(const Record& r) {
   return j;
 }
 
+nlohmann::json stack_json(const std::vector<Frame>& frames) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Frame& f : frames) {
+    nlohmann::json j = {{"function", f.function}, {"file", f.file}, {"line", f.line},
+                        {"module", f.module}, {"python", f.python}};
+    if (!f.python) j["offset"] = f.offset;
+    if (f.inlined) j["inlined"] = true;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 nlohmann::json process_json(const ProcessInfo& p) {
   nlohmann::json devices = nlohmann::json::array();
   for (const DeviceInfo& d : p.devices)

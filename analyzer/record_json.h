@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "symbolizer.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
@@ -13,5 +14,7 @@ nlohmann::json event_json(const Record& r);
 // A metadata record ("record": "process" / "device" / "end" / "note" / "unknown").
 nlohmann::json meta_json(const Record& r);
 nlohmann::json process_json(const ProcessInfo& p);
+// A symbolized stack: [{function, file, line, module, python, inlined}], innermost first.
+nlohmann::json stack_json(const std::vector<Frame>& frames);
 
 }  // namespace vt::analyzer

@@ -87,6 +87,66 @@ bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out) {
   return true;
 }
 
+bool decode_stack_meta(const Record& r, StackStore* store) {
+  Bytes b{r.payload, r.payload + r.payload_len};
+  switch (r.tag) {
+    case fmt::kTagStack: {
+      uint32_t id = uint32_t(b.varint());
+      uint64_t n = b.varint();
+      if (!b.ok || n > 4096) return false;
+      if (store->stacks.count(id)) return true;
+      std::vector<uint64_t> frames(n);
+      for (uint64_t& f : frames) f = b.varint();
+      if (!b.ok) return false;
+      store->stacks.emplace(id, std::move(frames));
+      return true;
+    }
+    case fmt::kTagModule: {
+      ModuleInfo m;
+      m.bias = b.varint();
+      m.lo = b.varint();
+      m.hi = b.varint();
+      m.path = b.str();
+      m.build_id = hex(b.str());
+      m.t_ns = r.t_ns;
+      if (!b.ok) return false;
+      for (const ModuleInfo& known : store->modules)
+        if (known.lo == m.lo && known.hi == m.hi && known.path == m.path) return true;
+      store->modules.push_back(std::move(m));
+      return true;
+    }
+    case fmt::kTagPyCode: {
+      uint32_t id = uint32_t(b.varint());
+      PyCodeInfo c;
+      c.py_minor = int(b.varint());
+      c.first_line = int(b.varint());
+      c.file = b.str();
+      c.qualname = b.str();
+      c.linetable = b.str();
+      if (!b.ok) return false;
+      store->code.emplace(id, std::move(c));
+      return true;
+    }
+    case fmt::kTagThread: {
+      uint32_t tid = uint32_t(b.varint());
+      uint64_t flags = b.varint();
+      std::string name = b.str();
+      if (!b.ok) return false;
+      ThreadInfo& t = store->threads[tid];
+      t.name = name;
+      t.python = t.python || (flags & 1);
+      return true;
+    }
+    case fmt::kTagConfig: {
+      store->stack_depth = int(b.varint());
+      store->python_status = int(b.varint());
+      store->python_message = b.str();
+      return b.ok;
+    }
+  }
+  return true;
+}
+
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out) {
   Bytes b{p, p + n};
   out->ordinal = int(b.varint());
@@ -230,6 +290,10 @@ bool TraceReader::load(std::string* error) {
 }
 
 void TraceReader::apply_meta(const Record& r) {
+  if (r.tag >= fmt::kTagStack && r.tag <= fmt::kTagConfig) {
+    if (!decode_stack_meta(r, &store_)) note("a stack, module or code record is damaged", true);
+    return;
+  }
   if (r.tag == fmt::kTagProcess) {
     if (!decode_process_payload(r.payload, r.payload_len, &process_)) note("the process record is damaged", true);
   } else if (r.tag == fmt::kTagDevice) {
@@ -293,6 +357,7 @@ bool TraceReader::advance(Cursor& c) {
   if (flags & fmt::kEvSize) r.size = b.varint();
   if (flags & fmt::kEvAux) r.aux = b.varint();
   if (flags & fmt::kEvAux2) r.aux2 = b.varint();
+  if (flags & fmt::kEvStack) r.stack = uint32_t(b.varint());
   r.fields = flags & (fmt::kEvFailed | fmt::kEvAddr | fmt::kEvSize | fmt::kEvAux | fmt::kEvAux2 | fmt::kEvStack);
   r.context = c.ctx;
   r.device = c.dev;
@@ -302,6 +367,33 @@ bool TraceReader::advance(Cursor& c) {
     return advance(c);
   }
   return true;
+}
+
+void TraceReader::load_stacks() {
+  if (stacks_loaded_) return;
+  stacks_loaded_ = true;
+  for (const Cursor& c0 : cursors_) {
+    // Only tags and lengths are read; events are skipped whole.
+    const uint8_t* p = c0.p;
+    while (p < c0.end) {
+      uint8_t tag = *p;
+      uint64_t len = 0;
+      const uint8_t* body = fmt::get_varint(p + 1, c0.end, &len);
+      if (tag == 0 || !body || len == 0 || len > uint64_t(c0.end - body)) break;  // reported when streamed
+      if (tag >= fmt::kTagStack && tag <= fmt::kTagConfig) {
+        Record r;
+        r.tag = tag;
+        uint64_t dt = 0;
+        const uint8_t* after_dt = fmt::get_varint(body, body + len, &dt);
+        if (after_dt) {
+          r.payload = after_dt;
+          r.payload_len = size_t(body + len - after_dt);
+          decode_stack_meta(r, &store_);
+        }
+      }
+      p = body + len;
+    }
+  }
 }
 
 bool TraceReader::next(Record* out) {

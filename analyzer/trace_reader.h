@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hook_list.h"
@@ -34,6 +35,36 @@ struct ProcessInfo {
   std::vector<DeviceInfo> devices;
 };
 
+struct ModuleInfo {
+  uint64_t bias = 0, lo = 0, hi = 0;  // load bias and the mapped range [lo, hi)
+  std::string path;
+  std::string build_id;  // hex, empty when the object has none
+  uint64_t t_ns = 0;     // when it was recorded
+};
+
+struct PyCodeInfo {
+  int py_minor = 0;
+  int first_line = 0;
+  std::string file, qualname;
+  std::string linetable;  // raw co_linetable bytes (format depends on py_minor)
+};
+
+struct ThreadInfo {
+  std::string name;
+  bool python = false;  // had a Python thread state
+};
+
+// Everything needed to turn stack ids into frames: stacks, modules, Python code objects, threads.
+struct StackStore {
+  std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames, innermost first
+  std::vector<ModuleInfo> modules;
+  std::unordered_map<uint32_t, PyCodeInfo> code;
+  std::unordered_map<uint32_t, ThreadInfo> threads;
+  int stack_depth = -1;  // from the config record; -1 when absent
+  int python_status = 0;
+  std::string python_message;
+};
+
 // One decoded record. For events, `op` is set (nullptr for op codes newer than this reader);
 // for metadata, `payload` points into the mapped file.
 struct Record {
@@ -49,6 +80,7 @@ struct Record {
   uint64_t stream = 0;  // for MemKind::Async ops
   uint64_t addr = 0, size = 0, aux = 0, aux2 = 0;
   uint64_t free_bytes = 0, total_bytes = 0;
+  uint32_t stack = 0;  // stack id, 0 = none
   // Metadata payload (after dt).
   const uint8_t* payload = nullptr;
   size_t payload_len = 0;
@@ -64,6 +96,12 @@ class TraceReader {
   ~TraceReader();
 
   const ProcessInfo& process() const { return process_; }
+
+  // Stacks, modules, code objects and threads. Records arrive in time order, and a stack can be
+  // referenced (by another thread) moments before its record: call load_stacks() first to read
+  // them all up front (a skip-scan of the file).
+  const StackStore& stacks() const { return store_; }
+  void load_stacks();
   const std::string& path() const { return path_; }
 
   // The next record in time order; false at the end.
@@ -93,6 +131,8 @@ class TraceReader {
   uint64_t size_ = 0;
   uint64_t record_bytes_ = 0;
   ProcessInfo process_;
+  StackStore store_;
+  bool stacks_loaded_ = false;
   std::vector<Cursor> cursors_;
   std::vector<uint32_t> pending_;  // cursor indices not yet in the heap, by descending base time
   std::vector<uint32_t> heap_;     // min-heap of active cursors by next record time
@@ -105,5 +145,7 @@ class TraceReader {
 // Decoders for metadata payloads (exposed for tests).
 bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out);
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out);
+// Applies a stack, module, code, thread or config record to *store.
+bool decode_stack_meta(const Record& r, StackStore* store);
 
 }  // namespace vt::analyzer

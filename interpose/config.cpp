@@ -58,6 +58,24 @@ bool load_config(Config* out, long pid) {
   const char* session = getenv("VRAMTRACE_SESSION");
   if (session) snprintf(out->session, sizeof out->session, "%s", session);
 
+  if (const char* d = getenv("VRAMTRACE_STACK_DEPTH")) {
+    char* end = nullptr;
+    long v = strtol(d, &end, 10);
+    if (!*d || *end || v < 0 || v > 256) {
+      log_line("bad VRAMTRACE_STACK_DEPTH '%s' (a number of frames, 0 to 256); tracing off", d);
+      return false;
+    }
+    out->stack_depth = int(v);
+  }
+  if (const char* py = getenv("VRAMTRACE_PYTHON")) {
+    if (strcmp(py, "0") == 0) {
+      out->python = false;
+    } else if (strcmp(py, "1") != 0) {
+      log_line("bad VRAMTRACE_PYTHON '%s' (use 0 or 1); tracing off", py);
+      return false;
+    }
+  }
+
   const char* sink = getenv("VRAMTRACE_SINK");
   if (sink && strcmp(sink, "null") == 0) {
     out->null_sink = true;

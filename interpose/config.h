@@ -6,6 +6,8 @@
 //                      vramtrace.<pid>.trace files.
 //   VRAMTRACE_SESSION  set by `vramtrace run`; recorded in each header to group a run's files.
 //   VRAMTRACE_DISABLE  1 = load but record nothing.
+//   VRAMTRACE_STACK_DEPTH  native frames per event (default 64, 0 = no stacks, at most 256).
+//   VRAMTRACE_PYTHON   0 = no Python frames (default: on when the process runs CPython).
 //   VRAMTRACE_SINK     file (default) or null: hook and build events but write nothing (for
 //                      measuring the hook's own cost).
 #pragma once
@@ -20,6 +22,8 @@ struct Config {
   bool path_is_pattern_free = false;  // a fixed file name: children must not clobber it
   char session[40] = {};
   bool null_sink = false;
+  int stack_depth = 64;
+  bool python = true;
 };
 
 // Fills *out from the environment for process `pid`. Returns false (tracing off) after logging

@@ -76,7 +76,7 @@ uint64_t take_dt(uint64_t t) {
 }  // namespace
 
 // Largest event: tag, length, dt, flags, ctx+dev, stream, result+free+total, 5 fields.
-static constexpr size_t kMaxEventRecord = 2 + 1 + fmt::kMaxVarint * 12;
+static constexpr size_t kMaxEventRecord = 2 + 1 + fmt::kMaxVarint * 12;  // incl. stack id
 static_assert(kMaxEventRecord - 2 < 128, "event payload length must fit one varint byte");
 
 void encode_event(const Event& e) {
@@ -114,6 +114,10 @@ void encode_event(const Event& e) {
   if (e.fields & fmt::kEvSize) q = fmt::put_varint(q, e.size);
   if (e.fields & fmt::kEvAux) q = fmt::put_varint(q, e.aux);
   if (e.fields & fmt::kEvAux2) q = fmt::put_varint(q, e.aux2);
+  if (e.stack) {
+    flags |= fmt::kEvStack;
+    q = fmt::put_varint(q, e.stack);
+  }
   *flags_at = flags;
   p[1] = uint8_t(q - (p + 2));
   commit_record(q);

@@ -17,6 +17,11 @@
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
+#include "module_map.h"
+#include "native_stack.h"
+#include "stack_capture.h"
+#include "stack_index.h"
+#include <sys/prctl.h>
 #include "trace_format.h"
 
 namespace vt {
@@ -107,6 +112,8 @@ void after_fork_in_child() {
   pthread_mutex_init(&g_open_mu, nullptr);
   g_file.abandon();
   g_devices.store(kDevicesPending);
+  forget_stacks();
+  forget_modules();
   g_generation.fetch_add(1);
   g_status.store(kNotOpen);
 }
@@ -118,6 +125,7 @@ bool open_trace(uint64_t t) {
     Config cfg;
     status = kOff;
     bool configured = load_config(&cfg, long(getpid()));
+    if (configured) configure_stacks(cfg);
     if (configured && cfg.null_sink) {
       status = kNullSink;
     } else if (configured && g_file.open(cfg, long(getpid()), long(getppid()))) {
@@ -126,6 +134,7 @@ bool open_trace(uint64_t t) {
         g_atfork_registered = true;
       }
       write_process_record(t);
+      write_stack_config(t);
       write_device_records(t);
       status = kOpen;
     }
@@ -143,15 +152,43 @@ bool recording() {
 }
 bool tracing_possible() { return g_status.load(std::memory_order_relaxed) != kOff; }
 
+// Once per thread and trace: its kernel id and name (autograd workers, NCCL threads...).
+thread_local uint32_t t_described_generation __attribute__((tls_model("initial-exec"))) = 0;
+
+static void describe_thread(uint64_t t) {
+  uint32_t gen = g_generation.load(std::memory_order_relaxed);
+  if (t_described_generation == gen) return;
+  t_described_generation = gen;
+  char name[17] = {};
+  prctl(PR_GET_NAME, name, 0, 0, 0);
+  uint8_t payload[64];
+  uint8_t* q = payload;
+  q = format::put_varint(q, uint64_t(gettid()));
+  q = format::put_varint(q, 0);  // flags: Python thread state (set once Python frames are known)
+  size_t n = strnlen(name, 16);
+  q = format::put_varint(q, n);
+  memcpy(q, name, n);
+  write_meta(format::kTagThread, payload, size_t(q - payload) + n, t);
+}
+
 void record(const Event& e) {
   int status = g_status.load(std::memory_order_acquire);
   if (status != kOpen) {
-    if (status == kNullSink) return;
-    if (status == kOff || kOps[int(e.op)].action != Action::Acquire || !open_trace(e.t_ns)) return;
-    if (g_status.load(std::memory_order_relaxed) == kNullSink) return;
+    if (status == kOff) return;
+    if (status == kNotOpen) {
+      if (kOps[int(e.op)].action != Action::Acquire || !open_trace(e.t_ns)) return;
+      status = g_status.load(std::memory_order_relaxed);
+    }
   }
+  // Unwinding happens here, with no lock of ours held.
+  uint64_t frames[kMaxStackDepth];
+  int n = capture_stack(frames, kMaxStackDepth);
+  if (status == kNullSink) return;
   if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
-  encode_event(e);
+  describe_thread(e.t_ns);
+  Event ev = e;
+  ev.stack = stack_id(frames, n, e.t_ns);
+  encode_event(ev);
 }
 
 namespace {

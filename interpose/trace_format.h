@@ -64,7 +64,23 @@ enum Tag : uint8_t {
   kTagDevice = 0x81,   // ordinal, total bytes, name, uuid
   kTagEnd = 0x82,      // clean close marker
   kTagNote = 0x83,     // a message from the recorder (e.g. "tracing stopped: disk full")
+  kTagStack = 0x84,    // varint id, varint frame count, frames innermost first (varint each)
+  kTagModule = 0x85,   // varint load bias, varint start, varint end, string path, string build-id
+  kTagPyCode = 0x86,   // varint id, varint python minor, varint first line, string file,
+                       // string qualified name, string line table (raw co_linetable bytes)
+  kTagThread = 0x87,   // varint tid, varint flags (bit 0: has a Python thread state), string name
+  kTagConfig = 0x88,   // varint stack depth, varint python status, string python message
 };
+
+// A stack frame (in kTagStack): a native return address, or a Python frame.
+inline constexpr uint64_t kFramePython = 1ull << 63;       // Python frame (else native address)
+inline constexpr uint64_t kFramePyEntry = 1ull << 62;      // first Python frame of one C-level eval call
+inline constexpr int kFrameCodeShift = 32;                 // bits 32..61: code id
+inline constexpr uint64_t kFrameCodeMask = (1ull << 30) - 1;
+inline constexpr uint64_t kFrameInstrMask = 0xffffffffull;  // bits 0..31: instruction offset
+inline uint64_t python_frame(uint32_t code_id, uint32_t instr, bool entry) {
+  return kFramePython | (entry ? kFramePyEntry : 0) | (uint64_t(code_id & kFrameCodeMask) << kFrameCodeShift) | instr;
+}
 
 // Event payload: varint dt_ns, flags byte, then the fields present, in this order.
 enum EventFlag : uint8_t {

@@ -23,19 +23,26 @@ void report_problems(const analyzer::TraceReader& r) {
 
 void error_line(const std::string& msg) { std::cerr << "vramtrace: " << msg << "\n"; }
 
-int dump_command(const std::string& trace, bool with_meta) {
+int dump_command(const std::string& trace, const DumpOptions& opt) {
   std::string err;
   auto reader = analyzer::TraceReader::open(trace, &err);
   if (!reader) {
     error_line(err);
     return 1;
   }
+  if (opt.stacks) reader->load_stacks();
+  analyzer::Symbolizer symbolizer(reader->stacks(), {opt.sysroot, opt.debug_dirs});
+  const auto& threads = reader->stacks().threads;
   analyzer::Record r;
   std::string out;
   while (reader->next(&r)) {
     if (r.is_event()) {
-      out = to_line(analyzer::event_json(r));
-    } else if (with_meta) {
+      nlohmann::json j = analyzer::event_json(r);
+      if (opt.stacks && r.stack) j["stack"] = analyzer::stack_json(symbolizer.stack(r.stack));
+      auto t = threads.find(r.tid);
+      if (t != threads.end() && !t->second.name.empty()) j["thread"] = t->second.name;
+      out = to_line(j);
+    } else if (opt.with_meta) {
       out = to_line(analyzer::meta_json(r));
     } else {
       continue;

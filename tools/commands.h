@@ -12,7 +12,13 @@ struct RunOptions {
 };
 int run_command(const RunOptions& opt);
 
-int dump_command(const std::string& trace, bool with_meta);
+struct DumpOptions {
+  bool with_meta = false;
+  bool stacks = true;
+  std::string sysroot;
+  std::vector<std::string> debug_dirs;
+};
+int dump_command(const std::string& trace, const DumpOptions& opt);
 int info_command(const std::string& trace);
 
 // "vramtrace: <msg>" on stderr.

@@ -17,10 +17,14 @@ int main(int argc, char** argv) {
   run_cmd->prefix_command();
 
   std::string trace;
-  bool with_meta = false;
+  vt::cli::DumpOptions dump;
+  bool no_stacks = false;
   CLI::App* dump_cmd = app.add_subcommand("dump", "print every event of a trace as one JSON object per line");
   dump_cmd->add_option("trace", trace, "trace file")->required();
-  dump_cmd->add_flag("--meta", with_meta, "also print process, device and end records");
+  dump_cmd->add_flag("--meta", dump.with_meta, "also print process, device and end records");
+  dump_cmd->add_flag("--no-stacks", no_stacks, "leave out the symbolized call stacks");
+  dump_cmd->add_option("--sysroot", dump.sysroot, "prefix for the traced machine's library paths");
+  dump_cmd->add_option("--debug-dir", dump.debug_dirs, "directory with separate debug info (repeatable)");
 
   CLI::App* info_cmd = app.add_subcommand("info", "print a trace's process, devices and event counts as JSON");
   info_cmd->add_option("trace", trace, "trace file")->required();
@@ -57,7 +61,10 @@ int main(int argc, char** argv) {
     vt::cli::error_line("unexpected arguments after -- (only run takes a command)");
     return 2;
   }
-  if (*dump_cmd) return vt::cli::dump_command(trace, with_meta);
+  if (*dump_cmd) {
+    dump.stacks = !no_stacks;
+    return vt::cli::dump_command(trace, dump);
+  }
   if (*info_cmd) return vt::cli::info_command(trace);
   return 2;
 }

@@ -1,0 +1,284 @@
+// See symbolizer.h.
+#include "symbolizer.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "python_lines.h"
+
+namespace vt::analyzer {
+
+namespace fmt = vt::format;
+
+struct Symbolizer::ModuleDebug {
+  const ModuleInfo* info = nullptr;
+  Dwfl_Callbacks callbacks{};
+  char* debuginfo_path = nullptr;  // libdwfl keeps a pointer to it
+  Dwfl* dwfl = nullptr;
+  Dwfl_Module* mod = nullptr;  // null when the file could not be opened or does not match
+};
+
+namespace {
+
+std::string demangle(const char* name) {
+  if (!name) return "??";
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status == 0 && d) {
+    std::string s(d);
+    free(d);
+    return s;
+  }
+  return name;
+}
+
+std::string to_hex(const unsigned char* b, int n) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    s += digits[b[i] >> 4];
+    s += digits[b[i] & 15];
+  }
+  return s;
+}
+
+// The function a scope DIE stands for, through abstract origins and specifications.
+std::string die_function(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  Dwarf_Die origin;
+  Dwarf_Die* d = die;
+  for (int hops = 0; hops < 4; ++hops) {
+    const char* linkage = nullptr;
+    if (dwarf_attr(d, DW_AT_linkage_name, &attr) || dwarf_attr(d, DW_AT_MIPS_linkage_name, &attr))
+      linkage = dwarf_formstring(&attr);
+    if (linkage) return demangle(linkage);
+    if (const char* name = dwarf_diename(d)) return name;  // inlined functions: the DWARF name
+    if ((dwarf_attr(d, DW_AT_abstract_origin, &attr) || dwarf_attr(d, DW_AT_specification, &attr)) &&
+        dwarf_formref_die(&attr, &origin)) {
+      d = &origin;
+      continue;
+    }
+    break;
+  }
+  return "??";
+}
+
+std::string call_file(Dwarf_Die* cu, Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  Dwarf_Word idx = 0;
+  Dwarf_Files* files = nullptr;
+  size_t nfiles = 0;
+  if (!dwarf_attr(die, DW_AT_call_file, &attr) || dwarf_formudata(&attr, &idx) != 0) return {};
+  if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || idx >= nfiles) return {};
+  const char* f = dwarf_filesrc(files, idx, nullptr, nullptr);
+  return f ? f : "";
+}
+
+int call_line(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  Dwarf_Word line = 0;
+  if (!dwarf_attr(die, DW_AT_call_line, &attr) || dwarf_formudata(&attr, &line) != 0) return 0;
+  return int(line);
+}
+
+bool is_eval_frame(const Frame& f) {
+  return !f.python && (f.function == "_PyEval_EvalFrameDefault" || f.function == "PyEval_EvalFrameEx");
+}
+
+}  // namespace
+
+Symbolizer::Symbolizer(const StackStore& store, SymbolizerOptions opt) : store_(store), opt_(std::move(opt)) {
+  debuginfo_path_ = "+:.debug:/usr/lib/debug";
+  for (const std::string& d : opt_.debug_dirs) debuginfo_path_ += ":" + d;
+  modules_.resize(store_.modules.size());
+}
+
+Symbolizer::~Symbolizer() {
+  for (auto& m : modules_) {
+    if (m && m->dwfl) dwfl_end(m->dwfl);
+    if (m) free(m->debuginfo_path);
+  }
+}
+
+Symbolizer::ModuleDebug* Symbolizer::module_for(uint64_t address) {
+  // The latest record covering the address (a library unloaded and another loaded in its place
+  // leaves both records; the later one is the one in use for later stacks).
+  int best = -1;
+  for (size_t i = 0; i < store_.modules.size(); ++i) {
+    const ModuleInfo& m = store_.modules[i];
+    if (address >= m.lo && address < m.hi && (best < 0 || m.t_ns >= store_.modules[best].t_ns)) best = int(i);
+  }
+  if (best < 0) return nullptr;
+  auto& slot = modules_[best];
+  if (slot) return slot.get();
+  slot = std::make_unique<ModuleDebug>();
+  slot->info = &store_.modules[best];
+  slot->debuginfo_path = strdup(debuginfo_path_.c_str());
+  slot->callbacks.find_elf = dwfl_build_id_find_elf;
+  slot->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+  slot->callbacks.section_address = dwfl_offline_section_address;
+  slot->callbacks.debuginfo_path = &slot->debuginfo_path;
+  slot->dwfl = dwfl_begin(&slot->callbacks);
+  const ModuleInfo& info = *slot->info;
+  std::string file = opt_.sysroot + info.path;
+  if (slot->dwfl && !info.path.empty() && info.path[0] == '/') {
+    slot->mod = dwfl_report_elf(slot->dwfl, info.path.c_str(), file.c_str(), -1, info.bias, false);
+    dwfl_report_end(slot->dwfl, nullptr, nullptr);
+    if (slot->mod && !info.build_id.empty()) {
+      const unsigned char* bits = nullptr;
+      GElf_Addr vaddr;
+      int n = dwfl_module_build_id(slot->mod, &bits, &vaddr);
+      if (n > 0 && to_hex(bits, n) != info.build_id) slot->mod = nullptr;  // another build: do not lie
+    }
+  }
+  return slot.get();
+}
+
+std::vector<Frame> Symbolizer::native(uint64_t address) {
+  auto it = address_cache_.find(address);
+  if (it != address_cache_.end()) return it->second;
+  std::vector<Frame> out;
+  ModuleDebug* md = module_for(address);
+  // Return addresses point after the call: look up the call instruction itself.
+  uint64_t pc = address > 0 ? address - 1 : 0;
+  Frame base;
+  base.function = "??";
+  if (md) {
+    base.module = md->info->path;
+    base.offset = address - md->info->bias;
+  } else {
+    base.module = "??";
+    base.offset = address;
+  }
+  if (md && md->mod) {
+    if (const char* sym = dwfl_module_addrname(md->mod, pc)) base.function = demangle(sym);
+    std::string file;
+    int line = 0;
+    if (Dwfl_Line* l = dwfl_module_getsrc(md->mod, pc)) {
+      const char* f = dwfl_lineinfo(l, nullptr, &line, nullptr, nullptr, nullptr);
+      if (f) file = f;
+    }
+    Dwarf_Addr bias = 0;
+    Dwarf_Die* cu = dwfl_module_addrdie(md->mod, pc, &bias);
+    Dwarf_Die* scopes = nullptr;
+    int n = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
+    // For an inlined instance, dwarf_getscopes stops at the abstract scopes: the concrete chain
+    // (inlined callers up to the real function) comes from dwarf_getscopes_die.
+    if (n > 0 && dwarf_tag(&scopes[0]) == DW_TAG_inlined_subroutine) {
+      Dwarf_Die* chain = nullptr;
+      int m = dwarf_getscopes_die(&scopes[0], &chain);
+      if (m > 0) {
+        free(scopes);
+        scopes = chain;
+        n = m;
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      int tag = dwarf_tag(&scopes[i]);
+      if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
+      Frame f = base;
+      // The concrete function keeps its symbol-table name (fully qualified); inlined ones come
+      // from DWARF.
+      f.function = tag == DW_TAG_subprogram && base.function != "??" ? base.function : die_function(&scopes[i]);
+      if (f.function == "??") f.function = base.function;
+      f.file = file;
+      f.line = line;
+      f.inlined = tag == DW_TAG_inlined_subroutine;
+      out.push_back(f);
+      if (tag == DW_TAG_subprogram) break;
+      // The caller's location is where this call was inlined.
+      file = call_file(cu, &scopes[i]);
+      line = call_line(&scopes[i]);
+    }
+    free(scopes);
+    if (!out.empty() && !out.back().inlined) {
+    } else if (!out.empty()) {
+      // No concrete subprogram scope (e.g. a partial CU): the symbol names the real function.
+      Frame f = base;
+      f.file = file;
+      f.line = line;
+      out.push_back(f);
+    }
+    if (out.empty()) {
+      base.file = file;
+      base.line = line;
+    }
+  }
+  if (out.empty()) out.push_back(base);
+  address_cache_[address] = out;
+  return out;
+}
+
+std::vector<Frame> Symbolizer::python_frame(uint64_t raw) {
+  uint32_t code_id = uint32_t((raw >> fmt::kFrameCodeShift) & fmt::kFrameCodeMask);
+  uint32_t instr = uint32_t(raw & fmt::kFrameInstrMask);
+  Frame f;
+  f.python = true;
+  f.module = "python";
+  auto it = store_.code.find(code_id);
+  if (it == store_.code.end()) {
+    f.function = "<unknown Python code " + std::to_string(code_id) + ">";
+    return {f};
+  }
+  const PyCodeInfo& c = it->second;
+  f.function = c.qualname;
+  f.file = c.file;
+  int line = python_line(c.py_minor, reinterpret_cast<const uint8_t*>(c.linetable.data()), c.linetable.size(),
+                         c.first_line, instr);
+  f.line = line > 0 ? line : c.first_line;
+  return {f};
+}
+
+const std::vector<Frame>& Symbolizer::stack(uint32_t id) {
+  auto cached = cache_.find(id);
+  if (cached != cache_.end()) return cached->second;
+  std::vector<Frame>& out = cache_[id];
+  auto it = store_.stacks.find(id);
+  if (it == store_.stacks.end()) return out;
+
+  // Python frames, grouped by the C-level eval call that ran them (a group ends at an entry frame).
+  std::vector<std::vector<Frame>> groups;
+  std::vector<Frame> native_frames;
+  for (uint64_t raw : it->second) {
+    if (raw & fmt::kFramePython) {
+      if (groups.empty()) groups.emplace_back();
+      for (Frame& f : python_frame(raw)) groups.back().push_back(f);
+      if (raw & fmt::kFramePyEntry) groups.emplace_back();
+    } else {
+      for (Frame& f : native(raw)) native_frames.push_back(f);
+    }
+  }
+  while (!groups.empty() && groups.back().empty()) groups.pop_back();
+
+  // Splice: each eval-loop frame is replaced by the Python frames it was running.
+  size_t g = 0;
+  for (const Frame& f : native_frames) {
+    if (is_eval_frame(f) && g < groups.size()) {
+      out.insert(out.end(), groups[g].begin(), groups[g].end());
+      ++g;
+    } else {
+      out.push_back(f);
+    }
+  }
+  // Interpreters without symbols: put the remaining Python frames above the first frame of the
+  // Python runtime, else outermost.
+  if (g < groups.size()) {
+    std::vector<Frame> rest;
+    for (; g < groups.size(); ++g) rest.insert(rest.end(), groups[g].begin(), groups[g].end());
+    size_t at = out.size();
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!out[i].python && out[i].module.find("python") != std::string::npos) {
+        at = i;
+        break;
+      }
+    out.insert(out.begin() + long(at), rest.begin(), rest.end());
+  }
+  return out;
+}
+
+}  // namespace vt::analyzer

@@ -1,0 +1,57 @@
+// Offline symbolization: stack ids from a trace become frames with function (demangled), source
+// file, line, module and inlined callers, using the trace's module map and build-ids with elfutils
+// (libdwfl), and Python frames with file, line and qualified name from the recorded code objects.
+// Python frames are spliced into the native stack where the interpreter's eval loop ran them.
+// A frame that cannot be resolved keeps its module+offset; it never disappears.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace_reader.h"
+
+namespace vt::analyzer {
+
+struct Frame {
+  std::string function;  // demangled; "??" when unknown
+  std::string file;      // source file, empty when unknown
+  int line = 0;
+  std::string module;    // object file path, or "python"
+  uint64_t offset = 0;   // address relative to the module's load bias (native frames)
+  bool python = false;
+  bool inlined = false;  // an inlined call inside the next (outer) frame
+};
+
+struct SymbolizerOptions {
+  std::string sysroot;                  // prefix for module paths (analysing on another machine)
+  std::vector<std::string> debug_dirs;  // searched for separate debug info (also by build-id)
+};
+
+class Symbolizer {
+ public:
+  Symbolizer(const StackStore& store, SymbolizerOptions opt = {});
+  ~Symbolizer();
+
+  // Frames of a stack id, innermost first (cached). Unknown ids give an empty stack.
+  const std::vector<Frame>& stack(uint32_t id);
+
+  // Native frames for one return address (innermost inlined frame first).
+  std::vector<Frame> native(uint64_t address);
+
+ private:
+  struct ModuleDebug;
+  ModuleDebug* module_for(uint64_t address);
+  std::vector<Frame> python_frame(uint64_t frame);
+
+  const StackStore& store_;
+  SymbolizerOptions opt_;
+  std::string debuginfo_path_;
+  std::vector<std::unique_ptr<ModuleDebug>> modules_;
+  std::unordered_map<uint32_t, std::vector<Frame>> cache_;
+  std::unordered_map<uint64_t, std::vector<Frame>> address_cache_;
+};
+
+}  // namespace vt::analyzer

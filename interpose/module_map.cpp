@@ -1,0 +1,137 @@
+// See module_map.h. The table is append-only and guarded by one mutex: it is touched only when a
+// stack is seen for the first time.
+#include "module_map.h"
+
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "clock.h"
+#include "recorder_internal.h"
+#include "trace_format.h"
+
+namespace vt {
+
+namespace {
+
+constexpr int kMaxModules = 8192;
+struct Range {
+  uint64_t lo, hi;
+};
+Range g_ranges[kMaxModules];
+int g_count = 0;
+unsigned long long g_scanned_adds = ~0ull;  // dlpi_adds at the last scan: libraries loaded so far
+pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+
+bool covered(uint64_t ip) {
+  for (int i = 0; i < g_count; ++i)
+    if (ip >= g_ranges[i].lo && ip < g_ranges[i].hi) return true;
+  return false;
+}
+
+struct ScanState {
+  uint64_t t;
+};
+
+// The GNU build-id note of a loaded object, from its PT_NOTE segments in memory.
+size_t build_id(dl_phdr_info* info, const uint8_t** out) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
+    const uint8_t* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const uint8_t* name = p + sizeof(ElfW(Nhdr));
+      const uint8_t* desc = name + ((nh->n_namesz + 3) & ~3u);
+      if (desc + nh->n_descsz > end) break;
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+        *out = desc;
+        return nh->n_descsz;
+      }
+      p = desc + ((nh->n_descsz + 3) & ~3u);
+    }
+  }
+  return 0;
+}
+
+int record_module(dl_phdr_info* info, size_t, void* data) {
+  auto* st = static_cast<ScanState*>(data);
+  uint64_t lo = ~0ull, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    uint64_t a = info->dlpi_addr + ph.p_vaddr;
+    if (a < lo) lo = a;
+    if (a + ph.p_memsz > hi) hi = a + ph.p_memsz;
+  }
+  if (hi == 0 || g_count >= kMaxModules) return 0;
+  for (int i = 0; i < g_count; ++i)
+    if (g_ranges[i].lo == lo && g_ranges[i].hi == hi) return 0;
+  g_ranges[g_count++] = {lo, hi};
+
+  char resolved[4096];
+  const char* path = info->dlpi_name;
+  if (!path || !*path) {  // the main program
+    ssize_t n = readlink("/proc/self/exe", resolved, sizeof resolved - 1);
+    resolved[n > 0 ? n : 0] = '\0';
+    path = resolved;
+  } else if (path[0] != '/' && realpath(path, resolved)) {
+    path = resolved;  // dlopen'ed by a relative path: the analyzer may run elsewhere
+  }
+  const uint8_t* id = nullptr;
+  size_t id_len = build_id(info, &id);
+  uint8_t payload[4096 + 128];
+  uint8_t* q = payload;
+  q = format::put_varint(q, info->dlpi_addr);
+  q = format::put_varint(q, lo);
+  q = format::put_varint(q, hi);
+  size_t plen = strnlen(path, 4000);
+  q = format::put_varint(q, plen);
+  memcpy(q, path, plen);
+  q += plen;
+  if (id_len > 64) id_len = 64;
+  q = format::put_varint(q, id_len);
+  if (id_len) memcpy(q, id, id_len);
+  q += id_len;
+  write_meta(format::kTagModule, payload, size_t(q - payload), st->t);
+  return 0;
+}
+
+}  // namespace
+
+void ensure_modules(const uint64_t* ips, int n, uint64_t t) {
+  pthread_mutex_lock(&g_mu);
+  bool missing = false;
+  for (int i = 0; i < n && !missing; ++i)
+    if (!(ips[i] & format::kFramePython) && !covered(ips[i])) missing = true;
+  // Rescan only when a library was loaded since the last scan (JIT code is in no module and
+  // must not cost a full scan every time). Reading the counter stops at the first object.
+  if (missing) {
+    unsigned long long adds = 0;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+          *static_cast<unsigned long long*>(data) = info->dlpi_adds;
+          return 1;
+        },
+        &adds);
+    if (adds != g_scanned_adds) {
+      ScanState st{t};
+      dl_iterate_phdr(record_module, &st);
+      g_scanned_adds = adds;
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+void forget_modules() {
+  pthread_mutex_init(&g_mu, nullptr);
+  g_count = 0;
+  g_scanned_adds = ~0ull;
+}
+
+}  // namespace vt

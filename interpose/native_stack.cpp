@@ -1,0 +1,77 @@
+// See native_stack.h.
+#include "native_stack.h"
+
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <link.h>
+
+#include <atomic>
+
+namespace vt {
+
+namespace {
+
+std::atomic<int> g_depth{0};
+uint64_t g_self_lo = 0, g_self_hi = 0;  // libvramtrace's mapped range, trimmed from stacks
+
+int find_self(dl_phdr_info* info, size_t, void* data) {
+  uint64_t probe = reinterpret_cast<uint64_t>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+    if (probe >= lo && probe < hi) {
+      // The whole object: from its lowest to its highest loadable segment.
+      uint64_t all_lo = ~0ull, all_hi = 0;
+      for (int j = 0; j < info->dlpi_phnum; ++j) {
+        const ElfW(Phdr)& p = info->dlpi_phdr[j];
+        if (p.p_type != PT_LOAD) continue;
+        uint64_t a = info->dlpi_addr + p.p_vaddr;
+        if (a < all_lo) all_lo = a;
+        if (a + p.p_memsz > all_hi) all_hi = a + p.p_memsz;
+      }
+      g_self_lo = all_lo;
+      g_self_hi = all_hi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void configure_native_stacks(int depth) {
+  if (depth > kMaxStackDepth) depth = kMaxStackDepth;
+  if (depth < 0) depth = 0;
+  if (g_self_hi == 0) dl_iterate_phdr(find_self, reinterpret_cast<void*>(&configure_native_stacks));
+  // Per-thread caches of unwind info: no lock shared between threads while unwinding.
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  g_depth.store(depth, std::memory_order_release);
+}
+
+int native_stack_depth() { return g_depth.load(std::memory_order_relaxed); }
+
+int capture_native(uint64_t* out, int max) {
+  int depth = g_depth.load(std::memory_order_relaxed);
+  if (depth == 0) return 0;
+  // Room for our own frames (hook, recorder) on top of the requested depth.
+  constexpr int kOwnFrames = 8;
+  void* ips[kMaxStackDepth + kOwnFrames];
+  int want = depth + kOwnFrames;
+  if (want > max + kOwnFrames) want = max + kOwnFrames;
+  int n = unw_backtrace(ips, want);
+  int skip = 0;
+  while (skip < n) {
+    uint64_t ip = reinterpret_cast<uint64_t>(ips[skip]);
+    if (ip < g_self_lo || ip >= g_self_hi) break;
+    ++skip;
+  }
+  int count = n - skip;
+  if (count > depth) count = depth;
+  if (count > max) count = max;
+  for (int i = 0; i < count; ++i) out[i] = reinterpret_cast<uint64_t>(ips[skip + i]);
+  return count;
+}
+
+}  // namespace vt

@@ -1,0 +1,19 @@
+// Native call stacks: return addresses of the calling thread from libunwind's DWARF unwinder
+// (works through code built without frame pointers: distribution libraries, libpython, torch),
+// with libvramtrace's own frames removed. No lock of ours is held while unwinding.
+#pragma once
+
+#include <cstdint>
+
+namespace vt {
+
+inline constexpr int kMaxStackDepth = 256;
+
+// Sets the depth (0 = stacks off). Called when the trace opens.
+void configure_native_stacks(int depth);
+int native_stack_depth();
+
+// Fills out[0..max) innermost first; returns the count (0 when stacks are off).
+int capture_native(uint64_t* out, int max);
+
+}  // namespace vt

@@ -1,0 +1,24 @@
+// The call stack of an event: native return addresses (native_stack.h) followed by the Python
+// frames of the thread when it is running Python (python/), deduplicated into a stack id
+// (stack_index.h). Called by the recorder for every event when stacks are on.
+#pragma once
+
+#include <cstdint>
+
+namespace vt {
+
+struct Config;
+
+// Applies VRAMTRACE_STACK_DEPTH / VRAMTRACE_PYTHON when the trace opens; writes nothing.
+void configure_stacks(const Config& cfg);
+
+// Captures the calling thread's stack. Returns the frame count written into frames[0..cap).
+int capture_stack(uint64_t* frames, int cap);
+
+// Dedups frames into an id, writing new stack, module and code records (0 for an empty stack).
+uint32_t stack_id(const uint64_t* frames, int n, uint64_t t);
+
+// A one-line description of the stack configuration for the trace (kTagConfig).
+void write_stack_config(uint64_t t);
+
+}  // namespace vt

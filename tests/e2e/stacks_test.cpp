@@ -1,0 +1,117 @@
+// Native stacks: captured per event, deduplicated, symbolized offline with the right function
+// names, files and lines, inlined frames included, for a library dlopen'ed after start.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <sstream>
+
+#include "harness.h"
+#include "symbolizer.h"
+
+namespace {
+
+std::map<std::string, int> expected_lines(const std::string& out) {
+  std::map<std::string, int> m;
+  std::istringstream in(out);
+  std::string name;
+  int line;
+  while (in >> name >> line) m[name] = line;
+  return m;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("C and C++ call chains come back symbolized, inlined frames and late libraries included") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("stack_main"), e2e::program("libstack_plugin.so")}, {{"VRAMTRACE_OUTPUT", dir}}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto lines = expected_lines(r.out);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+
+  std::string err;
+  auto reader = vt::analyzer::TraceReader::open(files[0], &err);
+  REQUIRE(reader);
+  reader->load_stacks();
+  vt::analyzer::Symbolizer sym(reader->stacks());
+  std::vector<vt::analyzer::Record> events;
+  vt::analyzer::Record rec;
+  while (reader->next(&rec))
+    if (rec.is_event()) events.push_back(rec);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].stack != 0);
+  CHECK(events[1].stack != 0);
+  CHECK(events[0].stack != events[1].stack);
+
+  const auto& s0 = sym.stack(events[0].stack);
+  REQUIRE(s0.size() >= 3);
+  for (const auto& f : s0) CHECK(f.module.find("libvramtrace") == std::string::npos);  // our frames trimmed
+  CHECK(s0[0].function == "middle_alloc");  // inlined: its DWARF name
+  CHECK(s0[0].inlined);
+  CHECK(ends_with(s0[0].file, "stack_main.cpp"));
+  CHECK(s0[0].line == lines["middle_alloc"]);
+  CHECK(s0[1].function == "demo::outer_alloc(unsigned long long*)");
+  CHECK(s0[1].line == lines["outer_alloc"]);
+  CHECK(s0[2].function == "main");
+  CHECK(s0[2].line == lines["main"]);
+
+  const auto& s1 = sym.stack(events[1].stack);
+  REQUIRE(s1.size() >= 2);
+  CHECK(s1[0].function == "plugin_alloc");
+  CHECK(ends_with(s1[0].module, "libstack_plugin.so"));
+  CHECK(ends_with(s1[0].file, "plugin.c"));
+  CHECK(s1[0].line == lines["plugin_alloc"]);
+  CHECK(s1[1].function == "main");
+}
+
+TEST_CASE("stacks are written once and an unknown module keeps module+offset") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("threads"), "4", "3000"}, {{"VRAMTRACE_OUTPUT", dir}}});
+  REQUIRE(r.exit_code == 0);
+  std::string err;
+  auto reader = vt::analyzer::TraceReader::open(e2e::files_in(dir).at(0), &err);
+  REQUIRE(reader);
+  reader->load_stacks();
+  // 4 threads x (alloc, free, allocAsync, freeAsync, keep) call sites: a handful of stacks.
+  CHECK(reader->stacks().stacks.size() >= 5);
+  CHECK(reader->stacks().stacks.size() <= 24);
+  CHECK(reader->stacks().stack_depth == 64);
+  CHECK(reader->stacks().threads.size() == 4);
+
+  // Symbolizing against a sysroot that lacks the files: frames stay, with module and offset.
+  vt::analyzer::Symbolizer sym(reader->stacks(), {"/nonexistent-sysroot", {}});
+  const auto& frames = sym.stack(reader->stacks().stacks.begin()->first);
+  REQUIRE_FALSE(frames.empty());
+  for (const auto& f : frames) {
+    CHECK(f.function == "??");
+    CHECK(f.module != "");
+  }
+}
+
+TEST_CASE("VRAMTRACE_STACK_DEPTH=0 turns stacks off, a bad value turns tracing off") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("lookup_direct")}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_STACK_DEPTH", "0"}}});
+  REQUIRE(r.exit_code == 0);
+  e2e::Trace t = e2e::load(e2e::files_in(dir).at(0));
+  for (const auto& e : t.events) CHECK(e.stack == 0);
+
+  std::string dir2 = e2e::temp_dir();
+  r = e2e::run({{e2e::program("lookup_direct")}, {{"VRAMTRACE_OUTPUT", dir2}, {"VRAMTRACE_STACK_DEPTH", "lots"}}});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("bad VRAMTRACE_STACK_DEPTH 'lots'") != std::string::npos);
+  CHECK(e2e::files_in(dir2).empty());
+
+  std::string dir3 = e2e::temp_dir();
+  r = e2e::run({{e2e::program("stack_main"), e2e::program("libstack_plugin.so")},
+                {{"VRAMTRACE_OUTPUT", dir3}, {"VRAMTRACE_STACK_DEPTH", "2"}}});
+  REQUIRE(r.exit_code == 0);
+  std::string err;
+  auto reader = vt::analyzer::TraceReader::open(e2e::files_in(dir3).at(0), &err);
+  reader->load_stacks();
+  for (const auto& [id, frames] : reader->stacks().stacks) CHECK(frames.size() <= 2);
+}

@@ -1,0 +1,23 @@
+// Reading the probes' answers kept in Facts (see checks.h).
+#include "checks.h"
+
+namespace vt::doctor {
+
+bool Facts::nvml_initialised() const {
+  return nvml.ok && nvml.value.value("loaded", false) && nvml.value.value("init_result", -1) == 0;
+}
+
+bool Facts::driver_loaded() const { return driver.ok && driver.value.value("loaded", false); }
+
+bool Facts::driver_initialised() const { return driver_loaded() && driver.value.value("init_result", -1) == 0; }
+
+int Facts::driver_version() const {
+  if (!driver_loaded() || driver.value.value("version_result", -1) != 0) return 0;
+  return driver.value.value("version", 0);
+}
+
+std::string Facts::driver_path() const {
+  return driver_loaded() ? driver.value.value("path", driver.value.value("requested", std::string())) : std::string();
+}
+
+}  // namespace vt::doctor

@@ -1,0 +1,44 @@
+// The slice of NVML's C API the doctor calls, declared here because the CUDA toolkit ships no
+// nvml.h. Layouts follow nvml.h (R470 and later); every function is looked up with dlsym.
+#pragma once
+
+#include <cstdint>
+
+namespace vt::doctor::nvml {
+
+using Return = int;  // nvmlReturn_t
+using Device = struct opaque_device*;
+
+constexpr Return kSuccess = 0;
+constexpr Return kInsufficientSize = 7;
+// usedGpuMemory when the driver cannot tell (no permission, another container, Windows WDDM).
+constexpr unsigned long long kValueNotAvailable = ~0ull;
+
+struct Memory {  // nvmlMemory_t
+  unsigned long long total, free, used;
+};
+struct ProcessInfoV1 {  // nvmlProcessInfo_v1_t: nvmlDeviceGet*RunningProcesses
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+};
+struct ProcessInfoV2 {  // nvmlProcessInfo_v2_t / nvmlProcessInfo_t: the _v2 and _v3 functions
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
+using InitFn = Return (*)();
+using ShutdownFn = Return (*)();
+using ErrorStringFn = const char* (*)(Return);
+using StringFn = Return (*)(char*, unsigned int);
+using IntFn = Return (*)(int*);
+using CountFn = Return (*)(unsigned int*);
+using HandleFn = Return (*)(unsigned int, Device*);
+using DeviceStringFn = Return (*)(Device, char*, unsigned int);
+using MemoryFn = Return (*)(Device, Memory*);
+using CapabilityFn = Return (*)(Device, int*, int*);
+using ProcessesFn = Return (*)(Device, unsigned int*, void*);
+using ProcessNameFn = Return (*)(unsigned int, char*, unsigned int);
+
+}  // namespace vt::doctor::nvml
