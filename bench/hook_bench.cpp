@@ -85,6 +85,28 @@ void BM_AllocFreeAsync(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 2);
 }
 
+// The same pair from 32 frames down, for the cost of unwinding (VRAMTRACE_STACK_DEPTH).
+__attribute__((noinline)) void deep_loop(benchmark::State& state, const Pair& p, int depth) {
+  if (depth > 0) {
+    deep_loop(state, p, depth - 1);
+    benchmark::ClobberMemory();  // not a tail call: one real frame per level
+    return;
+  }
+  CUdeviceptr d;
+  for (auto _ : state) {
+    p.alloc_async(&d, 1 << 20, g_stream);
+    p.free_async(d, g_stream);
+  }
+}
+
+void BM_AllocFreeAsync32Frames(benchmark::State& state) {
+  setup_driver();
+  Pair p = direct();
+  deep_loop(state, p, 32 - 8);  // ~8 frames of benchmark runner and main below
+  state.SetItemsProcessed(state.iterations() * 2);
+}
+BENCHMARK(BM_AllocFreeAsync32Frames);
+
 BENCHMARK_TEMPLATE(BM_AllocFree, direct);
 BENCHMARK_TEMPLATE(BM_AllocFree, via_dlsym);
 BENCHMARK_TEMPLATE(BM_AllocFree, via_proc_address);
