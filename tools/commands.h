@@ -21,6 +21,17 @@ struct DumpOptions {
 int dump_command(const std::string& trace, const DumpOptions& opt);
 int info_command(const std::string& trace);
 
+struct ReportOptions {
+  std::string input;    // a trace or a directory of traces
+  std::string section;  // "" (all), peak, leaks, oom, frag
+  std::string format = "text";
+  std::string output;   // file; empty = stdout
+  size_t top = 10;
+  std::string sysroot;
+  std::vector<std::string> debug_dirs;
+};
+int report_command(const ReportOptions& opt);
+
 // "vramtrace: <msg>" on stderr.
 void error_line(const std::string& msg);
 

@@ -2,6 +2,7 @@
 // Exit status: the subcommand's, 2 for usage errors.
 #include <CLI/CLI.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "commands.h"
@@ -28,6 +29,25 @@ int main(int argc, char** argv) {
 
   CLI::App* info_cmd = app.add_subcommand("info", "print a trace's process, devices and event counts as JSON");
   info_cmd->add_option("trace", trace, "trace file")->required();
+
+  // report and its one-section forms share their options.
+  vt::cli::ReportOptions report;
+  std::vector<std::pair<CLI::App*, std::string>> report_cmds;
+  for (auto [name, section, help] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"report", "", "peak, leaks, fragmentation and OOM root cause of a trace or a directory of traces"},
+           {"peak", "peak", "the peak and who held it"},
+           {"leaks", "leaks", "what was never freed, and what kept growing"},
+           {"oom", "oom", "why each allocation failed, with remedies"},
+           {"frag", "frag", "fragmentation of VMM reservations, pools and caches"}}) {
+    CLI::App* c = app.add_subcommand(name, help);
+    c->add_option("trace", report.input, "trace file, or a directory of traces (a job)")->required();
+    c->add_option("--format", report.format, "text or json")->capture_default_str();
+    c->add_option("--top", report.top, "groups per list")->capture_default_str()->check(CLI::Range(1, 100000));
+    c->add_option("-o,--output", report.output, "write to this file instead of stdout");
+    c->add_option("--sysroot", report.sysroot, "prefix for the traced machine's library paths");
+    c->add_option("--debug-dir", report.debug_dirs, "directory with separate debug info (repeatable)");
+    report_cmds.push_back({c, section});
+  }
 
   // Everything after the first "--" is the command to run, untouched by option parsing.
   std::vector<std::string> after_dashes;
@@ -66,5 +86,10 @@ int main(int argc, char** argv) {
     return vt::cli::dump_command(trace, dump);
   }
   if (*info_cmd) return vt::cli::info_command(trace);
+  for (auto& [c, section] : report_cmds)
+    if (*c) {
+      report.section = section;
+      return vt::cli::report_command(report);
+    }
   return 2;
 }

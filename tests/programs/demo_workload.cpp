@@ -72,7 +72,7 @@ int main() {
   CUdeviceptr too_big;
   CUresult r = mem_alloc(&too_big, total_b + (1ull << 30));  // more than the device has
   printf("demo: %zu MiB device; 20 steps; final request of %zu MiB -> CUresult %d\n", total_b >> 20,
-         (total_b + (1ull << 30)) >> 20, int(r));
+         size_t((total_b + (1ull << 30)) >> 20), int(r));
   free_host(staging);
   for (CUdeviceptr w : weights) mem_free(w);
   return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;

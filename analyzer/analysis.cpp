@@ -1,0 +1,450 @@
+// See analysis.h.
+#include "analysis.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "event_fields.h"
+#include "live_state.h"
+#include "oom_verdict.h"
+
+namespace vt::analyzer {
+
+namespace {
+
+// Max-preserving downsampling of one series into at most ~2x `target` buckets.
+class Timeline {
+ public:
+  explicit Timeline(size_t target) : target_(target) {}
+  void add(uint64_t t, uint64_t v) {
+    if (points_.empty()) t0_ = t;
+    uint64_t bucket = (t - t0_) / width_;
+    if (!points_.empty() && bucket == last_bucket_) {
+      if (v > points_.back().second) points_.back() = {t, v};
+      return;
+    }
+    points_.push_back({t, v});
+    last_bucket_ = bucket;
+    if (points_.size() > 2 * target_) coarsen();
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> take() { return std::move(points_); }
+
+ private:
+  void coarsen() {
+    width_ *= 2;
+    std::vector<std::pair<uint64_t, uint64_t>> merged;
+    for (const auto& p : points_) {
+      uint64_t b = (p.first - t0_) / width_;
+      if (!merged.empty() && (merged.back().first - t0_) / width_ == b) {
+        if (p.second > merged.back().second) merged.back() = p;
+      } else {
+        merged.push_back(p);
+      }
+    }
+    points_ = std::move(merged);
+    last_bucket_ = (points_.back().first - t0_) / width_;
+  }
+  size_t target_;
+  uint64_t t0_ = 0, width_ = 1000000, last_bucket_ = 0;  // 1 ms buckets to start
+  std::vector<std::pair<uint64_t, uint64_t>> points_;
+};
+
+// Per-site device bytes at regular points of the run (every `every` events, coarsened so that
+// at most ~128 are kept): the input of growth detection.
+struct Checkpoints {
+  uint64_t every = 8;  // doubles as the run gets longer
+  std::vector<uint64_t> t;
+  std::vector<std::unordered_map<SiteKey, uint64_t, SiteKeyHash>> snaps;
+
+  void take(const LiveState& st, uint64_t now) {
+    std::unordered_map<SiteKey, uint64_t, SiteKeyHash> snap;
+    for (const auto& [k, b] : st.sites())
+      if (k.bucket == Bucket::Device && b.bytes) snap.emplace(k, b.bytes);
+    t.push_back(now);
+    snaps.push_back(std::move(snap));
+    if (snaps.size() > 128) {  // keep every other one, sample half as often from now on
+      size_t w = 0;
+      for (size_t i = 0; i < snaps.size(); i += 2, ++w) {
+        snaps[w] = std::move(snaps[i]);
+        t[w] = t[i];
+      }
+      snaps.resize(w);
+      t.resize(w);
+      every *= 2;
+    }
+  }
+};
+
+// Sites whose live bytes keep rising (docs/metrics.md, "growth").
+std::vector<GrowthSite> find_growth(const Checkpoints& cp, const LiveState* now, uint64_t now_t, uint64_t min_bytes) {
+  std::vector<uint64_t> times = cp.t;
+  std::vector<const std::unordered_map<SiteKey, uint64_t, SiteKeyHash>*> snaps;
+  for (const auto& s : cp.snaps) snaps.push_back(&s);
+  std::unordered_map<SiteKey, uint64_t, SiteKeyHash> current;
+  if (now) {
+    for (const auto& [k, b] : now->sites())
+      if (k.bucket == Bucket::Device && b.bytes) current.emplace(k, b.bytes);
+    snaps.push_back(&current);
+    times.push_back(now_t);
+  }
+  std::vector<GrowthSite> out;
+  size_t k = snaps.size();
+  if (k < 4) return out;
+  std::unordered_map<SiteKey, bool, SiteKeyHash> seen;
+  for (const auto* s : snaps)
+    for (const auto& [key, b] : *s) seen.emplace(key, true);
+  for (const auto& [key, unused] : seen) {
+    uint64_t hi = 0, first = 0;
+    int highs = 0;
+    size_t first_high = 0, last_high = 0;
+    for (size_t i = 0; i < k; ++i) {
+      auto it = snaps[i]->find(key);
+      uint64_t v = it == snaps[i]->end() ? 0 : it->second;
+      if (i == 0) first = v;
+      if (v > hi) {
+        if (i > 0 || v > 0) {
+          if (highs == 0) first_high = i;
+          last_high = i;
+          ++highs;
+        }
+        hi = v;
+      }
+    }
+    uint64_t growth = hi > first ? hi - first : 0;
+    if (highs >= 3 && (last_high - first_high) * 3 >= k - 1 && growth >= min_bytes) {
+      GrowthSite g;
+      g.site.stack_id = key.stack;
+      g.site.device = key.device;
+      g.site.kind = bucket_name(key.bucket);
+      g.site.bytes = hi;
+      g.growth_bytes = growth;
+      g.new_highs = highs;
+      g.first_t_ns = times[first_high];
+      g.last_t_ns = times[last_high];
+      out.push_back(g);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const GrowthSite& a, const GrowthSite& b) { return a.growth_bytes > b.growth_bytes; });
+  return out;
+}
+
+std::vector<SiteGroup> groups_of(const std::unordered_map<SiteKey, SiteBytes, SiteKeyHash>& sites, int device,
+                                 bool device_bucket_only) {
+  std::vector<SiteGroup> out;
+  uint64_t total = 0;
+  for (const auto& [k, b] : sites) {
+    if (device_bucket_only && (k.bucket != Bucket::Device || k.device != device)) continue;
+    if (!b.bytes && !b.count) continue;
+    SiteGroup g;
+    g.bytes = b.bytes;
+    g.count = b.count;
+    g.stack_id = k.stack;
+    g.device = k.device;
+    g.kind = bucket_name(k.bucket);
+    total += b.bytes;
+    out.push_back(g);
+  }
+  for (SiteGroup& g : out) g.share = total ? double(g.bytes) / double(total) : 0;
+  std::sort(out.begin(), out.end(), [](const SiteGroup& a, const SiteGroup& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack_id < b.stack_id;
+  });
+  return out;
+}
+
+std::map<std::string, uint64_t> kinds_of(const LiveState& st, int device) {
+  std::map<std::string, uint64_t> out;
+  auto it = st.kind_totals().find(device);
+  if (it == st.kind_totals().end()) return out;
+  for (int k = 0; k < 16; ++k) {
+    MemKind kind = MemKind(k);
+    bool device_memory = kind == MemKind::Device || kind == MemKind::Async || kind == MemKind::VmmPhysical || kind == MemKind::Array;
+    if (device_memory && it->second[k]) out[kind_name(kind)] = it->second[k];
+  }
+  return out;
+}
+
+struct PeakTracker {
+  struct Dev {
+    uint64_t bytes = 0, t = 0;
+    bool pending = false;  // a new peak not yet snapshotted
+    std::vector<SiteGroup> live_set;
+    std::map<std::string, uint64_t> by_kind;
+    uint64_t vmm_reserved = 0, vmm_mapped = 0;
+  };
+  std::map<int, Dev> devs;
+  LiveState* st = nullptr;
+
+  void snapshot(int device) {
+    Dev& d = devs[device];
+    d.live_set = groups_of(st->sites(), device, true);
+    d.by_kind = kinds_of(*st, device);
+    d.vmm_reserved = st->reserved_va();
+    d.vmm_mapped = st->mapped_va();
+    d.pending = false;
+  }
+  static void before_drop(void* self, int device) {
+    auto* p = static_cast<PeakTracker*>(self);
+    auto it = p->devs.find(device);
+    if (it != p->devs.end() && it->second.pending) p->snapshot(device);
+  }
+  void after(uint64_t t) {
+    for (const auto& [device, b] : st->totals()) {
+      uint64_t v = b[int(Bucket::Device)];
+      Dev& d = devs[device];
+      if (v > d.bytes) {
+        d.bytes = v;
+        d.t = t;
+        d.pending = true;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out, std::string* error) {
+  auto reader = TraceReader::open(path, error);
+  if (!reader) return false;
+  reader->load_stacks();
+  TraceReport& rep = *out;
+  rep = TraceReport{};
+  rep.path = path;
+
+  LiveState st;
+  PeakTracker peaks;
+  peaks.st = &st;
+  st.on_before_drop(&PeakTracker::before_drop, &peaks);
+  std::map<std::pair<int, int>, Timeline> timelines;  // (device, bucket)
+  Checkpoints cp;
+  uint64_t pinned_peak = 0, managed_peak = 0, vmm_reserved_max = 0, vmm_mapped_max = 0;
+  // A failed allocation followed by frees: a caching allocator emptying its cache to retry.
+  struct PendingFlush {
+    bool active = false;
+    CacheFlush f;
+    uint8_t op = 0;
+  } flush;
+
+  Record r;
+  bool tty = opt.progress && isatty(STDERR_FILENO);
+  while (reader->next(&r)) {
+    if (!r.is_event() || !r.op) continue;
+    if (rep.events++ == 0) rep.first_t_ns = r.t_ns;
+    rep.last_t_ns = r.t_ns;
+    if (tty && (rep.events & ((1u << 22) - 1)) == 0)
+      fprintf(stderr, "\rvramtrace: %llu million events...", static_cast<unsigned long long>(rep.events >> 20));
+
+    if (r.result != 0) {
+      rep.failed_events++;
+      if (r.op->action == Action::Acquire && r.result == 2 /* CUDA_ERROR_OUT_OF_MEMORY */) {
+        OomReport o;
+        o.t_ns = r.t_ns;
+        o.op = r.op->name;
+        o.result = r.result;
+        o.device = r.device;
+        o.requested_bytes = r.size;
+        o.device_free_bytes = r.free_bytes;
+        o.device_total_bytes = r.total_bytes;
+        o.process_device_bytes = st.bytes(r.device, Bucket::Device);
+        o.process_by_kind = kinds_of(st, r.device);
+        uint64_t used = r.total_bytes > r.free_bytes ? r.total_bytes - r.free_bytes : 0;
+        o.not_attributable_bytes = used > o.process_device_bytes ? used - o.process_device_bytes : 0;
+        o.pool_cached_bytes = st.pool_cached_bytes(r.device);
+        o.vmm_unmapped_bytes = st.handle_bytes_unmapped(r.device);
+        o.top_holders = groups_of(st.sites(), r.device, true);
+        if (o.top_holders.size() > opt.top) o.top_holders.resize(opt.top);
+        uint64_t min_growth = std::max<uint64_t>(1 << 20, r.total_bytes / 1000);
+        o.grew_before = find_growth(cp, &st, r.t_ns, min_growth);
+        if (o.grew_before.size() > opt.top) o.grew_before.resize(opt.top);
+        o.stack_id = r.stack;
+        rep.ooms.push_back(std::move(o));
+        flush = {true, CacheFlush{r.t_ns, r.size, 0, 0, false}, r.op->code};
+      }
+      continue;
+    }
+    if (flush.active) {
+      if (r.op->action == Action::Release && r.op->kind == MemKind::Device) {
+        auto it = st.live().find(r.addr);
+        if (it != st.live().end()) {
+          flush.f.freed_bytes += it->second.size;
+          flush.f.freed_count++;
+        }
+      } else if (r.op->action == Action::Acquire) {
+        if (r.op->code == flush.op && r.size == flush.f.requested_bytes && flush.f.freed_count > 0) {
+          flush.f.retry_succeeded = true;
+          rep.fragmentation.cache_flushes.push_back(flush.f);
+        }
+        flush.active = false;
+      }
+    }
+
+    st.apply(r);
+    peaks.after(r.t_ns);
+    for (const auto& [device, b] : st.totals()) {
+      for (Bucket bk : {Bucket::Device, Bucket::PinnedHost, Bucket::Managed}) {
+        auto key = std::make_pair(device, int(bk));
+        auto it = timelines.find(key);
+        if (it == timelines.end()) {
+          if (!b[int(bk)]) continue;
+          it = timelines.emplace(key, Timeline(opt.timeline_points)).first;
+        }
+        it->second.add(r.t_ns, b[int(bk)]);
+      }
+      pinned_peak = std::max(pinned_peak, b[int(Bucket::PinnedHost)]);
+      managed_peak = std::max(managed_peak, b[int(Bucket::Managed)]);
+    }
+    vmm_reserved_max = std::max(vmm_reserved_max, st.reserved_va());
+    vmm_mapped_max = std::max(vmm_mapped_max, st.mapped_va());
+    if (rep.events % cp.every == 0) cp.take(st, r.t_ns);
+  }
+  if (tty) fprintf(stderr, "\r%40s\r", "");
+
+  rep.process = reader->process();
+  rep.problems = reader->problems();
+  rep.partial = reader->data_lost();
+  rep.unmatched_frees = st.unmatched_frees();
+  rep.pinned_host_peak_bytes = pinned_peak;
+  rep.managed_peak_bytes = managed_peak;
+
+  for (auto& [device, d] : peaks.devs) {
+    if (d.pending) peaks.snapshot(device);
+    if (!d.bytes) continue;
+    DevicePeak p;
+    p.device = device;
+    p.bytes = d.bytes;
+    p.t_ns = d.t;
+    p.by_kind = d.by_kind;
+    p.live_set = d.live_set;
+    if (p.live_set.size() > opt.top) p.live_set.resize(opt.top);
+    rep.peaks.push_back(std::move(p));
+  }
+  std::sort(rep.peaks.begin(), rep.peaks.end(), [](const DevicePeak& a, const DevicePeak& b) { return a.bytes > b.bytes; });
+  if (!rep.peaks.empty()) {
+    const auto& top = peaks.devs[rep.peaks[0].device];
+    rep.fragmentation.vmm_reserved_bytes_at_peak = top.vmm_reserved;
+    rep.fragmentation.vmm_mapped_bytes_at_peak = top.vmm_mapped;
+  }
+  rep.fragmentation.vmm_reserved_bytes_max = vmm_reserved_max;
+  rep.fragmentation.vmm_mapped_bytes_max = vmm_mapped_max;
+  for (const auto& [key, p] : st.pools()) {
+    PoolFragmentation pf;
+    char name[40];
+    if ((key >> 48) == 0xdefa)
+      snprintf(name, sizeof name, "default:%d", int(uint32_t(key)));
+    else
+      snprintf(name, sizeof name, "0x%llx", static_cast<unsigned long long>(key));
+    pf.pool = name;
+    pf.device = p.device;
+    pf.footprint_bytes = p.footprint();
+    pf.live_bytes = p.live_bytes;
+    pf.largest_free_gap_bytes = p.largest_free_gap(st.live());
+    uint64_t free_b = pf.footprint_bytes > pf.live_bytes ? pf.footprint_bytes - pf.live_bytes : 0;
+    pf.fragmentation = free_b ? 1.0 - double(pf.largest_free_gap_bytes) / double(free_b) : 0;
+    rep.fragmentation.pools.push_back(pf);
+  }
+
+  for (auto& [key, tl] : timelines) rep.timeline.push_back({key.first, bucket_name(Bucket(key.second)), tl.take()});
+
+  // Leaks: everything live at the end, and what only a context teardown released.
+  rep.end = rep.process.closed_cleanly ? "clean_exit" : "killed";
+  rep.leaks = groups_of(st.sites(), 0, false);
+  for (const SiteGroup& g : rep.leaks) {
+    rep.leak_bytes += g.bytes;
+    rep.leak_count += g.count;
+  }
+  if (rep.leaks.size() > opt.top) rep.leaks.resize(opt.top);
+  rep.teardown = groups_of(st.teardown(), 0, false);
+  for (const SiteGroup& g : rep.teardown) {
+    rep.teardown_bytes += g.bytes;
+    rep.teardown_count += g.count;
+  }
+  if (rep.teardown.size() > opt.top) rep.teardown.resize(opt.top);
+  uint64_t peak_bytes = rep.peaks.empty() ? 0 : rep.peaks[0].bytes;
+  rep.growth = find_growth(cp, nullptr, 0, std::max<uint64_t>(1 << 20, peak_bytes / 100));
+  if (rep.growth.size() > opt.top) rep.growth.resize(opt.top);
+
+  // Symbolize what will be shown, then judge each OOM.
+  Symbolizer sym(reader->stacks(), opt.symbols);
+  auto fill = [&](std::vector<SiteGroup>& v) {
+    for (SiteGroup& g : v) g.stack = sym.stack(g.stack_id);
+  };
+  for (DevicePeak& p : rep.peaks) fill(p.live_set);
+  fill(rep.leaks);
+  fill(rep.teardown);
+  for (GrowthSite& g : rep.growth) g.site.stack = sym.stack(g.site.stack_id);
+  for (OomReport& o : rep.ooms) {
+    o.stack = o.stack_id ? sym.stack(o.stack_id) : std::vector<Frame>{};
+    fill(o.top_holders);
+    for (GrowthSite& g : o.grew_before) g.site.stack = sym.stack(g.site.stack_id);
+    judge_oom(o);
+  }
+  return true;
+}
+
+bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* out, std::string* error) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    *error = dir + ": cannot open directory: " + strerror(errno);
+    return false;
+  }
+  std::vector<std::string> paths;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string p = dir + "/" + name;
+    FILE* f = fopen(p.c_str(), "rb");
+    if (!f) continue;
+    char magic[8] = {};
+    size_t n = fread(magic, 1, 8, f);
+    fclose(f);
+    if (n == 8 && memcmp(magic, format::kFileMagic, 8) == 0) paths.push_back(p);
+  }
+  closedir(d);
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) {
+    *error = dir + ": no vramtrace traces in this directory";
+    return false;
+  }
+  JobReport& job = *out;
+  job = JobReport{};
+  for (const std::string& p : paths) {
+    TraceReport rep;
+    std::string err;
+    if (!analyze_trace(p, opt, &rep, &err)) {
+      rep = TraceReport{};
+      rep.path = p;
+      rep.problems.push_back(err);
+      rep.partial = true;
+    }
+    job.traces.push_back(std::move(rep));
+  }
+  std::sort(job.traces.begin(), job.traces.end(), [](const TraceReport& a, const TraceReport& b) {
+    return a.process.rank != b.process.rank ? a.process.rank < b.process.rank : a.process.pid < b.process.pid;
+  });
+  uint64_t sum = 0;
+  job.min_peak = ~0ull;
+  for (const TraceReport& t : job.traces) {
+    RankRow row;
+    row.rank = t.process.rank;
+    row.pid = t.process.pid;
+    row.host = t.process.hostname;
+    row.path = t.path;
+    row.peak_bytes = t.peaks.empty() ? 0 : t.peaks[0].bytes;
+    row.leak_bytes = t.leak_bytes;
+    row.ooms = t.ooms.size();
+    if (!t.ooms.empty()) row.verdict = t.ooms[0].verdict;
+    sum += row.peak_bytes;
+    job.max_peak = std::max(job.max_peak, row.peak_bytes);
+    job.min_peak = std::min(job.min_peak, row.peak_bytes);
+    job.ranks.push_back(row);
+  }
+  job.mean_peak = job.ranks.empty() ? 0 : sum / job.ranks.size();
+  job.imbalance = job.mean_peak ? double(job.max_peak) / double(job.mean_peak) : 0;
+  return true;
+}
+
+}  // namespace vt::analyzer

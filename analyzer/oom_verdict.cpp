@@ -1,0 +1,137 @@
+// See oom_verdict.h.
+#include "oom_verdict.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace vt::analyzer {
+
+std::string human_bytes(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = double(b);
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0)
+    snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  else
+    snprintf(buf, sizeof buf, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+namespace {
+
+std::string where(const std::vector<Frame>& stack) {
+  for (const Frame& f : stack)
+    if (f.function != "??" && f.function.find("vt::") == std::string::npos) {
+      std::string s = f.function;
+      if (!f.file.empty()) s += " (" + f.file.substr(f.file.rfind('/') + 1) + ":" + std::to_string(f.line) + ")";
+      return s;
+    }
+  return stack.empty() ? "an unknown call site" : stack[0].module + "+" + std::to_string(stack[0].offset);
+}
+
+}  // namespace
+
+void judge_oom(OomReport& o) {
+  const double T = double(std::max<uint64_t>(o.device_total_bytes, 1));
+  const uint64_t R = o.requested_bytes, F = o.device_free_bytes, P = o.process_device_bytes;
+  const uint64_t N = o.not_attributable_bytes;
+  // The process's own unused memory (pool free space, unmapped VMM handles) hides inside the
+  // not-attributable part; the rest of it is other processes and the driver.
+  const uint64_t cached = std::min(o.pool_cached_bytes + o.vmm_unmapped_bytes, N);
+  const uint64_t others = N - cached;
+  uint64_t growth = 0;
+  for (const GrowthSite& g : o.grew_before) growth += g.growth_bytes;
+  growth = std::min(growth, P);
+
+  std::vector<Cause> causes;
+  if (o.device_total_bytes && R > o.device_total_bytes) {
+    causes.push_back({"request_exceeds_device", 1.0 + double(R) / T,
+                      "the request (" + human_bytes(R) + ") is larger than the whole device (" +
+                          human_bytes(o.device_total_bytes) + ")",
+                      {{"requested_bytes", R}, {"device_total_bytes", o.device_total_bytes}}});
+  }
+  if (double(others) >= 0.05 * T) {
+    bool would_fit = R <= F + others;
+    causes.push_back({"other_processes", double(others) / T + (would_fit ? 0.5 : 0),
+                      human_bytes(others) + " of the device is held outside this process (other processes, "
+                          "the driver)" + (would_fit ? "; without it the request would fit" : ""),
+                      {{"other_bytes", others}, {"device_free_bytes", F}, {"requested_bytes", R}}});
+  }
+  if (F >= R || double(cached) >= 0.05 * T) {
+    bool would_fit = R <= F + cached;
+    double score = F >= R ? 0.9 : double(cached) / T + (would_fit ? 0.5 : 0);
+    causes.push_back({"fragmentation", score,
+                      F >= R ? "the device reported " + human_bytes(F) + " free, enough for the request, yet "
+                                   "the allocation failed: the free memory is not usable in one piece"
+                             : human_bytes(cached) + " is reserved by this process but not in use (pool free "
+                                   "space, unmapped physical memory)" +
+                                   (would_fit ? "; released, it would make room for the request" : ""),
+                      {{"cached_bytes", cached},
+                       {"pool_cached_bytes", o.pool_cached_bytes},
+                       {"vmm_unmapped_bytes", o.vmm_unmapped_bytes},
+                       {"device_free_bytes", F},
+                       {"requested_bytes", R}}});
+  }
+  if (growth && (double(growth) >= 0.05 * T || growth * 5 >= P)) {
+    bool would_fit = R <= F + growth;
+    std::string site = o.grew_before.empty() ? "" : where(o.grew_before[0].site.stack);
+    causes.push_back({"leak_growth", double(growth) / double(std::max<uint64_t>(P, 1)) + (would_fit ? 0.5 : 0),
+                      human_bytes(growth) + " of the live set grew steadily before the failure" +
+                          (site.empty() ? "" : ", most at " + site),
+                      {{"growth_bytes", growth},
+                       {"growing_sites", o.grew_before.size()},
+                       {"process_device_bytes", P}}});
+  }
+  {
+    uint64_t stable = P - growth;
+    bool alone_too_big = double(stable) + double(R) > double(o.device_total_bytes) - double(others);
+    causes.push_back({"live_set_too_large", double(stable) / T + (alone_too_big ? 0.3 : 0),
+                      "this process holds " + human_bytes(P) + " of live device memory" +
+                          (alone_too_big ? "; with the request it does not fit on the device" : ""),
+                      {{"process_device_bytes", P}, {"requested_bytes", R}, {"device_total_bytes", o.device_total_bytes}}});
+  }
+  std::stable_sort(causes.begin(), causes.end(), [](const Cause& a, const Cause& b) { return a.score > b.score; });
+  o.causes = causes;
+  o.verdict = causes.empty() ? "unknown" : causes[0].code;
+
+  std::string top = o.top_holders.empty() ? "" : where(o.top_holders[0].stack) + " (" + human_bytes(o.top_holders[0].bytes) + ")";
+  o.remedies.clear();
+  if (o.verdict == "request_exceeds_device") {
+    o.remedies = {"The request alone (" + human_bytes(R) + ") exceeds the device: no allocator setting can make "
+                  "it fit. Split the work: smaller tensors or chunks, sharding across devices, or CPU offload.",
+                  "Check the size computation at " + where(o.stack) + ": an unexpectedly huge request is often a "
+                  "shape bug."};
+  } else if (o.verdict == "other_processes") {
+    o.remedies = {"Other processes hold " + human_bytes(others) + " of this GPU: stop them, or choose a free GPU "
+                  "with CUDA_VISIBLE_DEVICES (nvidia-smi or `vramtrace top` shows who holds what).",
+                  "When sharing a GPU on purpose, cap each process: torch.cuda.set_per_process_memory_fraction, "
+                  "XLA_PYTHON_CLIENT_MEM_FRACTION for JAX."};
+  } else if (o.verdict == "fragmentation") {
+    o.remedies = {"The memory exists but is cached, not live: release it before the large request. With PyTorch, "
+                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place instead of "
+                  "splitting; torch.cuda.empty_cache() returns cached blocks.",
+                  "For stream-ordered pools (cudaMallocAsync), lower the release threshold "
+                  "(cudaMemPoolAttrReleaseThreshold) or call cudaMemPoolTrimTo: emptying caches helps here "
+                  "because the memory is cached, not in use."};
+  } else if (o.verdict == "leak_growth") {
+    std::string site = o.grew_before.empty() ? "a call site" : where(o.grew_before[0].site.stack);
+    o.remedies = {site + " grew by " + human_bytes(o.grew_before.empty() ? 0 : o.grew_before[0].growth_bytes) +
+                      " before the failure: look for tensors or buffers kept across iterations (a loss kept with "
+                      "its graph: use loss.item() or loss.detach(); lists that collect outputs; caches keyed by "
+                      "step).",
+                  "Emptying allocator caches cannot free live memory: the references must go."};
+  } else {
+    o.remedies = {"Reduce the live set: a smaller batch with gradient accumulation keeps the effective batch size.",
+                  "Mixed precision (bf16/fp16) halves activations and weights; activation checkpointing trades "
+                  "compute for activation memory.",
+                  top.empty() ? "Look first at the largest holders in the report."
+                              : "Look first at the largest holder: " + top + "."};
+  }
+}
+
+}  // namespace vt::analyzer

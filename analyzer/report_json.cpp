@@ -1,0 +1,142 @@
+// See report_render.h: the JSON form.
+#include <cstdio>
+
+#include "record_json.h"
+#include "report_render.h"
+
+namespace vt::analyzer {
+
+namespace {
+
+using nlohmann::json;
+
+json group_json(const SiteGroup& g) {
+  return {{"bytes", g.bytes}, {"count", g.count}, {"share", g.share}, {"kind", g.kind},
+          {"device", g.device}, {"stack", stack_json(g.stack)}};
+}
+
+json groups_json(const std::vector<SiteGroup>& v) {
+  json a = json::array();
+  for (const SiteGroup& g : v) a.push_back(group_json(g));
+  return a;
+}
+
+json growth_json(const std::vector<GrowthSite>& v) {
+  json a = json::array();
+  for (const GrowthSite& g : v) {
+    json j = group_json(g.site);
+    j["growth_bytes"] = g.growth_bytes;
+    j["new_highs"] = g.new_highs;
+    j["first_t_ns"] = g.first_t_ns;
+    j["last_t_ns"] = g.last_t_ns;
+    a.push_back(j);
+  }
+  return a;
+}
+
+json peak_json(const TraceReport& r) {
+  json by_device = json::array();
+  for (const DevicePeak& p : r.peaks)
+    by_device.push_back({{"device", p.device}, {"bytes", p.bytes}, {"t_ns", p.t_ns}, {"by_kind", p.by_kind},
+                         {"live_set", groups_json(p.live_set)}});
+  json peak = {{"bytes", 0}, {"t_ns", 0}, {"device", -1}, {"live_set", json::array()}};
+  if (!r.peaks.empty()) {
+    peak = by_device[0];
+  }
+  peak["by_device"] = by_device;
+  peak["pinned_host_bytes"] = r.pinned_host_peak_bytes;
+  peak["managed_bytes"] = r.managed_peak_bytes;
+  return peak;
+}
+
+json leaks_json(const TraceReport& r) {
+  return {{"bytes", r.leak_bytes}, {"count", r.leak_count}, {"end", r.end}, {"groups", groups_json(r.leaks)},
+          {"teardown", {{"bytes", r.teardown_bytes}, {"count", r.teardown_count}, {"groups", groups_json(r.teardown)}}},
+          {"growth", growth_json(r.growth)}};
+}
+
+json frag_json(const TraceReport& r) {
+  const Fragmentation& f = r.fragmentation;
+  json pools = json::array();
+  for (const PoolFragmentation& p : f.pools)
+    pools.push_back({{"pool", p.pool}, {"device", p.device}, {"footprint_bytes", p.footprint_bytes},
+                     {"live_bytes", p.live_bytes}, {"largest_free_gap_bytes", p.largest_free_gap_bytes},
+                     {"fragmentation", p.fragmentation}});
+  json flushes = json::array();
+  for (const CacheFlush& c : f.cache_flushes)
+    flushes.push_back({{"t_ns", c.t_ns}, {"requested_bytes", c.requested_bytes}, {"freed_bytes", c.freed_bytes},
+                       {"freed_count", c.freed_count}, {"retry_succeeded", c.retry_succeeded}});
+  return {{"vmm", {{"reserved_bytes_at_peak", f.vmm_reserved_bytes_at_peak}, {"mapped_bytes_at_peak", f.vmm_mapped_bytes_at_peak},
+                   {"reserved_bytes_max", f.vmm_reserved_bytes_max}, {"mapped_bytes_max", f.vmm_mapped_bytes_max},
+                   {"unmapped_fraction_at_peak", f.vmm_reserved_bytes_at_peak
+                                                      ? 1.0 - double(f.vmm_mapped_bytes_at_peak) / double(f.vmm_reserved_bytes_at_peak)
+                                                      : 0.0}}},
+          {"pools", pools},
+          {"cache_flushes", flushes}};
+}
+
+json ooms_json(const TraceReport& r) {
+  json a = json::array();
+  for (const OomReport& o : r.ooms) {
+    json causes = json::array();
+    for (const Cause& c : o.causes)
+      causes.push_back({{"code", c.code}, {"score", c.score}, {"summary", c.summary}, {"evidence", c.evidence}});
+    a.push_back({{"t_ns", o.t_ns}, {"op", o.op}, {"result", o.result}, {"device", o.device},
+                 {"requested_bytes", o.requested_bytes}, {"device_free_bytes", o.device_free_bytes},
+                 {"device_total_bytes", o.device_total_bytes}, {"process_device_bytes", o.process_device_bytes},
+                 {"process_by_kind", o.process_by_kind}, {"not_attributable_bytes", o.not_attributable_bytes},
+                 {"pool_cached_bytes", o.pool_cached_bytes}, {"vmm_unmapped_bytes", o.vmm_unmapped_bytes},
+                 {"stack", stack_json(o.stack)}, {"top_holders", groups_json(o.top_holders)},
+                 {"grew_before", growth_json(o.grew_before)}, {"verdict", o.verdict}, {"causes", causes},
+                 {"remedies", o.remedies}});
+  }
+  return a;
+}
+
+json trace_json(const TraceReport& r) {
+  json p = process_json(r.process);
+  p["path"] = r.path;
+  p["events"] = r.events;
+  p["failed_events"] = r.failed_events;
+  p["unmatched_frees"] = r.unmatched_frees;
+  p["first_t_ns"] = r.first_t_ns;
+  p["last_t_ns"] = r.last_t_ns;
+  p["partial"] = r.partial;
+  p["problems"] = r.problems;
+  return p;
+}
+
+}  // namespace
+
+json report_json(const TraceReport& r, const std::string& section) {
+  json j = {{"schema", kReportSchema}, {"trace", trace_json(r)}};
+  if (section.empty() || section == "peak") {
+    j["peak"] = peak_json(r);
+    if (section.empty()) {
+      json tl = json::array();
+      for (const TimelineSeries& s : r.timeline) tl.push_back({{"device", s.device}, {"kind", s.kind}, {"points", s.points}});
+      j["timeline"] = tl;
+    }
+  }
+  if (section.empty() || section == "leaks") j["leaks"] = leaks_json(r);
+  if (section.empty() || section == "frag") j["fragmentation"] = frag_json(r);
+  if (section.empty() || section == "oom") j["ooms"] = ooms_json(r);
+  return j;
+}
+
+json job_json(const JobReport& job, const std::string& section) {
+  json ranks = json::array();
+  for (const RankRow& row : job.ranks)
+    ranks.push_back({{"rank", row.rank}, {"pid", row.pid}, {"host", row.host}, {"path", row.path},
+                     {"peak_bytes", row.peak_bytes}, {"leak_bytes", row.leak_bytes}, {"ooms", row.ooms},
+                     {"verdict", row.verdict}});
+  json traces = json::array();
+  for (const TraceReport& t : job.traces) traces.push_back(report_json(t, section));
+  return {{"schema", kReportSchema},
+          {"job", {{"traces", job.traces.size()}, {"max_peak_bytes", job.max_peak}, {"min_peak_bytes", job.min_peak},
+                   {"mean_peak_bytes", job.mean_peak}, {"imbalance", job.imbalance}}},
+          {"ranks", ranks},
+          {"reports", traces}};
+}
+
+}  // namespace vt::analyzer

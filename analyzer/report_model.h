@@ -1,0 +1,141 @@
+// What a report says, as plain data: filled by analysis.cpp, rendered by report_json.cpp and
+// report_text.cpp. Field meanings and formulas: docs/metrics.md; JSON names: docs/report-schema.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "symbolizer.h"
+#include "trace_reader.h"
+
+namespace vt::analyzer {
+
+struct SiteGroup {  // memory grouped by call stack
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  double share = 0;  // of the total it belongs to
+  uint32_t stack_id = 0;
+  std::string kind;  // bucket name
+  int device = -1;
+  std::vector<Frame> stack;
+};
+
+struct DevicePeak {
+  int device = -1;
+  uint64_t bytes = 0;
+  uint64_t t_ns = 0;
+  std::map<std::string, uint64_t> by_kind;  // op kinds at the peak: device, async, vmm_physical, array
+  std::vector<SiteGroup> live_set;
+};
+
+struct TimelineSeries {
+  int device = -1;
+  std::string kind;
+  std::vector<std::pair<uint64_t, uint64_t>> points;  // (t_ns, bytes), max-preserving downsample
+};
+
+struct GrowthSite {
+  SiteGroup site;          // bytes = live bytes at the end of the rising stretch
+  uint64_t growth_bytes = 0;
+  int new_highs = 0;       // checkpoints at which it reached a new high
+  uint64_t first_t_ns = 0, last_t_ns = 0;
+};
+
+struct Cause {
+  std::string code;  // request_exceeds_device, other_processes, leak_growth, live_set_too_large, fragmentation
+  double score = 0;  // 0..1+, higher = more to blame
+  std::string summary;
+  std::map<std::string, uint64_t> evidence;
+};
+
+struct OomReport {
+  uint64_t t_ns = 0;
+  std::string op;
+  int result = 0;
+  int device = -1;
+  uint64_t requested_bytes = 0;
+  uint64_t device_free_bytes = 0, device_total_bytes = 0;
+  uint64_t process_device_bytes = 0;            // live device memory of this process
+  std::map<std::string, uint64_t> process_by_kind;
+  uint64_t not_attributable_bytes = 0;           // total - free - process (others + driver + caches)
+  uint64_t pool_cached_bytes = 0;                // inferred free memory held by this process's pools
+  uint64_t vmm_unmapped_bytes = 0;               // physical handles not mapped anywhere
+  std::vector<SiteGroup> top_holders;
+  std::vector<GrowthSite> grew_before;
+  uint32_t stack_id = 0;
+  std::vector<Frame> stack;  // of the failed request
+  std::string verdict;
+  std::vector<Cause> causes;  // ranked
+  std::vector<std::string> remedies;
+};
+
+struct PoolFragmentation {
+  std::string pool;  // handle in hex, or "default:<device>"
+  int device = -1;
+  uint64_t footprint_bytes = 0, live_bytes = 0, largest_free_gap_bytes = 0;
+  double fragmentation = 0;  // 1 - largest_free_gap / (footprint - live), 0 when nothing is free
+};
+
+struct CacheFlush {  // a failed allocation, frees (a caching allocator emptying its cache), a retry
+  uint64_t t_ns = 0;
+  uint64_t requested_bytes = 0;
+  uint64_t freed_bytes = 0;
+  uint64_t freed_count = 0;
+  bool retry_succeeded = false;
+};
+
+struct Fragmentation {
+  uint64_t vmm_reserved_bytes_at_peak = 0, vmm_mapped_bytes_at_peak = 0;
+  uint64_t vmm_reserved_bytes_max = 0, vmm_mapped_bytes_max = 0;
+  std::vector<PoolFragmentation> pools;  // at the end of the trace
+  std::vector<CacheFlush> cache_flushes;
+};
+
+struct TraceReport {
+  std::string path;
+  ProcessInfo process;
+  std::vector<std::string> problems;
+  bool partial = false;  // records were lost to damage
+  uint64_t events = 0, failed_events = 0, unmatched_frees = 0;
+  uint64_t first_t_ns = 0, last_t_ns = 0;
+  // Peak (device memory), per device, and the device with the highest one first.
+  std::vector<DevicePeak> peaks;
+  uint64_t pinned_host_peak_bytes = 0, managed_peak_bytes = 0;
+  std::vector<TimelineSeries> timeline;
+  // Leaks: live at the end of the trace.
+  std::string end;  // clean_exit, killed (no clean close)
+  uint64_t leak_bytes = 0, leak_count = 0;
+  std::vector<SiteGroup> leaks;
+  uint64_t teardown_bytes = 0, teardown_count = 0;  // freed only by context teardown
+  std::vector<SiteGroup> teardown;
+  std::vector<GrowthSite> growth;
+  Fragmentation fragmentation;
+  std::vector<OomReport> ooms;
+};
+
+struct RankRow {
+  int rank = -1;
+  uint64_t pid = 0;
+  std::string host, path;
+  uint64_t peak_bytes = 0, leak_bytes = 0;
+  size_t ooms = 0;
+  std::string verdict;  // of the first OOM, if any
+};
+
+struct JobReport {
+  std::vector<TraceReport> traces;
+  std::vector<RankRow> ranks;
+  uint64_t max_peak = 0, min_peak = 0, mean_peak = 0;
+  double imbalance = 0;  // max / mean peak
+};
+
+struct AnalysisOptions {
+  size_t top = 10;             // groups per list
+  size_t timeline_points = 512;
+  SymbolizerOptions symbols;
+  bool progress = false;       // progress on stderr (a terminal)
+};
+
+}  // namespace vt::analyzer

@@ -1,0 +1,19 @@
+// Rendering reports: JSON (docs/report-schema.md, stable and versioned) and text for people.
+// `section` limits the output to one part: "" (all), "peak", "leaks", "oom", "frag".
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "report_model.h"
+
+namespace vt::analyzer {
+
+inline constexpr const char* kReportSchema = "vramtrace.report/1";
+
+nlohmann::json report_json(const TraceReport& r, const std::string& section = "");
+nlohmann::json job_json(const JobReport& j, const std::string& section = "");
+std::string report_text(const TraceReport& r, const std::string& section = "");
+std::string job_text(const JobReport& j, const std::string& section = "");
+
+}  // namespace vt::analyzer

@@ -1,0 +1,168 @@
+// See report_render.h: the text form, for people. Sizes in human units, times in seconds from
+// the start of the trace.
+#include <cstdio>
+#include <sstream>
+
+#include "oom_verdict.h"
+#include "report_render.h"
+
+namespace vt::analyzer {
+
+namespace {
+
+std::string secs(const TraceReport& r, uint64_t t) {
+  char b[32];
+  uint64_t base = r.process.start_monotonic_ns && r.process.start_monotonic_ns < r.first_t_ns ? r.process.start_monotonic_ns
+                                                                                              : r.first_t_ns;
+  snprintf(b, sizeof b, "%.3f s", t >= base ? double(t - base) / 1e9 : 0.0);
+  return b;
+}
+
+std::string pct(double v) {
+  char b[16];
+  snprintf(b, sizeof b, "%.0f%%", v * 100);
+  return b;
+}
+
+void stack_lines(std::ostringstream& o, const std::vector<Frame>& stack, const char* indent, size_t max = 8) {
+  size_t shown = 0;
+  for (const Frame& f : stack) {
+    if (shown++ == max) {
+      o << indent << "... " << (stack.size() - max) << " more frames\n";
+      break;
+    }
+    o << indent << (f.python ? "[py] " : "") << f.function;
+    if (!f.file.empty()) o << "  " << f.file << ":" << f.line;
+    else if (!f.python) {
+      char b[32];
+      snprintf(b, sizeof b, "+0x%llx", static_cast<unsigned long long>(f.offset));
+      o << "  " << f.module.substr(f.module.rfind('/') + 1) << b;
+    }
+    if (f.inlined) o << " (inlined)";
+    o << "\n";
+  }
+  if (stack.empty()) o << indent << "(no stack recorded)\n";
+}
+
+void groups(std::ostringstream& o, const std::vector<SiteGroup>& v) {
+  int i = 0;
+  for (const SiteGroup& g : v) {
+    o << "  #" << ++i << "  " << human_bytes(g.bytes) << " in " << g.count << " allocation" << (g.count == 1 ? "" : "s")
+      << " (" << pct(g.share) << ", " << g.kind << (g.device >= 0 ? ", device " + std::to_string(g.device) : "") << ")\n";
+    stack_lines(o, g.stack, "      ");
+  }
+  if (v.empty()) o << "  (none)\n";
+}
+
+void header(std::ostringstream& o, const TraceReport& r) {
+  const ProcessInfo& p = r.process;
+  o << "vramtrace report: " << r.path << "\n";
+  std::string cmd;
+  for (const std::string& a : p.argv) cmd += (cmd.empty() ? "" : " ") + a;
+  o << "  process " << p.pid << " on " << p.hostname << (p.rank >= 0 ? ", rank " + std::to_string(p.rank) : "")
+    << ": " << cmd << "\n";
+  for (const DeviceInfo& d : p.devices) o << "  device " << d.ordinal << ": " << d.name << ", " << human_bytes(d.total_bytes) << "\n";
+  o << "  " << r.events << " events, " << r.failed_events << " failed, trace "
+    << (p.closed_cleanly ? "closed cleanly" : "ended without a clean close") << "\n";
+  for (const std::string& pr : r.problems) o << "  note: " << pr << "\n";
+}
+
+}  // namespace
+
+std::string report_text(const TraceReport& r, const std::string& section) {
+  std::ostringstream o;
+  header(o, r);
+  if (section.empty() || section == "peak") {
+    o << "\nPEAK\n";
+    if (r.peaks.empty()) o << "  no device memory was allocated\n";
+    for (const DevicePeak& p : r.peaks) {
+      o << "  device " << p.device << ": " << human_bytes(p.bytes) << " at " << secs(r, p.t_ns);
+      std::string kinds;
+      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + k + " " + human_bytes(v);
+      o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
+      groups(o, p.live_set);
+    }
+    if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << human_bytes(r.pinned_host_peak_bytes) << "\n";
+    if (r.managed_peak_bytes) o << "  managed memory peak: " << human_bytes(r.managed_peak_bytes) << "\n";
+  }
+  if (section.empty() || section == "leaks") {
+    o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit" : "live when the trace ended: the process was killed or crashed")
+      << "): " << human_bytes(r.leak_bytes) << " in " << r.leak_count << " allocations\n";
+    groups(o, r.leaks);
+    if (r.teardown_bytes)
+      o << "  released only by context teardown: " << human_bytes(r.teardown_bytes) << " in " << r.teardown_count << " allocations\n";
+    o << "\nGROWTH (call sites whose live bytes kept rising)\n";
+    for (const GrowthSite& g : r.growth) {
+      o << "  +" << human_bytes(g.growth_bytes) << " to " << human_bytes(g.site.bytes) << ", " << g.new_highs
+        << " new highs between " << secs(r, g.first_t_ns) << " and " << secs(r, g.last_t_ns) << "\n";
+      stack_lines(o, g.site.stack, "      ");
+    }
+    if (r.growth.empty()) o << "  (none)\n";
+  }
+  if (section.empty() || section == "frag") {
+    const Fragmentation& f = r.fragmentation;
+    o << "\nFRAGMENTATION\n";
+    if (f.vmm_reserved_bytes_max)
+      o << "  VMM: " << human_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << human_bytes(f.vmm_mapped_bytes_at_peak)
+        << " mapped at the peak (max " << human_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
+    for (const PoolFragmentation& p : f.pools)
+      o << "  pool " << p.pool << " (device " << p.device << "): footprint " << human_bytes(p.footprint_bytes) << ", live "
+        << human_bytes(p.live_bytes) << ", largest free gap " << human_bytes(p.largest_free_gap_bytes)
+        << ", fragmentation " << pct(p.fragmentation) << "\n";
+    for (const CacheFlush& c : f.cache_flushes)
+      o << "  at " << secs(r, c.t_ns) << " a " << human_bytes(c.requested_bytes) << " request failed; "
+        << human_bytes(c.freed_bytes) << " of cached segments were freed and the retry "
+        << (c.retry_succeeded ? "succeeded" : "failed") << "\n";
+    if (!f.vmm_reserved_bytes_max && f.pools.empty() && f.cache_flushes.empty()) o << "  nothing to report\n";
+  }
+  if (section.empty() || section == "oom") {
+    o << "\nOUT OF MEMORY (" << r.ooms.size() << " failed allocation" << (r.ooms.size() == 1 ? "" : "s") << ")\n";
+    int i = 0;
+    for (const OomReport& x : r.ooms) {
+      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << x.op << " of " << human_bytes(x.requested_bytes) << " on device "
+        << x.device << " failed (CUresult " << x.result << ")\n";
+      o << "     device: " << human_bytes(x.device_free_bytes) << " free of " << human_bytes(x.device_total_bytes)
+        << "; this process: " << human_bytes(x.process_device_bytes) << " live; elsewhere: "
+        << human_bytes(x.not_attributable_bytes) << "\n";
+      o << "     requested at:\n";
+      stack_lines(o, x.stack, "       ");
+      o << "     VERDICT: " << x.verdict << "\n";
+      for (const Cause& c : x.causes) {
+        char score[16];
+        snprintf(score, sizeof score, "%.2f", c.score);
+        o << "       " << c.code << " (" << score << "): " << c.summary << "\n";
+      }
+      o << "     top holders:\n";
+      size_t shown = 0;
+      for (const SiteGroup& g : x.top_holders) {
+        if (shown++ == 3) break;
+        o << "       " << human_bytes(g.bytes) << " in " << g.count << ":\n";
+        stack_lines(o, g.stack, "         ", 4);
+      }
+      o << "     what to do:\n";
+      for (const std::string& m : x.remedies) o << "       - " << m << "\n";
+    }
+  }
+  return o.str();
+}
+
+std::string job_text(const JobReport& job, const std::string& section) {
+  std::ostringstream o;
+  o << "vramtrace job report: " << job.traces.size() << " traces\n";
+  o << "  rank   pid        peak          leaks         OOMs  verdict\n";
+  for (const RankRow& r : job.ranks) {
+    char line[256];
+    snprintf(line, sizeof line, "  %-6s %-10llu %-13s %-13s %-5zu %s\n", r.rank >= 0 ? std::to_string(r.rank).c_str() : "-",
+             static_cast<unsigned long long>(r.pid), human_bytes(r.peak_bytes).c_str(), human_bytes(r.leak_bytes).c_str(),
+             r.ooms, r.verdict.c_str());
+    o << line;
+  }
+  char imb[64];
+  snprintf(imb, sizeof imb, "%.2f", job.imbalance);
+  o << "  peak: max " << human_bytes(job.max_peak) << ", min " << human_bytes(job.min_peak) << ", mean "
+    << human_bytes(job.mean_peak) << "; imbalance (max/mean) " << imb << "\n";
+  for (const TraceReport& t : job.traces) o << "\n" << report_text(t, section);
+  return o.str();
+}
+
+}  // namespace vt::analyzer

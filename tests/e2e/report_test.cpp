@@ -1,0 +1,138 @@
+// End to end through the simulated driver: programs that run out of memory for each reason get
+// the right verdict naming the right call site; a leak is attributed to its function; a job
+// directory gives one row per process. Uses `vramtrace report --format json` as a user would.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+using nlohmann::json;
+
+namespace {
+
+json report(const std::string& path, const std::string& section = "report") {
+  e2e::Spec s{{e2e::cli(), section, path, "--format", "json"}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+bool stack_has(const json& stack, const std::string& function) {
+  for (const auto& f : stack)
+    if (f["function"].get<std::string>().find(function) != std::string::npos) return true;
+  return false;
+}
+
+std::string scenario(const std::string& mode, std::vector<std::pair<std::string, std::string>> env) {
+  std::string dir = e2e::temp_dir();
+  env.push_back({"VRAMTRACE_OUTPUT", dir});
+  e2e::Result r = e2e::run({{e2e::program("oom_scenarios"), mode}, env});
+  INFO(mode << ": " << r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  return files[0];
+}
+
+}  // namespace
+
+TEST_CASE("each OOM gets the verdict that explains it, naming the call site") {
+  struct Case {
+    std::string mode, verdict, requested_at;
+    std::vector<std::pair<std::string, std::string>> env;
+  };
+  std::vector<Case> cases = {
+      {"too-big", "request_exceeds_device", "big_request", {}},
+      {"others", "other_processes", "big_request", {{"FAKECUDA_TOTAL_BYTES", "8GiB"}, {"FAKECUDA_FOREIGN_BYTES", "6GiB"}}},
+      {"leak", "leak_growth", "", {{"FAKECUDA_TOTAL_BYTES", "4GiB"}}},
+      {"live-set", "live_set_too_large", "big_request", {{"FAKECUDA_TOTAL_BYTES", "4GiB"}}},
+      {"fragmentation", "fragmentation", "big_from_pool", {{"FAKECUDA_TOTAL_BYTES", "4GiB"}}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.mode);
+    json j = report(scenario(c.mode, c.env), "oom");
+    REQUIRE(j["ooms"].size() == 1);
+    const json& o = j["ooms"][0];
+    CHECK(o["verdict"] == c.verdict);
+    CHECK(o["causes"][0]["code"] == c.verdict);
+    CHECK_FALSE(o["causes"][0]["evidence"].empty());
+    CHECK_FALSE(o["remedies"].empty());
+    CHECK(o["requested_bytes"].get<uint64_t>() > 0);
+    CHECK(o["device_total_bytes"].get<uint64_t>() > 0);
+    if (!c.requested_at.empty()) CHECK(stack_has(o["stack"], c.requested_at));
+    if (c.mode == "leak") {
+      REQUIRE_FALSE(o["grew_before"].empty());
+      CHECK(stack_has(o["grew_before"][0]["stack"], "keep_history"));
+    }
+    if (c.mode == "others") CHECK(o["causes"][0]["evidence"]["other_bytes"] == 6ull << 30);
+    if (c.mode == "live-set") CHECK(stack_has(o["top_holders"][0]["stack"], "load_weights"));
+    if (c.mode == "fragmentation") CHECK(o["pool_cached_bytes"] == 3ull << 30);
+  }
+}
+
+TEST_CASE("a leak is reported at its call site, and the peak with its live set") {
+  json j = report(scenario("leak", {{"FAKECUDA_TOTAL_BYTES", "4GiB"}}));
+  CHECK(j["schema"] == "vramtrace.report/1");
+  // The process exits without freeing: everything kept is a leak at exit.
+  CHECK(j["leaks"]["end"] == "clean_exit");
+  REQUIRE_FALSE(j["leaks"]["groups"].empty());
+  CHECK(stack_has(j["leaks"]["groups"][0]["stack"], "keep_history"));
+  CHECK(j["leaks"]["bytes"].get<uint64_t>() > (3ull << 30));
+  REQUIRE_FALSE(j["leaks"]["growth"].empty());
+  CHECK(stack_has(j["leaks"]["growth"][0]["stack"], "keep_history"));
+  // Peak: the device was nearly full just before the failure.
+  CHECK(j["peak"]["bytes"].get<uint64_t>() > (3ull << 30));
+  CHECK(j["peak"]["bytes"].get<uint64_t>() <= (4ull << 30));
+  CHECK(j["peak"]["device"] == 0);
+  REQUIRE(j["peak"]["live_set"].size() >= 2);
+  CHECK(stack_has(j["peak"]["live_set"][0]["stack"], "keep_history"));
+  CHECK(j["peak"]["live_set"][0]["share"].get<double>() > 0.8);
+  CHECK(j["timeline"].size() >= 1);
+}
+
+TEST_CASE("fragmentation section: pool footprint, live bytes and largest free gap") {
+  json j = report(scenario("fragmentation", {{"FAKECUDA_TOTAL_BYTES", "4GiB"}}), "frag");
+  REQUIRE(j["fragmentation"]["pools"].size() == 1);
+  const json& p = j["fragmentation"]["pools"][0];
+  CHECK(p["footprint_bytes"] == 3ull << 30);
+  CHECK(p["live_bytes"] == 0);
+  CHECK(p["largest_free_gap_bytes"].get<uint64_t>() >= (64ull << 20));
+}
+
+TEST_CASE("a directory of traces is one job with a row per process") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("lifecycle"), "fork"}, {{"VRAMTRACE_OUTPUT", dir}}});
+  REQUIRE(r.exit_code == 0);
+  json j = report(dir);
+  REQUIRE(j["ranks"].size() == 2);
+  REQUIRE(j["reports"].size() == 2);
+  uint64_t peaks = j["ranks"][0]["peak_bytes"].get<uint64_t>() + j["ranks"][1]["peak_bytes"].get<uint64_t>();
+  CHECK(peaks == (4ull << 20) + (2ull << 20));  // parent 1+3 MiB, child 2 MiB
+  CHECK(j["job"]["imbalance"].get<double>() > 1.0);
+
+  e2e::Spec s{{e2e::cli(), "report", dir}, {}};
+  s.preload = false;
+  r = e2e::run(s);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("vramtrace job report: 2 traces") != std::string::npos);
+}
+
+TEST_CASE("report: bad input is one line and a non-zero exit") {
+  e2e::Spec s{{e2e::cli(), "report", "/nonexistent.trace"}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  CHECK(r.exit_code == 1);
+  CHECK(e2e::lines(r.err).size() == 1);
+  s.argv = {e2e::cli(), "report", "/tmp", "--format", "xml"};
+  r = e2e::run(s);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--format must be text or json") != std::string::npos);
+  std::string empty = e2e::temp_dir();
+  s.argv = {e2e::cli(), "report", empty};
+  r = e2e::run(s);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("no vramtrace traces") != std::string::npos);
+}

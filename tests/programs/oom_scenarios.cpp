@@ -1,0 +1,89 @@
+// Programs that run out of memory on the simulated device, one per OOM verdict, from call sites
+// with known names (built with -g). tests/e2e/report_test.cpp runs each and checks the verdict:
+//   too-big      a request larger than the device                  -> request_exceeds_device
+//   others       run with FAKECUDA_FOREIGN_BYTES: memory held elsewhere -> other_processes
+//   leak         a buffer kept every step until the device is full    -> leak_growth
+//   live-set     weights that leave no room for the activations      -> live_set_too_large
+//   fragmentation a pool full of freed blocks too small for a request -> fragmentation
+// Exit 0 when the expected CUDA_ERROR_OUT_OF_MEMORY came back.
+#include <cuda.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+static CUresult g_last = CUDA_SUCCESS;
+
+__attribute__((noinline)) CUdeviceptr load_weights(size_t bytes) {
+  CUdeviceptr p = 0;
+  g_last = cuMemAlloc(&p, bytes);
+  return p;
+}
+__attribute__((noinline)) CUresult big_request(size_t bytes) {
+  CUdeviceptr p;
+  return cuMemAlloc(&p, bytes);
+}
+__attribute__((noinline)) CUresult step_temp(size_t bytes) {
+  CUdeviceptr p;
+  CUresult r = cuMemAlloc(&p, bytes);
+  if (r == CUDA_SUCCESS) cuMemFree(p);
+  return r;
+}
+__attribute__((noinline)) CUresult keep_history(std::vector<CUdeviceptr>& kept, size_t bytes) {
+  CUdeviceptr p;
+  CUresult r = cuMemAlloc(&p, bytes);
+  if (r == CUDA_SUCCESS) kept.push_back(p);
+  return r;
+}
+__attribute__((noinline)) CUresult big_from_pool(CUmemoryPool pool, CUstream s, size_t bytes) {
+  CUdeviceptr p;
+  return cuMemAllocFromPoolAsync(&p, bytes, pool, s);
+}
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  CUdevice dev;
+  CUcontext ctx;
+  if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx)) return 2;
+  const size_t MiB = 1 << 20, GiB = size_t(1) << 30;
+  CUresult r = CUDA_SUCCESS;
+  if (mode == "too-big") {
+    load_weights(100 * MiB);
+    r = big_request(size_t(1) << 40);
+  } else if (mode == "others") {  // FAKECUDA_TOTAL_BYTES=8GiB FAKECUDA_FOREIGN_BYTES=6GiB
+    load_weights(512 * MiB);
+    r = big_request(2 * GiB);
+  } else if (mode == "leak") {  // FAKECUDA_TOTAL_BYTES=4GiB
+    load_weights(256 * MiB);
+    std::vector<CUdeviceptr> kept;
+    for (int step = 0; step < 100000 && r == CUDA_SUCCESS; ++step) {
+      r = step_temp(64 * MiB);
+      if (r == CUDA_SUCCESS) r = keep_history(kept, 32 * MiB);
+    }
+  } else if (mode == "live-set") {  // FAKECUDA_TOTAL_BYTES=4GiB
+    for (int i = 0; i < 7; ++i) load_weights(512 * MiB);
+    for (int step = 0; step < 50; ++step) step_temp(64 * MiB);
+    r = big_request(1 * GiB);
+  } else if (mode == "fragmentation") {  // FAKECUDA_TOTAL_BYTES=4GiB
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CUmemoryPool pool;
+    CUstream s;
+    if (cuMemPoolCreate(&pool, &props) || cuStreamCreate(&s, 0)) return 2;
+    cuuint64_t keep_all = ~cuuint64_t(0);
+    cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all);
+    std::vector<CUdeviceptr> blocks(48);
+    for (CUdeviceptr& b : blocks) cuMemAllocFromPoolAsync(&b, 64 * MiB, pool, s);
+    for (CUdeviceptr b : blocks) cuMemFreeAsync(b, s);  // the pool keeps them
+    r = big_from_pool(pool, s, 1536 * MiB);
+  } else {
+    fprintf(stderr, "usage: oom_scenarios too-big|others|leak|live-set|fragmentation\n");
+    return 2;
+  }
+  printf("%s: CUresult %d\n", mode.c_str(), int(r));
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
+}

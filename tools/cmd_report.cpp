@@ -1,0 +1,62 @@
+// `vramtrace report TRACE|DIR [--format text|json] [--top N] [-o FILE]` and the one-section
+// forms `peak`, `leaks`, `oom`, `frag`. A directory is analysed as one job (all its traces).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "analysis.h"
+#include "commands.h"
+#include "report_render.h"
+
+namespace vt::cli {
+
+int report_command(const ReportOptions& opt) {
+  if (opt.format != "text" && opt.format != "json") {
+    error_line("--format must be text or json, not '" + opt.format + "'");
+    return 2;
+  }
+  analyzer::AnalysisOptions a;
+  a.top = opt.top;
+  a.symbols = {opt.sysroot, opt.debug_dirs};
+  a.progress = true;
+  struct stat st;
+  if (stat(opt.input.c_str(), &st) != 0) {
+    error_line(opt.input + ": " + strerror(errno));
+    return 1;
+  }
+  std::string err, text;
+  bool is_dir = S_ISDIR(st.st_mode);
+  if (is_dir) {
+    analyzer::JobReport job;
+    if (!analyzer::analyze_job(opt.input, a, &job, &err)) {
+      error_line(err);
+      return 1;
+    }
+    text = opt.format == "json" ? analyzer::job_json(job, opt.section).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                                : analyzer::job_text(job, opt.section);
+  } else {
+    analyzer::TraceReport rep;
+    if (!analyzer::analyze_trace(opt.input, a, &rep, &err)) {
+      error_line(err);
+      return 1;
+    }
+    text = opt.format == "json" ? analyzer::report_json(rep, opt.section).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                                : analyzer::report_text(rep, opt.section);
+  }
+  if (opt.output.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream f(opt.output, std::ios::trunc);
+  if (!f || !(f << text)) {
+    error_line("cannot write " + opt.output + ": " + strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace vt::cli
