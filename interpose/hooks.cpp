@@ -41,7 +41,7 @@ CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, A
 }
 
 template <HookId Id, typename... A>
-CUresult invoke(A... args) {
+CUresult invoke(void* caller, A... args) {
   constexpr OpInfo op = kOps[int(Id)];
   if constexpr (op.action == Action::Lookup) {
     return lookup<Id>(args...);
@@ -54,6 +54,7 @@ CUresult invoke(A... args) {
 
     Event e;
     e.op = Id;
+    e.caller_ip = reinterpret_cast<uint64_t>(caller);
     current_context(&e.context, &e.device);
     prepare(Op<Id>{}, e, args...);
     if (op.action == Action::Release) e.t_ns = now_ns();
@@ -78,6 +79,9 @@ CUresult invoke(A... args) {
 
 #define VT_EXPORT __attribute__((visibility("default")))
 #define VT_DEFINE_HOOK(code, name, action, kind, params, args) \
-  extern "C" VT_EXPORT CUresult name params { return vt::invoke<vt::HookId::name> args; }
+  extern "C" VT_EXPORT __attribute__((noinline)) CUresult name params {                        \
+    return vt::invoke<vt::HookId::name>(__builtin_return_address(0), VT_UNPACK args);           \
+  }
+#define VT_UNPACK(...) __VA_ARGS__
 VT_FOR_EACH_HOOK(VT_DEFINE_HOOK)
 #undef VT_DEFINE_HOOK

@@ -52,7 +52,7 @@ void configure_native_stacks(int depth) {
 
 int native_stack_depth() { return g_depth.load(std::memory_order_relaxed); }
 
-int capture_native(uint64_t* out, int max) {
+int capture_native(uint64_t* out, int max, uint64_t caller_ip) {
   int depth = g_depth.load(std::memory_order_relaxed);
   if (depth == 0) return 0;
   // Room for our own frames (hook, recorder) on top of the requested depth.
@@ -61,11 +61,19 @@ int capture_native(uint64_t* out, int max) {
   int want = depth + kOwnFrames;
   if (want > max + kOwnFrames) want = max + kOwnFrames;
   int n = unw_backtrace(ips, want);
-  int skip = 0;
-  while (skip < n) {
-    uint64_t ip = reinterpret_cast<uint64_t>(ips[skip]);
-    if (ip < g_self_lo || ip >= g_self_hi) break;
-    ++skip;
+  int skip = -1;
+  for (int i = 0; i < n && i < 2 * kOwnFrames && caller_ip; ++i)
+    if (reinterpret_cast<uint64_t>(ips[i]) == caller_ip) {
+      skip = i;
+      break;
+    }
+  if (skip < 0) {
+    skip = 0;
+    while (skip < n) {
+      uint64_t ip = reinterpret_cast<uint64_t>(ips[skip]);
+      if (ip < g_self_lo || ip >= g_self_hi) break;
+      ++skip;
+    }
   }
   int count = n - skip;
   if (count > depth) count = depth;

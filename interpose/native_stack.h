@@ -13,7 +13,9 @@ inline constexpr int kMaxStackDepth = 256;
 void configure_native_stacks(int depth);
 int native_stack_depth();
 
-// Fills out[0..max) innermost first; returns the count (0 when stacks are off).
-int capture_native(uint64_t* out, int max);
+// Fills out[0..max) innermost first; returns the count (0 when stacks are off). Frames up to
+// `caller_ip` (the return address into the program, taken where it entered vramtrace) are ours
+// and dropped; without it, frames inside libvramtrace's mapping are.
+int capture_native(uint64_t* out, int max, uint64_t caller_ip);
 
 }  // namespace vt

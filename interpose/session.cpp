@@ -171,7 +171,7 @@ static void describe_thread(uint64_t t) {
   write_meta(format::kTagThread, payload, size_t(q - payload) + n, t);
 }
 
-void record(const Event& e) {
+__attribute__((noinline)) void record(const Event& e) {
   int status = g_status.load(std::memory_order_acquire);
   if (status != kOpen) {
     if (status == kOff) return;
@@ -182,7 +182,8 @@ void record(const Event& e) {
   }
   // Unwinding happens here, with no lock of ours held.
   uint64_t frames[kMaxStackDepth];
-  int n = capture_stack(frames, kMaxStackDepth);
+  uint64_t caller = e.caller_ip ? e.caller_ip : reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  int n = capture_stack(frames, kMaxStackDepth, caller);
   if (status == kNullSink) return;
   if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
   describe_thread(e.t_ns);

@@ -11,7 +11,7 @@ namespace vt {
 
 void configure_stacks(const Config& cfg) { configure_native_stacks(cfg.stack_depth); }
 
-int capture_stack(uint64_t* frames, int cap) { return capture_native(frames, cap); }
+int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) { return capture_native(frames, cap, caller_ip); }
 
 uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) { return intern_stack(frames, n, t); }
 

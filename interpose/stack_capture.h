@@ -13,7 +13,7 @@ struct Config;
 void configure_stacks(const Config& cfg);
 
 // Captures the calling thread's stack. Returns the frame count written into frames[0..cap).
-int capture_stack(uint64_t* frames, int cap);
+int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip);
 
 // Dedups frames into an id, writing new stack, module and code records (0 for an empty stack).
 uint32_t stack_id(const uint64_t* frames, int n, uint64_t t);
