@@ -205,6 +205,32 @@ struct PeakTracker {
   }
 };
 
+// NVML's process list, written right after a failed allocation: it belongs to the latest OOM on
+// that device that has none yet.
+void attach_gpu_processes(const Record& r, uint64_t own_pid, std::vector<OomReport>& ooms) {
+  const uint8_t* p = r.payload;
+  const uint8_t* end = p + r.payload_len;
+  uint64_t device = 0, count = 0;
+  if (!(p = format::get_varint(p, end, &device)) || !(p = format::get_varint(p, end, &count))) return;
+  std::vector<GpuProcess> procs;
+  for (uint64_t i = 0; i < count && i < 1024; ++i) {
+    GpuProcess g;
+    uint64_t len = 0;
+    if (!(p = format::get_varint(p, end, &g.pid)) || !(p = format::get_varint(p, end, &g.bytes)) ||
+        !(p = format::get_varint(p, end, &len)) || len > uint64_t(end - p))
+      return;
+    g.name.assign(reinterpret_cast<const char*>(p), len);
+    p += len;
+    if (g.pid != own_pid) procs.push_back(std::move(g));
+  }
+  for (auto it = ooms.rbegin(); it != ooms.rend(); ++it)
+    if (it->device == int(device) && !it->nvml) {
+      it->nvml = true;
+      it->other_processes = std::move(procs);
+      return;
+    }
+}
+
 }  // namespace
 
 bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out, std::string* error) {
@@ -232,6 +258,10 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   Record r;
   bool tty = opt.progress && isatty(STDERR_FILENO);
   while (reader->next(&r)) {
+    if (r.tag == format::kTagGpuProcesses) {
+      attach_gpu_processes(r, reader->process().pid, rep.ooms);
+      continue;
+    }
     if (!r.is_event() || !r.op) continue;
     if (rep.events++ == 0) rep.first_t_ns = r.t_ns;
     rep.last_t_ns = r.t_ns;

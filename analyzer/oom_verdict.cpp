@@ -24,6 +24,15 @@ std::string human_bytes(uint64_t b) {
 
 namespace {
 
+// With NVML's list: `others` is what it saw (at most what is in use), and only the rest of the
+// unexplained memory can be this process's cache.
+void used_nvml_total(uint64_t listed, const OomReport& o, uint64_t& others, uint64_t& cached) {
+  uint64_t used = o.device_total_bytes > o.device_free_bytes ? o.device_total_bytes - o.device_free_bytes : 0;
+  others = std::min(listed, used);
+  uint64_t rest = o.not_attributable_bytes > others ? o.not_attributable_bytes - others : 0;
+  cached = std::min(cached, rest);
+}
+
 std::string where(const std::vector<Frame>& stack) {
   for (const Frame& f : stack)
     if (f.function != "??" && f.function.find("vt::") == std::string::npos) {
@@ -42,8 +51,19 @@ void judge_oom(OomReport& o) {
   const uint64_t N = o.not_attributable_bytes;
   // The process's own unused memory (pool free space, unmapped VMM handles) hides inside the
   // not-attributable part; the rest of it is other processes and the driver.
-  const uint64_t cached = std::min(o.pool_cached_bytes + o.vmm_unmapped_bytes, N);
-  const uint64_t others = N - cached;
+  uint64_t cached = std::min(o.pool_cached_bytes + o.vmm_unmapped_bytes, N);
+  uint64_t others = N - cached;
+  std::string named;
+  if (o.nvml) {  // NVML saw the other processes: trust it over the inference
+    uint64_t listed = 0;
+    for (const GpuProcess& g : o.other_processes) {
+      listed += g.bytes;
+      if (named.size() < 200)
+        named += (named.empty() ? "" : ", ") + std::string("pid ") + std::to_string(g.pid) +
+                 (g.name.empty() ? "" : " (" + g.name + ")") + " " + human_bytes(g.bytes);
+    }
+    used_nvml_total(listed, o, others, cached);
+  }
   uint64_t growth = 0;
   for (const GrowthSite& g : o.grew_before) growth += g.growth_bytes;
   growth = std::min(growth, P);
@@ -58,8 +78,9 @@ void judge_oom(OomReport& o) {
   if (double(others) >= 0.05 * T) {
     bool would_fit = R <= F + others;
     causes.push_back({"other_processes", double(others) / T + (would_fit ? 0.5 : 0),
-                      human_bytes(others) + " of the device is held outside this process (other processes, "
-                          "the driver)" + (would_fit ? "; without it the request would fit" : ""),
+                      human_bytes(others) + " of the device is held outside this process" +
+                          (named.empty() ? " (other processes, the driver)" : ": " + named) +
+                          (would_fit ? "; without it the request would fit" : ""),
                       {{"other_bytes", others}, {"device_free_bytes", F}, {"requested_bytes", R}}});
   }
   if (F >= R || double(cached) >= 0.05 * T) {
@@ -107,7 +128,8 @@ void judge_oom(OomReport& o) {
                   "Check the size computation at " + where(o.stack) + ": an unexpectedly huge request is often a "
                   "shape bug."};
   } else if (o.verdict == "other_processes") {
-    o.remedies = {"Other processes hold " + human_bytes(others) + " of this GPU: stop them, or choose a free GPU "
+    o.remedies = {"Other processes hold " + human_bytes(others) + " of this GPU" + (named.empty() ? "" : " (" + named + ")") +
+                      ": stop them, or choose a free GPU "
                   "with CUDA_VISIBLE_DEVICES (nvidia-smi or `vramtrace top` shows who holds what).",
                   "When sharing a GPU on purpose, cap each process: torch.cuda.set_per_process_memory_fraction, "
                   "XLA_PYTHON_CLIENT_MEM_FRACTION for JAX."};

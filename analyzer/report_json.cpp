@@ -75,6 +75,12 @@ json frag_json(const TraceReport& r) {
           {"cache_flushes", flushes}};
 }
 
+json procs_json(const std::vector<GpuProcess>& v) {
+  json a = json::array();
+  for (const GpuProcess& g : v) a.push_back({{"pid", g.pid}, {"name", g.name}, {"bytes", g.bytes}});
+  return a;
+}
+
 json ooms_json(const TraceReport& r) {
   json a = json::array();
   for (const OomReport& o : r.ooms) {
@@ -88,6 +94,7 @@ json ooms_json(const TraceReport& r) {
                  {"pool_cached_bytes", o.pool_cached_bytes}, {"vmm_unmapped_bytes", o.vmm_unmapped_bytes},
                  {"stack", stack_json(o.stack)}, {"top_holders", groups_json(o.top_holders)},
                  {"grew_before", growth_json(o.grew_before)}, {"verdict", o.verdict}, {"causes", causes},
+                 {"nvml", o.nvml}, {"other_processes", procs_json(o.other_processes)},
                  {"remedies", o.remedies}});
   }
   return a;

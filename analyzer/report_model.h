@@ -50,6 +50,12 @@ struct Cause {
   std::map<std::string, uint64_t> evidence;
 };
 
+struct GpuProcess {  // another process on the device, as NVML saw it at the failure
+  uint64_t pid = 0;
+  std::string name;
+  uint64_t bytes = 0;
+};
+
 struct OomReport {
   uint64_t t_ns = 0;
   std::string op;
@@ -64,6 +70,8 @@ struct OomReport {
   uint64_t vmm_unmapped_bytes = 0;               // physical handles not mapped anywhere
   std::vector<SiteGroup> top_holders;
   std::vector<GrowthSite> grew_before;
+  bool nvml = false;                       // the process list below comes from NVML
+  std::vector<GpuProcess> other_processes;  // on this device, this process excluded
   uint32_t stack_id = 0;
   std::vector<Frame> stack;  // of the failed request
   std::string verdict;

@@ -124,6 +124,11 @@ std::string report_text(const TraceReport& r, const std::string& section) {
       o << "     device: " << human_bytes(x.device_free_bytes) << " free of " << human_bytes(x.device_total_bytes)
         << "; this process: " << human_bytes(x.process_device_bytes) << " live; elsewhere: "
         << human_bytes(x.not_attributable_bytes) << "\n";
+      if (x.nvml) {
+        o << "     other processes on the device (NVML):" << (x.other_processes.empty() ? " none" : "") << "\n";
+        for (const GpuProcess& g : x.other_processes)
+          o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : g.name) << ": " << human_bytes(g.bytes) << "\n";
+      }
       o << "     requested at:\n";
       stack_lines(o, x.stack, "       ");
       o << "     VERDICT: " << x.verdict << "\n";

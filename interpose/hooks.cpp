@@ -8,6 +8,7 @@
 #include "cuda_decls.h"
 #include "describe.h"
 #include "driver_api.h"
+#include "gpu_processes.h"
 #include "lookup_log.h"
 #include "recorder.h"
 #include "reentry_guard.h"
@@ -70,6 +71,8 @@ CUresult invoke(void* caller, A... args) {
       }
     }
     record(e);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && op.action == Action::Acquire && recording())
+      record_gpu_processes(e.device, e.t_ns);
     return r;
   }
 }

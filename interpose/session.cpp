@@ -17,6 +17,7 @@
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
+#include "gpu_processes.h"
 #include "module_map.h"
 #include "native_stack.h"
 #include "stack_capture.h"
@@ -135,6 +136,7 @@ bool open_trace(uint64_t t) {
       }
       write_process_record(t);
       write_stack_config(t);
+      start_gpu_process_sampler();
       write_device_records(t);
       status = kOpen;
     }

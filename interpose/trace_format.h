@@ -70,6 +70,7 @@ enum Tag : uint8_t {
                        // string qualified name, string line table (raw co_linetable bytes)
   kTagThread = 0x87,   // varint tid, varint flags (bit 0: has a Python thread state), string name
   kTagConfig = 0x88,   // varint stack depth, varint python status, string python message
+  kTagGpuProcesses = 0x89,  // varint device, varint count, count x (varint pid, varint bytes, string name)
 };
 
 // A stack frame (in kTagStack): a native return address, or a Python frame.

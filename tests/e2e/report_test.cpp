@@ -136,3 +136,22 @@ TEST_CASE("report: bad input is one line and a non-zero exit") {
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("no vramtrace traces") != std::string::npos);
 }
+
+TEST_CASE("with NVML, other_processes names the processes that hold the device") {
+  std::string pid1_bytes = std::to_string(5ull << 30), other_bytes = std::to_string(1ull << 30);
+  std::string trace = scenario("others", {{"FAKECUDA_TOTAL_BYTES", "8GiB"},
+                                          {"FAKECUDA_FOREIGN_BYTES", "6GiB"},
+                                          {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML},
+                                          {"FAKENVML_PROCESSES", "1:" + pid1_bytes + ",999999:" + other_bytes}});
+  json j = report(trace, "oom");
+  REQUIRE(j["ooms"].size() == 1);
+  const json& o = j["ooms"][0];
+  CHECK(o["nvml"] == true);
+  REQUIRE(o["other_processes"].size() == 2);
+  CHECK(o["other_processes"][0]["pid"] == 1);
+  CHECK(o["other_processes"][0]["bytes"] == 5ull << 30);
+  CHECK_FALSE(o["other_processes"][0]["name"].get<std::string>().empty());  // from /proc/1/comm
+  CHECK(o["verdict"] == "other_processes");
+  CHECK(o["causes"][0]["summary"].get<std::string>().find("pid 1 (") != std::string::npos);
+  CHECK(o["causes"][0]["evidence"]["other_bytes"] == 6ull << 30);
+}

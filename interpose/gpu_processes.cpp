@@ -1,0 +1,117 @@
+// See gpu_processes.h.
+#include "gpu_processes.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "driver_api.h"
+#include "recorder_internal.h"
+#include "trace_format.h"
+
+namespace vt {
+
+namespace {
+
+// The stable NVML ABI pieces we use (no nvml.h in the toolkit here).
+typedef void* nvmlDevice_t;
+struct nvmlProcessInfo_v3 {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+struct Nvml {
+  int (*init)();
+  int (*by_uuid)(const char*, nvmlDevice_t*);
+  int (*processes)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v3*);
+};
+Nvml g_nvml;
+std::atomic<bool> g_ready{false};
+std::atomic<bool> g_started{false};
+std::atomic<bool> g_done{false};  // the loader thread finished, with or without NVML
+
+void* load_nvml_now() {
+  const char* path = getenv("VRAMTRACE_NVML_LIBRARY");
+  void* lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return nullptr;
+  Nvml n;
+  n.init = reinterpret_cast<int (*)()>(real_dlsym(lib, "nvmlInit_v2"));
+  n.by_uuid = reinterpret_cast<int (*)(const char*, nvmlDevice_t*)>(real_dlsym(lib, "nvmlDeviceGetHandleByUUID"));
+  n.processes = reinterpret_cast<int (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v3*)>(
+      real_dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+  if (!n.init || !n.by_uuid || !n.processes || n.init() != 0) return nullptr;
+  g_nvml = n;
+  g_ready.store(true, std::memory_order_release);
+  return nullptr;
+}
+
+void* load_nvml(void*) {
+  load_nvml_now();
+  g_done.store(true, std::memory_order_release);
+  return nullptr;
+}
+
+}  // namespace
+
+void start_gpu_process_sampler() {
+  if (g_started.exchange(true)) return;
+  // The helper thread takes no signal meant for the program.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_create(&t, &attr, load_nvml, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void record_gpu_processes(int device, uint64_t t) {
+  // An early failure may come before NVML finished loading: wait a little, never long (the
+  // loader could itself be waiting for a lock this thread's caller holds).
+  for (int i = 0; i < 50 && g_started.load() && !g_done.load(std::memory_order_acquire); ++i) usleep(5000);
+  if (!g_ready.load(std::memory_order_acquire) || device < 0 || !g_api.device_get || !g_api.device_get_uuid) return;
+  CUdevice dev;
+  CUuuid u;
+  if (g_api.device_get(&dev, device) != CUDA_SUCCESS || g_api.device_get_uuid(&u, dev) != CUDA_SUCCESS) return;
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  char uuid[64];
+  snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  nvmlDevice_t handle;
+  if (g_nvml.by_uuid(uuid, &handle) != 0) return;
+  nvmlProcessInfo_v3 procs[64];
+  unsigned int count = 64;
+  if (g_nvml.processes(handle, &count, procs) != 0) return;
+  uint8_t payload[64 * 48 + 32];
+  uint8_t* q = payload;
+  q = format::put_varint(q, uint64_t(device));
+  q = format::put_varint(q, count);
+  for (unsigned i = 0; i < count && i < 64; ++i) {
+    q = format::put_varint(q, procs[i].pid);
+    q = format::put_varint(q, procs[i].usedGpuMemory);
+    char path[64], name[17] = {};
+    snprintf(path, sizeof path, "/proc/%u/comm", procs[i].pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, name, 16) : 0;
+    if (fd >= 0) close(fd);
+    while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == '\0')) --n;
+    if (n < 0) n = 0;
+    q = format::put_varint(q, uint64_t(n));
+    memcpy(q, name, size_t(n));
+    q += n;
+  }
+  write_meta(format::kTagGpuProcesses, payload, size_t(q - payload), t);
+}
+
+}  // namespace vt

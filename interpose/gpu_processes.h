@@ -1,0 +1,17 @@
+// Who else holds the GPU when an allocation fails: the processes NVML sees on the device, with
+// their memory, written to the trace right after the failed event (kTagGpuProcesses) so the OOM
+// report can name them. NVML (libnvidia-ml.so.1, or VRAMTRACE_NVML_LIBRARY) is loaded at run time
+// by a helper thread when the trace opens, never inside a hook: dlopen takes the loader lock, and
+// a hook may run under an allocator lock that a thread holding the loader lock waits for.
+#pragma once
+
+#include <cstdint>
+
+namespace vt {
+
+void start_gpu_process_sampler();
+
+// Writes the record for CUDA device `device` if NVML is ready; otherwise nothing.
+void record_gpu_processes(int device, uint64_t t);
+
+}  // namespace vt
