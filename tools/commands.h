@@ -32,6 +32,14 @@ struct ReportOptions {
 };
 int report_command(const ReportOptions& opt);
 
+struct CheckOptions {
+  std::string input, max_peak, max_leak, baseline;
+  bool no_oom = false, json = false;
+  double max_peak_growth = -1, max_site_growth = -1;  // percent; -1 = not set
+};
+int check_command(const CheckOptions& opt);
+int diff_command(const std::string& base, const std::string& now, const std::string& format);
+
 // "vramtrace: <msg>" on stderr.
 void error_line(const std::string& msg);
 

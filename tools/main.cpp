@@ -49,6 +49,25 @@ int main(int argc, char** argv) {
     report_cmds.push_back({c, section});
   }
 
+  vt::cli::CheckOptions check;
+  CLI::App* check_cmd = app.add_subcommand("check", "a CI gate: exit 1 when the peak, leaks, OOMs or growth break a limit");
+  check_cmd->add_option("trace", check.input, "trace file, or a directory of traces")->required();
+  check_cmd->add_option("--max-peak", check.max_peak, "largest allowed peak (e.g. 4GiB, 512MB, 1073741824)");
+  check_cmd->add_option("--max-leak", check.max_leak, "largest allowed memory left allocated at the end");
+  check_cmd->add_flag("--no-oom", check.no_oom, "fail on any failed allocation");
+  check_cmd->add_option("--baseline", check.baseline, "trace or directory to compare with");
+  check_cmd->add_option("--max-peak-growth", check.max_peak_growth, "allowed peak growth over the baseline, percent")
+      ->check(CLI::NonNegativeNumber);
+  check_cmd->add_option("--max-site-growth", check.max_site_growth, "allowed growth of any call site's peak share, percent")
+      ->check(CLI::NonNegativeNumber);
+  check_cmd->add_flag("--json", check.json, "print the result as JSON");
+
+  std::string diff_base, diff_new, diff_format = "text";
+  CLI::App* diff_cmd = app.add_subcommand("diff", "what changed between two runs, per call site");
+  diff_cmd->add_option("base", diff_base, "baseline trace or directory")->required();
+  diff_cmd->add_option("new", diff_new, "new trace or directory")->required();
+  diff_cmd->add_option("--format", diff_format, "text or json")->capture_default_str();
+
   // Everything after the first "--" is the command to run, untouched by option parsing.
   std::vector<std::string> after_dashes;
   int parsed_argc = argc;
@@ -86,6 +105,8 @@ int main(int argc, char** argv) {
     return vt::cli::dump_command(trace, dump);
   }
   if (*info_cmd) return vt::cli::info_command(trace);
+  if (*check_cmd) return vt::cli::check_command(check);
+  if (*diff_cmd) return vt::cli::diff_command(diff_base, diff_new, diff_format);
   for (auto& [c, section] : report_cmds)
     if (*c) {
       report.section = section;

@@ -5,10 +5,12 @@
 //   leak         a buffer kept every step until the device is full    -> leak_growth
 //   live-set     weights that leave no room for the activations      -> live_set_too_large
 //   fragmentation a pool full of freed blocks too small for a request -> fragmentation
+//   steps N      no OOM: weights, then N steps that each keep 8 MiB (for diff and check)
 // Exit 0 when the expected CUDA_ERROR_OUT_OF_MEMORY came back.
 #include <cuda.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -80,6 +82,15 @@ int main(int argc, char** argv) {
     for (CUdeviceptr& b : blocks) cuMemAllocFromPoolAsync(&b, 64 * MiB, pool, s);
     for (CUdeviceptr b : blocks) cuMemFreeAsync(b, s);  // the pool keeps them
     r = big_from_pool(pool, s, 1536 * MiB);
+  } else if (mode == "steps") {
+    load_weights(256 * MiB);
+    std::vector<CUdeviceptr> kept;
+    int n = argc > 2 ? atoi(argv[2]) : 10;
+    for (int step = 0; step < n; ++step) {
+      step_temp(64 * MiB);
+      keep_history(kept, 8 * MiB);
+    }
+    return 0;
   } else {
     fprintf(stderr, "usage: oom_scenarios too-big|others|leak|live-set|fragmentation\n");
     return 2;

@@ -1,0 +1,107 @@
+// See compare.h.
+#include "compare.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+namespace vt::analyzer {
+
+bool parse_size(const std::string& text, uint64_t* bytes, std::string* why) {
+  const char* s = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || !std::isfinite(v) || v < 0) {
+    *why = "'" + text + "' is not a size (examples: 512MiB, 4GB, 1.5GiB, 1048576)";
+    return false;
+  }
+  std::string unit(end);
+  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
+  for (char& c : unit) c = char(std::tolower(static_cast<unsigned char>(c)));
+  static const std::map<std::string, double> kUnits = {
+      {"", 1},          {"b", 1},         {"k", 1024.0},    {"kib", 1024.0}, {"m", 1048576.0}, {"mib", 1048576.0},
+      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"t", 1099511627776.0}, {"tib", 1099511627776.0},
+      {"kb", 1e3},      {"mb", 1e6},      {"gb", 1e9},      {"tb", 1e12}};
+  auto it = kUnits.find(unit);
+  if (it == kUnits.end()) {
+    *why = "'" + text + "' has an unknown unit (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)";
+    return false;
+  }
+  double b = v * it->second;
+  if (b > 1.8e19) {
+    *why = "'" + text + "' is too large";
+    return false;
+  }
+  if (it->second == 1 && v != std::floor(v)) {
+    *why = "'" + text + "' is a fraction of a byte";
+    return false;
+  }
+  *bytes = uint64_t(std::llround(b));
+  return true;
+}
+
+std::string site_key(const std::vector<Frame>& stack) {
+  std::string k;
+  for (const Frame& f : stack) {
+    if (!k.empty()) k += ';';
+    if (f.python)
+      k += "py:" + f.file.substr(f.file.rfind('/') + 1) + ":" + f.function;
+    else if (f.function != "??")
+      k += f.function;
+    else
+      k += "??@" + f.module.substr(f.module.rfind('/') + 1);
+  }
+  return k.empty() ? "(no stack)" : k;
+}
+
+std::string site_label(const std::vector<Frame>& stack) {
+  for (const Frame& f : stack)
+    if (f.function != "??") {
+      std::string s = f.function;
+      if (!f.file.empty()) s += " (" + f.file.substr(f.file.rfind('/') + 1) + ":" + std::to_string(f.line) + ")";
+      return s;
+    }
+  return stack.empty() ? "(no stack)" : "?? in " + stack[0].module.substr(stack[0].module.rfind('/') + 1);
+}
+
+RunDiff diff_runs(const TraceReport& base, const TraceReport& now) {
+  RunDiff d;
+  d.base_peak = base.peaks.empty() ? 0 : base.peaks[0].bytes;
+  d.new_peak = now.peaks.empty() ? 0 : now.peaks[0].bytes;
+  d.base_leak = base.leak_bytes;
+  d.new_leak = now.leak_bytes;
+  std::map<std::string, SiteChange> sites;
+  auto add = [&](const std::vector<SiteGroup>& groups, bool is_new, bool is_leak) {
+    for (const SiteGroup& g : groups) {
+      std::string k = site_key(g.stack);
+      SiteChange& c = sites[k];
+      if (c.key.empty() || is_new) {
+        c.key = k;
+        c.label = site_label(g.stack);
+        c.stack = g.stack;
+      }
+      int64_t& slot = is_leak ? (is_new ? c.new_leak : c.base_leak) : (is_new ? c.new_peak : c.base_peak);
+      slot += int64_t(g.bytes);
+    }
+  };
+  if (!base.peaks.empty()) add(base.peaks[0].live_set, false, false);
+  if (!now.peaks.empty()) add(now.peaks[0].live_set, true, false);
+  add(base.leaks, false, true);
+  add(now.leaks, true, true);
+  for (auto& [k, c] : sites) {
+    c.added = c.base_peak == 0 && c.base_leak == 0;
+    c.vanished = c.new_peak == 0 && c.new_leak == 0;
+    d.sites.push_back(c);
+  }
+  std::sort(d.sites.begin(), d.sites.end(), [](const SiteChange& a, const SiteChange& b) {
+    int64_t x = std::llabs(a.change()), y = std::llabs(b.change());
+    return x != y ? x > y : a.key < b.key;
+  });
+  return d;
+}
+
+}  // namespace vt::analyzer

@@ -1,0 +1,99 @@
+// `vramtrace check` and `vramtrace diff` as a CI job would use them.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace {
+
+e2e::Result cli(std::vector<std::string> args) {
+  args.insert(args.begin(), e2e::cli());
+  e2e::Spec s{args, {}};
+  s.preload = false;
+  return e2e::run(s);
+}
+
+std::string steps_trace(int steps) {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("oom_scenarios"), "steps", std::to_string(steps)}, {{"VRAMTRACE_OUTPUT", dir}}});
+  REQUIRE(r.exit_code == 0);
+  return e2e::files_in(dir).at(0);
+}
+
+}  // namespace
+
+TEST_CASE("check: passing limits exit 0, each broken limit is a line with actual vs allowed and exit 1") {
+  std::string t = steps_trace(10);  // peak = 256 MiB weights + 9 x 8 MiB kept + the last 64 MiB temp = 392 MiB; leak 336 MiB
+  e2e::Result r = cli({"check", t, "--max-peak", "1GiB", "--max-leak", "512MiB", "--no-oom"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("ok: every limit holds", 0) == 0);
+
+  r = cli({"check", t, "--max-peak", "300MiB"});
+  CHECK(r.exit_code == 1);
+  REQUIRE(e2e::lines(r.out).size() == 1);
+  CHECK(r.out.find("FAIL max_peak: peak 392 MiB (411041792 bytes) > allowed 300 MiB") == 0);
+
+  r = cli({"check", t, "--max-leak", "100000000"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("FAIL max_leak: leaked 336 MiB (352321536 bytes) > allowed 95.4 MiB") == 0);
+
+  r = cli({"check", t, "--max-peak", "300MB", "--max-leak", "1MiB", "--json"});
+  CHECK(r.exit_code == 1);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["ok"] == false);
+  REQUIRE(j["violations"].size() == 2);
+  CHECK(j["violations"][0]["rule"] == "max_peak");
+  CHECK(j["violations"][0]["actual"] == 411041792.0);
+  CHECK(j["violations"][0]["allowed"] == 300e6);
+}
+
+TEST_CASE("check: an OOM, bad sizes, missing files and missing limits") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("oom_scenarios"), "too-big"}, {{"VRAMTRACE_OUTPUT", dir}}});
+  REQUIRE(r.exit_code == 0);
+  r = cli({"check", dir, "--no-oom"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("FAIL no_oom: 1 failed allocation (first: 1.00 TiB, verdict request_exceeds_device)") == 0);
+
+  r = cli({"check", dir, "--max-peak", "lots"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "vramtrace: --max-peak: 'lots' is not a size (examples: 512MiB, 4GB, 1.5GiB, 1048576)\n");
+  r = cli({"check", dir, "--max-leak", "4XB"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("'4XB' has an unknown unit") != std::string::npos);
+  r = cli({"check", "/nonexistent/trace", "--no-oom"});
+  CHECK(r.exit_code == 2);
+  CHECK(e2e::lines(r.err).size() == 1);
+  r = cli({"check", dir});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("no limit given") != std::string::npos);
+  r = cli({"check", dir, "--max-peak-growth", "5"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("need --baseline") != std::string::npos);
+}
+
+TEST_CASE("check and diff against a baseline: the site that leaks more is named") {
+  std::string base = steps_trace(10), more = steps_trace(30);
+  e2e::Result r = cli({"check", more, "--baseline", base, "--max-peak-growth", "10", "--max-site-growth", "50"});
+  CHECK(r.exit_code == 1);
+  auto l = e2e::lines(r.out);
+  REQUIRE(l.size() == 2);
+  CHECK(l[0].find("FAIL max_peak_growth: peak growth +40.8% (552 MiB vs baseline 392 MiB) > allowed +10.0%") == 0);
+  CHECK(l[1].find("FAIL max_site_growth: site growth +222.2% at keep_history") == 0);
+  CHECK(cli({"check", more, "--baseline", base, "--max-peak-growth", "50", "--max-site-growth", "250"}).exit_code == 0);
+
+  r = cli({"diff", base, more, "--format", "json"});
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["peak"]["change_bytes"] == 160 << 20);
+  CHECK(j["leaks"]["change_bytes"] == 160 << 20);
+  REQUIRE_FALSE(j["sites"].empty());
+  CHECK(j["sites"][0]["site"].get<std::string>().find("keep_history") == 0);
+  CHECK(j["sites"][0]["peak_change_bytes"] == 160 << 20);
+  CHECK(j["sites"][0]["added"] == false);
+
+  r = cli({"diff", base, more});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("peak: 392 MiB -> 552 MiB (+160 MiB)") == 0);
+}
