@@ -54,7 +54,7 @@ int line_311(const uint8_t* t, size_t len, int firstlineno, uint32_t instr) {
     uint64_t start = end;
     end += ((head & 7) + 1) * 2;
     if (code == 13 || code == 14) line += read_svarint(t, len, &i);
-    else if (code >= 10 && code <= 12) line += code - 11;
+    else if (code >= 10 && code <= 12) line += code - 10;
     while (i < len && !(t[i] & 0x80)) ++i;
     if (instr >= start && instr < end) return code == 15 ? -1 : line;
   }
