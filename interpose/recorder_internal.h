@@ -18,4 +18,7 @@ extern std::atomic<uint32_t> g_generation;
 void encode_event(const Event& e);
 bool write_meta(uint8_t tag, const uint8_t* payload, size_t len, uint64_t t);
 
+// Region records that were begun before the trace opened (public_api.cpp).
+void flush_pending_regions(uint64_t t);
+
 }  // namespace vt

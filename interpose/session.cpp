@@ -18,8 +18,11 @@
 #include "recorder_internal.h"
 #include "reentry_guard.h"
 #include "gpu_processes.h"
+#include "live_tracker.h"
+#include "python_code_index.h"
 #include "module_map.h"
 #include "native_stack.h"
+#include "python_frames.h"
 #include "stack_capture.h"
 #include "stack_index.h"
 #include <sys/prctl.h>
@@ -115,6 +118,8 @@ void after_fork_in_child() {
   g_devices.store(kDevicesPending);
   forget_stacks();
   forget_modules();
+  forget_live_state();
+  forget_python_codes();
   g_generation.fetch_add(1);
   g_status.store(kNotOpen);
 }
@@ -137,6 +142,7 @@ bool open_trace(uint64_t t) {
       write_process_record(t);
       write_stack_config(t);
       start_gpu_process_sampler();
+      flush_pending_regions(t);
       write_device_records(t);
       status = kOpen;
     }
@@ -166,7 +172,7 @@ static void describe_thread(uint64_t t) {
   uint8_t payload[64];
   uint8_t* q = payload;
   q = format::put_varint(q, uint64_t(gettid()));
-  q = format::put_varint(q, 0);  // flags: Python thread state (set once Python frames are known)
+  q = format::put_varint(q, python_frames_on() && py::thread_has_state() ? 1 : 0);  // has a Python thread state
   size_t n = strnlen(name, 16);
   q = format::put_varint(q, n);
   memcpy(q, name, n);
@@ -183,15 +189,16 @@ __attribute__((noinline)) void record(const Event& e) {
     }
   }
   // Unwinding happens here, with no lock of ours held.
-  uint64_t frames[kMaxStackDepth];
+  uint64_t frames[kMaxCaptureSlots];
   uint64_t caller = e.caller_ip ? e.caller_ip : reinterpret_cast<uint64_t>(__builtin_return_address(0));
-  int n = capture_stack(frames, kMaxStackDepth, caller);
+  int n = capture_stack(frames, kMaxCaptureSlots, caller);
   if (status == kNullSink) return;
   if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
   describe_thread(e.t_ns);
   Event ev = e;
   ev.stack = stack_id(frames, n, e.t_ns);
   encode_event(ev);
+  track_event(ev);
 }
 
 namespace {

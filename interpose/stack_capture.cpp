@@ -1,26 +1,96 @@
 // See stack_capture.h.
 #include "stack_capture.h"
 
+#include <cstdlib>
+#include <cstring>
+
+#include <atomic>
+
 #include "config.h"
+#include "log.h"
 #include "native_stack.h"
+#include "python_code_index.h"
+#include "python_frames.h"
 #include "recorder_internal.h"
 #include "stack_index.h"
 #include "trace_format.h"
 
 namespace vt {
 
-void configure_stacks(const Config& cfg) { configure_native_stacks(cfg.stack_depth); }
+namespace {
 
-int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) { return capture_native(frames, cap, caller_ip); }
+enum PythonStatus : int { kPythonOff = 0, kPythonOn = 1, kPythonRefused = 2 };
+std::atomic<int> g_python{kPythonOff};
+const char* g_python_why = "";
 
-uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) { return intern_stack(frames, n, t); }
+// Finding the interpreter does dlsym lookups (the loader lock): done in our constructor, before
+// any hook can run under an allocator lock, as the walker's notes ask.
+__attribute__((constructor)) void find_python_early() {
+  const char* py = getenv("VRAMTRACE_PYTHON");
+  if (py && strcmp(py, "0") == 0) return;
+  const char* why = "";
+  py::Status s = py::init(&why);
+  g_python_why = why ? why : "";
+  g_python.store(s == py::Status::kOk ? kPythonOn : s == py::Status::kUnsupported ? kPythonRefused : kPythonOff);
+}
+
+}  // namespace
+
+void configure_stacks(const Config& cfg) {
+  configure_native_stacks(cfg.stack_depth);
+  if (!cfg.python) {
+    g_python.store(kPythonOff);
+  } else if (g_python.load() == kPythonRefused) {
+    log_line("Python frames off: %s", g_python_why);  // once, when the trace opens
+  }
+}
+
+int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) {
+  int n = capture_native(frames, cap - 2 * kMaxPythonFrames, caller_ip);
+  if (g_python.load(std::memory_order_relaxed) != kPythonOn) return n;
+  py::RawFrame raw[kMaxPythonFrames];
+  int m = py::capture(raw, kMaxPythonFrames);
+  // Two slots per Python frame: the code object's address (with the flag bits), then the
+  // instruction offset. Cheap to hash; code ids are only looked up for stacks seen first.
+  for (int i = 0; i < m; ++i) {
+    frames[n++] = format::kFramePython | (raw[i].entry ? format::kFramePyEntry : 0) | raw[i].code;
+    frames[n++] = raw[i].instr;
+  }
+  return n;
+}
+
+namespace {
+// Key frames (as captured) -> the frames written to the trace (code ids instead of addresses).
+int to_trace_frames(const uint64_t* key, int n, uint64_t* out, uint64_t t) {
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!(key[i] & format::kFramePython)) {
+      out[m++] = key[i];
+      continue;
+    }
+    uint64_t code = key[i] & ~(format::kFramePython | format::kFramePyEntry);
+    uint32_t instr = i + 1 < n ? uint32_t(key[i + 1]) : 0;
+    bool entry = key[i] & format::kFramePyEntry;
+    ++i;
+    if (uint32_t id = python_code_id(code, t)) out[m++] = format::python_frame(id, instr, entry);
+  }
+  return m;
+}
+}  // namespace
+
+uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) { return intern_stack(frames, n, t, to_trace_frames); }
+
+bool python_frames_on() { return g_python.load(std::memory_order_relaxed) == kPythonOn; }
 
 void write_stack_config(uint64_t t) {
-  uint8_t payload[64];
+  uint8_t payload[256];
   uint8_t* q = payload;
   q = format::put_varint(q, uint64_t(native_stack_depth()));
-  q = format::put_varint(q, 0);  // Python frames: not yet
-  q = format::put_varint(q, 0);
+  q = format::put_varint(q, uint64_t(g_python.load()));
+  size_t len = strnlen(g_python_why, 200);
+  q = format::put_varint(q, len);
+  memcpy(q, g_python_why, len);
+  q += len;
   write_meta(format::kTagConfig, payload, size_t(q - payload), t);
 }
 

@@ -12,11 +12,19 @@ struct Config;
 // Applies VRAMTRACE_STACK_DEPTH / VRAMTRACE_PYTHON when the trace opens; writes nothing.
 void configure_stacks(const Config& cfg);
 
-// Captures the calling thread's stack. Returns the frame count written into frames[0..cap).
+inline constexpr int kMaxPythonFrames = 64;
+// Room for the deepest stack capture_stack can return.
+inline constexpr int kMaxCaptureSlots = 256 + 2 * kMaxPythonFrames;
+
+// Captures the calling thread's stack (native frames, then two slots per Python frame).
+// Returns the slot count written into frames[0..cap).
 int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip);
 
 // Dedups frames into an id, writing new stack, module and code records (0 for an empty stack).
 uint32_t stack_id(const uint64_t* frames, int n, uint64_t t);
+
+// Whether Python frames are being captured (for the thread records).
+bool python_frames_on();
 
 // A one-line description of the stack configuration for the trace (kTagConfig).
 void write_stack_config(uint64_t t);

@@ -58,7 +58,9 @@ Slot* table() {
   return static_cast<Slot*>(m);
 }
 
-void write_stack_record(uint32_t id, const uint64_t* frames, int n, uint64_t t) {
+void write_stack_record(uint32_t id, const uint64_t* key, int key_n, uint64_t t, TraceFrames to_trace) {
+  uint64_t frames[512];
+  int n = to_trace(key, key_n < 512 ? key_n : 512, frames, t);
   ensure_modules(frames, n, t);
   uint8_t payload[16 + 256 * format::kMaxVarint];
   uint8_t* q = payload;
@@ -70,7 +72,7 @@ void write_stack_record(uint32_t id, const uint64_t* frames, int n, uint64_t t) 
 
 }  // namespace
 
-uint32_t intern_stack(const uint64_t* frames, int n, uint64_t t) {
+uint32_t intern_stack(const uint64_t* frames, int n, uint64_t t, TraceFrames to_trace) {
   if (n <= 0) return 0;
   uint64_t h = hash_frames(frames, n);
   ThreadCache& c = t_cache;
@@ -92,7 +94,7 @@ uint32_t intern_stack(const uint64_t* frames, int n, uint64_t t) {
         if (s.hash.compare_exchange_strong(cur, h, std::memory_order_acq_rel)) {
           // Ours: write the record first, then publish the id.
           uint32_t fresh = g_next_id.fetch_add(1, std::memory_order_relaxed);
-          write_stack_record(fresh, frames, n, t);
+          write_stack_record(fresh, frames, n, t, to_trace);
           s.id.store(fresh, std::memory_order_release);
           id = fresh;
           break;
@@ -107,7 +109,7 @@ uint32_t intern_stack(const uint64_t* frames, int n, uint64_t t) {
   }
   if (id == 0) {  // table full or unavailable: no dedup for this one
     id = g_next_id.fetch_add(1, std::memory_order_relaxed);
-    write_stack_record(id, frames, n, t);
+    write_stack_record(id, frames, n, t, to_trace);
   }
   c.hash[c.next] = h;
   c.id[c.next] = id;

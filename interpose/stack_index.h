@@ -11,7 +11,9 @@ namespace vt {
 
 // The id (>= 1) of the stack frames[0..n) (innermost first), writing its record, and the module
 // records its native addresses need, the first time it is seen. 0 when n == 0.
-uint32_t intern_stack(const uint64_t* frames, int n, uint64_t t);
+// `to_trace` turns the captured frames into the ones written (returns their count).
+using TraceFrames = int (*)(const uint64_t* key, int n, uint64_t* out, uint64_t t);
+uint32_t intern_stack(const uint64_t* frames, int n, uint64_t t, TraceFrames to_trace);
 
 // After fork: the child's trace starts with no stacks.
 void forget_stacks();

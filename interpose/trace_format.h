@@ -71,7 +71,10 @@ enum Tag : uint8_t {
   kTagThread = 0x87,   // varint tid, varint flags (bit 0: has a Python thread state), string name
   kTagConfig = 0x88,   // varint stack depth, varint python status, string python message
   kTagGpuProcesses = 0x89,  // varint device, varint count, count x (varint pid, varint bytes, string name)
+  // 0x8A..0x91: kernel activity (CUPTI), see docs/trace-format.md
+  kTagRegion = 0x92,   // varint kind (kRegionBegin / kRegionEnd), string name
 };
+inline constexpr uint8_t kRegionBegin = 1, kRegionEnd = 2;
 
 // A stack frame (in kTagStack): a native return address, or a Python frame.
 inline constexpr uint64_t kFramePython = 1ull << 63;       // Python frame (else native address)

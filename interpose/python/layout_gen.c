@@ -1,6 +1,6 @@
-/* Offline generator for python_layouts.cpp (NOT part of any build): compiled once per CPython
+/* Offline generator for python_layouts.h (NOT part of any build): compiled once per CPython
  * version against that version's own headers (internal ones included, hence Py_BUILD_CORE), it
- * prints the layout-table row the walker needs. The shipped walker never includes Python.h;
+ * prints the layout-table row (in Layout's field order, paste-able) the walker needs. The shipped walker never includes Python.h;
  * this file is how its numbers were obtained and how to add or re-check a version:
  *   interpose/python/layout_gen.sh            (prints one row per pyenv 3.10-3.13 found)
  * Bit positions of the PyASCIIObject.state bitfield are measured, not assumed. */
@@ -30,7 +30,8 @@
   } while (0)
 
 int main(void) {
-  printf("  {/*minor*/ %d,\n", PY_MINOR_VERSION);
+  printf("  {/*minor*/ %d, FrameKind::%s,\n", PY_MINOR_VERSION,
+         PY_MINOR_VERSION == 10 ? "kFrameObject" : PY_MINOR_VERSION <= 12 ? "kCFrameInterp" : "kDirectInterp");
   printf("    /*ts_interp*/ %zu,\n", offsetof(PyThreadState, interp));
 #if PY_MINOR_VERSION == 10
   printf("    /*ts_frame*/ %zu, /*cframe_current*/ 0,\n", offsetof(PyThreadState, frame));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Offline: prints the python_layouts.cpp rows by compiling layout_gen.c against each installed
+# Offline: prints the python_layouts.h rows by compiling layout_gen.c against each installed
 # CPython 3.10-3.13's headers (pyenv layout; pass include dirs as arguments to override).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

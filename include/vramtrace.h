@@ -1,0 +1,66 @@
+/* vramtrace live query API: what vramtrace sees of this process's GPU memory right now, and named
+ * regions marked in the trace (memory per region in the reports).
+ *
+ * The vramtrace_* functions are exported by libvramtrace.so while it is preloaded
+ * (`vramtrace run -- prog`, or LD_PRELOAD). Do not link against them: call the vramtrace_api_*
+ * inline wrappers below, which look the functions up at run time and answer -1 ("not tracing")
+ * when the library is not loaded, so the same program runs with and without vramtrace.
+ * Python: ctypes.CDLL(None).vramtrace_live_bytes (AttributeError when not preloaded).
+ *
+ * Devices are CUDA ordinals. Kinds: 0 device memory (cuMemAlloc, stream-ordered, VMM physical,
+ * arrays), 1 managed, 2 pinned host, 3 imported (IPC). */
+#ifndef VRAMTRACE_H
+#define VRAMTRACE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VRAMTRACE_API_VERSION 1
+
+int vramtrace_api_version(void);              /* VRAMTRACE_API_VERSION */
+int vramtrace_active(void);                   /* 1: tracing (or ready to on the first CUDA call), 0: off */
+int64_t vramtrace_live_bytes(int device);     /* live device memory; -1 when not tracing */
+int64_t vramtrace_live_bytes_kind(int device, int kind);
+int64_t vramtrace_peak_bytes(int device);     /* highest device memory since start or the last reset */
+int vramtrace_reset_peak(int device);         /* device -1: all; 0 ok, -1 not tracing */
+int vramtrace_region_begin(const char* name); /* 0 ok, -1 not tracing */
+int vramtrace_region_end(const char* name);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* Run-time lookup, so that programs do not need libvramtrace.so at link or load time. */
+#if defined(__unix__) && !defined(VRAMTRACE_NO_INLINE_API)
+#include <dlfcn.h>
+static inline void* vramtrace_api_sym_(const char* name) { return dlsym(RTLD_DEFAULT, name); }
+static inline int vramtrace_api_active(void) {
+  int (*f)(void) = (int (*)(void))vramtrace_api_sym_("vramtrace_active");
+  return f ? f() : -1;
+}
+static inline int64_t vramtrace_api_live_bytes(int device) {
+  int64_t (*f)(int) = (int64_t(*)(int))vramtrace_api_sym_("vramtrace_live_bytes");
+  return f ? f(device) : -1;
+}
+static inline int64_t vramtrace_api_peak_bytes(int device) {
+  int64_t (*f)(int) = (int64_t(*)(int))vramtrace_api_sym_("vramtrace_peak_bytes");
+  return f ? f(device) : -1;
+}
+static inline int vramtrace_api_reset_peak(int device) {
+  int (*f)(int) = (int (*)(int))vramtrace_api_sym_("vramtrace_reset_peak");
+  return f ? f(device) : -1;
+}
+static inline int vramtrace_api_region_begin(const char* name) {
+  int (*f)(const char*) = (int (*)(const char*))vramtrace_api_sym_("vramtrace_region_begin");
+  return f ? f(name) : -1;
+}
+static inline int vramtrace_api_region_end(const char* name) {
+  int (*f)(const char*) = (int (*)(const char*))vramtrace_api_sym_("vramtrace_region_end");
+  return f ? f(name) : -1;
+}
+#endif
+
+#endif /* VRAMTRACE_H */

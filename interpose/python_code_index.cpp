@@ -1,0 +1,96 @@
+// See python_code_index.h.
+#include "python_code_index.h"
+
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "python_frames.h"
+#include "recorder_internal.h"
+#include "trace_format.h"
+
+namespace vt {
+
+namespace {
+
+constexpr uint64_t kSlots = 1u << 18;
+struct Slot {
+  std::atomic<uint64_t> code;
+  std::atomic<uint32_t> id;  // 0 while its record is being written; ~0u if it cannot be described
+  uint32_t pad;
+};
+std::atomic<Slot*> g_table{nullptr};
+std::atomic<uint32_t> g_next{1};
+constexpr uint32_t kUndescribable = ~0u;
+
+Slot* table() {
+  Slot* t = g_table.load(std::memory_order_acquire);
+  if (t) return t;
+  void* m = mmap(nullptr, kSlots * sizeof(Slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  Slot* expected = nullptr;
+  if (!g_table.compare_exchange_strong(expected, static_cast<Slot*>(m))) {
+    munmap(m, kSlots * sizeof(Slot));
+    return expected;
+  }
+  return static_cast<Slot*>(m);
+}
+
+uint32_t describe_and_write(uint64_t code, uint64_t t) {
+  py::CodeInfo info;  // ~5 KiB on the stack, only for a code object seen for the first time
+  if (!py::describe_code(code, &info)) return kUndescribable;
+  uint32_t id = g_next.fetch_add(1, std::memory_order_relaxed);
+  uint8_t payload[sizeof(py::CodeInfo) + 64];
+  uint8_t* q = payload;
+  q = format::put_varint(q, id);
+  q = format::put_varint(q, uint64_t(info.py_minor));
+  q = format::put_varint(q, uint64_t(info.firstlineno));
+  auto str = [&](const void* p, size_t n) {
+    q = format::put_varint(q, n);
+    memcpy(q, p, n);
+    q += n;
+  };
+  str(info.filename, strnlen(info.filename, sizeof info.filename));
+  str(info.qualname, strnlen(info.qualname, sizeof info.qualname));
+  str(info.linetable, info.linetable_len);
+  write_meta(format::kTagPyCode, payload, size_t(q - payload), t);
+  return id;
+}
+
+uint64_t mix(uint64_t k) {
+  k ^= k >> 31;
+  k *= 0x9e3779b97f4a7c15ull;
+  return k ^ (k >> 29);
+}
+
+}  // namespace
+
+uint32_t python_code_id(uint64_t code, uint64_t t) {
+  Slot* tab = table();
+  if (!tab || !code) return 0;
+  for (uint64_t probe = 0; probe < 64; ++probe) {
+    Slot& s = tab[(mix(code) + probe) & (kSlots - 1)];
+    uint64_t cur = s.code.load(std::memory_order_acquire);
+    if (cur == 0 && s.code.compare_exchange_strong(cur, code, std::memory_order_acq_rel)) {
+      uint32_t id = describe_and_write(code, t);
+      s.id.store(id, std::memory_order_release);
+      return id == kUndescribable ? 0 : id;
+    }
+    if (cur == code) {
+      uint32_t id;
+      for (int spin = 0; (id = s.id.load(std::memory_order_acquire)) == 0; ++spin)
+        if (spin > 64) sched_yield();
+      return id == kUndescribable ? 0 : id;
+    }
+  }
+  return 0;  // a crowded neighbourhood: leave this frame out rather than wait
+}
+
+void forget_python_codes() {
+  g_table.store(nullptr);
+  g_next.store(1);
+}
+
+}  // namespace vt

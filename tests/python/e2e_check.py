@@ -1,0 +1,44 @@
+"""Checks a trace of e2e_workload.py: python3 e2e_check.py VRAMTRACE TRACE EXPECT_JSON.
+For each expected allocation size, the event's innermost Python frame must be the expected file,
+line and function (native frames around it); "null" means no Python frame at all."""
+import json
+import subprocess
+import sys
+
+vt, trace, expect_path = sys.argv[1:4]
+expect = json.load(open(expect_path))
+dump = subprocess.run([vt, "dump", trace], capture_output=True, text=True, check=True).stdout
+events = {}
+count = 0
+for line in dump.splitlines():
+    e = json.loads(line)
+    count += 1
+    if e["op"] == "cuMemAlloc_v2" and str(e.get("size")) in expect:
+        events[str(e["size"])] = e
+failures = []
+for size, want in expect.items():
+    e = events.get(size)
+    if not e:
+        failures.append(f"{size}: no event")
+        continue
+    py = [f for f in e.get("stack", []) if f["python"]]
+    if want is None:
+        if py:
+            failures.append(f"{size}: expected no Python frame, got {py[0]}")
+        continue
+    if not py:
+        failures.append(f"{size}: no Python frame in {e.get('stack')}")
+        continue
+    f = py[0]
+    file, line, func = want
+    if f["file"] != file or f["function"] != func or (line is not None and f["line"] != line):
+        failures.append(f"{size}: innermost Python frame {f['file']}:{f['line']}:{f['function']}, expected {file}:{line}:{func}")
+    # Native frames remain below (ctypes/libffi) and above (the interpreter).
+    if not any(not g["python"] for g in e["stack"]):
+        failures.append(f"{size}: no native frames")
+if count < 6000:
+    failures.append(f"only {count} events (the stress loop makes 6000)")
+for f in failures:
+    print("FAIL", f)
+print(("PASS" if not failures else "FAIL") + f" {len(expect)} allocations checked, {count} events")
+sys.exit(1 if failures else 0)
