@@ -255,11 +255,43 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
     uint8_t op = 0;
   } flush;
 
+  std::vector<size_t> open_regions;  // indices into rep.regions
+  auto device_total = [&st] {
+    uint64_t sum = 0;
+    for (const auto& [device, b] : st.totals()) sum += b[int(Bucket::Device)];
+    return sum;
+  };
   Record r;
   bool tty = opt.progress && isatty(STDERR_FILENO);
   while (reader->next(&r)) {
     if (r.tag == format::kTagGpuProcesses) {
       attach_gpu_processes(r, reader->process().pid, rep.ooms);
+      continue;
+    }
+    if (r.tag == format::kTagRegion) {
+      uint64_t kind = 0, len = 0;
+      const uint8_t* p = format::get_varint(r.payload, r.payload + r.payload_len, &kind);
+      if (p) p = format::get_varint(p, r.payload + r.payload_len, &len);
+      if (!p || len > uint64_t(r.payload + r.payload_len - p)) continue;
+      std::string name(reinterpret_cast<const char*>(p), len);
+      if (kind == format::kRegionBegin) {
+        RegionReport g;
+        g.name = name;
+        g.t_begin = r.t_ns;
+        g.start_bytes = g.peak_bytes = device_total();
+        open_regions.push_back(rep.regions.size());
+        rep.regions.push_back(g);
+      } else {
+        for (size_t i = open_regions.size(); i-- > 0;)
+          if (rep.regions[open_regions[i]].name == name) {
+            RegionReport& g = rep.regions[open_regions[i]];
+            g.t_end = r.t_ns;
+            g.end_bytes = device_total();
+            g.closed = true;
+            open_regions.erase(open_regions.begin() + long(i));
+            break;
+          }
+      }
       continue;
     }
     if (!r.is_event() || !r.op) continue;
@@ -314,6 +346,10 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
 
     st.apply(r);
     peaks.after(r.t_ns);
+    if (!open_regions.empty()) {
+      uint64_t now = device_total();
+      for (size_t i : open_regions) rep.regions[i].peak_bytes = std::max(rep.regions[i].peak_bytes, now);
+    }
     for (const auto& [device, b] : st.totals()) {
       for (Bucket bk : {Bucket::Device, Bucket::PinnedHost, Bucket::Managed}) {
         auto key = std::make_pair(device, int(bk));
@@ -332,6 +368,10 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
     if (rep.events % cp.every == 0) cp.take(st, r.t_ns);
   }
   if (tty) fprintf(stderr, "\r%40s\r", "");
+  for (size_t i : open_regions) {  // never ended: the trace stopped inside them
+    rep.regions[i].t_end = rep.last_t_ns;
+    rep.regions[i].end_bytes = device_total();
+  }
 
   rep.process = reader->process();
   rep.problems = reader->problems();

@@ -128,6 +128,14 @@ json report_json(const TraceReport& r, const std::string& section) {
   if (section.empty() || section == "leaks") j["leaks"] = leaks_json(r);
   if (section.empty() || section == "frag") j["fragmentation"] = frag_json(r);
   if (section.empty() || section == "oom") j["ooms"] = ooms_json(r);
+  if (section.empty() || section == "peak") {
+    json regions = json::array();
+    for (const RegionReport& g : r.regions)
+      regions.push_back({{"name", g.name}, {"t_begin_ns", g.t_begin}, {"t_end_ns", g.t_end}, {"closed", g.closed},
+                         {"start_bytes", g.start_bytes}, {"end_bytes", g.end_bytes}, {"peak_bytes", g.peak_bytes},
+                         {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}});
+    j["regions"] = regions;
+  }
   return j;
 }
 

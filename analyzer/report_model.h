@@ -101,6 +101,13 @@ struct Fragmentation {
   std::vector<CacheFlush> cache_flushes;
 };
 
+struct RegionReport {  // a named region marked with vramtrace_region_begin/end (e.g. one test)
+  std::string name;
+  uint64_t t_begin = 0, t_end = 0;
+  bool closed = false;
+  uint64_t start_bytes = 0, end_bytes = 0, peak_bytes = 0;  // device bytes, all devices
+};
+
 struct TraceReport {
   std::string path;
   ProcessInfo process;
@@ -121,6 +128,7 @@ struct TraceReport {
   std::vector<GrowthSite> growth;
   Fragmentation fragmentation;
   std::vector<OomReport> ooms;
+  std::vector<RegionReport> regions;
 };
 
 struct RankRow {

@@ -82,6 +82,12 @@ std::string report_text(const TraceReport& r, const std::string& section) {
       o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
       groups(o, p.live_set);
     }
+    if (!r.regions.empty()) {
+      o << "  regions (peak device memory within each):\n";
+      for (const RegionReport& g : r.regions)
+        o << "    " << human_bytes(g.peak_bytes) << " (+" << human_bytes(g.peak_bytes - g.start_bytes) << " over its start)  "
+          << g.name << (g.closed ? "" : "  [not ended]") << "\n";
+    }
     if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << human_bytes(r.pinned_host_peak_bytes) << "\n";
     if (r.managed_peak_bytes) o << "  managed memory peak: " << human_bytes(r.managed_peak_bytes) << "\n";
   }

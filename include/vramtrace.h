@@ -22,9 +22,10 @@ extern "C" {
 
 int vramtrace_api_version(void);              /* VRAMTRACE_API_VERSION */
 int vramtrace_active(void);                   /* 1: tracing (or ready to on the first CUDA call), 0: off */
-int64_t vramtrace_live_bytes(int device);     /* live device memory; -1 when not tracing */
+int64_t vramtrace_live_bytes(int device);     /* live device memory (-1: all devices); -1 when not tracing */
 int64_t vramtrace_live_bytes_kind(int device, int kind);
-int64_t vramtrace_peak_bytes(int device);     /* highest device memory since start or the last reset */
+int64_t vramtrace_peak_bytes(int device);     /* highest device memory since start or the last reset
+                                                 (device -1: the highest device) */
 int vramtrace_reset_peak(int device);         /* device -1: all; 0 ok, -1 not tracing */
 int vramtrace_region_begin(const char* name); /* 0 ok, -1 not tracing */
 int vramtrace_region_end(const char* name);

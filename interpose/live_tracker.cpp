@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace vt {
@@ -211,10 +212,18 @@ void track_event(const Event& e) {
 
 int64_t live_bytes(int device, int bucket) {
   if (bucket < 0 || bucket >= kLiveBuckets) return -1;
-  return g_live[row(device)][bucket].load(std::memory_order_relaxed);
+  if (device >= 0) return g_live[row(device)][bucket].load(std::memory_order_relaxed);
+  int64_t sum = 0;  // -1: all devices
+  for (auto& r : g_live) sum += r[bucket].load(std::memory_order_relaxed);
+  return sum;
 }
 
-int64_t peak_bytes(int device) { return g_peak[row(device)].load(std::memory_order_relaxed); }
+int64_t peak_bytes(int device) {
+  if (device >= 0) return g_peak[row(device)].load(std::memory_order_relaxed);
+  int64_t best = 0;  // -1: the highest of all devices
+  for (auto& p : g_peak) best = std::max(best, p.load(std::memory_order_relaxed));
+  return best;
+}
 
 void reset_peak(int device) {
   for (int r = 0; r <= kTrackedDevices; ++r)

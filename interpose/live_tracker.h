@@ -19,8 +19,8 @@ enum TrackedBucket { kLiveDevice = 0, kLiveManaged = 1, kLivePinned = 2, kLiveIm
 // memory counts from create to release).
 void track_event(const Event& e);
 
-int64_t live_bytes(int device, int bucket);
-int64_t peak_bytes(int device);  // device bucket
+int64_t live_bytes(int device, int bucket);  // device -1: all devices
+int64_t peak_bytes(int device);              // device bucket; -1: the highest device
 void reset_peak(int device);     // -1: every device
 
 // Live device bytes of stack id `stack` (ids above the table size share one slot).
