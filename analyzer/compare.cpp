@@ -58,13 +58,16 @@ std::string site_key(const std::vector<Frame>& stack) {
   return k.empty() ? "(no stack)" : k;
 }
 
-std::string site_label(const std::vector<Frame>& stack) {
-  for (const Frame& f : stack)
-    if (f.function != "??") {
-      std::string s = f.function;
-      if (!f.file.empty()) s += " (" + f.file.substr(f.file.rfind('/') + 1) + ":" + std::to_string(f.line) + ")";
-      return s;
-    }
+std::string site_label(const std::vector<Frame>& stack, int callers) {
+  std::string s;
+  for (const Frame& f : stack) {
+    if (f.function == "??") continue;
+    if (!s.empty()) s += " < ";
+    s += f.function;
+    if (!f.file.empty()) s += " (" + f.file.substr(f.file.rfind('/') + 1) + ":" + std::to_string(f.line) + ")";
+    if (callers-- <= 0) break;
+  }
+  if (!s.empty()) return s;
   return stack.empty() ? "(no stack)" : "?? in " + stack[0].module.substr(stack[0].module.rfind('/') + 1);
 }
 

@@ -17,8 +17,8 @@ bool parse_size(const std::string& text, uint64_t* bytes, std::string* why);
 
 // The identity of a call site across runs.
 std::string site_key(const std::vector<Frame>& stack);
-// A short human name for a site: its innermost meaningful frame.
-std::string site_label(const std::vector<Frame>& stack);
+// A short human name for a site: its innermost meaningful frame, and `callers` more after " < ".
+std::string site_label(const std::vector<Frame>& stack, int callers = 0);
 
 struct SiteChange {
   std::string key, label;

@@ -14,6 +14,7 @@
 
 #include "driver_api.h"
 #include "recorder_internal.h"
+#include "shm_summary.h"
 #include "trace_format.h"
 
 namespace vt {
@@ -53,9 +54,14 @@ void* load_nvml_now() {
   return nullptr;
 }
 
-void* load_nvml(void*) {
+// The sampler thread: loads NVML once, then keeps the `vramtrace top` summary fresh.
+void* sampler(void*) {
   load_nvml_now();
   g_done.store(true, std::memory_order_release);
+  for (;;) {
+    update_shm_summary();
+    usleep(250000);
+  }
   return nullptr;
 }
 
@@ -71,7 +77,7 @@ void start_gpu_process_sampler() {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_create(&t, &attr, load_nvml, nullptr);
+  pthread_create(&t, &attr, sampler, nullptr);
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
@@ -112,6 +118,12 @@ void record_gpu_processes(int device, uint64_t t) {
     q += n;
   }
   write_meta(format::kTagGpuProcesses, payload, size_t(q - payload), t);
+}
+
+void forget_gpu_process_sampler() {
+  // The thread did not survive fork; the child starts its own when its trace opens.
+  g_started.store(false);
+  g_done.store(false);
 }
 
 }  // namespace vt

@@ -9,7 +9,10 @@
 
 namespace vt {
 
+// Starts the sampler thread (signals blocked): it loads NVML, then refreshes the shared-memory
+// summary for `vramtrace top` every 250 ms (shm_summary.h).
 void start_gpu_process_sampler();
+void forget_gpu_process_sampler();  // after fork
 
 // Writes the record for CUDA device `device` if NVML is ready; otherwise nothing.
 void record_gpu_processes(int device, uint64_t t);

@@ -20,6 +20,7 @@
 #include "gpu_processes.h"
 #include "live_tracker.h"
 #include "python_code_index.h"
+#include "shm_summary.h"
 #include "module_map.h"
 #include "native_stack.h"
 #include "python_frames.h"
@@ -120,6 +121,8 @@ void after_fork_in_child() {
   forget_modules();
   forget_live_state();
   forget_python_codes();
+  forget_shm_summary();
+  forget_gpu_process_sampler();
   g_generation.fetch_add(1);
   g_status.store(kNotOpen);
 }
@@ -141,6 +144,7 @@ bool open_trace(uint64_t t) {
       }
       write_process_record(t);
       write_stack_config(t);
+      open_shm_summary(g_file.path());
       start_gpu_process_sampler();
       flush_pending_regions(t);
       write_device_records(t);
@@ -212,6 +216,7 @@ __attribute__((destructor)) void mark_clean_exit() {
   uint64_t t = now_ns();
   write_meta(format::kTagEnd, nullptr, 0, t);
   g_file.mark_closed(t);
+  close_shm_summary();
 }
 
 }  // namespace

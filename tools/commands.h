@@ -39,6 +39,7 @@ struct CheckOptions {
 };
 int check_command(const CheckOptions& opt);
 int diff_command(const std::string& base, const std::string& now, const std::string& format);
+int top_command(double interval, bool once);
 
 // "vramtrace: <msg>" on stderr.
 void error_line(const std::string& msg);

@@ -68,6 +68,12 @@ int main(int argc, char** argv) {
   diff_cmd->add_option("new", diff_new, "new trace or directory")->required();
   diff_cmd->add_option("--format", diff_format, "text or json")->capture_default_str();
 
+  double top_interval = 1.0;
+  bool top_once = false;
+  CLI::App* top_cmd = app.add_subcommand("top", "live GPU memory per process, and the call sites of traced processes");
+  top_cmd->add_option("--interval", top_interval, "seconds between refreshes")->capture_default_str();
+  top_cmd->add_flag("--once", top_once, "print one snapshot and exit");
+
   // Everything after the first "--" is the command to run, untouched by option parsing.
   std::vector<std::string> after_dashes;
   int parsed_argc = argc;
@@ -106,6 +112,7 @@ int main(int argc, char** argv) {
   }
   if (*info_cmd) return vt::cli::info_command(trace);
   if (*check_cmd) return vt::cli::check_command(check);
+  if (*top_cmd) return vt::cli::top_command(top_interval, top_once);
   if (*diff_cmd) return vt::cli::diff_command(diff_base, diff_new, diff_format);
   for (auto& [c, section] : report_cmds)
     if (*c) {

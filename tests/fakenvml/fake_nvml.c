@@ -31,3 +31,38 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, n
   *count = n;
   return 0;
 }
+
+/* For `vramtrace top`: one device, FAKENVML_TOTAL_BYTES (default 80 GiB) of which the listed
+ * processes use their bytes. */
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
+
+static unsigned long long listed_bytes(void) {
+  nvmlProcessInfo_v3_t infos[64];
+  unsigned int n = 64, i;
+  unsigned long long sum = 0;
+  nvmlDeviceGetComputeRunningProcesses_v3((void*)1, &n, infos);
+  for (i = 0; i < n; ++i) sum += infos[i].usedGpuMemory;
+  return sum;
+}
+int nvmlDeviceGetCount_v2(unsigned int* count) {
+  *count = 1;
+  return 0;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
+  if (index != 0) return 2;
+  *device = (void*)0x1;
+  return 0;
+}
+int nvmlDeviceGetName(void* device, char* name, unsigned int length) {
+  strncpy(name, "Fake GPU (fakenvml)", length);
+  return 0;
+}
+int nvmlDeviceGetMemoryInfo(void* device, nvmlMemory_t* m) {
+  const char* t = getenv("FAKENVML_TOTAL_BYTES");
+  m->total = t ? strtoull(t, 0, 10) : 80ull << 30;
+  m->used = listed_bytes();
+  m->free = m->total > m->used ? m->total - m->used : 0;
+  return 0;
+}

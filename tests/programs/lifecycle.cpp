@@ -8,6 +8,7 @@
 //   exit-code N    one allocation, then exit with status N
 //   release-last   1 MiB in the primary context, then its last cuDevicePrimaryCtxRelease
 //   release-extra  the same with a second reference held: the context survives
+//   hold           5 MiB and 3 MiB from two call sites, then wait (up to 30 s) to be killed
 //   init-only      cuInit and a context, no memory call: must leave no trace
 //   none           never touches CUDA: must leave no trace
 #include <signal.h>
@@ -33,6 +34,11 @@ static void alloc(size_t n) {
   CHECK(cuMemAlloc(&p, n));
 }
 
+__attribute__((noinline)) static void hold_second_site() {
+  alloc(3 << 20);
+  asm volatile("" ::: "memory");
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "none";
   long n = argc > 2 ? atol(argv[2]) : 0;
@@ -51,6 +57,12 @@ int main(int argc, char** argv) {
     if (mode == "release-extra") CHECK(cuDevicePrimaryCtxRetain(&again, dev));
     CHECK(cuDevicePrimaryCtxRelease(dev));
     return 0;
+  }
+  if (mode == "hold") {
+    alloc(5 << 20);
+    hold_second_site();
+    alarm(30);  // never outlive a test that forgot us
+    for (;;) pause();
   }
   if (mode == "exit-code") {
     alloc(1 << 20);
