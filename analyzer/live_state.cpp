@@ -10,15 +10,6 @@ namespace {
 constexpr uint64_t kDefaultPoolTag = 0xdefa000000000000ull;  // the device's current pool, handle unseen
 constexpr uint32_t kLocationDevice = 1;
 
-Bucket bucket_of(MemKind k) {
-  switch (k) {
-    case MemKind::Managed: return Bucket::Managed;
-    case MemKind::PinnedHost:
-    case MemKind::RegisteredHost: return Bucket::PinnedHost;
-    case MemKind::IpcImport: return Bucket::Imported;
-    default: return Bucket::Device;
-  }
-}
 }  // namespace
 
 const char* bucket_name(Bucket b) {

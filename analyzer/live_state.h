@@ -14,10 +14,9 @@
 
 namespace vt::analyzer {
 
-// What the reports account separately.
-enum class Bucket : uint8_t { Device, Managed, PinnedHost, Imported, kCount };
+using vt::Bucket;
+using vt::kBuckets;
 const char* bucket_name(Bucket b);
-inline constexpr int kBuckets = int(Bucket::kCount);
 
 struct Alloc {
   uint64_t size = 0;

@@ -4,13 +4,17 @@
 // `instr`, mirroring _PyCode_CheckLineNumber's forward scan.
 #include "python_lines.h"
 
+#include <climits>
+
 namespace vt::analyzer {
 namespace {
+
+int clamp_line(int64_t line) { return line < 0 || line > INT_MAX ? -1 : int(line); }
 
 // 3.10 (PEP 626): pairs (unsigned byte: address delta in bytes, signed byte: line delta);
 // a line delta of -128 means "no line" for that range. Zero-length ranges only carry line deltas.
 int line_310(const uint8_t* t, size_t len, int firstlineno, uint32_t instr) {
-  int line = firstlineno;
+  int64_t line = firstlineno;  // a corrupt table can run past INT_MAX
   uint64_t end = 0;
   for (size_t i = 0; i + 1 < len; i += 2) {
     uint64_t start = end;
@@ -18,7 +22,7 @@ int line_310(const uint8_t* t, size_t len, int firstlineno, uint32_t instr) {
     int8_t ldelta = static_cast<int8_t>(t[i + 1]);
     bool no_line = ldelta == -128;
     if (!no_line) line += ldelta;
-    if (end > start && instr < end) return no_line ? -1 : line;
+    if (end > start && instr < end) return no_line ? -1 : clamp_line(line);
   }
   return -1;
 }
@@ -44,7 +48,7 @@ int read_svarint(const uint8_t* t, size_t len, size_t* i) {
 // Codes 13 and 14 start with a signed varint line delta; the rest of an entry (columns, end
 // line) does not affect the start line and is skipped up to the next byte with the top bit set.
 int line_311(const uint8_t* t, size_t len, int firstlineno, uint32_t instr) {
-  int line = firstlineno;
+  int64_t line = firstlineno;  // a corrupt table can run past INT_MAX
   uint64_t end = 0;
   size_t i = 0;
   while (i < len) {
@@ -56,7 +60,7 @@ int line_311(const uint8_t* t, size_t len, int firstlineno, uint32_t instr) {
     if (code == 13 || code == 14) line += read_svarint(t, len, &i);
     else if (code >= 10 && code <= 12) line += code - 10;
     while (i < len && !(t[i] & 0x80)) ++i;
-    if (instr >= start && instr < end) return code == 15 ? -1 : line;
+    if (instr >= start && instr < end) return code == 15 ? -1 : clamp_line(line);
   }
   return -1;
 }

@@ -110,8 +110,10 @@ bool decode_stack_meta(const Record& r, StackStore* store) {
       m.build_id = hex(b.str());
       m.t_ns = r.t_ns;
       if (!b.ok) return false;
-      for (const ModuleInfo& known : store->modules)
-        if (known.lo == m.lo && known.hi == m.hi && known.path == m.path) return true;
+      std::string key(reinterpret_cast<const char*>(&m.lo), sizeof m.lo);
+      key.append(reinterpret_cast<const char*>(&m.hi), sizeof m.hi);
+      key += m.path;
+      if (!store->module_keys.insert(std::move(key)).second) return true;  // known already
       store->modules.push_back(std::move(m));
       return true;
     }
@@ -311,80 +313,87 @@ void TraceReader::apply_meta(const Record& r) {
 }
 
 bool TraceReader::advance(Cursor& c) {
-  if (c.p >= c.end) return false;
-  Record& r = c.rec;
-  const uint8_t* p = c.p;
-  uint8_t tag = *p++;
-  uint64_t len = 0;
-  p = fmt::get_varint(p, c.end, &len);
-  if (tag == 0 || !p || len == 0 || len > uint64_t(c.end - p)) {
-    note("chunk " + std::to_string(c.index) + " is damaged; the rest of it was skipped", true);
-    c.p = c.end;
-    return false;
+  // A loop, not recursion: a chunk can hold thousands of damaged records in a row.
+  for (;;) {
+    if (c.p >= c.end) return false;
+    Record& r = c.rec;
+    const uint8_t* p = c.p;
+    uint8_t tag = *p++;
+    uint64_t len = 0;
+    p = fmt::get_varint(p, c.end, &len);
+    if (tag == 0 || !p || len == 0 || len > uint64_t(c.end - p)) {
+      note("chunk " + std::to_string(c.index) + " is damaged; the rest of it was skipped", true);
+      c.p = c.end;
+      return false;
+    }
+    const uint8_t* end = p + len;
+    c.p = end;
+    r = Record{};
+    r.tag = tag;
+    r.tid = c.tid;
+    Bytes b{p, end};
+    uint64_t dt = b.varint();
+    c.last_ns += dt;
+    r.t_ns = c.last_ns;
+    if (tag >= 0x80) {
+      r.payload = b.p;
+      r.payload_len = size_t(end - b.p);
+      if (b.ok) return true;
+      note("a damaged record in chunk " + std::to_string(c.index) + " was skipped", true);
+      continue;
+    }
+    r.op = op_by_code(tag);
+    uint8_t flags = b.p < end ? *b.p++ : 0;
+    if (flags & fmt::kEvContext) {
+      c.ctx = b.varint();
+      uint64_t dev1 = b.varint();  // ordinal + 1; 0 = unknown
+      c.dev = dev1 == 0 || dev1 > uint64_t(INT32_MAX) ? -1 : int32_t(dev1 - 1);
+    }
+    if (flags & fmt::kEvStream) c.stream = b.varint();
+    if (flags & fmt::kEvFailed) {
+      r.result = int32_t(uint32_t(b.varint()));
+      r.free_bytes = b.varint();
+      r.total_bytes = b.varint();
+    }
+    if (flags & fmt::kEvAddr) {
+      c.last_addr += uint64_t(fmt::unzigzag(b.varint()));
+      r.addr = c.last_addr;
+    }
+    if (flags & fmt::kEvSize) r.size = b.varint();
+    if (flags & fmt::kEvAux) r.aux = b.varint();
+    if (flags & fmt::kEvAux2) r.aux2 = b.varint();
+    if (flags & fmt::kEvStack) r.stack = uint32_t(b.varint());
+    r.fields = flags & (fmt::kEvFailed | fmt::kEvAddr | fmt::kEvSize | fmt::kEvAux | fmt::kEvAux2 | fmt::kEvStack);
+    r.context = c.ctx;
+    r.device = c.dev;
+    if (r.op && r.op->kind == MemKind::Async) r.stream = c.stream;
+    if (!b.ok) {
+      note("a damaged event in chunk " + std::to_string(c.index) + " was skipped", true);
+      continue;
+    }
+    return true;
   }
-  const uint8_t* end = p + len;
-  c.p = end;
-  r = Record{};
-  r.tag = tag;
-  r.tid = c.tid;
-  Bytes b{p, end};
-  uint64_t dt = b.varint();
-  c.last_ns += dt;
-  r.t_ns = c.last_ns;
-  if (tag >= 0x80) {
-    r.payload = b.p;
-    r.payload_len = size_t(end - b.p);
-    if (b.ok) return true;
-    note("a damaged record in chunk " + std::to_string(c.index) + " was skipped", true);
-    return advance(c);
-  }
-  r.op = op_by_code(tag);
-  uint8_t flags = b.p < end ? *b.p++ : 0;
-  if (flags & fmt::kEvContext) {
-    c.ctx = b.varint();
-    c.dev = int32_t(int64_t(b.varint()) - 1);
-  }
-  if (flags & fmt::kEvStream) c.stream = b.varint();
-  if (flags & fmt::kEvFailed) {
-    r.result = int32_t(uint32_t(b.varint()));
-    r.free_bytes = b.varint();
-    r.total_bytes = b.varint();
-  }
-  if (flags & fmt::kEvAddr) {
-    c.last_addr += uint64_t(fmt::unzigzag(b.varint()));
-    r.addr = c.last_addr;
-  }
-  if (flags & fmt::kEvSize) r.size = b.varint();
-  if (flags & fmt::kEvAux) r.aux = b.varint();
-  if (flags & fmt::kEvAux2) r.aux2 = b.varint();
-  if (flags & fmt::kEvStack) r.stack = uint32_t(b.varint());
-  r.fields = flags & (fmt::kEvFailed | fmt::kEvAddr | fmt::kEvSize | fmt::kEvAux | fmt::kEvAux2 | fmt::kEvStack);
-  r.context = c.ctx;
-  r.device = c.dev;
-  if (r.op && r.op->kind == MemKind::Async) r.stream = c.stream;
-  if (!b.ok) {
-    note("a damaged event in chunk " + std::to_string(c.index) + " was skipped", true);
-    return advance(c);
-  }
-  return true;
 }
 
 void TraceReader::load_stacks() {
   if (stacks_loaded_) return;
   stacks_loaded_ = true;
   for (const Cursor& c0 : cursors_) {
-    // Only tags and lengths are read; events are skipped whole.
+    // Only tags, lengths and times are read; events are skipped whole.
     const uint8_t* p = c0.p;
+    uint64_t t = c0.last_ns;
     while (p < c0.end) {
       uint8_t tag = *p;
       uint64_t len = 0;
       const uint8_t* body = fmt::get_varint(p + 1, c0.end, &len);
       if (tag == 0 || !body || len == 0 || len > uint64_t(c0.end - body)) break;  // reported when streamed
+      uint64_t dt = 0;
+      const uint8_t* after_dt = fmt::get_varint(body, body + len, &dt);
+      if (after_dt) t += dt;  // as advance() does: a damaged dt adds nothing
       if (tag >= fmt::kTagStack && tag <= fmt::kTagConfig) {
         Record r;
         r.tag = tag;
-        uint64_t dt = 0;
-        const uint8_t* after_dt = fmt::get_varint(body, body + len, &dt);
+        r.t_ns = t;  // modules: the symbolizer picks the latest record covering an address
         if (after_dt) {
           r.payload = after_dt;
           r.payload_len = size_t(body + len - after_dt);

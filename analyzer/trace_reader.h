@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "hook_list.h"
@@ -58,6 +59,7 @@ struct ThreadInfo {
 struct StackStore {
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames, innermost first
   std::vector<ModuleInfo> modules;
+  std::unordered_set<std::string> module_keys;  // lo, hi and path of each module, to skip repeats
   std::unordered_map<uint32_t, PyCodeInfo> code;
   std::unordered_map<uint32_t, ThreadInfo> threads;
   int stack_depth = -1;  // from the config record; -1 when absent

@@ -115,6 +115,18 @@ enum class MemKind : uint8_t {
   Context,         // context teardown: every allocation of that context is gone
 };
 
+// How memory of each kind is accounted: device memory (cuMemAlloc, stream-ordered, VMM physical
+// on a device, arrays), managed, pinned host (incl. registered host memory) and imported (IPC).
+// Shared by the in-process live tracker and the analyzer's replay.
+enum class Bucket : uint8_t { Device, Managed, PinnedHost, Imported, kCount };
+inline constexpr int kBuckets = int(Bucket::kCount);
+constexpr Bucket bucket_of(MemKind k) {
+  return k == MemKind::Managed                                           ? Bucket::Managed
+         : k == MemKind::PinnedHost || k == MemKind::RegisteredHost      ? Bucket::PinnedHost
+         : k == MemKind::IpcImport                                       ? Bucket::Imported
+                                                                         : Bucket::Device;
+}
+
 enum class HookId : uint8_t {
 #define VT_HOOK_ID(code, name, action, kind, params, args) name,
   VT_FOR_EACH_HOOK(VT_HOOK_ID)

@@ -28,7 +28,7 @@ struct Shard {
 constexpr int kShards = 64;
 Shard g_shards[kShards];
 
-std::atomic<int64_t> g_live[kTrackedDevices + 1][kLiveBuckets];  // last row: unknown device
+std::atomic<int64_t> g_live[kTrackedDevices + 1][kBuckets];  // last row: unknown device
 std::atomic<int64_t> g_peak[kTrackedDevices + 1];
 std::atomic<int64_t>* g_sites = nullptr;  // kTrackedStacks counters, mmap'ed on first use
 
@@ -132,15 +132,6 @@ void account(const Entry& e, int64_t sign) {
   }
 }
 
-uint8_t bucket_of(MemKind k) {
-  switch (k) {
-    case MemKind::Managed: return kLiveManaged;
-    case MemKind::PinnedHost:
-    case MemKind::RegisteredHost: return kLivePinned;
-    case MemKind::IpcImport: return kLiveImported;
-    default: return kLiveDevice;
-  }
-}
 
 void drop_context(uint64_t ctx) {
   for (Shard& s : g_shards) {
@@ -171,7 +162,7 @@ void track_event(const Event& e) {
   en.context = e.context;
   en.stack = e.stack;
   en.device = int16_t(e.device);
-  en.bucket = bucket_of(op.kind);
+  en.bucket = uint8_t(bucket_of(op.kind));
   switch (op.kind) {
     case MemKind::Device:
     case MemKind::Managed:
@@ -187,7 +178,7 @@ void track_event(const Event& e) {
       if (uint32_t(e.aux2 >> 32) == 1)
         en.device = int16_t(uint32_t(e.aux2));
       else
-        en.bucket = kLivePinned;
+        en.bucket = uint8_t(Bucket::PinnedHost);
       break;
     case MemKind::Context: {
       uint64_t ctx = e.op == HookId::cuCtxDestroy_v2 ? e.aux : e.aux2;
@@ -211,7 +202,7 @@ void track_event(const Event& e) {
 }
 
 int64_t live_bytes(int device, int bucket) {
-  if (bucket < 0 || bucket >= kLiveBuckets) return -1;
+  if (bucket < 0 || bucket >= kBuckets) return -1;
   if (device >= 0) return g_live[row(device)][bucket].load(std::memory_order_relaxed);
   int64_t sum = 0;  // -1: all devices
   for (auto& r : g_live) sum += r[bucket].load(std::memory_order_relaxed);

@@ -13,7 +13,7 @@
 namespace vt {
 
 inline constexpr int kTrackedDevices = 16;
-enum TrackedBucket { kLiveDevice = 0, kLiveManaged = 1, kLivePinned = 2, kLiveImported = 3, kLiveBuckets = 4 };
+inline constexpr int kLiveDevice = int(Bucket::Device);
 
 // Applies a successful event (same accounting as the analyzer's replay, simplified: VMM physical
 // memory counts from create to release).

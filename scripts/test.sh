@@ -7,3 +7,9 @@ cd "$(dirname "$0")/.."
 scripts/build.sh
 cd build
 ctest --output-on-failure -j"$(nproc)"
+cd ..
+# The kept fuzz corpus under ASan+UBSan (clang); timed fuzzing when VRAMTRACE_FUZZ_SECONDS is set.
+if command -v clang++ >/dev/null; then
+  tests/fuzz/run_fuzz.sh --replay
+  if [ -n "${VRAMTRACE_FUZZ_SECONDS:-}" ]; then tests/fuzz/run_fuzz.sh "$VRAMTRACE_FUZZ_SECONDS"; fi
+fi

@@ -1,0 +1,147 @@
+// libFuzzer target for the trace reader and the symbolizer: any byte string, read as a trace file,
+// must be reported on (open error or problems()), never crash, hang, leak or hit undefined
+// behaviour. Drives what `vramtrace dump --stacks --meta` and `vramtrace info` do: open, next()
+// to the end, load_stacks(), problems(), JSON of every record, symbolization of every stack.
+//
+// The input reaches TraceReader::open as a real file path without touching the disk: a memfd,
+// opened again through /proc/self/fd/N (the reader opens and mmaps paths). Falls back to a
+// temporary file when memfd_create is unavailable.
+//
+// Built by tests/fuzz/run_fuzz.sh (clang, -fsanitize=fuzzer,address,undefined) and, without
+// libFuzzer, by tests/fuzz/CMakeLists.txt with replay_main.cpp to replay the kept corpus.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "record_json.h"
+#include "symbolizer.h"
+#include "trace_reader.h"
+
+namespace {
+
+// One backing file for the whole run, rewritten per input.
+struct InputFile {
+  int fd = -1;
+  std::string path;
+  bool temp = false;
+
+  InputFile() {
+    fd = int(memfd_create("vt-reader-fuzz", MFD_CLOEXEC));
+    if (fd >= 0) {
+      path = "/proc/self/fd/" + std::to_string(fd);
+      if (access(path.c_str(), R_OK) == 0) return;
+      close(fd);
+    }
+    char tmpl[] = "/tmp/vt-reader-fuzz-XXXXXX";
+    fd = mkstemp(tmpl);
+    if (fd < 0) {
+      perror("reader_fuzz: mkstemp");
+      abort();
+    }
+    path = tmpl;
+    temp = true;
+  }
+  ~InputFile() {
+    if (temp) unlink(path.c_str());
+    if (fd >= 0) close(fd);
+  }
+
+  void set(const uint8_t* data, size_t size) {
+    if (ftruncate(fd, 0) != 0) abort();
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = pwrite(fd, data + done, size - done, off_t(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        perror("reader_fuzz: pwrite");
+        abort();
+      }
+      done += size_t(n);
+    }
+  }
+};
+
+// Keeps the optimizer from dropping the JSON work.
+volatile size_t g_sink;
+
+void consume(const nlohmann::json& j) {
+  g_sink = g_sink + j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+}
+
+// JSON of the innermost frames of a stack (up to 4096 frames: all of them costs too much time).
+void consume_stack(const std::vector<vt::analyzer::Frame>& frames) {
+  constexpr size_t kFrames = 32;
+  if (frames.size() <= kFrames) return consume(vt::analyzer::stack_json(frames));
+  consume(vt::analyzer::stack_json({frames.begin(), frames.begin() + kFrames}));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace vt::analyzer;
+  static InputFile* file = new InputFile();  // lives for the process (no exit-time order issues)
+  file->set(data, size);
+
+  std::string error;
+  std::unique_ptr<TraceReader> reader = TraceReader::open(file->path, &error);
+  if (!reader) {
+    if (error.empty()) abort();  // a refusal always says why
+    return 0;
+  }
+  reader->load_stacks();
+  reader->load_stacks();  // idempotent
+  consume(process_json(reader->process()));
+
+  // The symbolizer is built before streaming, as `vramtrace dump --stacks` does. That is only
+  // valid after load_stacks(): it sizes its module table from the store at construction, and
+  // next() must then add no module the skip-scan did not already find.
+  SymbolizerOptions opt;
+  opt.sysroot = "/nonexistent";  // never open a real object file named by the input
+  Symbolizer early(reader->stacks(), opt);
+
+  // JSON is done for the first records and stacks only: it is a thin layer over nlohmann::json,
+  // and doing it for every record of a large input costs most of the fuzzer's time.
+  constexpr uint64_t kJsonRecords = 64;
+  constexpr size_t kJsonStacks = 16;
+  std::set<uint32_t> seen;
+  Record r;
+  uint64_t records = 0;
+  while (reader->next(&r)) {
+    bool json = records++ < kJsonRecords;
+    if (r.is_event()) {
+      if (json) consume(event_json(r));
+      if (r.stack && seen.insert(r.stack).second && seen.size() <= kJsonStacks)
+        consume_stack(early.stack(r.stack));
+    } else if (json) {
+      consume(meta_json(r));
+    }
+  }
+  Record after;
+  if (reader->next(&after)) abort();  // stays at the end
+
+  for (const std::string& p : reader->problems()) g_sink = g_sink + p.size();
+  g_sink = g_sink + reader->data_lost() + reader->record_bytes() + reader->file_size();
+  consume(process_json(reader->process()));
+
+  // A fresh symbolizer over the complete store: every stack id the events named, and every
+  // stack the file holds.
+  const StackStore& store = reader->stacks();
+  for (const auto& kv : store.stacks) seen.insert(kv.first);
+  Symbolizer sym(store, opt);
+  size_t n = 0;
+  for (uint32_t id : seen) {
+    const std::vector<Frame>& frames = sym.stack(id);
+    if (n++ < kJsonStacks) consume_stack(frames);
+    g_sink = g_sink + frames.size();
+  }
+  for (uint32_t id : seen) g_sink = g_sink + sym.stack(id).size();  // the cached path
+  return 0;
+}
