@@ -6,8 +6,11 @@
 #include <vector>
 
 #include "commands.h"
+#include "doctor.h"
 
 int main(int argc, char** argv) {
+  // The doctor's tracing self-test runs this binary again, under LD_PRELOAD, as its traced child.
+  if (argc >= 2 && std::string(argv[1]) == vt::doctor::kSelfTestArg) return vt::doctor::selftest_child_main(argc, argv);
   CLI::App app{"vramtrace: records every CUDA memory operation of a process and explains its GPU memory"};
   app.require_subcommand(1);
 
@@ -74,6 +77,13 @@ int main(int argc, char** argv) {
   top_cmd->add_option("--interval", top_interval, "seconds between refreshes")->capture_default_str();
   top_cmd->add_flag("--once", top_once, "print one snapshot and exit");
 
+  vt::doctor::Options doctor;
+  CLI::App* doctor_cmd = app.add_subcommand(
+      "doctor", "check this machine: driver, toolkits, runtimes, CUPTI, NVML, GPUs, tracing, memory settings");
+  doctor_cmd->add_flag("--json", doctor.json, "print the report as JSON (fields: docs/doctor.md)");
+  doctor_cmd->add_option("--python", doctor.python,
+                         "Python interpreter whose frameworks to inspect (default: python3 on PATH)");
+
   // Everything after the first "--" is the command to run, untouched by option parsing.
   std::vector<std::string> after_dashes;
   int parsed_argc = argc;
@@ -113,6 +123,7 @@ int main(int argc, char** argv) {
   if (*info_cmd) return vt::cli::info_command(trace);
   if (*check_cmd) return vt::cli::check_command(check);
   if (*top_cmd) return vt::cli::top_command(top_interval, top_once);
+  if (*doctor_cmd) return vt::cli::doctor_command(doctor);
   if (*diff_cmd) return vt::cli::diff_command(diff_base, diff_new, diff_format);
   for (auto& [c, section] : report_cmds)
     if (*c) {

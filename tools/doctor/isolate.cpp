@@ -74,7 +74,8 @@ int collect(pid_t pid, std::vector<std::pair<int, std::string*>> fds, int timeou
 }
 
 std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  if (WIFSIGNALED(status))
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   return "ended abnormally";
 }
@@ -177,8 +178,10 @@ ProgramResult run_program(const std::vector<std::string>& argv, const std::vecto
     dup2(out[1], 1);
     dup2(err[1], 2);
     for (const EnvChange& e : env) {
-      if (e.value) setenv(e.name.c_str(), e.value->c_str(), 1);
-      else unsetenv(e.name.c_str());
+      if (e.value)
+        setenv(e.name.c_str(), e.value->c_str(), 1);
+      else
+        unsetenv(e.name.c_str());
     }
     execvp(args[0], args.data());
     // exec_err is close-on-exec: the parent reads an errno only when exec failed.

@@ -16,8 +16,8 @@
 namespace vt::doctor {
 
 struct Isolated {
-  bool ok = false;     // the child answered
-  std::string error;   // why not: "killed by signal 11", "no answer within 30 s", ...
+  bool ok = false;    // the child answered
+  std::string error;  // why not: "killed by signal 11", "no answer within 30 s", ...
   nlohmann::json value;
 };
 // Runs fn in a forked child (stdout and stderr go to /dev/null there) and returns its value.
@@ -35,7 +35,6 @@ struct ProgramResult {
   int exit_code = -1;    // 128+N when killed by signal N
   std::string out, err;  // at most 1 MiB each
 };
-ProgramResult run_program(const std::vector<std::string>& argv, const std::vector<EnvChange>& env,
-                          int timeout_s);
+ProgramResult run_program(const std::vector<std::string>& argv, const std::vector<EnvChange>& env, int timeout_s);
 
 }  // namespace vt::doctor

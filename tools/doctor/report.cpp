@@ -12,9 +12,14 @@ namespace {
 // nothing else works without it.
 const std::vector<std::pair<std::string, std::string>>& sections() {
   static const std::vector<std::pair<std::string, std::string>> s = {
-      {"driver", "CUDA driver"},       {"toolkit", "CUDA toolkit"},  {"python", "Python"},
-      {"runtimes", "CUDA runtimes"},   {"cupti", "CUPTI"},           {"nvml", "NVML"},
-      {"gpus", "GPUs"},                {"tracing", "Tracing with vramtrace"},
+      {"driver", "CUDA driver"},
+      {"toolkit", "CUDA toolkit"},
+      {"python", "Python"},
+      {"runtimes", "CUDA runtimes"},
+      {"cupti", "CUPTI"},
+      {"nvml", "NVML"},
+      {"gpus", "GPUs"},
+      {"tracing", "Tracing with vramtrace"},
       {"environment", "Environment variables that change GPU memory behaviour"},
   };
   return s;
@@ -106,7 +111,7 @@ nlohmann::json render_json(const Report& r) {
                         {"data", c.data}});
     }
   }
-  return {{"schema", "vramtrace-doctor/1"},
+  return {{"schema", "vramtrace.doctor/1"},
           {"verdict", verdict_name(r.overall())},
           {"exit_code", r.exit_code()},
           {"counts", counts},

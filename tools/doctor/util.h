@@ -10,7 +10,7 @@
 namespace vt::doctor {
 
 bool is_dir(const std::string& p);
-bool is_file(const std::string& p);        // exists and is not a directory
+bool is_file(const std::string& p);           // exists and is not a directory
 std::string real_path(const std::string& p);  // p itself when it cannot be resolved
 std::string dir_of(const std::string& p);
 std::string base_name(const std::string& p);
@@ -25,8 +25,8 @@ std::string trim(const std::string& s);
 std::vector<std::string> split(const std::string& s, char sep);
 std::string lower(std::string s);
 std::string join(const std::vector<std::string>& v, const std::string& sep);
-std::optional<long long> parse_int(const std::string& s);   // whole string, base 10
-std::optional<double> parse_double(const std::string& s);   // whole string
+std::optional<long long> parse_int(const std::string& s);  // whole string, base 10
+std::optional<double> parse_double(const std::string& s);  // whole string
 
 std::string format_bytes(uint64_t bytes);  // "512 B", "1.0 MiB", "79.6 GiB"
 

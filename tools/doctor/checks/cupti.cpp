@@ -24,18 +24,23 @@ struct Cupti {
   std::string source;
 };
 
-void add(std::vector<Cupti>& v, std::map<std::string, size_t>& index, const std::string& path, const std::string& owner) {
+void add(std::vector<Cupti>& v, std::map<std::string, size_t>& index, const std::string& path,
+         const std::string& owner) {
   std::string real = real_path(path);
   auto it = index.find(real);
   if (it == index.end()) {
     index[real] = v.size();
-    v.push_back({path, {owner}});
+    Cupti c;
+    c.path = path;
+    c.owners.push_back(owner);
+    v.push_back(c);
   } else if (std::find(v[it->second].owners.begin(), v[it->second].owners.end(), owner) == v[it->second].owners.end()) {
     v[it->second].owners.push_back(owner);
   }
 }
 
-void add_dir(std::vector<Cupti>& v, std::map<std::string, size_t>& index, const std::string& dir, const std::string& owner) {
+void add_dir(std::vector<Cupti>& v, std::map<std::string, size_t>& index, const std::string& dir,
+             const std::string& owner) {
   static const std::regex versioned(R"(^libcupti\.so\.\d+(\.\d+)*$)");
   for (const std::string& n : list_dir(dir))
     if (std::regex_match(n, versioned)) add(v, index, dir + "/" + n, owner);
@@ -49,7 +54,8 @@ std::vector<Cupti> find_cupti(const Facts& f) {
     return v;
   }
   for (const Toolkit& t : f.toolkits)
-    for (const char* sub : {"/extras/CUPTI/lib64", "/lib64", "/lib", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib"})
+    for (const char* sub :
+         {"/extras/CUPTI/lib64", "/lib64", "/lib", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib"})
       add_dir(v, index, t.path + sub, "toolkit " + t.path);
   if (f.python_ran && f.python_probe.contains("libraries"))
     for (const nlohmann::json& lib : f.python_probe["libraries"])
@@ -99,10 +105,12 @@ void check_cupti(Facts& f, Report& r) {
                        std::string("CUPTI ") + (major ? "for CUDA " + std::to_string(major) : "of unknown version") +
                            (c.api ? " (API version " + std::to_string(c.api) + ")" : "") + " at " + c.path + " (" +
                            join(c.owners, ", ") + ")");
-    chk.data = {{"path", c.path}, {"owners", c.owners},
+    chk.data = {{"path", c.path},
+                {"owners", c.owners},
                 {"api_version", c.api ? nlohmann::json(c.api) : nlohmann::json(nullptr)},
                 {"cuda_major", major ? nlohmann::json(major) : nlohmann::json(nullptr)},
-                {"version_source", c.source}, {"matches_runtime", matches}};
+                {"version_source", c.source},
+                {"matches_runtime", matches}};
     if (!error.empty()) chk.details.push_back("could not load it to ask its version: " + error);
     if (!major) {
       chk.verdict = Verdict::warning;

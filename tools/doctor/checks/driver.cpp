@@ -13,8 +13,7 @@ void check_driver(Facts& f, Report& r) {
   f.driver = probe_driver(f.hooks.libcuda, /*with_memory=*/!f.nvml_initialised());
   const nlohmann::json& d = f.driver.value;
   if (!f.driver.ok) {
-    r.add("driver", "driver.library", Verdict::problem,
-          "probing " + f.hooks.libcuda + " failed: " + f.driver.error,
+    r.add("driver", "driver.library", Verdict::problem, "probing " + f.hooks.libcuda + " failed: " + f.driver.error,
           "the driver library crashed or hung while loading or in cuInit: check `nvidia-smi` and `dmesg`")
         .data = {{"requested", f.hooks.libcuda}, {"loaded", false}, {"error", f.driver.error}};
     return;
@@ -29,15 +28,19 @@ void check_driver(Facts& f, Report& r) {
   }
 
   std::string path = f.driver_path();
-  Check& lib = r.add("driver", "driver.library", Verdict::ok, f.hooks.libcuda + " loaded from " + path);
-  lib.data = {{"requested", f.hooks.libcuda}, {"loaded", true}, {"path", path},
-              {"loaded_as", d.value("loaded_as", path)}};
+  // A bare soname was searched for; say where it was found. An explicit path speaks for itself.
+  bool searched = f.hooks.libcuda.find('/') == std::string::npos;
+  Check& lib = r.add("driver", "driver.library", Verdict::ok,
+                     searched ? f.hooks.libcuda + " loaded from " + path : "driver library " + path + " loaded");
+  lib.data = {
+      {"requested", f.hooks.libcuda}, {"loaded", true}, {"path", path}, {"loaded_as", d.value("loaded_as", path)}};
   if (path.find("/stubs/") != std::string::npos) {
     lib.verdict = Verdict::problem;
     lib.advice = cu_init_advice(34);
   } else if (path.find("/compat/") != std::string::npos) {
-    lib.details.push_back("this is a forward-compatibility libcuda (cuda-compat): it lets an older "
-                          "kernel driver run newer CUDA, on data-center GPUs only");
+    lib.details.push_back(
+        "this is a forward-compatibility libcuda (cuda-compat): it lets an older "
+        "kernel driver run newer CUDA, on data-center GPUs only");
   }
 
   int v = f.driver_version();
@@ -46,8 +49,8 @@ void check_driver(Facts& f, Report& r) {
     std::string release;
     if (f.nvml_initialised() && f.nvml.value.contains("driver_version"))
       release = " " + f.nvml.value["driver_version"].get<std::string>();
-    std::string msg = "driver" + release + " supports CUDA up to " + cuda_version_string(v) +
-                      " (cuDriverGetVersion " + std::to_string(v) + ")";
+    std::string msg = "driver" + release + " supports CUDA up to " + cuda_version_string(v) + " (cuDriverGetVersion " +
+                      std::to_string(v) + ")";
     r.add("driver", "driver.version", Verdict::ok, msg).data = {{"version", v}, {"cuda", cuda_version_string(v)}};
   } else {
     r.add("driver", "driver.version", Verdict::problem, "cuDriverGetVersion failed or is missing",

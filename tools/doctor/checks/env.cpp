@@ -27,7 +27,8 @@ EnvExplanation explain_visible_devices(const std::string& value) {
   std::vector<std::string> used;
   for (const std::string& raw : entries) {
     std::string ent = trim(raw);
-    bool number = !ent.empty() && std::all_of(ent.begin(), ent.end(), [](char c) { return isdigit(static_cast<unsigned char>(c)); });
+    bool number = !ent.empty() &&
+                  std::all_of(ent.begin(), ent.end(), [](char c) { return isdigit(static_cast<unsigned char>(c)); });
     if (!number && ent.rfind("GPU-", 0) != 0 && ent.rfind("MIG-", 0) != 0) {
       e.verdict = Verdict::warning;
       e.advice = "'" + ent + "' is not a GPU index, GPU-<uuid> or MIG-<uuid>; CUDA ignores it and everything after it";
@@ -43,8 +44,10 @@ EnvExplanation explain_visible_devices(const std::string& value) {
 
 EnvExplanation explain_device_order(const std::string& value) {
   EnvExplanation e;
-  if (value == "PCI_BUS_ID") e.meaning = "CUDA numbers GPUs in PCI order, as nvidia-smi does";
-  else if (value == "FASTEST_FIRST") e.meaning = "CUDA numbers the fastest GPU first (the default); nvidia-smi's numbers may differ";
+  if (value == "PCI_BUS_ID")
+    e.meaning = "CUDA numbers GPUs in PCI order, as nvidia-smi does";
+  else if (value == "FASTEST_FIRST")
+    e.meaning = "CUDA numbers the fastest GPU first (the default); nvidia-smi's numbers may differ";
   else {
     e.verdict = Verdict::warning;
     e.meaning = "'" + value + "' is not a valid order";
@@ -58,8 +61,9 @@ EnvExplanation explain_module_loading(const std::string& value) {
   if (value == "LAZY") {
     e.meaning = "kernels are loaded on first launch (the default since CUDA 12.2): less memory per context";
   } else if (value == "EAGER") {
-    e.meaning = "every kernel of every loaded library is loaded when the context is created: tens to hundreds of "
-                "MiB more per context for large libraries (cuBLAS, cuDNN)";
+    e.meaning =
+        "every kernel of every loaded library is loaded when the context is created: tens to hundreds of "
+        "MiB more per context for large libraries (cuBLAS, cuDNN)";
   } else {
     e.verdict = Verdict::warning;
     e.meaning = "'" + value + "' is not a valid mode";
@@ -77,46 +81,60 @@ EnvExplanation explain_max_connections(const std::string& value) {
     e.advice = "use a number from 1 to 32 (default 8)";
     return e;
   }
-  e.meaning = std::to_string(*n) + " hardware work queues per device (default 8); each takes a little device memory, "
+  e.meaning = std::to_string(*n) +
+              " hardware work queues per device (default 8); each takes a little device memory, "
               "and 1 serialises kernels across streams (Megatron sets it for overlap ordering)";
   return e;
 }
 
 EnvExplanation explain_ld_preload(const std::string& value) {
   EnvExplanation e;
-  std::vector<std::string> others, harmless;
+  std::vector<std::string> others, harmless, missing;
   bool ours = false;
   for (const std::string& raw : split(value, value.find(':') != std::string::npos ? ':' : ' ')) {
     std::string lib = trim(raw);
     if (lib.empty()) continue;
     std::string name = base_name(lib);
+    // The loader prints an error for a missing entry in every program it starts.
+    if (lib.find('/') != std::string::npos && !is_file(lib)) missing.push_back(lib);
     if (name.find("vramtrace") != std::string::npos) ours = true;
     // Host allocators change no GPU memory and do not wrap dlsym.
     else if (name.find("jemalloc") != std::string::npos || name.find("tcmalloc") != std::string::npos ||
              name.find("mimalloc") != std::string::npos)
       harmless.push_back(lib);
-    else others.push_back(lib);
+    else
+      others.push_back(lib);
   }
   std::vector<std::string> parts;
   if (ours) parts.push_back("libvramtrace.so is preloaded: programs started from here are traced");
-  if (!harmless.empty()) parts.push_back("host memory allocator " + join(harmless, ", ") + " (no effect on GPU memory)");
+  if (!harmless.empty())
+    parts.push_back("host memory allocator " + join(harmless, ", ") + " (no effect on GPU memory)");
   if (!others.empty()) {
     parts.push_back("another preloaded tool: " + join(others, ", "));
     e.verdict = Verdict::warning;
-    e.advice = "a library that wraps dlsym or CUDA calls can hide allocations from vramtrace or the other way "
-               "round; trace without it if events look missing";
+    e.advice =
+        "a library that wraps dlsym or CUDA calls can hide allocations from vramtrace or the other way "
+        "round; trace without it if events look missing";
+  }
+  if (!missing.empty()) {
+    parts.push_back("missing: " + join(missing, ", "));
+    e.verdict = Verdict::warning;
+    e.advice = (e.advice.empty() ? "" : e.advice + "; ") +
+               "remove the missing entries (every program prints \"cannot be preloaded\" for them)";
   }
   e.meaning = join(parts, "; ");
-  e.data = {{"vramtrace", ours}, {"others", others}, {"allocators", harmless}};
+  e.data = {{"vramtrace", ours}, {"others", others}, {"allocators", harmless}, {"missing", missing}};
   return e;
 }
 
 EnvExplanation explain_injection(const std::string& value) {
   EnvExplanation e;
   e.verdict = Verdict::warning;
-  e.meaning = "the driver loads " + value + " into every CUDA process at cuInit (a profiler such as Nsight, or a CUPTI tool)";
-  e.advice = "its own buffers show up as GPU memory and in traces, and it slows programs down: unset it unless you "
-             "are profiling";
+  e.meaning =
+      "the driver loads " + value + " into every CUDA process at cuInit (a profiler such as Nsight, or a CUPTI tool)";
+  e.advice =
+      "its own buffers show up as GPU memory and in traces, and it slows programs down: unset it unless you "
+      "are profiling";
   return e;
 }
 
@@ -187,8 +205,8 @@ void check_environment(Facts& f, Report& r) {
     ++present;
     std::string value = getenv_str(v.name);
     EnvExplanation e = v.explain(value);
-    Check& c = r.add("environment", "environment.variable", e.verdict, std::string(v.name) + "=" + value + ": " + e.meaning,
-                     e.advice);
+    Check& c = r.add("environment", "environment.variable", e.verdict,
+                     std::string(v.name) + "=" + value + ": " + e.meaning, e.advice);
     c.details = e.details;
     c.data = {{"name", v.name}, {"value", value}, {"meaning", e.meaning}, {"details", e.details}, {"parsed", e.data}};
   }
@@ -200,7 +218,8 @@ void check_environment(Facts& f, Report& r) {
           "set only one of them, or both to the same value")
         .data = {{"names", {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}}};
   if (present == 0)
-    r.add("environment", "environment.none", Verdict::ok, "no environment variable that changes GPU memory behaviour is set");
+    r.add("environment", "environment.none", Verdict::ok,
+          "no environment variable that changes GPU memory behaviour is set");
 }
 
 }  // namespace vt::doctor

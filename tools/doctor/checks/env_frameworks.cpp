@@ -27,12 +27,18 @@ bool parse_env_bytes(const std::string& text, uint64_t* out) {
   uint64_t v = std::stoull(t.substr(0, i));
   std::string suffix = lower(t.substr(i));
   int shift = 0;
-  if (suffix.empty() || suffix == "b") shift = 0;
-  else if (suffix == "k" || suffix == "kb" || suffix == "kib") shift = 10;
-  else if (suffix == "m" || suffix == "mb" || suffix == "mib") shift = 20;
-  else if (suffix == "g" || suffix == "gb" || suffix == "gib") shift = 30;
-  else if (suffix == "t" || suffix == "tb" || suffix == "tib") shift = 40;
-  else return false;
+  if (suffix.empty() || suffix == "b")
+    shift = 0;
+  else if (suffix == "k" || suffix == "kb" || suffix == "kib")
+    shift = 10;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib")
+    shift = 20;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib")
+    shift = 30;
+  else if (suffix == "t" || suffix == "tb" || suffix == "tib")
+    shift = 40;
+  else
+    return false;
   if (shift && v > (~0ull >> shift)) return false;
   *out = v << shift;
   return true;
@@ -42,11 +48,13 @@ EnvExplanation explain_xla_preallocate(const std::string& value) {
   EnvExplanation e;
   std::string v = lower(value);
   if (v == "false" || v == "0") {
-    e.meaning = "JAX allocates GPU memory as arrays need it instead of reserving 75% at start-up "
-                "(less memory held, more fragmentation, out-of-memory possible later in a run)";
+    e.meaning =
+        "JAX allocates GPU memory as arrays need it instead of reserving 75% at start-up "
+        "(less memory held, more fragmentation, out-of-memory possible later in a run)";
   } else if (v == "true" || v == "1") {
-    e.meaning = "JAX reserves XLA_PYTHON_CLIENT_MEM_FRACTION of the GPU (default 75%) at its first GPU use: "
-                "nvidia-smi and traces show that one block, not the arrays inside it";
+    e.meaning =
+        "JAX reserves XLA_PYTHON_CLIENT_MEM_FRACTION of the GPU (default 75%) at its first GPU use: "
+        "nvidia-smi and traces show that one block, not the arrays inside it";
   } else {
     return bad_value(value, "true or false");
   }
@@ -65,8 +73,9 @@ EnvExplanation explain_xla_mem_fraction(const std::string& value) {
 EnvExplanation explain_xla_allocator(const std::string& value) {
   EnvExplanation e;
   if (value == "platform") {
-    e.meaning = "JAX allocates and frees exactly what each array needs, with no pool: slow, but memory use is exact "
-                "(a debugging setting)";
+    e.meaning =
+        "JAX allocates and frees exactly what each array needs, with no pool: slow, but memory use is exact "
+        "(a debugging setting)";
   } else if (value == "bfc" || value == "default") {
     e.meaning = "JAX uses its best-fit-with-coalescing pool (the default)";
   } else if (value == "cuda_async") {
@@ -92,8 +101,10 @@ EnvExplanation explain_tf_allow_growth(const std::string& value) {
 
 EnvExplanation explain_tf_gpu_allocator(const std::string& value) {
   EnvExplanation e;
-  if (value == "cuda_malloc_async") e.meaning = "TensorFlow uses the driver's stream-ordered pool (cuMemAllocAsync in traces)";
-  else return bad_value(value, "cuda_malloc_async, or unset for TensorFlow's BFC pool");
+  if (value == "cuda_malloc_async")
+    e.meaning = "TensorFlow uses the driver's stream-ordered pool (cuMemAllocAsync in traces)";
+  else
+    return bad_value(value, "cuda_malloc_async, or unset for TensorFlow's BFC pool");
   return e;
 }
 
@@ -103,12 +114,14 @@ EnvExplanation explain_cupy_limit(const std::string& value) {
   if (!v.empty() && v.back() == '%') {
     auto pct = parse_double(v.substr(0, v.size() - 1));
     if (!pct || *pct <= 0 || *pct > 100) return bad_value(value, "a byte count or a percentage such as 50%");
-    e.meaning = "CuPy's memory pool stops growing at " + v + " of the GPU: allocations beyond it raise OutOfMemoryError";
+    e.meaning =
+        "CuPy's memory pool stops growing at " + v + " of the GPU: allocations beyond it raise OutOfMemoryError";
     return e;
   }
   uint64_t bytes = 0;
   if (!parse_env_bytes(v, &bytes)) return bad_value(value, "a byte count or a percentage such as 50%");
-  e.meaning = "CuPy's memory pool stops growing at " + format_bytes(bytes) + ": allocations beyond it raise OutOfMemoryError";
+  e.meaning =
+      "CuPy's memory pool stops growing at " + format_bytes(bytes) + ": allocations beyond it raise OutOfMemoryError";
   e.data = {{"bytes", bytes}};
   return e;
 }
@@ -117,7 +130,8 @@ EnvExplanation explain_nccl_buffsize(const std::string& value) {
   uint64_t bytes = 0;
   if (!parse_env_bytes(value, &bytes) || bytes == 0) return bad_value(value, "a byte count (default 4194304 = 4 MiB)");
   EnvExplanation e;
-  e.meaning = "NCCL's buffer per channel and peer is " + format_bytes(bytes) + " (default 4 MiB): every communicator "
+  e.meaning = "NCCL's buffer per channel and peer is " + format_bytes(bytes) +
+              " (default 4 MiB): every communicator "
               "holds a multiple of it on each GPU";
   e.data = {{"bytes", bytes}};
   return e;

@@ -20,19 +20,24 @@ void add_device(Report& r, const nlohmann::json& d, const std::string& source) {
   uint64_t total = d.value("total_bytes", uint64_t(0));
   bool have_free = d.contains("free_bytes");
   uint64_t free_b = d.value("free_bytes", uint64_t(0));
-  uint64_t used = d.contains("used_bytes") ? d["used_bytes"].get<uint64_t>() : (have_free && total >= free_b ? total - free_b : 0);
+  uint64_t used =
+      d.contains("used_bytes") ? d["used_bytes"].get<uint64_t>() : (have_free && total >= free_b ? total - free_b : 0);
   std::string name = d.value("name", std::string("unknown GPU"));
   int index = d.value("index", 0);
   std::string msg = "GPU " + std::to_string(index) + ": " + name + ", " + format_bytes(total);
   const nlohmann::json procs = d.value("processes", nlohmann::json::array());
   if (have_free) {
     msg += ": " + format_bytes(used) + " used";
-    if (source == "nvml") msg += " (" + std::to_string(procs.size()) + (procs.size() == 1 ? " process)" : " processes)");
+    if (source == "nvml")
+      msg += " (" + std::to_string(procs.size()) + (procs.size() == 1 ? " process)" : " processes)");
     msg += ", " + format_bytes(free_b) + " free";
   }
   if (!capability(d).empty()) msg += "; compute capability " + capability(d);
   Check& c = r.add("gpus", "gpus.device", Verdict::ok, msg);
-  nlohmann::json data = {{"index", index}, {"name", name}, {"source", source}, {"total_bytes", total},
+  nlohmann::json data = {{"index", index},
+                         {"name", name},
+                         {"source", source},
+                         {"total_bytes", total},
                          {"used_bytes", have_free ? nlohmann::json(used) : nlohmann::json(nullptr)},
                          {"free_bytes", have_free ? nlohmann::json(free_b) : nlohmann::json(nullptr)},
                          {"compute_capability", capability(d)}};
@@ -47,7 +52,8 @@ void add_device(Report& r, const nlohmann::json& d, const std::string& source) {
       c.details.push_back(line);
     }
     if (d.value("processes_result", 0) != 0)
-      c.details.push_back("process list unavailable (NVML error " + std::to_string(d.value("processes_result", 0)) + ")");
+      c.details.push_back("process list unavailable (NVML error " + std::to_string(d.value("processes_result", 0)) +
+                          ")");
   } else {
     data["processes"] = nullptr;
     c.details.push_back(have_free ? "from the CUDA driver (no NVML, so processes are unknown); used includes this "
@@ -74,11 +80,12 @@ void check_gpus(Facts& f, Report& r) {
     }
     for (const nlohmann::json& d : n["devices"]) add_device(r, d, "nvml");
     // NVML lists every GPU; CUDA only the ones CUDA_VISIBLE_DEVICES leaves.
-    if (f.driver_initialised() && f.driver.value.contains("devices") && f.driver.value["devices"].size() != n["devices"].size())
+    if (f.driver_initialised() && f.driver.value.contains("devices") &&
+        f.driver.value["devices"].size() != n["devices"].size())
       r.add("gpus", "gpus.visible", Verdict::info,
             "CUDA sees " + std::to_string(f.driver.value["devices"].size()) + " of the " +
-                std::to_string(n["devices"].size()) + " GPUs (CUDA_VISIBLE_DEVICES=" + getenv_str("CUDA_VISIBLE_DEVICES") +
-                "); CUDA numbers the visible ones from 0")
+                std::to_string(n["devices"].size()) + " GPUs (CUDA_VISIBLE_DEVICES=" +
+                getenv_str("CUDA_VISIBLE_DEVICES") + "); CUDA numbers the visible ones from 0")
           .data = {{"cuda", f.driver.value["devices"].size()}, {"nvml", n["devices"].size()}};
     return;
   }

@@ -25,7 +25,9 @@ void check_nvml(Facts& f, Report& r) {
         .data = {{"requested", f.hooks.libnvml}, {"loaded", false}, {"error", n.value("error", std::string())}};
     return;
   }
-  nlohmann::json data = {{"requested", f.hooks.libnvml}, {"loaded", true}, {"path", n.value("path", f.hooks.libnvml)},
+  nlohmann::json data = {{"requested", f.hooks.libnvml},
+                         {"loaded", true},
+                         {"path", n.value("path", f.hooks.libnvml)},
                          {"init_result", n.value("init_result", -1)}};
   if (!f.nvml_initialised()) {
     int res = n.value("init_result", -1);
@@ -53,8 +55,9 @@ void check_nvml(Facts& f, Report& r) {
     r.add("nvml", "nvml.agreement", compat ? Verdict::info : Verdict::warning,
           "the kernel driver supports CUDA " + cuda_version_string(cuda) + " but the loaded libcuda (" +
               f.driver_path() + ") reports CUDA " + cuda_version_string(libcuda),
-          compat ? "" : "a libcuda other than the driver's own is loaded (a copy in a container image or on "
-                        "LD_LIBRARY_PATH): remove it so the driver's libcuda.so.1 is used")
+          compat ? ""
+                 : "a libcuda other than the driver's own is loaded (a copy in a container image or on "
+                   "LD_LIBRARY_PATH): remove it so the driver's libcuda.so.1 is used")
         .data = {{"nvml_cuda", cuda}, {"libcuda_cuda", libcuda}, {"libcuda_path", f.driver_path()}};
   }
 }

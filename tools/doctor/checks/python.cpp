@@ -23,8 +23,10 @@ void check_python(Facts& f, Report& r) {
   nlohmann::json j;
   bool answered = false;
   if (p.started && !p.timed_out && p.exit_code == 0) {
+    // The answer is the last line: a sitecustomize may print before it.
+    std::vector<std::string> lines = split(trim(p.out), '\n');
     try {
-      j = nlohmann::json::parse(p.out);
+      j = nlohmann::json::parse(lines.back());
       answered = j.is_object() && j.contains("python");
     } catch (const std::exception&) {
     }
@@ -42,9 +44,12 @@ void check_python(Facts& f, Report& r) {
   f.python_probe = j;
   f.python_executable = j["python"].value("executable", exe);
   std::string version = j["python"].value("version", std::string("?"));
-  r.add("python", "python.interpreter", Verdict::ok, "Python " + version + " at " + f.python_executable)
-      .data = {{"requested", requested}, {"found", true}, {"executable", f.python_executable},
-               {"answered", true}, {"version", version}};
+  r.add("python", "python.interpreter", Verdict::ok, "Python " + version + " at " + f.python_executable).data = {
+      {"requested", requested},
+      {"found", true},
+      {"executable", f.python_executable},
+      {"answered", true},
+      {"version", version}};
 
   const nlohmann::json& fws = j["frameworks"];
   if (fws.empty()) {
@@ -56,8 +61,10 @@ void check_python(Facts& f, Report& r) {
     std::string msg = name;
     if (fw.contains("version") && fw["version"].is_string()) msg += " " + fw["version"].get<std::string>();
     if (fw.contains("cuda")) {
-      if (fw["cuda"].is_string()) msg += " (built for CUDA " + fw["cuda"].get<std::string>() + ")";
-      else msg += " (a CPU-only build)";
+      if (fw["cuda"].is_string())
+        msg += " (built for CUDA " + fw["cuda"].get<std::string>() + ")";
+      else
+        msg += " (a CPU-only build)";
     }
     std::string dir = fw.contains("dirs") && !fw["dirs"].empty() ? fw["dirs"][0].get<std::string>() : "";
     r.add("python", "python.framework", Verdict::info, msg + " at " + dir).data = fw;

@@ -78,7 +78,7 @@ void check_runtimes(Facts& f, Report& r) {
     std::string ver = rt.version ? "CUDA " + cuda_version_string(rt.version) : "unknown-version";
     // A version read from a file name is only as precise as the name.
     if (rt.version_source == "file name") ver = "CUDA " + std::to_string(cuda_major(rt.version)) + ".x";
-    Check& c = r.add("runtimes", "runtimes.cudart", Verdict::ok, ver + " runtime " + rt.path + " (" + owners + ")");
+    Check& c = r.add("runtimes", "runtimes.cudart", Verdict::ok, ver + " runtime at " + rt.path + " (" + owners + ")");
     c.data = {{"path", rt.path},
               {"real_path", real_path(rt.path)},
               {"owners", rt.owners},
@@ -130,9 +130,10 @@ void check_runtimes(Facts& f, Report& r) {
       for (const std::string& u : users) c.details.push_back(u);
     }
     c.message = "runtimes of different CUDA major versions: " + join(majors, " and ");
-    c.advice = "each framework loads its own runtime, so this can work, but wheels for different CUDA majors "
-               "side by side (nvidia-*-cu12 and -cu13, or a toolkit that differs from torch's CUDA) cause "
-               "wrong-library loads and failed extension builds: settle on one CUDA major";
+    c.advice =
+        "each framework loads its own runtime, so this can work, but wheels for different CUDA majors "
+        "side by side (nvidia-*-cu12 and -cu13, or a toolkit that differs from torch's CUDA) cause "
+        "wrong-library loads and failed extension builds: settle on one CUDA major";
     c.data = {{"majors", data}};
   }
 }

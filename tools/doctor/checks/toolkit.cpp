@@ -30,7 +30,8 @@ void read_version(Toolkit& t) {
   }
   if (auto text = read_text(t.path + "/version.txt")) {
     std::smatch m;
-    if (std::regex_search(*text, m, std::regex(R"(CUDA Version (\d+\.\d+))")) && (t.version = parse_cuda_version(m[1]))) {
+    if (std::regex_search(*text, m, std::regex(R"(CUDA Version (\d+\.\d+))")) &&
+        (t.version = parse_cuda_version(m[1]))) {
       t.version_source = "version.txt";
       return;
     }
@@ -39,7 +40,8 @@ void read_version(Toolkit& t) {
   if (is_file(nvcc)) {
     ProgramResult p = run_program({nvcc, "--version"}, {}, 30);
     std::smatch m;
-    if (p.started && std::regex_search(p.out, m, std::regex(R"(release (\d+\.\d+))")) && (t.version = parse_cuda_version(m[1]))) {
+    if (p.started && std::regex_search(p.out, m, std::regex(R"(release (\d+\.\d+))")) &&
+        (t.version = parse_cuda_version(m[1]))) {
       t.version_source = "nvcc --version";
       return;
     }
@@ -99,7 +101,8 @@ void check_toolkit(Facts& f, Report& r) {
   consider(cuda_path, "CUDA_PATH");
   // With a fake root the real PATH would leak the real machine's nvcc in.
   if (f.hooks.root.empty())
-    if (std::string nvcc = find_on_path("nvcc"); !nvcc.empty()) consider(dir_of(dir_of(real_path(nvcc))), "nvcc on PATH");
+    if (std::string nvcc = find_on_path("nvcc"); !nvcc.empty())
+      consider(dir_of(dir_of(real_path(nvcc))), "nvcc on PATH");
   consider(f.hooks.rooted("/usr/local/cuda"), "default");
   for (const std::string& n : list_dir(f.hooks.rooted("/usr/local")))
     if (n.rfind("cuda-", 0) == 0) consider(f.hooks.rooted("/usr/local/" + n), "installed");
@@ -117,9 +120,13 @@ void check_toolkit(Facts& f, Report& r) {
     std::string where = t.path;
     if (std::string real = real_path(t.path); real != t.path) where += " (-> " + real + ")";
     Check& c = r.add("toolkit", "toolkit.install", Verdict::ok, "");
-    c.data = {{"path", t.path}, {"real_path", real_path(t.path)}, {"found_by", t.found_by},
-              {"active", t.active}, {"version", t.version ? nlohmann::json(t.version) : nlohmann::json(nullptr)},
-              {"cuda", cuda_version_string(t.version)}, {"version_source", t.version_source}};
+    c.data = {{"path", t.path},
+              {"real_path", real_path(t.path)},
+              {"found_by", t.found_by},
+              {"active", t.active},
+              {"version", t.version ? nlohmann::json(t.version) : nlohmann::json(nullptr)},
+              {"cuda", cuda_version_string(t.version)},
+              {"version_source", t.version_source}};
     if (!t.version) {
       c.verdict = Verdict::warning;
       c.message = "toolkit at " + where + ": cannot tell its version (no version.json, nvcc or cuda.h)";

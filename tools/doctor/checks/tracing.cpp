@@ -24,15 +24,17 @@ bool check_library(Facts& f, Report& r) {
   if (lib.empty() || !is_file(lib)) {
     r.add("tracing", "tracing.library", Verdict::problem,
           "libvramtrace.so not found (looked for " + (lib.empty() ? std::string("../lib beside vramtrace") : lib) + ")",
-          "build it (cmake --build build) or install vramtrace with its lib/ directory; VRAMTRACE_LIBRARY names it explicitly")
+          "build it (cmake --build build) or install vramtrace with its lib/ directory; VRAMTRACE_LIBRARY names it "
+          "explicitly")
         .data = {{"path", lib}, {"found", false}, {"loaded", false}};
     return false;
   }
   Isolated p = probe_dlopen(lib);
   bool loaded = p.ok && p.value.value("loaded", false);
   std::string error = !p.ok ? p.error : p.value.value("error", std::string());
-  Check& c = r.add("tracing", "tracing.library", loaded ? Verdict::ok : Verdict::problem,
-                   loaded ? "libvramtrace.so at " + lib + " loads" : "libvramtrace.so at " + lib + " does not load: " + error);
+  Check& c =
+      r.add("tracing", "tracing.library", loaded ? Verdict::ok : Verdict::problem,
+            loaded ? "libvramtrace.so at " + lib + " loads" : "libvramtrace.so at " + lib + " does not load: " + error);
   if (!loaded) c.advice = "rebuild it for this machine (a missing dependency or a different architecture)";
   c.data = {{"path", lib}, {"found", true}, {"loaded", loaded}, {"error", error}};
   return loaded;
@@ -49,9 +51,10 @@ void check_preload(Facts& f, Report& r) {
   stat(exe.c_str(), &st);
   bool setuid = st.st_mode & S_ISUID, setgid = st.st_mode & S_ISGID;
   bool caps = getxattr(exe.c_str(), "security.capability", nullptr, 0) > 0;
-  nlohmann::json data = {{"executable", exe}, {"elf", e.is_elf}, {"interpreter", e.interp},
-                         {"static", e.is_elf && e.error.empty() && !e.has_interp}, {"needed", e.needed},
-                         {"setuid", setuid}, {"setgid", setgid}, {"capabilities", caps}};
+  nlohmann::json data = {{"executable", exe},       {"elf", e.is_elf},
+                         {"interpreter", e.interp}, {"static", e.is_elf && e.error.empty() && !e.has_interp},
+                         {"needed", e.needed},      {"setuid", setuid},
+                         {"setgid", setgid},        {"capabilities", caps}};
   Check& c = r.add("tracing", "tracing.preload", Verdict::ok, "");
   c.data = data;
   if (!e.is_elf) {
@@ -66,9 +69,14 @@ void check_preload(Facts& f, Report& r) {
     c.advice = "vramtrace cannot trace programs run by this interpreter: use a dynamically linked Python";
   } else if (setuid || setgid || caps) {
     c.verdict = Verdict::warning;
-    c.message = exe + (caps ? " has file capabilities" : setuid ? " is set-user-ID" : " is set-group-ID") +
+    c.message = exe +
+                (caps     ? " has file capabilities"
+                 : setuid ? " is set-user-ID"
+                          : " is set-group-ID") +
                 ": the loader runs it in secure mode and ignores LD_PRELOAD libraries given by path";
-    c.advice = "run a copy without those bits, or install libvramtrace.so in a system library directory and mark it set-user-ID";
+    c.advice =
+        "run a copy without those bits, or install libvramtrace.so in a system library directory and mark it "
+        "set-user-ID";
   } else {
     c.message = "Python (" + exe + ") is dynamically linked (loader " + e.interp + "): LD_PRELOAD reaches it";
   }
@@ -97,15 +105,15 @@ std::string self_exe() {
 void check_selftest(Facts& f, Report& r, bool library_ok) {
   Verdict skip = Verdict::skipped;
   if (!library_ok) {
-    r.add("tracing", "tracing.selftest", skip, "skipped: libvramtrace.so is not usable");
+    r.add("tracing", "tracing.selftest", skip, "tracing self-test skipped: libvramtrace.so is not usable");
     return;
   }
   if (!f.driver_loaded()) {
-    r.add("tracing", "tracing.selftest", skip, "skipped: no driver");
+    r.add("tracing", "tracing.selftest", skip, "tracing self-test skipped: no driver");
     return;
   }
   if (!f.driver_initialised()) {
-    r.add("tracing", "tracing.selftest", skip, "skipped: cuInit fails (see the driver section)");
+    r.add("tracing", "tracing.selftest", skip, "tracing self-test skipped: cuInit fails (see the driver section)");
     return;
   }
   std::string dir = make_temp_dir(), exe = self_exe();
@@ -119,8 +127,11 @@ void check_selftest(Facts& f, Report& r, bool library_ok) {
   // Tracing must be on for the test even if the user's environment turns it off (the
   // environment section reports those variables).
   ProgramResult p = run_program({exe, kSelfTestArg, f.hooks.libcuda},
-                                {{"LD_PRELOAD", preload}, {"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_DISABLE", std::nullopt},
-                                 {"VRAMTRACE_SINK", std::nullopt}, {"VRAMTRACE_SESSION", std::nullopt}},
+                                {{"LD_PRELOAD", preload},
+                                 {"VRAMTRACE_OUTPUT", dir},
+                                 {"VRAMTRACE_DISABLE", std::nullopt},
+                                 {"VRAMTRACE_SINK", std::nullopt},
+                                 {"VRAMTRACE_SESSION", std::nullopt}},
                                 120);
   nlohmann::json child;
   std::vector<std::string> out_lines = split(trim(p.out), '\n');
@@ -140,8 +151,10 @@ void check_selftest(Facts& f, Report& r, bool library_ok) {
     remove_dir(dir);
   };
   if (!p.started || p.timed_out) return fail(p.error, "see the lines above; rerun `vramtrace doctor` to retry");
-  if (p.err.find("cannot be preloaded") != std::string::npos)
-    return fail("the loader refused to preload " + f.hooks.libvramtrace, "see the loader's message below");
+  // The loader complains about each LD_PRELOAD entry it cannot load; only ours matters here.
+  for (const std::string& l : split(p.err, '\n'))
+    if (l.find("cannot be preloaded") != std::string::npos && l.find(f.hooks.libvramtrace) != std::string::npos)
+      return fail("the loader refused to preload " + f.hooks.libvramtrace, "see the loader's message below");
   if (child.is_object() && child.contains("error"))
     return fail("the test process could not reach the driver: " + child["error"].get<std::string>(), "");
   if (child.is_object() && child.contains("hooked") && !child["hooked"].get<bool>())
@@ -152,7 +165,7 @@ void check_selftest(Facts& f, Report& r, bool library_ok) {
   data["trace_files"] = files.size();
   if (files.empty())
     return fail("the test process wrote no trace",
-                "vramtrace printed nothing useful? check that " + dir + "'s filesystem is writable and not full");
+                "the lines below are what vramtrace and the loader printed; TMPDIR (or /tmp) must be writable");
   bool alloc = false, freed = false;
   int alloc_result = -1;
   uint64_t bytes = 0;
@@ -182,12 +195,15 @@ void check_selftest(Facts& f, Report& r, bool library_ok) {
   data["alloc_result"] = alloc ? nlohmann::json(alloc_result) : nlohmann::json(nullptr);
   data["trace_bytes"] = bytes;
   for (const std::string& pr : problems) notes.push_back("trace: " + pr);
-  if (!alloc) return fail("the trace does not contain the 1 MiB cuMemAlloc_v2", "please report this with the lines below");
+  if (!alloc)
+    return fail("the trace does not contain the 1 MiB cuMemAlloc_v2", "please report this with the lines below");
   bool alloc_failed = alloc_result != 0;
-  if (!alloc_failed && !freed) return fail("the trace lacks the cuMemFree_v2", "please report this with the lines below");
+  if (!alloc_failed && !freed)
+    return fail("the trace lacks the cuMemFree_v2", "please report this with the lines below");
   Check& c = r.add("tracing", "tracing.selftest", Verdict::ok,
                    "self-test: a process run under LD_PRELOAD=libvramtrace.so had its 1 MiB cuMemAlloc_v2" +
-                       std::string(alloc_failed ? "" : " and cuMemFree_v2") + " recorded (" + format_bytes(bytes) + " of trace)");
+                       std::string(alloc_failed ? "" : " and cuMemFree_v2") + " recorded (" + format_bytes(bytes) +
+                       " of trace)");
   if (alloc_failed)
     c.details.push_back("the allocation itself failed (CUresult " + std::to_string(alloc_result) +
                         "): tracing works, the GPU is short of memory (see GPUs)");

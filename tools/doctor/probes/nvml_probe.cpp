@@ -110,12 +110,16 @@ nlohmann::json nvml_answers(const std::string& lib) {
   auto cc_fn = sym<nvml::CapabilityFn>(h, {"nvmlDeviceGetCudaComputeCapability"});
   auto pname_fn = sym<nvml::ProcessNameFn>(h, {"nvmlSystemGetProcessName"});
   std::string compute_api, graphics_api;
-  auto compute_fn = sym<nvml::ProcessesFn>(h,
-      {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
-       "nvmlDeviceGetComputeRunningProcesses"}, &compute_api);
-  auto graphics_fn = sym<nvml::ProcessesFn>(h,
-      {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2",
-       "nvmlDeviceGetGraphicsRunningProcesses"}, &graphics_api);
+  auto compute_fn =
+      sym<nvml::ProcessesFn>(h,
+                             {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
+                              "nvmlDeviceGetComputeRunningProcesses"},
+                             &compute_api);
+  auto graphics_fn =
+      sym<nvml::ProcessesFn>(h,
+                             {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2",
+                              "nvmlDeviceGetGraphicsRunningProcesses"},
+                             &graphics_api);
   // The plain (v1) names take the 16-byte row; _v2 and _v3 the 24-byte one.
   auto is_v2 = [](const std::string& n) { return n.size() > 3 && n[n.size() - 3] == '_' && n[n.size() - 2] == 'v'; };
 
@@ -153,8 +157,10 @@ nlohmann::json nvml_answers(const std::string& lib) {
         if (list_processes(graphics_fn, is_v2(graphics_api), dev, &rows) == nvml::kSuccess) {
           for (auto& [pid, bytes] : rows) {
             auto it = procs.find(pid);
-            if (it == procs.end()) procs[pid] = {bytes, "graphics"};
-            else it->second.second = "compute+graphics";
+            if (it == procs.end())
+              procs[pid] = {bytes, "graphics"};
+            else
+              it->second.second = "compute+graphics";
           }
         }
       }
