@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <memory>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
@@ -193,8 +195,8 @@ struct PeakTracker {
     if (it != p->devs.end() && it->second.pending) p->snapshot(device);
   }
   void after(uint64_t t) {
-    for (const auto& [device, b] : st->totals()) {
-      uint64_t v = b[int(Bucket::Device)];
+    for (int device : st->changed()) {
+      uint64_t v = st->bytes(device, Bucket::Device);
       Dev& d = devs[device];
       if (v > d.bytes) {
         d.bytes = v;
@@ -245,7 +247,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   PeakTracker peaks;
   peaks.st = &st;
   st.on_before_drop(&PeakTracker::before_drop, &peaks);
-  std::map<std::pair<int, int>, Timeline> timelines;  // (device, bucket)
+  std::map<int, std::array<std::unique_ptr<Timeline>, kBuckets>> timelines;  // device -> bucket
   Checkpoints cp;
   uint64_t pinned_peak = 0, managed_peak = 0, vmm_reserved_max = 0, vmm_mapped_max = 0;
   // A failed allocation followed by frees: a caching allocator emptying its cache to retry.
@@ -350,18 +352,19 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
       uint64_t now = device_total();
       for (size_t i : open_regions) rep.regions[i].peak_bytes = std::max(rep.regions[i].peak_bytes, now);
     }
-    for (const auto& [device, b] : st.totals()) {
+    for (int device : st.changed()) {
+      auto& series = timelines[device];
       for (Bucket bk : {Bucket::Device, Bucket::PinnedHost, Bucket::Managed}) {
-        auto key = std::make_pair(device, int(bk));
-        auto it = timelines.find(key);
-        if (it == timelines.end()) {
-          if (!b[int(bk)]) continue;
-          it = timelines.emplace(key, Timeline(opt.timeline_points)).first;
+        uint64_t v = st.bytes(device, bk);
+        auto& tl = series[int(bk)];
+        if (!tl) {
+          if (!v) continue;
+          tl = std::make_unique<Timeline>(opt.timeline_points);
         }
-        it->second.add(r.t_ns, b[int(bk)]);
+        tl->add(r.t_ns, v);
       }
-      pinned_peak = std::max(pinned_peak, b[int(Bucket::PinnedHost)]);
-      managed_peak = std::max(managed_peak, b[int(Bucket::Managed)]);
+      pinned_peak = std::max(pinned_peak, st.bytes(device, Bucket::PinnedHost));
+      managed_peak = std::max(managed_peak, st.bytes(device, Bucket::Managed));
     }
     vmm_reserved_max = std::max(vmm_reserved_max, st.reserved_va());
     vmm_mapped_max = std::max(vmm_mapped_max, st.mapped_va());
@@ -417,7 +420,9 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
     rep.fragmentation.pools.push_back(pf);
   }
 
-  for (auto& [key, tl] : timelines) rep.timeline.push_back({key.first, bucket_name(Bucket(key.second)), tl.take()});
+  for (auto& [device, series] : timelines)
+    for (int b = 0; b < kBuckets; ++b)
+      if (series[b]) rep.timeline.push_back({device, bucket_name(Bucket(b)), series[b]->take()});
 
   // Leaks: everything live at the end, and what only a context teardown released.
   rep.end = rep.process.closed_cleanly ? "clean_exit" : "killed";

@@ -46,14 +46,16 @@ uint64_t PoolState::largest_free_gap(const std::unordered_map<uint64_t, Alloc>& 
   return best;
 }
 
-uint64_t LiveState::bytes(int device, Bucket b) const {
-  auto it = totals_.find(device);
-  return it == totals_.end() ? 0 : it->second[int(b)];
-}
 
 void LiveState::account(const Alloc& a, int64_t sign) {
   if (sign < 0 && a.bucket == Bucket::Device && before_drop_) before_drop_(before_drop_ctx_, a.device);
   totals_[a.device][int(a.bucket)] += uint64_t(sign) * a.size;
+  if (a.device >= -1 && a.device < 1024) {
+    size_t i = size_t(a.device + 1);
+    if (i >= flat_.size()) flat_.resize(i + 1, std::array<uint64_t, kBuckets>{});
+    flat_[i][int(a.bucket)] += uint64_t(sign) * a.size;
+  }
+  if (std::find(changed_.begin(), changed_.end(), a.device) == changed_.end()) changed_.push_back(a.device);
   if (a.bucket == Bucket::Device) kind_totals_[a.device][int(a.kind) & 15] += uint64_t(sign) * a.size;
   SiteKey k{a.stack, a.device, a.bucket};
   SiteBytes& s = sites_[k];
@@ -153,6 +155,7 @@ uint64_t LiveState::pool_cached_bytes(int device) const {
 }
 
 void LiveState::apply(const Record& r) {
+  changed_.clear();
   if (!r.op || r.result != 0) return;  // a failed call changed nothing
   const OpInfo& op = *r.op;
   Alloc a;

@@ -68,7 +68,12 @@ class LiveState {
     before_drop_ctx_ = ctx;
   }
 
-  uint64_t bytes(int device, Bucket b) const;
+  uint64_t bytes(int device, Bucket b) const {
+    size_t i = size_t(device + 1);  // device -1 (unknown) is slot 0
+    return i < flat_.size() ? flat_[i][int(b)] : 0;
+  }
+  // Devices whose totals the last apply() changed (usually one).
+  const std::vector<int>& changed() const { return changed_; }
   const std::map<int, std::array<uint64_t, kBuckets>>& totals() const { return totals_; }
   const std::unordered_map<SiteKey, SiteBytes, SiteKeyHash>& sites() const { return sites_; }
   const std::unordered_map<uint64_t, Alloc>& live() const { return live_; }
@@ -107,10 +112,12 @@ class LiveState {
   std::map<uint64_t, uint64_t> reservations_;     // va -> size
   std::unordered_map<uint64_t, PoolState> pools_;
   std::map<int, std::array<uint64_t, kBuckets>> totals_;
+  std::vector<std::array<uint64_t, kBuckets>> flat_;  // the same by device + 1, for bytes()
   std::map<int, std::array<uint64_t, 16>> kind_totals_;
   std::unordered_map<SiteKey, SiteBytes, SiteKeyHash> sites_;
   std::unordered_map<SiteKey, SiteBytes, SiteKeyHash> teardown_;
   uint64_t reserved_total_ = 0, mapped_total_ = 0, unmatched_frees_ = 0;
+  std::vector<int> changed_;
   BeforeDrop before_drop_ = nullptr;
   void* before_drop_ctx_ = nullptr;
 };

@@ -411,6 +411,22 @@ bool TraceReader::next(Record* out) {
     return x.rec.t_ns != y.rec.t_ns ? x.rec.t_ns > y.rec.t_ns : x.index > y.index;
   };
   for (;;) {
+    // The cursor that produced the last record usually produces the next one too: it stays out
+    // of the heap while it is still the earliest (no push/pop per record).
+    if (current_ != kNone) {
+      uint32_t c = current_;
+      current_ = kNone;
+      if (advance(cursors_[c])) {
+        bool still_first = (heap_.empty() || !later(c, heap_.front())) &&
+                           (pending_.empty() || cursors_[pending_.back()].base_ns > cursors_[c].rec.t_ns);
+        if (still_first) {
+          current_ = c;
+          return emit(c, out);
+        }
+        heap_.push_back(c);
+        std::push_heap(heap_.begin(), heap_.end(), later);
+      }
+    }
     // Activate every chunk that may hold a record no later than the current earliest.
     while (!pending_.empty() &&
            (heap_.empty() || cursors_[pending_.back()].base_ns <= cursors_[heap_.front()].rec.t_ns)) {
@@ -427,14 +443,16 @@ bool TraceReader::next(Record* out) {
     }
     std::pop_heap(heap_.begin(), heap_.end(), later);
     uint32_t i = heap_.back();
-    *out = cursors_[i].rec;
-    if (advance(cursors_[i]))
-      std::push_heap(heap_.begin(), heap_.end(), later);
-    else
-      heap_.pop_back();
-    if (!out->is_event()) apply_meta(*out);
-    return true;
+    heap_.pop_back();
+    current_ = i;  // advanced on the next call
+    return emit(i, out);
   }
+}
+
+bool TraceReader::emit(uint32_t i, Record* out) {
+  *out = cursors_[i].rec;
+  if (!out->is_event()) apply_meta(*out);
+  return true;
 }
 
 }  // namespace vt::analyzer

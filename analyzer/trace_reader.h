@@ -140,6 +140,9 @@ class TraceReader {
   std::vector<uint32_t> heap_;     // min-heap of active cursors by next record time
   std::vector<std::string> problems_;
   bool data_lost_ = false;
+  static constexpr uint32_t kNone = ~0u;
+  uint32_t current_ = kNone;  // the cursor whose record was returned last, not in the heap
+  bool emit(uint32_t cursor, Record* out);
   bool finished_ = false;
   bool quiet_ = false;
 };
