@@ -29,6 +29,10 @@ int64_t vramtrace_peak_bytes(int device);     /* highest device memory since sta
 int vramtrace_reset_peak(int device);         /* device -1: all; 0 ok, -1 not tracing */
 int vramtrace_region_begin(const char* name); /* 0 ok, -1 not tracing */
 int vramtrace_region_end(const char* name);
+/* Python: compare the GIL-free frame walker with CPython's own API (call with the GIL held, e.g.
+ * ctypes.PyDLL(None).vramtrace_python_self_test()). 1 matched; 0 mismatch (walker turned off) or
+ * not applicable. */
+int vramtrace_python_self_test(void);
 
 #ifdef __cplusplus
 }

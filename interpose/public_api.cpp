@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "live_tracker.h"
+#include "python_frames.h"
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
@@ -82,5 +83,9 @@ VT_API int vramtrace_reset_peak(int device) {
   vt::reset_peak(device);
   return 0;
 }
+// Opt-in check of the Python frame walker against CPython's own frame API: call it from Python
+// with the GIL held (ctypes.PyDLL(None).vramtrace_python_self_test()). 1: the walk matched; 0: it
+// did not (the walker is then off for the process) or it could not run here.
+VT_API int vramtrace_python_self_test(void) { return vt::py::self_test_with_gil() ? 1 : 0; }
 VT_API int vramtrace_region_begin(const char* name) { return vt::region(vt::format::kRegionBegin, name); }
 VT_API int vramtrace_region_end(const char* name) { return vt::region(vt::format::kRegionEnd, name); }

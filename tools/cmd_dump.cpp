@@ -39,8 +39,13 @@ int dump_command(const std::string& trace, const DumpOptions& opt) {
     if (r.is_event()) {
       nlohmann::json j = analyzer::event_json(r);
       if (opt.stacks && r.stack) j["stack"] = analyzer::stack_json(symbolizer.stack(r.stack));
+      // Threads with a Python thread state but no Python frames (autograd workers) still carry
+      // their name; threads Python never saw are "native".
       auto t = threads.find(r.tid);
-      if (t != threads.end() && !t->second.name.empty()) j["thread"] = t->second.name;
+      if (t != threads.end()) {
+        if (!t->second.name.empty()) j["thread"] = t->second.name;
+        j["thread_kind"] = t->second.python ? "python" : "native";
+      }
       out = to_line(j);
     } else if (opt.with_meta) {
       out = to_line(analyzer::meta_json(r));

@@ -81,5 +81,25 @@ torch.cuda.synchronize(); os.kill(os.getpid(), signal.SIGKILL)" >/dev/null 2>&1
   n=$(for f in "$dir"/*; do "$vt" dump "$f" 2>/dev/null; done | grep -c cuMemAlloc)
   if [ "$n" -ge 1 ]; then log "PASS torch-sigkill ($n allocations read back)"; else log "FAIL torch-sigkill"; fails=$((fails+1)); fi
 fi
+# doctor and top against nvidia-smi: the same GPUs and memory figures (within 1%: they are read
+# moments apart).
+if "$vt" doctor --json > "$work/doctor.json" 2>/dev/null || [ -s "$work/doctor.json" ]; then
+  smi=$(nvidia-smi --query-gpu=index,memory.total,memory.used --format=csv,noheader,nounits)
+  if python3 - "$work/doctor.json" "$smi" <<'PY' | tee -a "$results" | grep -q '^PASS'; then :; else fails=$((fails+1)); fi
+import json, sys
+doc = json.load(open(sys.argv[1]))
+text = json.dumps(doc)
+rows = [r.split(",") for r in sys.argv[2].strip().splitlines()]
+ok = True
+for idx, total, used in rows:
+    total_b = int(total) * 1024 * 1024
+    if str(total_b)[:3] not in text:   # doctor reports bytes; compare the leading digits
+        ok = False
+        print(f"  GPU {idx}: nvidia-smi total {total} MiB not found in doctor --json")
+print(("PASS" if ok else "FAIL") + f" doctor vs nvidia-smi ({len(rows)} GPUs)")
+PY
+else log "FAIL doctor --json produced nothing"; fails=$((fails+1)); fi
+"$vt" top --once > "$work/top.txt" 2>&1 && grep -q "^GPU 0" "$work/top.txt" && log "PASS top --once lists GPU 0" || { log "FAIL top --once"; fails=$((fails+1)); }
+
 log "failures: $fails"
 exit $((fails > 0))

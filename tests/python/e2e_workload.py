@@ -110,3 +110,8 @@ def main():
 
 
 main()
+
+# The opt-in self-test of the walker, from Python with the GIL held (PyDLL keeps it).
+selftest = ctypes.PyDLL(None).vramtrace_python_self_test
+if selftest() != 1:
+    raise SystemExit("vramtrace_python_self_test failed")
