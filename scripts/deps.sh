@@ -2,7 +2,7 @@
 # Installs the build and test dependencies from Debian packages when any is missing, and checks
 # that the CUDA toolkit headers are present. Sourced by demo.sh and test.sh.
 set -euo pipefail
-packages=(cmake make g++ clang libclang-rt-14-dev libabsl-dev nlohmann-json3-dev catch2 libcli11-dev libunwind-dev
+packages=(cmake make g++ clang libclang-rt-14-dev chromium libabsl-dev nlohmann-json3-dev catch2 libcli11-dev libunwind-dev
           libdw-dev libelf-dev libbenchmark-dev python3 python3-pytest)
 missing=()
 for p in "${packages[@]}"; do

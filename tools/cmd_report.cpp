@@ -1,5 +1,6 @@
-// `vramtrace report TRACE|DIR [--format text|json] [--top N] [-o FILE]` and the one-section
-// forms `peak`, `leaks`, `oom`, `frag`. A directory is analysed as one job (all its traces).
+// `vramtrace report TRACE|DIR [--format text|json|html] [--top N] [-o FILE]` and the one-section
+// forms `peak`, `leaks`, `oom`, `frag` (html is always the whole report). A directory is
+// analysed as one job (all its traces). `vramtrace export --folded OUT TRACE [--leaks]`.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,13 +11,15 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "folded.h"
+#include "report_html.h"
 #include "report_render.h"
 
 namespace vt::cli {
 
 int report_command(const ReportOptions& opt) {
-  if (opt.format != "text" && opt.format != "json") {
-    error_line("--format must be text or json, not '" + opt.format + "'");
+  if (opt.format != "text" && opt.format != "json" && opt.format != "html") {
+    error_line("--format must be text or json or html, not '" + opt.format + "'");
     return 2;
   }
   analyzer::AnalysisOptions a;
@@ -37,7 +40,8 @@ int report_command(const ReportOptions& opt) {
       return 1;
     }
     text = opt.format == "json" ? analyzer::job_json(job, opt.section).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                                : analyzer::job_text(job, opt.section);
+           : opt.format == "html" ? analyzer::job_html(job)
+                                  : analyzer::job_text(job, opt.section);
   } else {
     analyzer::TraceReport rep;
     if (!analyzer::analyze_trace(opt.input, a, &rep, &err)) {
@@ -45,9 +49,34 @@ int report_command(const ReportOptions& opt) {
       return 1;
     }
     text = opt.format == "json" ? analyzer::report_json(rep, opt.section).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                                : analyzer::report_text(rep, opt.section);
+           : opt.format == "html" ? analyzer::report_html(rep)
+                                  : analyzer::report_text(rep, opt.section);
   }
   if (opt.output.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream f(opt.output, std::ios::trunc);
+  if (!f || !(f << text)) {
+    error_line("cannot write " + opt.output + ": " + strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+int export_command(const ExportOptions& opt) {
+  analyzer::AnalysisOptions a;
+  a.top = opt.top;
+  a.symbols = {opt.sysroot, opt.debug_dirs};
+  a.progress = true;
+  analyzer::TraceReport rep;
+  std::string err;
+  if (!analyzer::analyze_trace(opt.input, a, &rep, &err)) {
+    error_line(err);
+    return 1;
+  }
+  std::string text = opt.leaks ? analyzer::folded_leaks(rep) : analyzer::folded_peak(rep);
+  if (opt.output == "-") {
     std::cout << text;
     return 0;
   }

@@ -32,6 +32,18 @@ struct ReportOptions {
 };
 int report_command(const ReportOptions& opt);
 
+// `vramtrace export --folded OUT TRACE [--leaks]`: the peak's (or the leaks') stacks in the
+// folded format of flame graph tools (analyzer/folded.h). OUT "-" is stdout.
+struct ExportOptions {
+  std::string input;
+  std::string output;
+  bool leaks = false;
+  size_t top = 1000;  // groups: a flame graph wants more than a report lists
+  std::string sysroot;
+  std::vector<std::string> debug_dirs;
+};
+int export_command(const ExportOptions& opt);
+
 struct CheckOptions {
   std::string input, max_peak, max_leak, baseline;
   bool no_oom = false, json = false;

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
            {"frag", "frag", "fragmentation of VMM reservations, pools and caches"}}) {
     CLI::App* c = app.add_subcommand(name, help);
     c->add_option("trace", report.input, "trace file, or a directory of traces (a job)")->required();
-    c->add_option("--format", report.format, "text or json")->capture_default_str();
+    c->add_option("--format", report.format, "text, json or html (a self-contained page)")->capture_default_str();
     c->add_option("--top", report.top, "groups per list")->capture_default_str()->check(CLI::Range(1, 100000));
     c->add_option("-o,--output", report.output, "write to this file instead of stdout");
     c->add_option("--sysroot", report.sysroot, "prefix for the traced machine's library paths");
@@ -84,6 +84,15 @@ int main(int argc, char** argv) {
   doctor_cmd->add_option("--python", doctor.python,
                          "Python interpreter whose frameworks to inspect (default: python3 on PATH)");
 
+  vt::cli::ExportOptions exp;
+  CLI::App* export_cmd = app.add_subcommand("export", "write the peak's or the leaks' stacks for flame graph tools");
+  export_cmd->add_option("--folded", exp.output, "output file in the folded format (flamegraph.pl, speedscope); - for stdout")->required();
+  export_cmd->add_option("trace", exp.input, "trace file")->required();
+  export_cmd->add_flag("--leaks", exp.leaks, "the stacks of what was never freed, instead of the peak's live set");
+  export_cmd->add_option("--top", exp.top, "call sites to keep (the rest is one [other sites] line)")->capture_default_str()->check(CLI::Range(1, 10000000));
+  export_cmd->add_option("--sysroot", exp.sysroot, "prefix for the traced machine's library paths");
+  export_cmd->add_option("--debug-dir", exp.debug_dirs, "directory with separate debug info (repeatable)");
+
   // Everything after the first "--" is the command to run, untouched by option parsing.
   std::vector<std::string> after_dashes;
   int parsed_argc = argc;
@@ -121,6 +130,7 @@ int main(int argc, char** argv) {
     return vt::cli::dump_command(trace, dump);
   }
   if (*info_cmd) return vt::cli::info_command(trace);
+  if (*export_cmd) return vt::cli::export_command(exp);
   if (*check_cmd) return vt::cli::check_command(check);
   if (*top_cmd) return vt::cli::top_command(top_interval, top_once);
   if (*doctor_cmd) return vt::cli::doctor_command(doctor);

@@ -1,0 +1,98 @@
+// See folded.h: the report's stack groups as folded stacks for flame graph tools.
+#include "folded.h"
+
+#include <cstdio>
+#include <set>
+#include <utility>
+
+namespace vt::analyzer {
+
+namespace {
+
+// ';' separates frames and '\n' lines; a tab or CR would confuse line-based readers too.
+void append_clean(std::string& out, const std::string& s) {
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == ';') out += ':';
+    else if (u < 0x20 || u == 0x7f) out += ' ';
+    else out += c;
+  }
+}
+
+std::string root_frame(const SiteGroup& g) {
+  if (g.kind == "device") return "[device " + std::to_string(g.device) + "]";
+  return "[" + g.kind + "]";
+}
+
+void add_line(std::string& out, const std::string& prefix, const std::string& stack, uint64_t bytes) {
+  if (!bytes) return;  // a zero-width frame only clutters the graph
+  out += prefix;
+  out += stack;
+  out += ' ';
+  out += std::to_string(bytes);
+  out += '\n';
+}
+
+}  // namespace
+
+std::string folded_frame(const Frame& f) {
+  std::string out;
+  if (f.python) out += "py:";
+  append_clean(out, f.function.empty() ? std::string("??") : f.function);
+  if (!f.file.empty()) {
+    out += " (";
+    append_clean(out, f.file);
+    if (f.line > 0) out += ":" + std::to_string(f.line);
+    out += ")";
+  } else if (!f.python && !f.module.empty()) {
+    char off[32];
+    snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
+    out += " (";
+    append_clean(out, f.module.substr(f.module.rfind('/') + 1));
+    out += off;
+    out += ")";
+  }
+  if (f.inlined) out += "_[i]";
+  return out;
+}
+
+std::string folded_stack(const std::vector<Frame>& stack) {
+  if (stack.empty()) return "[no stack recorded]";
+  std::string out;
+  for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+    if (!out.empty()) out += ';';
+    out += folded_frame(*it);
+  }
+  return out;
+}
+
+std::string folded_peak(const TraceReport& r) {
+  std::string out;
+  bool per_device = r.peaks.size() > 1;
+  for (const DevicePeak& p : r.peaks) {
+    std::string prefix = per_device ? "[device " + std::to_string(p.device) + "];" : "";
+    uint64_t listed = 0;
+    for (const SiteGroup& g : p.live_set) {
+      add_line(out, prefix, folded_stack(g.stack), g.bytes);
+      listed += g.bytes;
+    }
+    add_line(out, prefix, "[other sites]", p.bytes > listed ? p.bytes - listed : 0);
+  }
+  return out;
+}
+
+std::string folded_leaks(const TraceReport& r) {
+  std::set<std::pair<std::string, int>> buckets;
+  for (const SiteGroup& g : r.leaks) buckets.insert({g.kind, g.device});
+  bool rooted = buckets.size() > 1;
+  std::string out;
+  uint64_t listed = 0;
+  for (const SiteGroup& g : r.leaks) {
+    add_line(out, rooted ? root_frame(g) + ";" : "", folded_stack(g.stack), g.bytes);
+    listed += g.bytes;
+  }
+  add_line(out, "", "[other sites]", r.leak_bytes > listed ? r.leak_bytes - listed : 0);
+  return out;
+}
+
+}  // namespace vt::analyzer

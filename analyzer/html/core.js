@@ -1,0 +1,101 @@
+// The page's foundations: the error hook, the embedded data, and DOM builders. Every text from
+// the trace enters the DOM through text nodes or setAttribute, never as markup.
+'use strict';
+
+// Errors land in the page (for the person, and for tests/html/browser_test.sh, which reads the
+// DOM after the script ran): body[data-vt-status] becomes "error" and #vt-errors lists them.
+const vtErrors = [];
+function vtFail(msg) {
+  vtErrors.push(String(msg));
+  const box = document.getElementById('vt-errors');
+  if (box) {
+    box.hidden = false;
+    box.textContent = 'Report script error (please report it):\n' + vtErrors.join('\n');
+  }
+  document.body.setAttribute('data-vt-status', 'error');
+}
+window.addEventListener('error', (e) => vtFail((e.message || 'error') + ' at ' + (e.lineno || '?') + ':' + (e.colno || '?')));
+window.addEventListener('unhandledrejection', (e) => vtFail('unhandled rejection: ' + e.reason));
+
+const SVGNS = 'http://www.w3.org/2000/svg';
+
+// el('div', {class: 'x', title: t}, child, 'text', ...): strings become text nodes; null and
+// false children are skipped; arrays are flattened.
+function build(node, attrs, children) {
+  if (attrs) {
+    for (const k of Object.keys(attrs)) {
+      const v = attrs[k];
+      if (v === null || v === undefined || v === false) continue;
+      // Handlers only as functions: an on* attribute would be code built from a string.
+      if (k.startsWith('on')) {
+        if (typeof v === 'function') node.addEventListener(k.slice(2), v);
+      } else {
+        node.setAttribute(k, String(v));
+      }
+    }
+  }
+  const add = (c) => {
+    if (c === null || c === undefined || c === false) return;
+    if (Array.isArray(c)) c.forEach(add);
+    else if (c instanceof Node) node.appendChild(c);
+    else node.appendChild(document.createTextNode(String(c)));
+  };
+  children.forEach(add);
+  return node;
+}
+function el(tag, attrs, ...children) {
+  return build(document.createElement(tag), attrs, children);
+}
+function svgEl(tag, attrs, ...children) {
+  return build(document.createElementNS(SVGNS, tag), attrs, children);
+}
+function clear(node) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+  return node;
+}
+
+// The embedded report: {kind, frames, stacks, traces, [job, ranks]}.
+function loadData() {
+  const node = document.getElementById('vt-data');
+  return JSON.parse(node.textContent);
+}
+
+// Frames are [function, file, line, module, flags(1 python, 2 inlined), offset]; a stack is a
+// list of frame indices, innermost first.
+const VT = {data: null};
+function frameOf(i) {
+  const f = VT.data.frames[i];
+  return {fn: f[0], file: f[1], line: f[2], module: f[3], python: !!(f[4] & 1), inlined: !!(f[4] & 2), offset: f[5]};
+}
+function stackOf(i) {
+  const s = VT.data.stacks[i];
+  return s ? s.map(frameOf) : [];
+}
+
+// One shared tooltip. lines: [[label, value], ...] or strings.
+const tip = {
+  node: null,
+  show(ev, title, lines) {
+    if (!this.node) this.node = document.getElementById('vt-tip');
+    const t = clear(this.node);
+    t.appendChild(el('div', {class: 'tip-title'}, title));
+    for (const l of lines || []) {
+      if (Array.isArray(l)) t.appendChild(el('div', null, el('span', {class: 'tip-k'}, l[0] + ': '), l[1]));
+      else t.appendChild(el('div', null, l));
+    }
+    t.hidden = false;
+    this.move(ev);
+  },
+  move(ev) {
+    if (!this.node || this.node.hidden) return;
+    const w = this.node.offsetWidth, h = this.node.offsetHeight;
+    let x = ev.clientX + 14, y = ev.clientY + 14;
+    if (x + w > window.innerWidth - 8) x = Math.max(8, ev.clientX - w - 14);
+    if (y + h > window.innerHeight - 8) y = Math.max(8, ev.clientY - h - 14);
+    this.node.style.left = x + 'px';
+    this.node.style.top = y + 'px';
+  },
+  hide() {
+    if (this.node) this.node.hidden = true;
+  },
+};

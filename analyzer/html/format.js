@@ -1,0 +1,129 @@
+// Formatting for people: sizes (as the text report words them), times, shares, frame labels,
+// and stable colours per module or site.
+'use strict';
+
+// "1.50 GiB", "512 MiB", "12.0 KiB", "100 B": three significant digits, like human_bytes().
+function fmtBytes(b) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let v = Number(b) || 0, u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  if (u === 0) return v + ' B';
+  return (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)) + ' ' + units[u];
+}
+function fmtPct(x) {
+  const p = (Number(x) || 0) * 100;
+  return (p > 0 && p < 1 ? p.toFixed(1) : p.toFixed(0)) + '%';
+}
+// Times are ns from the trace start.
+function fmtSecs(ns) {
+  const s = (Number(ns) || 0) / 1e9;
+  const a = Math.abs(s);
+  return (a >= 100 ? s.toFixed(1) : a >= 1 ? s.toFixed(3) : a >= 0.001 ? s.toFixed(4) : s.toFixed(6)) + ' s';
+}
+function fmtCount(n) {
+  return Number(n || 0).toLocaleString('en-US');
+}
+function plural(n, word) {
+  return fmtCount(n) + ' ' + word + (Number(n) === 1 ? '' : 's');
+}
+function basename(p) {
+  const i = String(p || '').lastIndexOf('/');
+  return i < 0 ? String(p || '') : p.slice(i + 1);
+}
+
+// "function  file:line", or "function  module+0xoffset" when the source is unknown.
+function frameWhere(f) {
+  if (f.file) return f.file + (f.line > 0 ? ':' + f.line : '');
+  if (f.python) return '';
+  return basename(f.module) + '+0x' + Number(f.offset || 0).toString(16);
+}
+function frameName(f) {
+  return (f.python ? 'py: ' : '') + (f.fn || '??') + (f.inlined ? ' (inlined)' : '');
+}
+// A C++ name without its parameter list and anonymous namespaces, for one-line labels (the
+// full name is in tooltips and stacks): "(anonymous namespace)::emit(Worker&, Event&)" -> "emit".
+function shortFn(fn) {
+  const s = String(fn || '??').replace(/\(anonymous namespace\)::/g, '');
+  let depth = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === '<' || c === '{') depth++;
+    else if ((c === '>' || c === '}') && depth > 0) depth--;
+    else if (c === '(' && depth === 0 && i > 0) {
+      if (s.endsWith('operator', i) && s[i + 1] === ')') {
+        i++;  // operator()
+        continue;
+      }
+      return s.slice(0, i);
+    }
+  }
+  return s;
+}
+function frameShort(f) {
+  const w = f.file ? basename(f.file) + (f.line > 0 ? ':' + f.line : '') : frameWhere(f);
+  return (f.python ? 'py: ' : '') + shortFn(f.fn) + (f.inlined ? ' (inlined)' : '') + (w ? '  ' + w : '');
+}
+
+// The frame that names an allocation site in one line: the innermost Python frame (the
+// user's code under a framework), else the innermost resolved frame outside system libraries
+// and the CUDA runtime (the program's own call), else the innermost frame.
+const SYSTEM_MODULE = /^\/(usr\/)?lib(64|32)?\/|\/libcudart[^/]*$/;
+function siteFrame(stack) {
+  if (!stack.length) return null;
+  return stack.find((f) => f.python) ||
+      stack.find((f) => f.fn && f.fn !== '??' && !SYSTEM_MODULE.test(f.module || '')) || stack[0];
+}
+function siteLabel(stackIndex) {
+  const f = siteFrame(stackOf(stackIndex));
+  return f ? frameShort(f) : '(no stack recorded)';
+}
+// Labels for several sites side by side: where two would read the same (a shared helper
+// called from different places), the callers are added until they differ (up to 3).
+function siteLabels(stackIndices) {
+  const stacks = stackIndices.map(stackOf);
+  const starts = stacks.map((st) => Math.max(0, st.indexOf(siteFrame(st))));
+  const labels = stackIndices.map(siteLabel);
+  for (let depth = 1; depth <= 3; depth++) {
+    const seen = new Map();
+    labels.forEach((l) => seen.set(l, (seen.get(l) || 0) + 1));
+    if ([...seen.values()].every((n) => n === 1)) break;
+    labels.forEach((l, i) => {
+      const caller = stacks[i][starts[i] + depth];
+      if (seen.get(l) > 1 && caller) labels[i] = l + ' \u2190 ' + shortFn(caller.fn);
+    });
+  }
+  return labels;
+}
+
+// Stable colours: a hash of the text picks the hue.
+function hashHue(text) {
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  return (h >>> 0) % 360;
+}
+const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f',
+  '#86bcb6', '#d37295', '#a0cbe8'];
+function siteColor(i) {
+  return PALETTE[i % PALETTE.length];
+}
+// Icicle colours: warm for native code, by module; cool for Python; grey for "other".
+function frameColor(f) {
+  if (!f) return '#c9c9c9';
+  if (f.python) return 'hsl(' + (190 + hashHue(f.file || f.fn) % 50) + ',55%,68%)';
+  const hue = 10 + (hashHue(basename(f.module) || f.file) * 7 + hashHue(f.fn)) % 45;
+  return 'hsl(' + hue + ',75%,' + (60 + hashHue(f.fn) % 14) + '%)';
+}
+
+const VERDICT_TEXT = {
+  request_exceeds_device: 'the request is larger than the device',
+  other_processes: 'other processes hold the memory',
+  leak_growth: 'memory kept growing (a leak)',
+  live_set_too_large: 'the live set is too large',
+  fragmentation: 'free memory is cached or fragmented',
+};
+function verdictText(code) {
+  return VERDICT_TEXT[code] || code || '';
+}

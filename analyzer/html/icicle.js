@@ -1,0 +1,160 @@
+// The peak as an icicle graph: the root is all live device memory at the peak, its children
+// the outermost frames, down to the allocating (innermost) frames; width = bytes. Hover for
+// the frame and its share, click to zoom into a node (click an ancestor to zoom back out),
+// search to highlight frames. The tree is capped at ICICLE_CAP nodes: a stack that would add
+// more ends in its parent's "other" node, so widths still add up.
+'use strict';
+
+const ICICLE_CAP = 3000;
+const ROW = 20;
+
+function icicleTree(peak) {
+  const root = {label: 'all device memory at the peak (device ' + peak.device + ')', bytes: peak.bytes, kids: [],
+    map: new Map(), frame: null, parent: null, depth: 0, kind: 'root'};
+  let nodes = 1, maxDepth = 0;
+  const child = (parent, key, make) => {
+    let n = parent.map.get(key);
+    if (!n) {
+      n = make();
+      n.kids = [];
+      n.map = new Map();
+      n.parent = parent;
+      n.depth = parent.depth + 1;
+      n.bytes = 0;
+      maxDepth = Math.max(maxDepth, n.depth);
+      parent.map.set(key, n);
+      parent.kids.push(n);
+      nodes++;
+    }
+    return n;
+  };
+  const other = (parent) => child(parent, '\u0000other', () => ({label: 'other (graph size limit)', frame: null, kind: 'other'}));
+  let listed = 0;
+  for (const g of peak.groups.list) {
+    listed += g.b;
+    const ids = VT.data.stacks[g.s] || [];
+    let node = root;
+    if (!ids.length) {
+      node = child(root, '\u0000nostack', () => ({label: '(no stack recorded)', frame: null, kind: 'other'}));
+      node.bytes += g.b;
+      continue;
+    }
+    for (let j = ids.length - 1; j >= 0; j--) {
+      const f = frameOf(ids[j]);
+      // Same function and line = same node; without a source line, the address tells frames apart.
+      const key = f.fn + '\u0000' + f.file + '\u0000' + f.line + '\u0000' + f.module + '\u0000' + f.inlined +
+          (f.file ? '' : '\u0000' + f.offset);
+      if (!node.map.has(key) && nodes >= ICICLE_CAP) {
+        node = other(node);
+        node.bytes += g.b;
+        break;
+      }
+      node = child(node, key, () => ({label: frameShort(f), frame: f, kind: 'frame'}));
+      node.bytes += g.b;
+    }
+  }
+  if (peak.bytes > listed) {
+    const n = child(root, '\u0000beyond', () => ({label: 'other sites (beyond --top)', frame: null, kind: 'other'}));
+    n.bytes += peak.bytes - listed;
+  }
+  const sortKids = (n) => {
+    n.kids.sort((a, b) => b.bytes - a.bytes);
+    n.kids.forEach(sortKids);
+  };
+  sortKids(root);
+  return {root, nodes, maxDepth};
+}
+
+function icicle(peak) {
+  const {root, nodes, maxDepth} = icicleTree(peak);
+  const H = (maxDepth + 1) * ROW + 2;
+  const holder = el('div', {class: 'chart icicle-holder'});
+  const svg = svgEl('svg', {class: 'icicle', height: H, role: 'img', 'aria-label': 'peak breakdown by call stack'});
+  holder.appendChild(svg);
+  let focus = root, query = '', W = 1000;
+  const crumbs = el('div', {class: 'crumbs'});
+  const found = el('span', {class: 'found'});
+
+  function matches(n) {
+    return query && n.label.toLowerCase().includes(query);
+  }
+  function matchedBytes(n) {
+    if (matches(n)) return n.bytes;
+    return n.kids.reduce((s, k) => s + matchedBytes(k), 0);
+  }
+  function tipLines(n) {
+    const lines = [];
+    if (n.frame) {
+      const w = frameWhere(n.frame);
+      if (w) lines.push(['at', w]);
+      if (n.frame.module && n.frame.module !== 'python') lines.push(['module', n.frame.module]);
+    }
+    lines.push(['bytes', fmtBytes(n.bytes)]);
+    lines.push(['share of the peak', fmtPct(n.bytes / Math.max(1, root.bytes))]);
+    if (focus !== root) lines.push(['share of ' + (focus.frame ? shortFn(focus.frame.fn) : focus.label), fmtPct(n.bytes / Math.max(1, focus.bytes))]);
+    lines.push('click to zoom');
+    return lines;
+  }
+  function rect(n, x, w) {
+    const g = svgEl('g', {class: 'node' + (matches(n) ? ' match' : '') + (n === focus ? ' focus' : ''),
+      transform: 'translate(' + x.toFixed(2) + ',' + (n.depth * ROW) + ')'});
+    const fill = n.kind === 'root' ? '#9aa5b1' : n.kind === 'other' ? '#c9c9c9' : frameColor(n.frame);
+    g.appendChild(svgEl('rect', {width: Math.max(0.5, w - 0.5).toFixed(2), height: ROW - 1, fill}));
+    const chars = Math.floor((w - 8) / 6.6);
+    if (chars >= 3) {
+      const text = n.label.length > chars ? n.label.slice(0, chars - 1) + '\u2026' : n.label;
+      g.appendChild(svgEl('text', {x: 4, y: 14}, text));
+    }
+    g.addEventListener('mousemove', (ev) => tip.show(ev, n.frame ? frameName(n.frame) : n.label, tipLines(n)));
+    g.addEventListener('mouseleave', () => tip.hide());
+    g.addEventListener('click', () => {
+      focus = n === focus && n.parent ? n.parent : n;
+      draw();
+    });
+    svg.appendChild(g);
+  }
+  function drawKids(n, x, w) {
+    let cx = x;
+    for (const k of n.kids) {
+      const kw = n.bytes ? w * k.bytes / n.bytes : 0;
+      if (kw >= 0.3) {
+        rect(k, cx, kw);
+        drawKids(k, cx, kw);
+      }
+      cx += kw;
+    }
+  }
+  function draw() {
+    W = Math.max(640, holder.clientWidth || 1100);
+    svg.setAttribute('width', W);
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    clear(svg);
+    for (let a = focus; a; a = a.parent) rect(a, 0, W);  // the path to the focus, full width
+    drawKids(focus, 0, W);
+    clear(crumbs);
+    const path = [];
+    for (let a = focus; a; a = a.parent) path.unshift(a);
+    path.forEach((a, i) => {
+      if (i) crumbs.appendChild(document.createTextNode(' \u203a '));
+      crumbs.appendChild(el('button', {type: 'button', class: 'crumb', onclick: () => {
+        focus = a;
+        draw();
+      }}, a.frame ? shortFn(a.frame.fn) : a.label));
+    });
+    found.textContent = query ? 'matched: ' + fmtBytes(matchedBytes(root)) + ' (' +
+        fmtPct(matchedBytes(root) / Math.max(1, root.bytes)) + ' of the peak)' : '';
+  }
+  const search = el('input', {type: 'search', placeholder: 'highlight frames (function or file)', class: 'search'});
+  search.addEventListener('input', () => {
+    query = search.value.trim().toLowerCase();
+    draw();
+  });
+  const box = el('div', {class: 'icicle-box'},
+      el('div', {class: 'chart-tools'}, search, found,
+          el('span', {class: 'hint'}, 'outermost frames at the top, allocating frames at the bottom; width = bytes; ' +
+              'click to zoom' + (nodes >= ICICLE_CAP ? '; graph capped at ' + ICICLE_CAP + ' nodes' : ''))),
+      crumbs, holder);
+  box.vtDraw = draw;
+  redrawers.push(draw);
+  return box;
+}

@@ -1,0 +1,26 @@
+// Entry point: reads the embedded data and renders a trace or a job; the page's status
+// attribute (data-vt-status: ok or error) tells tests that the script ran to the end.
+'use strict';
+
+(function main() {
+  try {
+    VT.data = loadData();
+    const root = clear(document.getElementById('vt-app'));
+    const title = el('div', {class: 'topbar'}, el('span', {class: 'brand'}, 'vramtrace'),
+        el('span', {class: 'topbar-sub'}, VT.data.kind === 'job' ? 'job report' : 'memory report'));
+    root.appendChild(title);
+    if (VT.data.kind === 'job') renderJob(VT.data, root);
+    else renderTrace(VT.data.traces[0], 0, root);
+    // A link to a section (report.html#oom-0) works although the sections are built here.
+    let target = null;
+    try {
+      target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    } catch (e) {
+      target = null;  // a malformed fragment
+    }
+    if (target) target.scrollIntoView();
+  } catch (e) {
+    vtFail((e && e.stack) || e);
+  }
+  if (!vtErrors.length) document.body.setAttribute('data-vt-status', 'ok');
+})();

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The HTML report in a real browser: traces programs on the simulated driver (one argument of
+# the traced command is hostile markup), renders a trace page and a job page with
+# `vramtrace report --format html`, loads each in headless Chromium with tests/html/interact.js
+# appended (zoom, hover, click, search), and checks the DOM after the scripts ran
+# (tests/html/check_dom.py) and that the page logged nothing to the console (script errors,
+# CSP refusals). Screenshots of the untouched pages go to BUILD_DIR/tests/html/.
+# Usage: tests/html/browser_test.sh BUILD_DIR. Prints one line; exit 0 when it passed or when
+# Chromium is not installed (skipped).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:?usage: browser_test.sh BUILD_DIR}" && pwd)
+chromium=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$chromium" ]; then
+  echo "browser_test: skipped: chromium not installed"
+  exit 0
+fi
+out=$build/tests/html
+mkdir -p "$out"
+work=$(mktemp -d /tmp/vramtrace-html.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() {
+  echo "browser_test: FAILED: $*"
+  exit 1
+}
+
+# Traces: the demo workload (peak, pinned memory, a pool, leak, growth, an OOM), and a leak
+# that runs the device out of memory, with hostile text in its command line (shown in the
+# trace page's header) and in its file name (shown in the job page's rank table).
+hostile='</script><img src=x onerror=alert(1)><!-- "&'"'"
+hostile_name='<img src=x onerror=alert(2)>.trace'
+export LD_LIBRARY_PATH=$build/lib/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$work/job"
+"$build/bin/vramtrace" run -o "$work/job/demo.trace" -- "$build/tests/programs/demo_workload" >/dev/null 2>&1 ||
+  [ -s "$work/job/demo.trace" ] || fail "tracing demo_workload produced no trace"
+FAKECUDA_TOTAL_BYTES=4GiB "$build/bin/vramtrace" run -o "$work/job/$hostile_name" -- \
+  "$build/tests/programs/oom_scenarios" leak "$hostile" >/dev/null 2>&1 || fail "tracing oom_scenarios leak failed"
+"$build/bin/vramtrace" report "$work/job/$hostile_name" --format html -o "$out/report.html" || fail "report --format html failed"
+"$build/bin/vramtrace" report "$work/job" --format html -o "$out/job.html" || fail "job report --format html failed"
+
+# One Chromium run per page: flags that work unprivileged, offline, in a container.
+browse() {
+  "$chromium" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+    --disable-component-update --disable-sync --user-data-dir="$(mktemp -d "$work/profile.XXXXXX")" \
+    --virtual-time-budget=5000 "$@"
+}
+pages=0
+for page in report job; do
+  kind=trace text=$hostile
+  [ "$page" = job ] && kind=job text=$hostile_name
+  url="file://$out/$page.html"
+  # A copy with the interaction script, allowed by the page's own CSP nonce.
+  python3 - "$out/$page.html" "$here/interact.js" "$work/$page.test.html" <<'PY' || fail "cannot prepare $page.html"
+import re, sys
+page, script = open(sys.argv[1], encoding="utf-8").read(), open(sys.argv[2], encoding="utf-8").read()
+nonce = re.search(r"script-src 'nonce-([A-Za-z0-9]+)'", page).group(1)
+at = page.rindex("</body>")
+open(sys.argv[3], "w", encoding="utf-8").write(page[:at] + f'<script nonce="{nonce}">\n{script}</script>\n' + page[at:])
+PY
+  test_url="file://$work/$page.test.html"
+  browse --enable-logging=stderr --v=0 --dump-dom "$test_url" >"$work/$page.dom" 2>"$work/$page.log" ||
+    fail "chromium could not load $page.html (see $work/$page.log)"
+  # Console messages of the page itself (errors, CSP refusals) fail the test; Chromium's own
+  # noise (D-Bus, GPU probing) is not from the page.
+  if grep -F 'CONSOLE' "$work/$page.log" | grep -F "$test_url" >"$work/$page.console"; then
+    fail "$page.html logged to the console: $(head -3 "$work/$page.console")"
+  fi
+  if ! python3 "$here/check_dom.py" "$kind" "$work/$page.dom" "$text" >"$work/$page.problems"; then
+    fail "$page.html: $(paste -sd';' "$work/$page.problems")"
+  fi
+  browse --screenshot="$out/$page.png" --window-size=1400,1000 --hide-scrollbars --run-all-compositor-stages-before-draw \
+    "$url" >/dev/null 2>&1 ||
+    fail "chromium could not take a screenshot of $page.html"
+  [ -s "$out/$page.png" ] || fail "no screenshot of $page.html"
+  pages=$((pages + 1))
+done
+echo "browser_test: ok ($pages pages rendered and driven without console errors; screenshots in $out)"

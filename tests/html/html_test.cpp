@@ -1,0 +1,368 @@
+// The HTML report and folded stacks on hand-built reports: hostile trace strings (markup,
+// quotes, comment openers, unicode, invalid UTF-8, huge names) never reach the page as markup,
+// the embedded JSON parses back to the same strings, the page's data stays bounded, and folded
+// output keeps its format. Rendering in a browser: tests/html/browser_test.sh.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <regex>
+#include <sstream>
+
+#include "folded.h"
+#include "report_html.h"
+
+using namespace vt::analyzer;
+using nlohmann::json;
+
+namespace {
+
+const std::string kScript = "</script><img src=x onerror=alert(1)>";
+const std::string kQuotes = "\"'&<>";
+const std::string kComment = "<!-- x --> <script>";
+const std::string kUnicode = "Gr\xc3\xb6\xc3\x9f" "e_\xe6\xbc\xa2\xe5\xad\x97_\xf0\x9f\x94\xa5_\xe2\x80\xa8" "end";  // U+2028 inside
+const std::string kInvalid = "bad\xff\xfe" "utf8";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
+
+Frame frame(std::string fn, std::string file, int line, bool python = false) {
+  Frame f;
+  f.function = std::move(fn);
+  f.file = std::move(file);
+  f.line = line;
+  f.module = python ? "python" : "/opt/" + kScript + "/libx.so";
+  f.offset = 0x1a2b;
+  f.python = python;
+  return f;
+}
+
+SiteGroup group(uint64_t bytes, std::vector<Frame> stack, std::string kind = "device", int device = 0) {
+  SiteGroup g;
+  g.bytes = bytes;
+  g.count = 3;
+  g.share = 0.25;
+  g.kind = std::move(kind);
+  g.device = device;
+  g.stack = std::move(stack);
+  return g;
+}
+
+// A report whose every string field holds hostile text.
+TraceReport hostile_report() {
+  TraceReport r;
+  r.path = "/tmp/" + kScript + ".trace";
+  r.process.pid = 42;
+  r.process.hostname = kQuotes + "host" + kComment;
+  r.process.argv = {"python", kScript, kQuotes, kComment, kUnicode, kInvalid, std::string(20000, 'A')};
+  r.process.exe = "/usr/bin/" + kScript;
+  r.process.session = kComment;
+  r.process.closed_cleanly = true;
+  r.process.devices = {{0, 16ull << 30, "GPU " + kScript, kQuotes}};
+  r.problems = {"torn tail " + kScript};
+  r.events = 10;
+  r.first_t_ns = 1000;
+  r.last_t_ns = 9000;
+  std::vector<Frame> stack = {frame("void kernel<" + kScript + ">(float*)", "/src/" + kQuotes + ".cu", 7),
+                              frame(kUnicode, "train.py", 12, true), frame(kComment, "", 0),
+                              frame(std::string(10000, 'x') + kScript, "/src/long.cpp", 1), frame(kInvalid, kInvalid, 3)};
+  DevicePeak p;
+  p.device = 0;
+  p.bytes = 1000;
+  p.t_ns = 5000;
+  p.by_kind = {{"device", 1000}};
+  p.live_set = {group(600, stack), group(300, {frame("other_site", "a.cpp", 1)})};
+  r.peaks = {p};
+  r.timeline = {{0, "device", {{1000, 100}, {5000, 1000}, {9000, 400}}}};
+  r.end = "clean_exit";
+  r.leak_bytes = 400;
+  r.leak_count = 2;
+  r.leaks = {group(400, stack)};
+  GrowthSite gs;
+  gs.site = group(400, stack);
+  gs.growth_bytes = 300;
+  gs.new_highs = 5;
+  r.growth = {gs};
+  OomReport o;
+  o.t_ns = 8000;
+  o.op = "cuMemAlloc_v2" + kScript;
+  o.device = 0;
+  o.requested_bytes = 1 << 20;
+  o.device_total_bytes = 16ull << 30;
+  o.stack = stack;
+  o.top_holders = {group(600, stack)};
+  o.verdict = "live_set_too_large" + kComment;
+  o.causes = {{"live_set_too_large", 0.8, "summary " + kScript, {{"requested_bytes", 1 << 20}}}};
+  o.remedies = {"remedy " + kQuotes + kScript};
+  o.nvml = true;
+  o.other_processes = {{7, "proc " + kScript, 100}};
+  r.ooms = {o};
+  r.fragmentation.pools = {{"pool" + kScript, 0, 10, 5, 5, 0}};
+  RegionReport region;
+  region.name = "test_" + kScript + kComment;
+  region.t_begin = 2000;
+  region.t_end = 6000;
+  region.closed = true;
+  region.peak_bytes = 1000;
+  r.regions = {region};
+  return r;
+}
+
+std::string embedded_json(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"vt-data\">";
+  size_t a = html.find(open);
+  REQUIRE(a != std::string::npos);
+  a += open.size();
+  size_t b = html.find("</script>", a);
+  REQUIRE(b != std::string::npos);
+  return html.substr(a, b - a);
+}
+
+std::string page_script(const std::string& html) {
+  size_t a = html.find("<script nonce=");
+  REQUIRE(a != std::string::npos);
+  a = html.find('>', a) + 1;
+  return html.substr(a, html.find("</script>", a) - a);
+}
+
+// Markup can come only from the page's template: exactly its two scripts, no comment, no
+// <img>, no event handler attribute, and every hostile string absent in raw form.
+void check_page(const std::string& html) {
+  std::string l = lower(html);
+  CHECK(count(l, "<script") == 2);
+  CHECK(count(l, "</script") == 2);
+  CHECK(count(l, "<!--") == 0);
+  CHECK(count(l, "<img") == 0);
+  CHECK(count(l, "</style") == 1);
+  CHECK(html.find(kScript) == std::string::npos);
+  CHECK(html.find(kQuotes) == std::string::npos);
+  CHECK(html.find(kComment) == std::string::npos);
+  // The data holds no markup characters at all: they are \u escapes.
+  std::string data = embedded_json(html);
+  CHECK(data.find('<') == std::string::npos);
+  CHECK(data.find('>') == std::string::npos);
+  CHECK(data.find('&') == std::string::npos);
+  CHECK(data.find("\xe2\x80\xa8") == std::string::npos);  // U+2028 ends a line in older JS
+  // The CSP nonce is the one the page's script carries; nothing else may run or load.
+  std::smatch m;
+  REQUIRE(std::regex_search(html, m, std::regex("script-src 'nonce-([A-Za-z0-9]+)'")));
+  CHECK(html.find("<script nonce=\"" + m[1].str() + "\">") != std::string::npos);
+  CHECK(html.find("default-src 'none'") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("html: hostile trace strings never reach the page as markup") {
+  std::string html = report_html(hostile_report());
+  check_page(html);
+  // The title is escaped text.
+  CHECK(html.find("<title>vramtrace: 42@&quot;&#39;&amp;&lt;&gt;host&lt;!-- x --&gt; &lt;script&gt; python "
+                  "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;") != std::string::npos);
+  // The page's script builds the DOM from text only.
+  std::string js = page_script(html);
+  for (const char* bad : {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"})
+    CHECK(js.find(bad) == std::string::npos);
+}
+
+TEST_CASE("html: the embedded JSON parses back to the same strings") {
+  TraceReport r = hostile_report();
+  json d = json::parse(embedded_json(report_html(r)));
+  CHECK(d["kind"] == "trace");
+  const json& t = d["traces"][0];
+  CHECK(t["path"] == r.path);
+  CHECK(t["process"]["argv"][1] == kScript);
+  CHECK(t["process"]["argv"][2] == kQuotes);
+  CHECK(t["process"]["argv"][3] == kComment);
+  CHECK(t["process"]["argv"][4] == kUnicode);
+  CHECK(t["process"]["argv"][5] == "bad\xef\xbf\xbd\xef\xbf\xbdutf8");  // invalid bytes -> U+FFFD
+  std::string huge = t["process"]["argv"][6];
+  CHECK(huge.size() <= kHtmlMaxString + 3);
+  CHECK(huge.substr(huge.size() - 3) == "\xe2\x80\xa6");
+  CHECK(t["process"]["host"] == r.process.hostname);
+  CHECK(t["ooms"][0]["op"] == r.ooms[0].op);
+  CHECK(t["ooms"][0]["others"][0]["name"] == "proc " + kScript);
+  CHECK(t["regions"][0]["name"] == r.regions[0].name);
+  // Frames: [function, file, line, module, flags, offset], stacks innermost first.
+  const json& frames = d["frames"];
+  const json& stack = d["stacks"][t["peaks"][0]["groups"]["list"][0]["s"].get<int>()];
+  REQUIRE(stack.size() == 5);
+  CHECK(frames[stack[0].get<int>()][0] == "void kernel<" + kScript + ">(float*)");
+  CHECK(frames[stack[0].get<int>()][1] == "/src/" + kQuotes + ".cu");
+  CHECK(frames[stack[1].get<int>()][0] == kUnicode);
+  CHECK(frames[stack[1].get<int>()][4] == 1);  // python
+  CHECK(frames[stack[2].get<int>()][0] == kComment);
+  // The same stack is stored once however many lists use it.
+  CHECK(t["leaks"]["groups"]["list"][0]["s"] == t["peaks"][0]["groups"]["list"][0]["s"]);
+  CHECK(t["ooms"][0]["s"] == t["peaks"][0]["groups"]["list"][0]["s"]);
+  // Times are relative to the trace start.
+  CHECK(t["peaks"][0]["t"] == 4000);
+  CHECK(t["timeline"][0]["points"][0][0] == 0);
+}
+
+TEST_CASE("html: escaping helpers") {
+  CHECK(html_escape(kQuotes) == "&quot;&#39;&amp;&lt;&gt;");
+  CHECK(html_escape("a\xff") == "a\xef\xbf\xbd");
+  json j = {{"s", kScript + kComment + kUnicode}};
+  std::string safe = script_safe_json(j);
+  CHECK(safe.find('<') == std::string::npos);
+  CHECK(safe.find("\xe2\x80\xa8") == std::string::npos);
+  CHECK(json::parse(safe) == j);
+}
+
+TEST_CASE("html: the page's data is bounded however large the report") {
+  TraceReport r = hostile_report();
+  DevicePeak& p = r.peaks[0];
+  p.live_set.clear();
+  p.bytes = 0;
+  for (int i = 0; i < 1000; ++i) {
+    std::vector<Frame> st;
+    for (int k = 0; k < 64; ++k) st.push_back(frame("fn_" + std::to_string(i) + "_" + std::to_string(k), "f.cpp", k));
+    p.live_set.push_back(group(1000 - i, st));
+    p.bytes += 1000 - i;
+  }
+  r.ooms.assign(500, r.ooms[0]);
+  std::string html = report_html(r);
+  CHECK(html.size() < 8u << 20);
+  json d = json::parse(embedded_json(html));
+  const json& g = d["traces"][0]["peaks"][0]["groups"];
+  CHECK(g["list"].size() == kHtmlMaxGroups);
+  CHECK(g["more"]["sites"] == 1000 - kHtmlMaxGroups);
+  uint64_t sum = g["more"]["b"];
+  for (const json& x : g["list"]) sum += x["b"].get<uint64_t>();
+  CHECK(sum == p.bytes);
+  CHECK(d["traces"][0]["ooms"].size() == kHtmlMaxOoms);
+  CHECK(d["traces"][0]["ooms_total"] == 500);
+
+  // A very deep stack keeps its innermost frames and says how many were left out.
+  TraceReport deep = hostile_report();
+  std::vector<Frame> st;
+  for (int k = 0; k < 300; ++k) st.push_back(frame("deep_" + std::to_string(k), "d.cpp", k));
+  deep.leaks = {group(1, st)};
+  json dd = json::parse(embedded_json(report_html(deep)));
+  const json& s = dd["stacks"][dd["traces"][0]["leaks"]["groups"]["list"][0]["s"].get<int>()];
+  REQUIRE(s.size() == kHtmlMaxFrames + 1);
+  CHECK(dd["frames"][s[0].get<int>()][0] == "deep_0");
+  CHECK(dd["frames"][s[kHtmlMaxFrames].get<int>()][0] == "(" + std::to_string(300 - kHtmlMaxFrames) + " outer frames not shown)");
+}
+
+TEST_CASE("html: a job page has every rank and the details of the most important ones") {
+  JobReport j;
+  for (int i = 0; i < 70; ++i) {
+    TraceReport t = hostile_report();
+    t.process.rank = i;
+    if (i != 3) t.ooms.clear();
+    t.peaks[0].bytes = 1000 + i;
+    RankRow row;
+    row.rank = i;
+    row.pid = 100 + i;
+    row.host = kScript;
+    row.path = t.path;
+    row.peak_bytes = t.peaks[0].bytes;
+    row.ooms = t.ooms.size();
+    j.ranks.push_back(row);
+    j.traces.push_back(t);
+  }
+  j.max_peak = 1069;
+  std::string html = job_html(j);
+  check_page(html);
+  json d = json::parse(embedded_json(html));
+  CHECK(d["kind"] == "job");
+  CHECK(d["ranks"].size() == 70);
+  CHECK(d["traces"].size() == kHtmlMaxRankDetails);
+  CHECK(d["ranks"][3]["detail"] >= 0);   // the OOM
+  CHECK(d["ranks"][69]["detail"] >= 0);  // the highest peak
+  CHECK(d["ranks"][0]["detail"] == -1);  // among the lowest peaks
+  CHECK(d["ranks"][5]["host"] == kScript);
+}
+
+TEST_CASE("html: an empty report renders") {
+  TraceReport r;
+  std::string html = report_html(r);
+  json d = json::parse(embedded_json(html));
+  CHECK(d["traces"][0]["peaks"].empty());
+  JobReport j;
+  CHECK(json::parse(embedded_json(job_html(j)))["ranks"].empty());
+}
+
+namespace {
+
+// Every line: frames joined by ';', a space, a positive byte count. Returns the sum.
+uint64_t check_folded(const std::string& text, std::vector<std::string>* stacks = nullptr) {
+  std::istringstream in(text);
+  std::string line;
+  uint64_t sum = 0;
+  while (std::getline(in, line)) {
+    size_t sp = line.rfind(' ');
+    REQUIRE(sp != std::string::npos);
+    std::string bytes = line.substr(sp + 1), stack = line.substr(0, sp);
+    REQUIRE(!bytes.empty());
+    CHECK(bytes.find_first_not_of("0123456789") == std::string::npos);
+    CHECK(std::stoull(bytes) > 0);
+    CHECK(!stack.empty());
+    CHECK(stack.find(";;") == std::string::npos);
+    CHECK(stack.front() != ';');
+    CHECK(stack.back() != ';');
+    for (char c : stack) CHECK((static_cast<unsigned char>(c) >= 0x20 && c != 0x7f));
+    sum += std::stoull(bytes);
+    if (stacks) stacks->push_back(stack);
+  }
+  CHECK((text.empty() || text.back() == '\n'));
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("folded: one line per stack, outermost first, bytes add up to the peak") {
+  TraceReport r;
+  DevicePeak p;
+  p.device = 0;
+  p.bytes = 1000;
+  Frame inl = frame("inlined_helper", "h.h", 5);
+  inl.inlined = true;
+  Frame unknown;
+  unknown.function = "??";
+  unknown.module = "/usr/lib/libtorch_cuda.so";
+  unknown.offset = 0xbeef;
+  p.live_set = {group(600, {frame("alloc;weird\nname\tx", "/a;b.cpp", 3), inl, frame("step", "train.py", 9, true),
+                            unknown, frame("main", "main.cpp", 1)}),
+                group(300, {})};
+  r.peaks = {p};
+  std::vector<std::string> stacks;
+  CHECK(check_folded(folded_peak(r), &stacks) == 1000);
+  REQUIRE(stacks.size() == 3);
+  CHECK(stacks[0] ==
+        "main (main.cpp:1);?? (libtorch_cuda.so+0xbeef);py:step (train.py:9);inlined_helper (h.h:5)_[i];"
+        "alloc:weird name x (/a:b.cpp:3)");
+  CHECK(stacks[1] == "[no stack recorded]");
+  CHECK(stacks[2] == "[other sites]");
+
+  // Two devices: each stack starts with its device.
+  DevicePeak q = p;
+  q.device = 1;
+  r.peaks.push_back(q);
+  stacks.clear();
+  CHECK(check_folded(folded_peak(r), &stacks) == 2000);
+  CHECK(stacks[0].rfind("[device 0];main (", 0) == 0);
+  CHECK(stacks[3].rfind("[device 1];main (", 0) == 0);
+}
+
+TEST_CASE("folded: leaks add up to the leaked bytes, rooted by bucket when mixed") {
+  TraceReport r;
+  r.leaks = {group(500, {frame("a", "a.cpp", 1)}), group(200, {frame("b", "b.cpp", 2)}, "pinned_host", 0)};
+  r.leak_bytes = 800;  // 100 beyond --top
+  std::vector<std::string> stacks;
+  CHECK(check_folded(folded_leaks(r), &stacks) == 800);
+  REQUIRE(stacks.size() == 3);
+  CHECK(stacks[0] == "[device 0];a (a.cpp:1)");
+  CHECK(stacks[1] == "[pinned_host];b (b.cpp:2)");
+  CHECK(stacks[2] == "[other sites]");
+  r.leaks.pop_back();
+  r.leak_bytes = 500;
+  CHECK(folded_leaks(r) == "a (a.cpp:1) 500\n");
+  CHECK(folded_leaks(TraceReport{}).empty());
+}
