@@ -76,6 +76,15 @@ bool load_config(Config* out, long pid) {
     }
   }
 
+  if (const char* k = getenv("VRAMTRACE_KERNELS"); k && *k) {  // empty = unset
+    if (strcmp(k, "0") == 0) {
+      out->kernels = false;
+    } else if (strcmp(k, "1") != 0) {
+      log_line("bad VRAMTRACE_KERNELS '%s' (use 0 or 1); tracing off", k);
+      return false;
+    }
+  }
+
   const char* sink = getenv("VRAMTRACE_SINK");
   if (sink && strcmp(sink, "null") == 0) {
     out->null_sink = true;

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include "driver_api.h"
+#include "kernel_activity.h"
 
 extern "C" {
 
@@ -27,6 +28,8 @@ __attribute__((visibility("hidden"))) void* vt_dlsym_handle(void* handle, const 
   void* p = vt::real_dlsym(handle, name);
   // Driver entry points all start with "cu"; anything else cannot be substituted.
   if (p && name && name[0] == 'c' && name[1] == 'u' && vt::driver_resolved()) p = vt::substitute(p);
+  // Another CUPTI client looking up libcupti by handle (JAX/XLA, TensorFlow) gets our wrapper.
+  if (p && name && name[0] == 'c' && name[1] == 'u' && name[2] == 'p') p = vt::cupti::swap_dlsym(name, p);
   return p;
 }
 

@@ -18,6 +18,7 @@
 #include "recorder_internal.h"
 #include "reentry_guard.h"
 #include "gpu_processes.h"
+#include "kernel_activity.h"
 #include "live_tracker.h"
 #include "python_code_index.h"
 #include "shm_summary.h"
@@ -146,6 +147,7 @@ bool open_trace(uint64_t t) {
       write_stack_config(t);
       open_shm_summary(g_file.path());
       start_gpu_process_sampler();
+      cupti::start(cfg.kernels, t);
       flush_pending_regions(t);
       write_device_records(t);
       status = kOpen;

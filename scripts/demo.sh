@@ -11,6 +11,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
 else
   echo "== no GPU here: using the simulated device (build/lib/fakecuda, 16 GiB)"
   export LD_LIBRARY_PATH=$PWD/build/lib/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export VRAMTRACE_KERNELS=0  # CUPTI needs a real GPU
 fi
 set +e
 build/bin/vramtrace run -o "$out" -- build/tests/programs/demo_workload
@@ -22,6 +23,8 @@ for t in "$out"/*.trace; do
   build/bin/vramtrace info "$t"
   echo "== first events (vramtrace dump $t | head)"
   build/bin/vramtrace dump "$t" | head -5
-  echo "== the failed allocation(s)"
-  build/bin/vramtrace dump "$t" | grep '"result":[1-9]' || true
+  echo "== vramtrace report $t"
+  build/bin/vramtrace report "$t" --top 3
+  build/bin/vramtrace report "$t" --format html -o "${t%.trace}.html"
+  echo "== HTML report: ${t%.trace}.html"
 done

@@ -146,6 +146,12 @@ int run_command(const RunOptions& opt) {
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("VRAMTRACE_OUTPUT", output.c_str(), 1);
     setenv("VRAMTRACE_SESSION", session.c_str(), 1);
+    if (opt.no_kernels) setenv("VRAMTRACE_KERNELS", "0", 1);
+    // NVTX ranges reach CUPTI only through NVTX's injection hook: point it at libvramtrace, which
+    // hands NVTX to the libcupti it records with (cupti/nvtx_injection.cpp). A tool's own wins.
+    const char* kernels = getenv("VRAMTRACE_KERNELS");
+    const char* nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (!(kernels && strcmp(kernels, "0") == 0) && !(nvtx && *nvtx)) setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
     execvp(args[0], args.data());
     int err = errno;
     std::string msg = "vramtrace: cannot run " + opt.command[0] + ": " + strerror(err) + "\n";

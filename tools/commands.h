@@ -9,6 +9,7 @@ namespace vt::cli {
 struct RunOptions {
   std::string output;  // file, pattern or directory; empty = current directory
   std::vector<std::string> command;
+  bool no_kernels = false;  // --no-kernels: VRAMTRACE_KERNELS=0 for the whole run
 };
 int run_command(const RunOptions& opt);
 

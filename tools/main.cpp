@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "perfetto_export.h"
 #include "doctor.h"
 
 int main(int argc, char** argv) {
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "run a command with tracing: vramtrace run [-o PATH] -- CMD ARGS...");
   run_cmd->add_option("-o,--output", run.output,
                       "trace file, pattern (%p = pid, %h = host) or directory (default: current directory)");
+  run_cmd->add_flag("--no-kernels", run.no_kernels, "record memory only: no kernel activity (CUPTI)");
   run_cmd->prefix_command();
 
   std::string trace;
@@ -32,6 +34,31 @@ int main(int argc, char** argv) {
 
   CLI::App* info_cmd = app.add_subcommand("info", "print a trace's process, devices and event counts as JSON");
   info_cmd->add_option("trace", trace, "trace file")->required();
+
+  vt::analyzer::PerfettoOptions perfetto;
+  std::string perfetto_out;
+  double counter_us = 100, min_slice_us = 0;
+  vt::cli::ExportOptions exp;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "convert a trace: --perfetto OUT.json (ui.perfetto.dev, chrome://tracing) or --folded OUT "
+                "(flamegraph.pl, speedscope)");
+  export_cmd->add_option("trace", trace, "trace file")->required();
+  auto* perfetto_opt = export_cmd->add_option("--perfetto", perfetto_out, "write Chrome trace-event JSON to this file");
+  auto* folded_opt = export_cmd->add_option("--folded", exp.output,
+                                            "write the peak's (or with --leaks the leaks') stacks, folded; - for stdout");
+  perfetto_opt->excludes(folded_opt);
+  export_cmd->add_flag("--leaks", exp.leaks, "--folded: the stacks of what was never freed, not the peak's live set");
+  export_cmd->add_option("--top", exp.top, "--folded: call sites to keep (the rest is one [other sites] line)")
+      ->capture_default_str()->check(CLI::Range(1, 10000000));
+  export_cmd->add_option("--counter-interval-us", counter_us, "memory counters: at most the max and the last sample per interval")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  export_cmd->add_option("--alloc-threshold", perfetto.alloc_threshold_bytes,
+                         "draw allocations of at least this many bytes as instants (failures always)")->capture_default_str();
+  export_cmd->add_option("--min-slice-us", min_slice_us, "merge kernels and copies shorter than this, per stream (0: draw all)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  export_cmd->add_flag("--no-stacks", no_stacks, "leave the call stacks out of allocation instants");
+  export_cmd->add_option("--sysroot", perfetto.symbolizer.sysroot, "prefix for the traced machine's library paths");
+  export_cmd->add_option("--debug-dir", perfetto.symbolizer.debug_dirs, "directory with separate debug info (repeatable)");
 
   // report and its one-section forms share their options.
   vt::cli::ReportOptions report;
@@ -84,14 +111,6 @@ int main(int argc, char** argv) {
   doctor_cmd->add_option("--python", doctor.python,
                          "Python interpreter whose frameworks to inspect (default: python3 on PATH)");
 
-  vt::cli::ExportOptions exp;
-  CLI::App* export_cmd = app.add_subcommand("export", "write the peak's or the leaks' stacks for flame graph tools");
-  export_cmd->add_option("--folded", exp.output, "output file in the folded format (flamegraph.pl, speedscope); - for stdout")->required();
-  export_cmd->add_option("trace", exp.input, "trace file")->required();
-  export_cmd->add_flag("--leaks", exp.leaks, "the stacks of what was never freed, instead of the peak's live set");
-  export_cmd->add_option("--top", exp.top, "call sites to keep (the rest is one [other sites] line)")->capture_default_str()->check(CLI::Range(1, 10000000));
-  export_cmd->add_option("--sysroot", exp.sysroot, "prefix for the traced machine's library paths");
-  export_cmd->add_option("--debug-dir", exp.debug_dirs, "directory with separate debug info (repeatable)");
 
   // Everything after the first "--" is the command to run, untouched by option parsing.
   std::vector<std::string> after_dashes;
@@ -130,7 +149,25 @@ int main(int argc, char** argv) {
     return vt::cli::dump_command(trace, dump);
   }
   if (*info_cmd) return vt::cli::info_command(trace);
-  if (*export_cmd) return vt::cli::export_command(exp);
+  if (*export_cmd && !exp.output.empty()) {
+    exp.input = trace;
+    exp.sysroot = perfetto.symbolizer.sysroot;
+    exp.debug_dirs = perfetto.symbolizer.debug_dirs;
+    return vt::cli::export_command(exp);
+  }
+  if (*export_cmd && perfetto_out.empty()) {
+    vt::cli::error_line("export: say what to write: --perfetto OUT.json or --folded OUT");
+    return 2;
+  }
+  if (*export_cmd) {
+    perfetto.counter_interval_ns = uint64_t(counter_us * 1000);
+    perfetto.min_slice_ns = uint64_t(min_slice_us * 1000);
+    perfetto.stacks = !no_stacks;
+    std::string err;
+    int rc = vt::analyzer::export_perfetto_file(trace, perfetto_out, perfetto, &err);
+    if (rc) vt::cli::error_line(err);
+    return rc;
+  }
   if (*check_cmd) return vt::cli::check_command(check);
   if (*top_cmd) return vt::cli::top_command(top_interval, top_once);
   if (*doctor_cmd) return vt::cli::doctor_command(doctor);

@@ -68,6 +68,9 @@ Result run(const Spec& spec) {
     dup2(o, 1);
     dup2(e, 2);
     setenv("LD_LIBRARY_PATH", VT_FAKECUDA_DIR, 1);
+    // Kernel activity off unless a test asks for it: the toolkit's real libcupti would load,
+    // fail against the simulated driver and say so on stderr (tests/cupti/ covers CUPTI).
+    setenv("VRAMTRACE_KERNELS", "0", 1);
     if (spec.preload) setenv("LD_PRELOAD", VT_LIBRARY, 1);
     else unsetenv("LD_PRELOAD");
     for (const auto& [k, v] : spec.env) setenv(k.c_str(), v.c_str(), 1);

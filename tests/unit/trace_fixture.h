@@ -26,6 +26,7 @@ inline int write_trace(const std::string& path, const std::function<void()>& bod
   pid_t pid = fork();
   if (pid == 0) {
     setenv("VRAMTRACE_OUTPUT", path.c_str(), 1);
+    setenv("VRAMTRACE_KERNELS", "0", 1);  // no CUPTI helper thread (and chunk) in reader tests
     body();
     if (clean) exit(0);
     _exit(0);

@@ -1,0 +1,491 @@
+// See activity.h. Payload layouts: cupti/FORMAT.md (source of truth cupti/activity_encoder.cpp).
+#include "activity.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "activity_format.h"
+#include "trace_format.h"
+
+namespace vt::analyzer {
+
+namespace fmt = vt::format;
+
+namespace {
+
+// Sequential reads from a payload; any overrun makes ok() false. Fields appended by a newer
+// writer are simply not read.
+struct In {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool good = true;
+  In(const Record& r) : p(r.payload), end(r.payload + r.payload_len) {}
+  uint64_t v() {
+    uint64_t x = 0;
+    const uint8_t* q = good ? fmt::get_varint(p, end, &x) : nullptr;
+    if (!q) {
+      good = false;
+      return 0;
+    }
+    p = q;
+    return x;
+  }
+  uint32_t u() { return uint32_t(v()); }
+  int64_t z() { return fmt::unzigzag(v()); }
+  uint64_t t(uint64_t base) { return uint64_t(int64_t(base) + z()); }
+  std::string s() {
+    uint64_t n = v();
+    if (!good || n > uint64_t(end - p)) {
+      good = false;
+      return {};
+    }
+    std::string out(reinterpret_cast<const char*>(p), size_t(n));
+    p += n;
+    return out;
+  }
+};
+
+}  // namespace
+
+bool decode_kernel(const Record& r, uint64_t base, KernelActivity* k) {
+  if (r.tag != fmt::kTagKernel || !r.payload) return false;
+  In in(r);
+  k->name_id = in.u();
+  k->device = in.u();
+  k->context = in.u();
+  k->stream = in.u();
+  k->correlation = in.u();
+  k->start_ns = in.t(base);
+  k->end_ns = k->start_ns + in.v();
+  for (uint32_t& g : k->grid) g = in.u();
+  for (uint32_t& b : k->block) b = in.u();
+  k->static_shared = in.u();
+  k->dynamic_shared = in.u();
+  k->registers = in.u();
+  k->graph_id = in.u();
+  return in.good;
+}
+
+bool decode_copy(const Record& r, uint64_t base, CopyActivity* c) {
+  if ((r.tag != fmt::kTagMemcpy && r.tag != fmt::kTagMemset) || !r.payload) return false;
+  In in(r);
+  *c = CopyActivity{};
+  if (r.tag == fmt::kTagMemcpy) {
+    c->copy_kind = in.u();
+    c->src_kind = in.u();
+    c->dst_kind = in.u();
+  } else {
+    c->is_memset = true;
+    c->value = in.u();
+  }
+  c->bytes = in.v();
+  c->device = in.u();
+  c->context = in.u();
+  c->stream = in.u();
+  c->correlation = in.u();
+  c->start_ns = in.t(base);
+  c->end_ns = c->start_ns + in.v();
+  c->flags = in.u();
+  if (c->is_memset) c->memory_kind = in.u();
+  c->graph_id = in.u();
+  return in.good;
+}
+
+bool decode_cupti_memory(const Record& r, uint64_t base, CuptiAllocation* m) {
+  if (r.tag != fmt::kTagCuptiMemory || !r.payload) return false;
+  In in(r);
+  m->release = in.u() == 2;  // CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
+  m->memory_kind = in.u();
+  m->address = in.v();
+  m->bytes = in.v();
+  m->t_ns = in.t(base);
+  m->device = in.u();
+  m->context = in.u();
+  m->stream = in.u();
+  m->correlation = in.u();
+  m->is_async = in.v() != 0;
+  m->pool = in.v();
+  m->pool_type = in.u();
+  m->pc = in.v();
+  return in.good;
+}
+
+bool decode_pool(const Record& r, uint64_t base, PoolActivity* p) {
+  if (r.tag != fmt::kTagMemoryPool || !r.payload) return false;
+  In in(r);
+  p->operation = in.u();
+  p->pool_type = in.u();
+  p->device = in.u();
+  p->address = in.v();
+  p->size = in.v();
+  p->release_threshold = in.v();
+  p->min_bytes_to_keep = in.v();
+  p->utilized = in.v();
+  p->t_ns = in.t(base);
+  p->correlation = in.u();
+  return in.good;
+}
+
+bool decode_nvtx(const Record& r, uint64_t base, NvtxMarker* m) {
+  if (r.tag != fmt::kTagNvtx || !r.payload) return false;
+  In in(r);
+  m->flags = in.u();
+  m->id = in.u();
+  m->t_ns = in.t(base);
+  m->object_kind = in.u();
+  m->object_a = in.u();
+  m->object_b = in.u();
+  m->name = in.s();
+  m->domain = in.s();
+  return in.good;
+}
+
+bool decode_status(const Record& r, CuptiStatus* s) {
+  if (r.tag != fmt::kTagCuptiStatus || !r.payload) return false;
+  In in(r);
+  s->t_ns = r.t_ns;
+  s->kind = uint8_t(in.v());
+  s->code = in.v();
+  s->value = in.z();
+  s->text = in.s();
+  return in.good;
+}
+
+bool decode_kernel_name(const Record& r, uint32_t* id, std::string* name) {
+  if (r.tag != fmt::kTagKernelName || !r.payload) return false;
+  In in(r);
+  *id = in.u();
+  *name = in.s();
+  return in.good;
+}
+
+const char* memcpy_kind_name(uint32_t k) {
+  static const char* const kNames[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+  return k < sizeof kNames / sizeof kNames[0] ? kNames[k] : "unknown";
+}
+
+const char* cupti_memory_kind_name(uint32_t k) {
+  static const char* const kNames[] = {"unknown", "pageable", "pinned", "device", "array", "managed", "device_static", "managed_static"};
+  return k < sizeof kNames / sizeof kNames[0] ? kNames[k] : "unknown";
+}
+
+const char* status_kind_name(uint8_t k) {
+  switch (k) {
+    case fmt::kCuptiStarted: return "started";
+    case fmt::kCuptiUnavailable: return "unavailable";
+    case fmt::kCuptiSteppedAside: return "stepped_aside";
+    case fmt::kCuptiClock: return "clock";
+    case fmt::kCuptiDropped: return "lost_records";
+    case fmt::kCuptiStopped: return "stopped";
+    default: return "unknown";
+  }
+}
+
+const char* unavailable_reason_name(uint64_t c) {
+  switch (c) {
+    case fmt::kCuptiWhyDisabled: return "disabled";
+    case fmt::kCuptiWhyNotFound: return "not_found";
+    case fmt::kCuptiWhyMissingSymbol: return "missing_symbol";
+    case fmt::kCuptiWhyOtherTool: return "other_tool";
+    case fmt::kCuptiWhyOtherClient: return "other_client";
+    case fmt::kCuptiWhyError: return "cupti_error";
+    case fmt::kCuptiWhyForked: return "forked_child";
+    case fmt::kCuptiWhyNoKinds: return "no_activity_kinds";
+    default: return "unknown";
+  }
+}
+
+std::string demangle(const std::string& name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? std::string(d) : name;
+  free(d);
+  return out;
+}
+
+// ---- ActivityIndex ----
+
+bool ActivityIndex::add(const Record& r) {
+  if (!fmt::is_activity_tag(r.tag)) return false;
+  switch (r.tag) {
+    case fmt::kTagKernel: {
+      KernelActivity k;
+      if (decode_kernel(r, base_, &k)) kernels_.push_back(k);
+      break;
+    }
+    case fmt::kTagMemcpy:
+    case fmt::kTagMemset: {
+      CopyActivity c;
+      if (decode_copy(r, base_, &c)) copies_.push_back(c);
+      break;
+    }
+    case fmt::kTagCuptiMemory: {
+      CuptiAllocation m;
+      if (decode_cupti_memory(r, base_, &m)) memory_.push_back(m);
+      break;
+    }
+    case fmt::kTagMemoryPool: {
+      PoolActivity p;
+      if (decode_pool(r, base_, &p)) pools_.push_back(p);
+      break;
+    }
+    case fmt::kTagNvtx: {
+      NvtxMarker m;
+      if (decode_nvtx(r, base_, &m)) (m.flags & (fmt::kNvtxStart | fmt::kNvtxEnd) ? markers_ : instants_).push_back(std::move(m));
+      break;
+    }
+    case fmt::kTagCuptiStatus: {
+      CuptiStatus s;
+      if (decode_status(r, &s)) status_.push_back(std::move(s));
+      break;
+    }
+    case fmt::kTagKernelName: {
+      uint32_t id = 0;
+      std::string name;
+      if (decode_kernel_name(r, &id, &name)) names_[id] = std::move(name);
+      break;
+    }
+  }
+  return true;
+}
+
+void ActivityIndex::finish(uint64_t trace_end_ns) {
+  std::sort(kernels_.begin(), kernels_.end(),
+            [](const KernelActivity& a, const KernelActivity& b) { return a.start_ns < b.start_ns; });
+  max_end_.resize(kernels_.size());
+  uint64_t m = 0;
+  for (size_t i = 0; i < kernels_.size(); ++i) max_end_[i] = m = std::max(m, kernels_[i].end_ns);
+  std::sort(copies_.begin(), copies_.end(), [](const CopyActivity& a, const CopyActivity& b) { return a.start_ns < b.start_ns; });
+  std::sort(memory_.begin(), memory_.end(), [](const CuptiAllocation& a, const CuptiAllocation& b) { return a.t_ns < b.t_ns; });
+
+  // Pair starts with ends by id (CUPTI's marker ids are unique per range within the process).
+  std::stable_sort(markers_.begin(), markers_.end(), [](const NvtxMarker& a, const NvtxMarker& b) { return a.t_ns < b.t_ns; });
+  std::unordered_map<uint32_t, size_t> open;  // id -> index in ranges_
+  ranges_.clear();
+  for (const NvtxMarker& mk : markers_) {
+    if (mk.flags & fmt::kNvtxStart) {
+      NvtxRange r;
+      r.name = mk.name;
+      r.domain = mk.domain;
+      r.start_ns = mk.t_ns;
+      r.end_ns = trace_end_ns > mk.t_ns ? trace_end_ns : mk.t_ns;
+      r.open = true;
+      r.process = mk.object_a;
+      r.thread = mk.object_b;
+      r.id = mk.id;
+      open[mk.id] = ranges_.size();
+      ranges_.push_back(std::move(r));
+    } else if (auto it = open.find(mk.id); it != open.end()) {
+      ranges_[it->second].end_ns = mk.t_ns;
+      ranges_[it->second].open = false;
+      open.erase(it);
+    }
+  }
+  markers_.clear();
+  markers_.shrink_to_fit();
+  // Depth per thread: outer ranges first at equal starts; a range is inside every range still
+  // open on its thread when it starts.
+  std::sort(ranges_.begin(), ranges_.end(), [](const NvtxRange& a, const NvtxRange& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return a.end_ns > b.end_ns;
+  });
+  std::vector<uint64_t> stack;  // end times of the enclosing ranges
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    if (i == 0 || ranges_[i].thread != ranges_[i - 1].thread) stack.clear();
+    while (!stack.empty() && stack.back() <= ranges_[i].start_ns) stack.pop_back();
+    ranges_[i].depth = int(stack.size());
+    stack.push_back(ranges_[i].end_ns);
+  }
+}
+
+RecorderState ActivityIndex::recorder() const {
+  RecorderState s;
+  for (const CuptiStatus& st : status_) {
+    s.seen = true;
+    switch (st.kind) {
+      case fmt::kCuptiStarted:
+        s.started = true;
+        s.version = uint32_t(st.code);
+        s.kinds = uint32_t(st.value);
+        s.library = st.text;
+        break;
+      case fmt::kCuptiUnavailable:
+        s.unavailable = true;
+        s.reason = st.code;
+        s.detail = st.text;
+        break;
+      case fmt::kCuptiSteppedAside:
+        s.stepped_aside = true;
+        s.stepped_aside_ns = st.value > 0 ? uint64_t(st.value) : st.t_ns;
+        s.stepped_aside_for = st.text;
+        break;
+      case fmt::kCuptiClock:
+        s.clock_offset_ns = st.value;
+        s.clock_window_ns = st.code;
+        break;
+      case fmt::kCuptiDropped:
+        (st.code == fmt::kCuptiLostNoBuffer ? s.refused_buffers : s.lost_records) += st.value > 0 ? uint64_t(st.value) : 0;
+        break;
+    }
+  }
+  return s;
+}
+
+const std::string& ActivityIndex::kernel_name(uint32_t id) const {
+  static const std::string kEmpty;
+  auto it = names_.find(id);
+  return it == names_.end() ? kEmpty : it->second;
+}
+
+std::string ActivityIndex::display_name(uint32_t id) const {
+  const std::string& n = kernel_name(id);
+  return n.empty() ? "kernel #" + std::to_string(id) : demangle(n);
+}
+
+std::vector<const KernelActivity*> ActivityIndex::running_at(uint64_t t) const {
+  std::vector<const KernelActivity*> out;
+  // Kernels starting after t cannot contain it; walk back while some earlier kernel still ends
+  // after t (max_end_ is the running maximum, so the walk stops at the first index where none can).
+  size_t hi = size_t(std::upper_bound(kernels_.begin(), kernels_.end(), t,
+                                      [](uint64_t v, const KernelActivity& k) { return v < k.start_ns; }) -
+                     kernels_.begin());
+  for (size_t i = hi; i-- > 0;) {
+    if (max_end_[i] <= t) break;
+    if (kernels_[i].end_ns > t) out.push_back(&kernels_[i]);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<const KernelActivity*> ActivityIndex::last_before(uint64_t t, size_t n) const {
+  std::vector<const KernelActivity*> out;
+  size_t hi = size_t(std::lower_bound(kernels_.begin(), kernels_.end(), t,
+                                      [](const KernelActivity& k, uint64_t v) { return k.start_ns < v; }) -
+                     kernels_.begin());
+  for (size_t i = hi; i-- > 0 && out.size() < n;) out.push_back(&kernels_[i]);
+  return out;
+}
+
+std::vector<const NvtxRange*> ActivityIndex::nvtx_at(uint64_t t) const {
+  std::vector<const NvtxRange*> out;
+  for (const NvtxRange& r : ranges_)
+    if (r.start_ns <= t && t < r.end_ns) out.push_back(&r);
+  return out;  // ranges_ is by thread then start: outermost first within a thread
+}
+
+std::vector<const NvtxRange*> ActivityIndex::top_level_ranges() const {
+  std::vector<const NvtxRange*> out;
+  for (const NvtxRange& r : ranges_)
+    if (r.depth == 0) out.push_back(&r);
+  std::sort(out.begin(), out.end(), [](const NvtxRange* a, const NvtxRange* b) { return a->start_ns < b->start_ns; });
+  return out;
+}
+
+// ---- memory by phase ----
+
+std::vector<PhasePeak> memory_by_phase(const std::vector<const NvtxRange*>& phases, const std::vector<BytesPoint>& tl) {
+  std::vector<PhasePeak> out;
+  out.reserve(phases.size());
+  auto level_at = [&](uint64_t t) -> uint64_t {  // bytes live at t: the last point at or before t
+    auto it = std::upper_bound(tl.begin(), tl.end(), t, [](uint64_t v, const BytesPoint& p) { return v < p.t_ns; });
+    return it == tl.begin() ? 0 : std::prev(it)->bytes;
+  };
+  for (const NvtxRange* r : phases) {
+    PhasePeak p;
+    p.range = r;
+    p.start_bytes = p.peak_bytes = level_at(r->start_ns);
+    p.peak_t_ns = r->start_ns;
+    auto it = std::upper_bound(tl.begin(), tl.end(), r->start_ns, [](uint64_t v, const BytesPoint& q) { return v < q.t_ns; });
+    for (; it != tl.end() && it->t_ns < r->end_ns; ++it)
+      if (it->bytes > p.peak_bytes) {
+        p.peak_bytes = it->bytes;
+        p.peak_t_ns = it->t_ns;
+      }
+    p.end_bytes = r->end_ns > r->start_ns ? level_at(r->end_ns - 1) : p.start_bytes;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<PhaseSummary> summarize_phases(const std::vector<PhasePeak>& peaks) {
+  std::map<std::string, PhaseSummary> by;
+  for (const PhasePeak& p : peaks) {
+    PhaseSummary& s = by[p.range->name];
+    s.name = p.range->name;
+    s.count++;
+    s.max_peak_bytes = std::max(s.max_peak_bytes, p.peak_bytes);
+    s.max_growth_bytes = std::max(s.max_growth_bytes, p.peak_bytes - p.start_bytes);
+  }
+  std::vector<PhaseSummary> out;
+  for (auto& [name, s] : by) out.push_back(s);
+  std::sort(out.begin(), out.end(), [](const PhaseSummary& a, const PhaseSummary& b) {
+    return a.max_peak_bytes != b.max_peak_bytes ? a.max_peak_bytes > b.max_peak_bytes : a.name < b.name;
+  });
+  return out;
+}
+
+// ---- coverage ----
+
+bool intercepted_allocation(const Record& r, InterceptedAllocation* out) {
+  if (!r.is_event() || !r.op || r.result != 0 || r.op->action != Action::Acquire) return false;
+  if (!r.has(fmt::kEvAddr) || !r.has(fmt::kEvSize)) return false;
+  switch (r.op->kind) {
+    case MemKind::Device:
+    case MemKind::Managed:
+    case MemKind::PinnedHost:
+    case MemKind::RegisteredHost:
+    case MemKind::Async:
+    case MemKind::VmmMapping:
+    case MemKind::IpcImport:
+      break;
+    default:
+      return false;
+  }
+  out->address = r.addr;
+  out->size = r.size;
+  out->t_ns = r.t_ns;
+  out->device = r.device;
+  return true;
+}
+
+CoverageResult check_coverage(const std::vector<InterceptedAllocation>& intercepted, const std::vector<CuptiAllocation>& cupti,
+                              const CoverageOptions& opt) {
+  CoverageResult res;
+  // address -> intercepted allocations at it, in time order; each can match one CUPTI record.
+  std::unordered_map<uint64_t, std::vector<std::pair<const InterceptedAllocation*, bool>>> by_addr;
+  for (const InterceptedAllocation& a : intercepted) by_addr[a.address].push_back({&a, false});
+  for (auto& [addr, v] : by_addr)
+    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.first->t_ns < y.first->t_ns; });
+  for (const CuptiAllocation& c : cupti) {
+    if (c.release) continue;
+    res.cupti_allocations++;
+    auto it = by_addr.find(c.address);
+    std::pair<const InterceptedAllocation*, bool>* best = nullptr;
+    uint64_t best_skew = 0;
+    if (it != by_addr.end())
+      for (auto& cand : it->second) {
+        if (cand.second) continue;
+        uint64_t skew = cand.first->t_ns > c.t_ns ? cand.first->t_ns - c.t_ns : c.t_ns - cand.first->t_ns;
+        if (skew <= opt.max_skew_ns && (!best || skew < best_skew)) {
+          best = &cand;
+          best_skew = skew;
+        }
+      }
+    if (!best) {
+      res.missed.push_back(c);
+      continue;
+    }
+    best->second = true;
+    res.matched++;
+    if (best->first->size != c.bytes) res.size_mismatches++;
+  }
+  res.fraction = res.cupti_allocations ? double(res.matched) / double(res.cupti_allocations) : 1.0;
+  return res;
+}
+
+}  // namespace vt::analyzer

@@ -1,0 +1,227 @@
+// Kernel activity read back: decoders for the CUPTI records (tags 0x8A..0x91, cupti/FORMAT.md)
+// and ActivityIndex, which answers the questions the reports ask of them:
+//   - which kernels ran at an instant (running_at), which ran just before it (last_before);
+//   - which NVTX ranges enclosed an instant (nesting per thread);
+//   - peak live memory within each top-level NVTX range (memory_by_phase);
+//   - whether interception saw every allocation CUPTI saw (check_coverage).
+// Feed it every record of a trace (add() ignores the others), call finish(), then query.
+// Times are CLOCK_MONOTONIC ns like every t_ns of the trace.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace_reader.h"
+
+namespace vt::analyzer {
+
+struct KernelActivity {
+  uint32_t name_id = 0;  // ActivityIndex::kernel_name(); 0 = no name
+  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
+  uint64_t start_ns = 0, end_ns = 0;
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  uint32_t static_shared = 0, dynamic_shared = 0, registers = 0;
+  uint32_t graph_id = 0;
+};
+
+// A memcpy (kTagMemcpy) or a memset (kTagMemset).
+struct CopyActivity {
+  bool is_memset = false;
+  uint32_t copy_kind = 0;         // CUpti_ActivityMemcpyKind (memcpy)
+  uint32_t src_kind = 0, dst_kind = 0;  // CUpti_ActivityMemoryKind (memcpy)
+  uint32_t value = 0;             // memset value
+  uint32_t memory_kind = 0;       // memset target memory kind
+  uint64_t bytes = 0;
+  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
+  uint64_t start_ns = 0, end_ns = 0;
+  uint32_t flags = 0;             // CUPTI flags (bit 0: async)
+  uint32_t graph_id = 0;
+};
+
+// An allocation or release as CUPTI saw it (kTagCuptiMemory, from MEMORY2).
+struct CuptiAllocation {
+  bool release = false;
+  uint32_t memory_kind = 0;  // CUpti_ActivityMemoryKind: 1 pageable, 2 pinned, 3 device, 5 managed...
+  uint64_t address = 0, bytes = 0, t_ns = 0;
+  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
+  bool is_async = false;
+  uint64_t pool = 0;       // memory pool address (stream-ordered allocations)
+  uint32_t pool_type = 0;  // CUpti_ActivityMemoryPoolType
+  uint64_t pc = 0;
+};
+
+struct PoolActivity {
+  uint32_t operation = 0;  // 1 created, 2 destroyed, 3 trimmed
+  uint32_t pool_type = 0, device = 0;
+  uint64_t address = 0, size = 0, release_threshold = 0, min_bytes_to_keep = 0, utilized = 0, t_ns = 0;
+  uint32_t correlation = 0;
+};
+
+struct NvtxMarker {
+  uint32_t flags = 0;  // format::kNvtxInstant / kNvtxStart / kNvtxEnd
+  uint32_t id = 0;
+  uint64_t t_ns = 0;
+  uint32_t object_kind = 0;  // CUpti_ActivityObjectKind (2 = thread)
+  uint32_t object_a = 0, object_b = 0;  // thread: process id, thread id; else device, context
+  std::string name, domain;  // name only on start and instant markers
+};
+
+struct CuptiStatus {
+  uint64_t t_ns = 0;
+  uint8_t kind = 0;  // format::CuptiStatusKind
+  uint64_t code = 0;
+  int64_t value = 0;
+  std::string text;
+};
+
+// Decoders. `base_ns` is ProcessInfo::start_monotonic_ns (payload times are relative to it).
+// Each returns false when `r` has another tag or a truncated payload.
+bool decode_kernel(const Record& r, uint64_t base_ns, KernelActivity* out);
+bool decode_copy(const Record& r, uint64_t base_ns, CopyActivity* out);  // memcpy or memset
+bool decode_cupti_memory(const Record& r, uint64_t base_ns, CuptiAllocation* out);
+bool decode_pool(const Record& r, uint64_t base_ns, PoolActivity* out);
+bool decode_nvtx(const Record& r, uint64_t base_ns, NvtxMarker* out);
+bool decode_status(const Record& r, CuptiStatus* out);
+bool decode_kernel_name(const Record& r, uint32_t* id, std::string* name);
+
+// Names for the numbers.
+const char* memcpy_kind_name(uint32_t copy_kind);  // "HtoD", "DtoH", "DtoD", ...
+const char* cupti_memory_kind_name(uint32_t kind);  // "device", "pinned", "managed", ...
+const char* status_kind_name(uint8_t kind);         // "started", "unavailable", "stepped_aside", ...
+const char* unavailable_reason_name(uint64_t code); // "disabled", "not_found", "other_client", ...
+std::string demangle(const std::string& name);      // the name itself when it is not mangled
+
+// A paired NVTX range. Push/pop and start/end ranges both come as a start and an end marker
+// with the same id; nesting is computed per thread from the intervals.
+struct NvtxRange {
+  std::string name, domain;
+  uint64_t start_ns = 0, end_ns = 0;
+  bool open = false;  // never ended in the trace (end_ns = the trace's end)
+  uint32_t process = 0, thread = 0;  // CUPTI's ids (thread: pthread_self, truncated)
+  uint32_t id = 0;
+  int depth = 0;      // 0 = top level on its thread
+};
+
+// What the kernel recorder did in this process, from its status records.
+struct RecorderState {
+  bool seen = false;         // any status record (traces from before this feature have none)
+  bool started = false;
+  uint32_t version = 0;      // cuptiGetVersion
+  uint32_t kinds = 0;        // format::kCuptiKind* bits
+  std::string library;
+  bool unavailable = false;
+  uint64_t reason = 0;       // format::kCuptiWhy*
+  std::string detail;
+  bool stepped_aside = false;
+  uint64_t stepped_aside_ns = 0;
+  std::string stepped_aside_for;  // the entry point the other client called
+  uint64_t lost_records = 0;      // dropped by CUPTI + unfinished at a forced flush
+  uint64_t refused_buffers = 0;   // buffer requests the pool could not satisfy
+  int64_t clock_offset_ns = 0;
+  uint64_t clock_window_ns = 0;
+};
+
+class ActivityIndex {
+ public:
+  explicit ActivityIndex(uint64_t base_ns) : base_(base_ns) {}
+
+  // Takes an activity record; returns false (and ignores it) for any other record.
+  bool add(const Record& r);
+  // Sorts and pairs. Ranges still open end at `trace_end_ns`. Call once, after the last add().
+  void finish(uint64_t trace_end_ns);
+
+  const std::vector<KernelActivity>& kernels() const { return kernels_; }  // by start
+  const std::vector<CopyActivity>& copies() const { return copies_; }      // by start
+  const std::vector<CuptiAllocation>& cupti_memory() const { return memory_; }  // by time
+  const std::vector<PoolActivity>& pools() const { return pools_; }
+  const std::vector<NvtxRange>& nvtx_ranges() const { return ranges_; }  // by thread, then start
+  const std::vector<NvtxMarker>& nvtx_instants() const { return instants_; }
+  const std::vector<CuptiStatus>& status() const { return status_; }
+  RecorderState recorder() const;
+
+  // The kernel name as recorded (mangled), "" when unknown; display_name demangles.
+  const std::string& kernel_name(uint32_t id) const;
+  std::string display_name(uint32_t id) const;
+
+  // Kernels whose [start, end) contains t, on any device and stream, by start.
+  std::vector<const KernelActivity*> running_at(uint64_t t) const;
+  // The n kernels that started last before t (running or finished), latest first.
+  std::vector<const KernelActivity*> last_before(uint64_t t, size_t n) const;
+  // NVTX ranges containing t ([start, end)), by thread, outermost first.
+  std::vector<const NvtxRange*> nvtx_at(uint64_t t) const;
+  // Ranges of depth 0, by start: the "phases" of memory_by_phase.
+  std::vector<const NvtxRange*> top_level_ranges() const;
+
+ private:
+  uint64_t base_;
+  std::vector<KernelActivity> kernels_;
+  std::vector<uint64_t> max_end_;  // running maximum of end_ns over kernels_ (for running_at)
+  std::vector<CopyActivity> copies_;
+  std::vector<CuptiAllocation> memory_;
+  std::vector<PoolActivity> pools_;
+  std::vector<NvtxMarker> markers_;  // start and end markers until finish()
+  std::vector<NvtxMarker> instants_;
+  std::vector<NvtxRange> ranges_;
+  std::vector<CuptiStatus> status_;
+  std::unordered_map<uint32_t, std::string> names_;
+};
+
+// ---- memory by phase ----
+
+// One point of a live-bytes timeline: `bytes` holds from t_ns until the next point.
+struct BytesPoint {
+  uint64_t t_ns = 0;
+  uint64_t bytes = 0;
+};
+
+struct PhasePeak {
+  const NvtxRange* range = nullptr;
+  uint64_t start_bytes = 0;  // live when the range began
+  uint64_t peak_bytes = 0;   // the most live at any instant within [start, end)
+  uint64_t peak_t_ns = 0;
+  uint64_t end_bytes = 0;    // live when it ended
+};
+
+// For each phase, the peak of `timeline` (sorted by time) within it.
+std::vector<PhasePeak> memory_by_phase(const std::vector<const NvtxRange*>& phases, const std::vector<BytesPoint>& timeline);
+
+// The same, grouped by range name: how often each phase ran and its highest peak.
+struct PhaseSummary {
+  std::string name;
+  size_t count = 0;
+  uint64_t max_peak_bytes = 0;
+  uint64_t max_growth_bytes = 0;  // largest peak - start_bytes over its instances
+};
+std::vector<PhaseSummary> summarize_phases(const std::vector<PhasePeak>& peaks);  // by max peak, descending
+
+// ---- coverage: did interception see what CUPTI saw? ----
+
+struct InterceptedAllocation {
+  uint64_t address = 0, size = 0, t_ns = 0;
+  int32_t device = -1;
+};
+
+// A successful acquiring event with an address (device, pitch, managed, pinned host, async,
+// host register, IPC import, VMM map): the intercepted side of the cross-check.
+bool intercepted_allocation(const Record& r, InterceptedAllocation* out);
+
+struct CoverageOptions {
+  // A CUPTI allocation matches an intercepted one at the same address whose time is within this
+  // much (the two are stamped on different sides of the driver call, through a clock offset).
+  uint64_t max_skew_ns = 50'000'000;
+};
+
+struct CoverageResult {
+  size_t cupti_allocations = 0;  // CUPTI allocation records (releases not counted)
+  size_t matched = 0;
+  size_t size_mismatches = 0;    // matched, but CUPTI's byte count differs
+  double fraction = 1.0;         // matched / cupti_allocations (1 when CUPTI saw none)
+  std::vector<CuptiAllocation> missed;  // CUPTI saw it, interception did not
+};
+
+CoverageResult check_coverage(const std::vector<InterceptedAllocation>& intercepted,
+                              const std::vector<CuptiAllocation>& cupti, const CoverageOptions& opt = {});
+
+}  // namespace vt::analyzer

@@ -1,0 +1,297 @@
+// End to end under libvramtrace.so with the simulated driver: kernel activity from the fake
+// libcupti on the trace's clock; stepping aside for a second client (linked, or found with
+// dlsym); leaving CUPTI alone when a client or a tool is there first; no libcupti at all; NVTX
+// injection; forked children; `vramtrace run --no-kernels` and `vramtrace export --perfetto`.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "activity_fixture.h"
+#include "activity_format.h"
+#include "harness.h"
+
+using vt::analyzer::RecorderState;
+namespace fmt = vt::format;
+
+namespace {
+
+struct Run {
+  e2e::Result result;
+  std::string dir;
+  std::vector<std::string> traces;
+};
+
+Run run_client(const std::string& mode, std::vector<std::pair<std::string, std::string>> env = {}, bool preload = true) {
+  Run r;
+  r.dir = e2e::temp_dir();
+  e2e::Spec s;
+  s.argv = {e2e::program("cupti_client"), mode};
+  if (mode == "dlsym") s.argv.push_back(VT_FAKECUPTI);
+  s.env = {{"VRAMTRACE_OUTPUT", r.dir}, {"VRAMTRACE_KERNELS", "1"}, {"VRAMTRACE_CUPTI_LIBRARY", VT_FAKECUPTI}};
+  for (auto& e : env) s.env.push_back(e);
+  s.preload = preload;
+  s.timeout_s = 60;
+  r.result = e2e::run(s);
+  r.traces = e2e::files_in(r.dir);
+  return r;
+}
+
+std::string after(const std::string& text, const std::string& key) {
+  size_t p = text.find(key + "=");
+  if (p == std::string::npos) return "";
+  size_t e = text.find('\n', p);
+  return text.substr(p + key.size() + 1, e - p - key.size() - 1);
+}
+
+std::vector<std::string> fake_log(const std::string& out) {
+  size_t p = out.find("log:\n");
+  return p == std::string::npos ? std::vector<std::string>{} : e2e::lines(out.substr(p + 5));
+}
+
+size_t index_of(const std::vector<std::string>& v, const std::string& s, size_t from = 0) {
+  for (size_t i = from; i < v.size(); ++i)
+    if (v[i] == s) return i;
+  return SIZE_MAX;
+}
+
+size_t status_records(const actfix::Loaded& l, uint8_t kind) {
+  size_t n = 0;
+  for (const auto& s : l.index->status()) n += s.kind == kind;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("without libcupti: one status record, one stderr line, the same memory events") {
+  std::string with_dir = e2e::temp_dir(), without_dir = e2e::temp_dir();
+  e2e::Spec s;
+  s.argv = {e2e::program("lookup_direct")};
+  s.env = {{"VRAMTRACE_OUTPUT", with_dir}, {"VRAMTRACE_KERNELS", "1"}, {"VRAMTRACE_CUPTI_LIBRARY", "/nonexistent/libcupti.so"}};
+  e2e::Result r = e2e::run(s);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err == "vramtrace: CUPTI not found; recording memory only\n");
+  s.env = {{"VRAMTRACE_OUTPUT", without_dir}, {"VRAMTRACE_KERNELS", "0"}};
+  e2e::Result r0 = e2e::run(s);
+  CHECK(r0.err.empty());
+
+  auto files = e2e::files_in(with_dir);
+  REQUIRE(files.size() == 1);
+  actfix::Loaded l = actfix::load(files[0]);
+  RecorderState st = l.index->recorder();
+  CHECK(st.unavailable);
+  CHECK(st.reason == fmt::kCuptiWhyNotFound);
+  CHECK(st.detail == "/nonexistent/libcupti.so");
+  CHECK(l.index->status().size() == 1);
+  CHECK(l.index->kernels().empty());
+  auto base_files = e2e::files_in(without_dir);
+  REQUIRE(base_files.size() == 1);
+  e2e::Trace base = e2e::load(base_files[0]);
+  std::vector<std::string> ops;
+  for (const auto& e : l.events) ops.push_back(e.op ? e.op->name : "?");
+  CHECK(!ops.empty());
+  CHECK(ops == base.ops());  // memory tracing is exactly what it is with kernels off
+}
+
+TEST_CASE("kernel activity from libcupti lands in the trace on the trace's clock") {
+  Run r = run_client("plain");
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(r.result.err.empty());
+  CHECK(after(r.result.out, "vramtrace_subscribed") == "1");
+  auto log = fake_log(r.result.out);
+  CHECK(index_of(log, "subscriber name vramtrace") != SIZE_MAX);
+  CHECK(index_of(log, "register callbacks") != SIZE_MAX);
+  CHECK(index_of(log, "enable 10") != SIZE_MAX);  // CONCURRENT_KERNEL
+  CHECK(index_of(log, "enable 49") != SIZE_MAX);  // MEMORY2
+  CHECK(index_of(log, "enable 12") != SIZE_MAX);  // MARKER (NVTX)
+  CHECK(index_of(log, "register timestamp callback") == SIZE_MAX);  // never: see clock_align.h
+
+  REQUIRE(r.traces.size() == 1);
+  actfix::Loaded l = actfix::load(r.traces[0]);
+  CHECK(l.problems.empty());
+  RecorderState st = l.index->recorder();
+  CHECK(st.started);
+  CHECK(st.kinds == 0x3f);
+  CHECK(st.library.find("libcupti.so.13") != std::string::npos);
+  CHECK(status_records(l, fmt::kCuptiStopped) == 1);  // the forced flush at exit
+  CHECK(st.lost_records >= 1);  // the fake's unfinished kernel in that forced flush
+
+  const auto& ks = l.index->kernels();
+  REQUIRE(ks.size() >= 4);  // >= 2 flushes x 2 kernels
+  for (const auto& k : ks) {
+    CHECK(k.start_ns >= l.info.start_monotonic_ns);
+    CHECK(k.end_ns <= l.info.end_monotonic_ns);
+    CHECK(k.end_ns > k.start_ns);
+  }
+  CHECK(l.index->display_name(ks[0].name_id) == "fake_gemm(float*, float*, float*, int)");
+  CHECK(l.name_records == 2);  // fake_gemm and fake_relu, however many flushes
+  CHECK(!l.index->copies().empty());
+  CHECK(!l.index->cupti_memory().empty());
+  CHECK(l.index->pools().size() == 1);
+  CHECK(!l.index->nvtx_ranges().empty());
+  CHECK(l.index->nvtx_ranges()[0].name == "step");
+  // Memory events are all there.
+  std::vector<std::string> ops;
+  for (const auto& e : l.events) ops.push_back(e.op->name);
+  CHECK(ops == std::vector<std::string>{"cuMemAlloc_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemFree_v2"});
+
+  // And the CLI exports it for Perfetto.
+  std::string json_path = r.dir + "/out.json";
+  e2e::Spec ex;
+  ex.argv = {e2e::cli(), "export", "--perfetto", json_path, r.traces[0]};
+  ex.preload = false;
+  e2e::Result er = e2e::run(ex);
+  INFO(er.err);
+  CHECK(er.exit_code == 0);
+  std::ifstream f(json_path);
+  nlohmann::json j = nlohmann::json::parse(f);
+  size_t kernels = 0;
+  for (const auto& e : j["traceEvents"]) kernels += e.value("cat", "") == "kernel";
+  CHECK(kernels == ks.size());
+  // The fake's MEMORY2 allocations are at addresses nothing allocated: all reported missed.
+  const auto& cov = j["otherData"]["kernel_activity"]["coverage"];
+  CHECK(cov["cupti_allocations"].get<size_t>() == l.index->cupti_memory().size());
+  CHECK(cov["matched"] == 0);
+  CHECK(cov["missed"].size() == l.index->cupti_memory().size());
+}
+
+TEST_CASE("a client arriving mid-run (torch.profiler): vramtrace steps aside first") {
+  Run r = run_client("late");
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(after(r.result.out, "client_subscribe") == "0");
+  CHECK(after(r.result.out, "client_register") == "0");
+  CHECK(after(r.result.out, "client_records") != "0");  // the client gets its records
+  CHECK(e2e::lines(r.result.err).size() == 1);
+  CHECK(r.result.err.find("another CUPTI client started (cuptiSubscribe)") != std::string::npos);
+
+  // The fake saw: our session, then flush, disable, unsubscribe, then the client's session.
+  auto log = fake_log(r.result.out);
+  size_t ours = index_of(log, "subscribe ok");
+  size_t flush = index_of(log, "flush forced", ours);
+  size_t disable = index_of(log, "disable 10", ours);
+  size_t unsub = index_of(log, "unsubscribe", ours);
+  size_t theirs = index_of(log, "subscribe ok", ours + 1);
+  REQUIRE(theirs != SIZE_MAX);
+  CHECK(ours < flush);
+  CHECK(flush < disable);
+  CHECK(disable < unsub);
+  CHECK(unsub < theirs);
+  CHECK(index_of(log, "subscribe refused") == SIZE_MAX);
+
+  REQUIRE(r.traces.size() == 1);
+  actfix::Loaded l = actfix::load(r.traces[0]);
+  RecorderState st = l.index->recorder();
+  CHECK(st.started);
+  CHECK(st.stepped_aside);
+  CHECK(st.stepped_aside_for == "cuptiSubscribe");
+  CHECK(st.stepped_aside_ns > l.info.start_monotonic_ns);
+  CHECK(status_records(l, fmt::kCuptiStopped) == 0);  // nothing of ours left to flush at exit
+  REQUIRE(!l.index->kernels().empty());
+  for (const auto& k : l.index->kernels()) CHECK(k.start_ns < st.stepped_aside_ns);
+  // Memory tracing went on after the step aside.
+  size_t later = 0;
+  for (const auto& e : l.events) later += e.t_ns > st.stepped_aside_ns;
+  CHECK(later == 3);  // the second alloc and both frees
+}
+
+TEST_CASE("a client that finds cuptiSubscribe with dlsym(handle) is noticed too") {
+  Run r = run_client("dlsym");
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(after(r.result.out, "client_subscribe") == "0");
+  REQUIRE(r.traces.size() == 1);
+  actfix::Loaded l = actfix::load(r.traces[0]);
+  CHECK(l.index->recorder().stepped_aside);
+}
+
+TEST_CASE("a client there first keeps CUPTI, and vramtrace records memory only") {
+  Run r = run_client("early");
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(after(r.result.out, "client_subscribe") == "0");
+  auto log = fake_log(r.result.out);
+  CHECK(index_of(log, "subscriber name vramtrace") == SIZE_MAX);  // never even tried
+  CHECK(e2e::lines(r.result.err).size() == 1);
+  REQUIRE(r.traces.size() == 1);
+  actfix::Loaded l = actfix::load(r.traces[0]);
+  RecorderState st = l.index->recorder();
+  CHECK(st.unavailable);
+  CHECK(st.reason == fmt::kCuptiWhyOtherClient);
+  CHECK(l.events.size() == 4);
+}
+
+TEST_CASE("a tool holding CUPTI (Nsight-like refusal) or injected by environment is left alone") {
+  Run busy = run_client("env", {{"FAKECUPTI_BUSY", "Nsight Systems"}});
+  INFO(busy.result.out << busy.result.err);
+  CHECK(busy.result.exit_code == 0);
+  CHECK(busy.result.err == "vramtrace: CUPTI is in use by Nsight Systems; kernel activity off, recording memory only\n");
+  REQUIRE(busy.traces.size() == 1);
+  RecorderState st = actfix::load(busy.traces[0]).index->recorder();
+  CHECK(st.reason == fmt::kCuptiWhyOtherClient);
+  CHECK(st.detail == "Nsight Systems");
+
+  Run inj = run_client("env", {{"CUDA_INJECTION64_PATH", "/opt/tool/libinjection.so"}});
+  INFO(inj.result.out << inj.result.err);
+  CHECK(inj.result.exit_code == 0);
+  CHECK(index_of(fake_log(inj.result.out), "subscribe ok") == SIZE_MAX);
+  REQUIRE(inj.traces.size() == 1);
+  RecorderState st2 = actfix::load(inj.traces[0]).index->recorder();
+  CHECK(st2.reason == fmt::kCuptiWhyOtherTool);
+  CHECK(st2.detail == "CUDA_INJECTION64_PATH");
+}
+
+TEST_CASE("NVTX injection reaches the libcupti vramtrace records with, only when preloaded") {
+  Run r = run_client("nvtx", {{"NVTX_INJECTION64_PATH", VT_LIBRARY}});
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(index_of(fake_log(r.result.out), "nvtx injection") != SIZE_MAX);
+  CHECK(r.result.err.empty());
+
+  Run bare = run_client("nvtx", {{"NVTX_INJECTION64_PATH", VT_LIBRARY}, {"CLIENT_WAIT_MS", "50"}}, /*preload=*/false);
+  INFO(bare.result.out << bare.result.err);
+  CHECK(bare.result.exit_code == 0);
+  CHECK(index_of(fake_log(bare.result.out), "nvtx injection") == SIZE_MAX);
+  CHECK(bare.traces.empty());
+}
+
+TEST_CASE("a forked child writes its own trace saying CUPTI stayed with the parent") {
+  Run r = run_client("fork");
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(after(r.result.out, "child_exit") == "0");
+  REQUIRE(r.traces.size() == 2);
+  int parents = 0, children = 0;
+  for (const auto& t : r.traces) {
+    RecorderState st = actfix::load(t).index->recorder();
+    if (st.unavailable && st.reason == fmt::kCuptiWhyForked) children++;
+    if (st.started) parents++;
+  }
+  CHECK(parents == 1);
+  CHECK(children == 1);
+}
+
+TEST_CASE("vramtrace run: NVTX goes to libvramtrace, --no-kernels turns kernels off") {
+  std::string dir = e2e::temp_dir();
+  e2e::Spec s;
+  s.preload = false;
+  s.env = {{"VRAMTRACE_CUPTI_LIBRARY", VT_FAKECUPTI}};
+  s.argv = {e2e::cli(), "run", "-o", dir, "--", e2e::program("cupti_client"), "env"};
+  s.env.push_back({"VRAMTRACE_KERNELS", ""});  // as if unset (the harness sets 0)
+  e2e::Result on = e2e::run(s);
+  INFO(on.out << on.err);
+  CHECK(on.exit_code == 0);
+  CHECK(after(on.out, "nvtx") == VT_LIBRARY);
+  std::string dir2 = e2e::temp_dir();
+  s.argv = {e2e::cli(), "run", "--no-kernels", "-o", dir2, "--", e2e::program("cupti_client"), "env"};
+  e2e::Result off = e2e::run(s);
+  INFO(off.out << off.err);
+  CHECK(off.exit_code == 0);
+  CHECK(after(off.out, "nvtx") == "");
+  CHECK(after(off.out, "kernels") == "0");
+  auto files = e2e::files_in(dir2);
+  REQUIRE(files.size() == 1);
+  RecorderState st = actfix::load(files[0]).index->recorder();
+  CHECK(st.reason == fmt::kCuptiWhyDisabled);
+}
