@@ -11,6 +11,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "activity.h"
+#include "activity_format.h"
 #include "event_fields.h"
 #include "live_state.h"
 #include "oom_verdict.h"
@@ -233,6 +235,57 @@ void attach_gpu_processes(const Record& r, uint64_t own_pid, std::vector<OomRepo
     }
 }
 
+KernelRef kernel_ref(const ActivityIndex& acts, const KernelActivity& k) {
+  return {acts.display_name(k.name_id), k.device, k.stream, k.start_ns, k.end_ns};
+}
+
+ActivityAt activity_at(const ActivityIndex& acts, uint64_t t) {
+  ActivityAt a;
+  for (const KernelActivity* k : acts.running_at(t)) a.running.push_back(kernel_ref(acts, *k));
+  for (const KernelActivity* k : acts.last_before(t, 5)) a.last_before.push_back(kernel_ref(acts, *k));
+  for (const NvtxRange* n : acts.nvtx_at(t)) a.nvtx.push_back(n->name);
+  return a;
+}
+
+void add_activity(const ActivityIndex& acts, const std::vector<InterceptedAllocation>& seen, TraceReport* rep) {
+  RecorderState st = acts.recorder();
+  KernelRecording& k = rep->kernels;
+  k.recorded = st.started;
+  k.kernels = acts.kernels().size();
+  if (!st.seen)
+    k.status = "no kernel activity in this trace";
+  else if (st.stepped_aside)
+    k.status = "CUPTI recorded until another client took it (" + st.stepped_aside_for + ")";
+  else if (st.started)
+    k.status = "CUPTI recorded kernels" + (st.library.empty() ? std::string() : " (" + st.library + ")");
+  else
+    k.status = "kernel activity unavailable" + (st.detail.empty() ? std::string() : ": " + st.detail);
+  if (st.started) {
+    CoverageResult c = check_coverage(seen, acts.cupti_memory());
+    k.cupti_allocations = c.cupti_allocations;
+    k.matched = c.matched;
+    k.coverage = c.fraction;
+    for (const CuptiAllocation& m : c.missed) {
+      if (k.missed.size() >= 20) break;
+      char b[64];
+      snprintf(b, sizeof b, "0x%llx %llu bytes", static_cast<unsigned long long>(m.address),
+               static_cast<unsigned long long>(m.bytes));
+      k.missed.push_back(b);
+    }
+  }
+  if (acts.kernels().empty() && acts.nvtx_ranges().empty()) return;
+  for (DevicePeak& p : rep->peaks) p.activity = activity_at(acts, p.t_ns);
+  for (OomReport& o : rep->ooms) o.activity = activity_at(acts, o.t_ns);
+  // Memory by phase: the device timeline against the top-level NVTX ranges.
+  std::vector<BytesPoint> points;
+  for (const TimelineSeries& s : rep->timeline)
+    if (s.kind == "device")
+      for (const auto& [t, b] : s.points) points.push_back({t, b});
+  std::sort(points.begin(), points.end(), [](const BytesPoint& a, const BytesPoint& b) { return a.t_ns < b.t_ns; });
+  for (const PhaseSummary& ph : summarize_phases(memory_by_phase(acts.top_level_ranges(), points)))
+    rep->phases.push_back({ph.name, ph.count, ph.max_peak_bytes, ph.max_growth_bytes});
+}
+
 }  // namespace
 
 bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out, std::string* error) {
@@ -263,9 +316,20 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
     for (const auto& [device, b] : st.totals()) sum += b[int(Bucket::Device)];
     return sum;
   };
+  ActivityIndex acts(reader->process().start_monotonic_ns);
+  bool cupti_on = false;                    // allocations are kept for the cross-check only then
+  std::vector<InterceptedAllocation> seen;
   Record r;
   bool tty = opt.progress && isatty(STDERR_FILENO);
   while (reader->next(&r)) {
+    if (acts.add(r)) {
+      if (!cupti_on && r.tag == format::kTagCuptiStatus) cupti_on = acts.recorder().started;
+      continue;
+    }
+    if (cupti_on) {
+      InterceptedAllocation a;
+      if (intercepted_allocation(r, &a)) seen.push_back(a);
+    }
     if (r.tag == format::kTagGpuProcesses) {
       attach_gpu_processes(r, reader->process().pid, rep.ooms);
       continue;
@@ -441,6 +505,10 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   uint64_t peak_bytes = rep.peaks.empty() ? 0 : rep.peaks[0].bytes;
   rep.growth = find_growth(cp, nullptr, 0, std::max<uint64_t>(1 << 20, peak_bytes / 100));
   if (rep.growth.size() > opt.top) rep.growth.resize(opt.top);
+
+  // Kernel activity: what ran at the peaks and failures, memory per NVTX phase, coverage.
+  acts.finish(rep.last_t_ns);
+  add_activity(acts, seen, &rep);
 
   // Symbolize what will be shown, then judge each OOM.
   Symbolizer sym(reader->stacks(), opt.symbols);

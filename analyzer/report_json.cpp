@@ -34,11 +34,21 @@ json growth_json(const std::vector<GrowthSite>& v) {
   return a;
 }
 
+json activity_json(const ActivityAt& a) {
+  auto kernels = [](const std::vector<KernelRef>& v) {
+    json arr = json::array();
+    for (const KernelRef& k : v)
+      arr.push_back({{"name", k.name}, {"device", k.device}, {"stream", k.stream}, {"start_ns", k.start_ns}, {"end_ns", k.end_ns}});
+    return arr;
+  };
+  return {{"running_kernels", kernels(a.running)}, {"last_kernels", kernels(a.last_before)}, {"nvtx", a.nvtx}};
+}
+
 json peak_json(const TraceReport& r) {
   json by_device = json::array();
   for (const DevicePeak& p : r.peaks)
     by_device.push_back({{"device", p.device}, {"bytes", p.bytes}, {"t_ns", p.t_ns}, {"by_kind", p.by_kind},
-                         {"live_set", groups_json(p.live_set)}});
+                         {"live_set", groups_json(p.live_set)}, {"activity", activity_json(p.activity)}});
   json peak = {{"bytes", 0}, {"t_ns", 0}, {"device", -1}, {"live_set", json::array()}};
   if (!r.peaks.empty()) {
     peak = by_device[0];
@@ -95,6 +105,7 @@ json ooms_json(const TraceReport& r) {
                  {"stack", stack_json(o.stack)}, {"top_holders", groups_json(o.top_holders)},
                  {"grew_before", growth_json(o.grew_before)}, {"verdict", o.verdict}, {"causes", causes},
                  {"nvml", o.nvml}, {"other_processes", procs_json(o.other_processes)},
+                 {"activity", activity_json(o.activity)},
                  {"remedies", o.remedies}});
   }
   return a;
@@ -135,6 +146,17 @@ json report_json(const TraceReport& r, const std::string& section) {
                          {"start_bytes", g.start_bytes}, {"end_bytes", g.end_bytes}, {"peak_bytes", g.peak_bytes},
                          {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}});
     j["regions"] = regions;
+    json phases = json::array();
+    for (const PhaseRow& p : r.phases)
+      phases.push_back({{"name", p.name}, {"count", p.count}, {"max_peak_bytes", p.max_peak_bytes},
+                        {"max_growth_bytes", p.max_growth_bytes}});
+    j["phases"] = phases;
+  }
+  if (section.empty()) {
+    const KernelRecording& k = r.kernels;
+    j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},
+                    {"coverage", {{"cupti_allocations", k.cupti_allocations}, {"matched", k.matched},
+                                  {"fraction", k.coverage}, {"missed", k.missed}}}};
   }
   return j;
 }

@@ -22,12 +22,26 @@ struct SiteGroup {  // memory grouped by call stack
   std::vector<Frame> stack;
 };
 
+struct KernelRef {  // a kernel recorded by CUPTI
+  std::string name;  // demangled
+  uint32_t device = 0, stream = 0;
+  uint64_t start_ns = 0, end_ns = 0;
+};
+
+// What the GPU was doing at an instant (the peak, a failure): needs kernel activity (CUPTI).
+struct ActivityAt {
+  std::vector<KernelRef> running;      // kernels whose [start, end) contains the instant
+  std::vector<KernelRef> last_before;  // the latest kernels started before it
+  std::vector<std::string> nvtx;       // enclosing NVTX ranges, outermost first
+};
+
 struct DevicePeak {
   int device = -1;
   uint64_t bytes = 0;
   uint64_t t_ns = 0;
   std::map<std::string, uint64_t> by_kind;  // op kinds at the peak: device, async, vmm_physical, array
   std::vector<SiteGroup> live_set;
+  ActivityAt activity;
 };
 
 struct TimelineSeries {
@@ -77,6 +91,7 @@ struct OomReport {
   std::string verdict;
   std::vector<Cause> causes;  // ranked
   std::vector<std::string> remedies;
+  ActivityAt activity;
 };
 
 struct PoolFragmentation {
@@ -108,6 +123,22 @@ struct RegionReport {  // a named region marked with vramtrace_region_begin/end 
   uint64_t start_bytes = 0, end_bytes = 0, peak_bytes = 0;  // device bytes, all devices
 };
 
+struct PhaseRow {  // memory by top-level NVTX range ("forward", "backward", "optimizer", ...)
+  std::string name;
+  size_t count = 0;
+  uint64_t max_peak_bytes = 0, max_growth_bytes = 0;
+};
+
+struct KernelRecording {  // what the CUPTI recorder did
+  bool recorded = false;        // kernel activity is in the trace
+  std::string status;           // one line: started / unavailable (why) / stepped aside at ...
+  uint64_t kernels = 0;
+  // Cross-check: CUPTI's allocation records vs intercepted events.
+  size_t cupti_allocations = 0, matched = 0;
+  double coverage = 1.0;
+  std::vector<std::string> missed;  // "0xADDR SIZE bytes" for allocations interception missed
+};
+
 struct TraceReport {
   std::string path;
   ProcessInfo process;
@@ -129,6 +160,8 @@ struct TraceReport {
   Fragmentation fragmentation;
   std::vector<OomReport> ooms;
   std::vector<RegionReport> regions;
+  KernelRecording kernels;
+  std::vector<PhaseRow> phases;
 };
 
 struct RankRow {

@@ -54,6 +54,20 @@ void groups(std::ostringstream& o, const std::vector<SiteGroup>& v) {
   if (v.empty()) o << "  (none)\n";
 }
 
+void activity_lines(std::ostringstream& o, const ActivityAt& a, const char* indent) {
+  if (!a.nvtx.empty()) {
+    o << indent << "inside NVTX:";
+    for (const std::string& n : a.nvtx) o << " " << n;
+    o << "\n";
+  }
+  for (const KernelRef& k : a.running) o << indent << "running: " << k.name << " (stream " << k.stream << ")\n";
+  if (a.running.empty() && !a.last_before.empty()) {
+    o << indent << "last kernels before:";
+    for (size_t i = 0; i < a.last_before.size() && i < 3; ++i) o << (i ? ", " : " ") << a.last_before[i].name;
+    o << "\n";
+  }
+}
+
 void header(std::ostringstream& o, const TraceReport& r) {
   const ProcessInfo& p = r.process;
   o << "vramtrace report: " << r.path << "\n";
@@ -65,6 +79,12 @@ void header(std::ostringstream& o, const TraceReport& r) {
   o << "  " << r.events << " events, " << r.failed_events << " failed, trace "
     << (p.closed_cleanly ? "closed cleanly" : "ended without a clean close") << "\n";
   for (const std::string& pr : r.problems) o << "  note: " << pr << "\n";
+  if (r.kernels.recorded) {
+    char cov[64];
+    snprintf(cov, sizeof cov, "%.1f%%", r.kernels.coverage * 100);
+    o << "  kernels: " << r.kernels.kernels << " recorded; CUPTI saw " << r.kernels.cupti_allocations
+      << " allocations, interception matched " << cov << "\n";
+  }
 }
 
 }  // namespace
@@ -80,7 +100,14 @@ std::string report_text(const TraceReport& r, const std::string& section) {
       std::string kinds;
       for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + k + " " + human_bytes(v);
       o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
+      activity_lines(o, p.activity, "  ");
       groups(o, p.live_set);
+    }
+    if (!r.phases.empty()) {
+      o << "  memory by phase (top-level NVTX ranges):\n";
+      for (const PhaseRow& p : r.phases)
+        o << "    " << human_bytes(p.max_peak_bytes) << " peak  " << p.name << " (" << p.count << "x, up to +"
+          << human_bytes(p.max_growth_bytes) << ")\n";
     }
     if (!r.regions.empty()) {
       o << "  regions (peak device memory within each):\n";
@@ -135,6 +162,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
         for (const GpuProcess& g : x.other_processes)
           o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : g.name) << ": " << human_bytes(g.bytes) << "\n";
       }
+      activity_lines(o, x.activity, "     ");
       o << "     requested at:\n";
       stack_lines(o, x.stack, "       ");
       o << "     VERDICT: " << x.verdict << "\n";

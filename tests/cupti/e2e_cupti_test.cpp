@@ -295,3 +295,25 @@ TEST_CASE("vramtrace run: NVTX goes to libvramtrace, --no-kernels turns kernels 
   RecorderState st = actfix::load(files[0]).index->recorder();
   CHECK(st.reason == fmt::kCuptiWhyDisabled);
 }
+
+TEST_CASE("the report names kernel activity: status, coverage, what ran at the peak, memory by phase") {
+  Run r = run_client("nvtx", {{"NVTX_INJECTION64_PATH", VT_LIBRARY}});
+  REQUIRE(r.result.exit_code == 0);
+  REQUIRE(r.traces.size() == 1);
+  e2e::Spec rep;
+  rep.argv = {e2e::cli(), "report", r.traces[0], "--format", "json"};
+  rep.preload = false;
+  e2e::Result er = e2e::run(rep);
+  INFO(er.err);
+  REQUIRE(er.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(er.out);
+  CHECK(j["kernels"]["recorded"] == true);
+  CHECK(j["kernels"]["kernels"].get<uint64_t>() >= 2);
+  CHECK(j["kernels"]["coverage"]["cupti_allocations"].get<uint64_t>() >= 1);
+  const auto& act = j["peak"]["activity"];
+  INFO(act.dump());
+  CHECK(act["running_kernels"].size() + act["last_kernels"].size() + act["nvtx"].size() >= 1);
+  REQUIRE_FALSE(j["phases"].empty());
+  CHECK(j["phases"][0]["name"] == "step");
+  CHECK(j["phases"][0]["max_peak_bytes"].get<uint64_t>() > 0);
+}
