@@ -196,10 +196,20 @@ struct PeakTracker {
     auto it = p->devs.find(device);
     if (it != p->devs.end() && it->second.pending) p->snapshot(device);
   }
+  // The last device looked up: events come in long runs on one device.
+  int cached_device = -1000;
+  Dev* cached = nullptr;
+  Dev& dev(int device) {
+    if (device != cached_device) {
+      cached = &devs[device];  // std::map: the pointer stays valid
+      cached_device = device;
+    }
+    return *cached;
+  }
   void after(uint64_t t) {
     for (int device : st->changed()) {
       uint64_t v = st->bytes(device, Bucket::Device);
-      Dev& d = devs[device];
+      Dev& d = dev(device);
       if (v > d.bytes) {
         d.bytes = v;
         d.t = t;
@@ -301,6 +311,8 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   peaks.st = &st;
   st.on_before_drop(&PeakTracker::before_drop, &peaks);
   std::map<int, std::array<std::unique_ptr<Timeline>, kBuckets>> timelines;  // device -> bucket
+  int series_device = -1000;
+  std::array<std::unique_ptr<Timeline>, kBuckets>* series_of = nullptr;
   Checkpoints cp;
   uint64_t pinned_peak = 0, managed_peak = 0, vmm_reserved_max = 0, vmm_mapped_max = 0;
   // A failed allocation followed by frees: a caching allocator emptying its cache to retry.
@@ -417,7 +429,11 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
       for (size_t i : open_regions) rep.regions[i].peak_bytes = std::max(rep.regions[i].peak_bytes, now);
     }
     for (int device : st.changed()) {
-      auto& series = timelines[device];
+      if (device != series_device) {
+        series_of = &timelines[device];  // std::map: the pointer stays valid
+        series_device = device;
+      }
+      auto& series = *series_of;
       for (Bucket bk : {Bucket::Device, Bucket::PinnedHost, Bucket::Managed}) {
         uint64_t v = st.bytes(device, bk);
         auto& tl = series[int(bk)];
