@@ -438,7 +438,6 @@ bool TraceReader::next(Record* out) {
       }
     }
     if (heap_.empty()) {
-      finished_ = true;
       return false;
     }
     std::pop_heap(heap_.begin(), heap_.end(), later);

@@ -143,7 +143,6 @@ class TraceReader {
   static constexpr uint32_t kNone = ~0u;
   uint32_t current_ = kNone;  // the cursor whose record was returned last, not in the heap
   bool emit(uint32_t cursor, Record* out);
-  bool finished_ = false;
   bool quiet_ = false;
 };
 

@@ -121,10 +121,8 @@ bool load_config(Config* out, long pid) {
       log_line("bad VRAMTRACE_OUTPUT '%s': path too long; tracing off", output);
       return false;
     }
-    out->path_is_pattern_free = false;
   } else {
     snprintf(out->path, sizeof out->path, "%s", expanded);
-    out->path_is_pattern_free = strstr(output, "%p") == nullptr;
   }
   out->enabled = true;
   return true;

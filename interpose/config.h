@@ -21,7 +21,6 @@ namespace vt {
 struct Config {
   bool enabled = false;
   char path[4096] = {};      // the trace file to create (pattern already expanded)
-  bool path_is_pattern_free = false;  // a fixed file name: children must not clobber it
   char session[40] = {};
   bool null_sink = false;
   int stack_depth = 64;
