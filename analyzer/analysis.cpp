@@ -26,14 +26,14 @@ class Timeline {
  public:
   explicit Timeline(size_t target) : target_(target) {}
   void add(uint64_t t, uint64_t v) {
-    if (points_.empty()) t0_ = t;
-    uint64_t bucket = (t - t0_) / width_;
-    if (!points_.empty() && bucket == last_bucket_) {
+    if (points_.empty()) {
+      t0_ = t;
+    } else if (t < next_edge_) {  // still in the last bucket (times only grow): no division
       if (v > points_.back().second) points_.back() = {t, v};
       return;
     }
     points_.push_back({t, v});
-    last_bucket_ = bucket;
+    set_last_bucket((t - t0_) / width_);
     if (points_.size() > 2 * target_) coarsen();
   }
   std::vector<std::pair<uint64_t, uint64_t>> take() { return std::move(points_); }
@@ -51,10 +51,14 @@ class Timeline {
       }
     }
     points_ = std::move(merged);
-    last_bucket_ = (points_.back().first - t0_) / width_;
+    set_last_bucket((points_.back().first - t0_) / width_);
+  }
+  void set_last_bucket(uint64_t b) {
+    uint64_t edge = t0_ + (b + 1) * width_;
+    next_edge_ = edge > t0_ ? edge : ~0ull;  // saturate where it would wrap
   }
   size_t target_;
-  uint64_t t0_ = 0, width_ = 1000000, last_bucket_ = 0;  // 1 ms buckets to start
+  uint64_t t0_ = 0, width_ = 1000000, next_edge_ = 0;  // 1 ms buckets to start
   std::vector<std::pair<uint64_t, uint64_t>> points_;
 };
 
@@ -62,11 +66,12 @@ class Timeline {
 // at most ~128 are kept): the input of growth detection.
 struct Checkpoints {
   uint64_t every = 8;  // doubles as the run gets longer
+  uint64_t countdown = 8;  // events until the next one (no division per event)
   std::vector<uint64_t> t;
-  std::vector<std::unordered_map<SiteKey, uint64_t, SiteKeyHash>> snaps;
+  std::vector<absl::flat_hash_map<SiteKey, uint64_t>> snaps;
 
   void take(const LiveState& st, uint64_t now) {
-    std::unordered_map<SiteKey, uint64_t, SiteKeyHash> snap;
+    absl::flat_hash_map<SiteKey, uint64_t> snap;
     for (const auto& [k, b] : st.sites())
       if (k.bucket == Bucket::Device && b.bytes) snap.emplace(k, b.bytes);
     t.push_back(now);
@@ -87,9 +92,9 @@ struct Checkpoints {
 // Sites whose live bytes keep rising (docs/metrics.md, "growth").
 std::vector<GrowthSite> find_growth(const Checkpoints& cp, const LiveState* now, uint64_t now_t, uint64_t min_bytes) {
   std::vector<uint64_t> times = cp.t;
-  std::vector<const std::unordered_map<SiteKey, uint64_t, SiteKeyHash>*> snaps;
+  std::vector<const absl::flat_hash_map<SiteKey, uint64_t>*> snaps;
   for (const auto& s : cp.snaps) snaps.push_back(&s);
-  std::unordered_map<SiteKey, uint64_t, SiteKeyHash> current;
+  absl::flat_hash_map<SiteKey, uint64_t> current;
   if (now) {
     for (const auto& [k, b] : now->sites())
       if (k.bucket == Bucket::Device && b.bytes) current.emplace(k, b.bytes);
@@ -99,7 +104,7 @@ std::vector<GrowthSite> find_growth(const Checkpoints& cp, const LiveState* now,
   std::vector<GrowthSite> out;
   size_t k = snaps.size();
   if (k < 4) return out;
-  std::unordered_map<SiteKey, bool, SiteKeyHash> seen;
+  absl::flat_hash_map<SiteKey, bool> seen;
   for (const auto* s : snaps)
     for (const auto& [key, b] : *s) seen.emplace(key, true);
   for (const auto& [key, unused] : seen) {
@@ -137,7 +142,7 @@ std::vector<GrowthSite> find_growth(const Checkpoints& cp, const LiveState* now,
   return out;
 }
 
-std::vector<SiteGroup> groups_of(const std::unordered_map<SiteKey, SiteBytes, SiteKeyHash>& sites, int device,
+std::vector<SiteGroup> groups_of(const std::vector<SiteTable::Row>& sites, int device,
                                  bool device_bucket_only) {
   std::vector<SiteGroup> out;
   uint64_t total = 0;
@@ -162,12 +167,12 @@ std::vector<SiteGroup> groups_of(const std::unordered_map<SiteKey, SiteBytes, Si
 
 std::map<std::string, uint64_t> kinds_of(const LiveState& st, int device) {
   std::map<std::string, uint64_t> out;
-  auto it = st.kind_totals().find(device);
-  if (it == st.kind_totals().end()) return out;
+  const DeviceTotals* d = st.find_device(device);
+  if (!d) return out;
   for (int k = 0; k < 16; ++k) {
     MemKind kind = MemKind(k);
     bool device_memory = kind == MemKind::Device || kind == MemKind::Async || kind == MemKind::VmmPhysical || kind == MemKind::Array;
-    if (device_memory && it->second[k]) out[kind_name(kind)] = it->second[k];
+    if (device_memory && d->kinds[k]) out[kind_name(kind)] = d->kinds[k];
   }
   return out;
 }
@@ -301,7 +306,7 @@ void add_activity(const ActivityIndex& acts, const std::vector<InterceptedAlloca
 bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out, std::string* error) {
   auto reader = TraceReader::open(path, error);
   if (!reader) return false;
-  reader->load_stacks();
+  // Stacks are only symbolized at the end: the stream itself brings every stack record.
   TraceReport& rep = *out;
   rep = TraceReport{};
   rep.path = path;
@@ -323,11 +328,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   } flush;
 
   std::vector<size_t> open_regions;  // indices into rep.regions
-  auto device_total = [&st] {
-    uint64_t sum = 0;
-    for (const auto& [device, b] : st.totals()) sum += b[int(Bucket::Device)];
-    return sum;
-  };
+  auto device_total = [&st] { return st.device_bytes_all(); };
   ActivityIndex acts(reader->process().start_monotonic_ns);
   bool cupti_on = false;                    // allocations are kept for the cross-check only then
   std::vector<InterceptedAllocation> seen;
@@ -434,8 +435,9 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
         series_device = device;
       }
       auto& series = *series_of;
+      const std::array<uint64_t, kBuckets>& bytes = st.find_device(device)->bytes;
       for (Bucket bk : {Bucket::Device, Bucket::PinnedHost, Bucket::Managed}) {
-        uint64_t v = st.bytes(device, bk);
+        uint64_t v = bytes[int(bk)];
         auto& tl = series[int(bk)];
         if (!tl) {
           if (!v) continue;
@@ -443,12 +445,15 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
         }
         tl->add(r.t_ns, v);
       }
-      pinned_peak = std::max(pinned_peak, st.bytes(device, Bucket::PinnedHost));
-      managed_peak = std::max(managed_peak, st.bytes(device, Bucket::Managed));
+      pinned_peak = std::max(pinned_peak, bytes[int(Bucket::PinnedHost)]);
+      managed_peak = std::max(managed_peak, bytes[int(Bucket::Managed)]);
     }
     vmm_reserved_max = std::max(vmm_reserved_max, st.reserved_va());
     vmm_mapped_max = std::max(vmm_mapped_max, st.mapped_va());
-    if (rep.events % cp.every == 0) cp.take(st, r.t_ns);
+    if (--cp.countdown == 0) {
+      cp.take(st, r.t_ns);
+      cp.countdown = cp.every;
+    }
   }
   if (tty) fprintf(stderr, "\r%40s\r", "");
   for (size_t i : open_regions) {  // never ended: the trace stopped inside them
@@ -483,7 +488,11 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   }
   rep.fragmentation.vmm_reserved_bytes_max = vmm_reserved_max;
   rep.fragmentation.vmm_mapped_bytes_max = vmm_mapped_max;
-  for (const auto& [key, p] : st.pools()) {
+  std::vector<std::pair<uint64_t, const PoolState*>> pools;  // by key: a stable report order
+  for (const auto& [key, p] : st.pools()) pools.push_back({key, &p});
+  std::sort(pools.begin(), pools.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [key, pool] : pools) {
+    const PoolState& p = *pool;
     PoolFragmentation pf;
     char name[40];
     if ((key >> 48) == 0xdefa)

@@ -28,7 +28,7 @@ uint64_t PoolState::footprint() const {
   return sum;
 }
 
-uint64_t PoolState::largest_free_gap(const std::unordered_map<uint64_t, Alloc>& live) const {
+uint64_t PoolState::largest_free_gap(const AllocMap& live) const {
   std::vector<std::pair<uint64_t, uint64_t>> used;
   for (const auto& [addr, a] : live)
     if (a.kind == MemKind::Async) used.push_back({addr, addr + a.size});
@@ -47,21 +47,38 @@ uint64_t PoolState::largest_free_gap(const std::unordered_map<uint64_t, Alloc>& 
 }
 
 
+const DeviceTotals* LiveState::find_other_device(int device) const {
+  auto it = other_.find(device);
+  return it == other_.end() ? nullptr : &slots_[size_t(it->second)];
+}
+
+DeviceTotals& LiveState::device_slot(int device) {
+  if (device == last_device_) return slots_[size_t(last_slot_)];
+  size_t i = size_t(device + 1);
+  int32_t* slot = i < kDirect ? &direct_[i] : &other_.try_emplace(device, -1).first->second;
+  if (*slot < 0) {
+    *slot = int32_t(slots_.size());
+    slots_.push_back(DeviceTotals{});
+    slots_.back().device = device;
+  }
+  last_device_ = device;
+  last_slot_ = *slot;
+  return slots_[size_t(*slot)];
+}
+
 void LiveState::account(const Alloc& a, int64_t sign) {
   if (sign < 0 && a.bucket == Bucket::Device && before_drop_) before_drop_(before_drop_ctx_, a.device);
-  totals_[a.device][int(a.bucket)] += uint64_t(sign) * a.size;
-  if (a.device >= -1 && a.device < 1024) {
-    size_t i = size_t(a.device + 1);
-    if (i >= flat_.size()) flat_.resize(i + 1, std::array<uint64_t, kBuckets>{});
-    flat_[i][int(a.bucket)] += uint64_t(sign) * a.size;
+  const uint64_t delta = uint64_t(sign) * a.size;
+  DeviceTotals& d = device_slot(a.device);
+  d.bytes[int(a.bucket)] += delta;
+  if (a.bucket == Bucket::Device) {
+    d.kinds[int(a.kind) & 15] += delta;
+    device_all_ += delta;
   }
   if (std::find(changed_.begin(), changed_.end(), a.device) == changed_.end()) changed_.push_back(a.device);
-  if (a.bucket == Bucket::Device) kind_totals_[a.device][int(a.kind) & 15] += uint64_t(sign) * a.size;
-  SiteKey k{a.stack, a.device, a.bucket};
-  SiteBytes& s = sites_[k];
-  s.bytes += uint64_t(sign) * a.size;
+  SiteBytes& s = sites_.at(a.site);
+  s.bytes += delta;
   s.count += uint64_t(sign);
-  if (s.count == 0) sites_.erase(k);
 }
 
 PoolState& LiveState::pool_of(uint64_t pool, int device) {
@@ -71,7 +88,8 @@ PoolState& LiveState::pool_of(uint64_t pool, int device) {
   return p;
 }
 
-void LiveState::add(uint64_t key, const Alloc& a, std::unordered_map<uint64_t, Alloc>& map) {
+void LiveState::add(uint64_t key, Alloc a, AllocMap& map) {
+  a.site = sites_.row(SiteKey{a.stack, a.device, a.bucket});
   auto [it, inserted] = map.emplace(key, a);
   if (!inserted) {  // an address handed out twice without a free we saw: the old one is gone
     remove_alloc(it, map, false);
@@ -82,8 +100,10 @@ void LiveState::add(uint64_t key, const Alloc& a, std::unordered_map<uint64_t, A
     PoolState& p = pool_of(a.pool, a.device);
     p.live_bytes += a.size;
     uint64_t lo = key, hi = key + a.size;
-    // Merge [lo, hi) into the pool's extents.
-    auto next = p.extents.lower_bound(lo);
+    // Merge [lo, hi) into the pool's extents; usually a warm pool reuses a known range.
+    auto next = p.extents.upper_bound(lo);
+    if (next != p.extents.begin() && std::prev(next)->second >= hi) return;
+    next = p.extents.lower_bound(lo);
     if (next != p.extents.begin()) {
       auto prev = std::prev(next);
       if (prev->second >= lo) {
@@ -100,8 +120,7 @@ void LiveState::add(uint64_t key, const Alloc& a, std::unordered_map<uint64_t, A
   }
 }
 
-void LiveState::remove_alloc(std::unordered_map<uint64_t, Alloc>::iterator it,
-                             std::unordered_map<uint64_t, Alloc>& map, bool teardown) {
+void LiveState::remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown) {
   const Alloc a = it->second;
   map.erase(it);
   account(a, -1);
@@ -110,7 +129,7 @@ void LiveState::remove_alloc(std::unordered_map<uint64_t, Alloc>::iterator it,
     p.live_bytes -= std::min(p.live_bytes, a.size);
   }
   if (teardown) {
-    SiteBytes& s = teardown_[SiteKey{a.stack, a.device, a.bucket}];
+    SiteBytes& s = teardown_.at(teardown_.row(SiteKey{a.stack, a.device, a.bucket}));
     s.bytes += a.size;
     s.count += 1;
   }
@@ -161,7 +180,6 @@ void LiveState::apply(const Record& r) {
   Alloc a;
   a.size = r.size;
   a.context = r.context;
-  a.t_ns = r.t_ns;
   a.stack = r.stack;
   a.device = r.device;
   a.kind = op.kind;

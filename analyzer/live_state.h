@@ -4,11 +4,13 @@
 // per (stack, device, kind). Memory is bounded by live allocations and distinct stacks.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "trace_reader.h"
 
@@ -22,8 +24,8 @@ struct Alloc {
   uint64_t size = 0;
   uint64_t context = 0;
   uint64_t pool = 0;  // Async: the pool (or 0 for the device's current pool)
-  uint64_t t_ns = 0;
   uint32_t stack = 0;
+  uint32_t site = 0;  // its row in LiveState::sites(), set when it is added
   int32_t device = -1;
   MemKind kind = MemKind::None;
   Bucket bucket = Bucket::Device;
@@ -34,15 +36,61 @@ struct SiteKey {
   int32_t device;
   Bucket bucket;
   bool operator==(const SiteKey& o) const { return stack == o.stack && device == o.device && bucket == o.bucket; }
-};
-struct SiteKeyHash {
-  size_t operator()(const SiteKey& k) const {
-    return std::hash<uint64_t>()((uint64_t(k.stack) << 32) ^ (uint64_t(uint32_t(k.device)) << 8) ^ uint64_t(k.bucket));
+  template <typename H>
+  friend H AbslHashValue(H h, const SiteKey& k) {
+    return H::combine(std::move(h), k.stack, k.device, uint8_t(k.bucket));
   }
 };
 struct SiteBytes {
   uint64_t bytes = 0;
   uint64_t count = 0;
+};
+
+// Open-addressing map (no allocation per insert): the replay touches it on every event.
+using AllocMap = absl::flat_hash_map<uint64_t, Alloc>;
+
+// Bytes and count per (stack, device, bucket). Rows are never removed (their number is bounded
+// by distinct stacks), so an allocation keeps its row's index and its release needs no lookup.
+// Rows whose count fell to zero stay, with zero bytes and count.
+class SiteTable {
+ public:
+  struct Row {
+    SiteKey key;
+    SiteBytes b;
+  };
+  uint32_t row(const SiteKey& k) {
+    // Stack ids are dense from 1, and a stack nearly always allocates on one device and bucket:
+    // remember its last row by id, and hash only when that is not it.
+    if (k.stack < kMemoStacks) {
+      if (k.stack >= memo_.size()) memo_.resize(std::max<size_t>(k.stack + 1, memo_.size() * 2), 0);
+      uint32_t m = memo_[k.stack];
+      if (m && rows_[m - 1].key == k) return m - 1;
+      uint32_t r = lookup(k);
+      memo_[k.stack] = r + 1;
+      return r;
+    }
+    return lookup(k);
+  }
+  SiteBytes& at(uint32_t i) { return rows_[i].b; }
+  const std::vector<Row>& rows() const { return rows_; }
+
+ private:
+  static constexpr uint32_t kMemoStacks = 1u << 22;  // ids beyond (damaged traces) just hash
+  uint32_t lookup(const SiteKey& k) {
+    auto [it, inserted] = index_.try_emplace(k, uint32_t(rows_.size()));
+    if (inserted) rows_.push_back({k, {}});
+    return it->second;
+  }
+  std::vector<Row> rows_;
+  absl::flat_hash_map<SiteKey, uint32_t> index_;
+  std::vector<uint32_t> memo_;  // stack id -> its last row + 1 (0 = none)
+};
+
+// Live bytes of one device (-1 = unknown) by bucket, and its device-bucket bytes by op kind.
+struct DeviceTotals {
+  int32_t device = -1;
+  std::array<uint64_t, kBuckets> bytes{};
+  std::array<uint64_t, 16> kinds{};
 };
 
 // A pool as far as events show it: the address ranges it handed out since it was created or
@@ -52,7 +100,7 @@ struct PoolState {
   std::map<uint64_t, uint64_t> extents;  // start -> end, merged
   uint64_t live_bytes = 0;
   uint64_t footprint() const;
-  uint64_t largest_free_gap(const std::unordered_map<uint64_t, Alloc>& live) const;
+  uint64_t largest_free_gap(const AllocMap& live) const;
 };
 
 class LiveState {
@@ -69,19 +117,24 @@ class LiveState {
   }
 
   uint64_t bytes(int device, Bucket b) const {
-    size_t i = size_t(device + 1);  // device -1 (unknown) is slot 0
-    return i < flat_.size() ? flat_[i][int(b)] : 0;
+    const DeviceTotals* d = find_device(device);
+    return d ? d->bytes[int(b)] : 0;
   }
+  // Device-bucket bytes summed over all devices.
+  uint64_t device_bytes_all() const { return device_all_; }
   // Devices whose totals the last apply() changed (usually one).
   const std::vector<int>& changed() const { return changed_; }
-  const std::map<int, std::array<uint64_t, kBuckets>>& totals() const { return totals_; }
-  const std::unordered_map<SiteKey, SiteBytes, SiteKeyHash>& sites() const { return sites_; }
-  const std::unordered_map<uint64_t, Alloc>& live() const { return live_; }
-  const std::unordered_map<uint64_t, Alloc>& vmm_handles() const { return handles_; }
-  const std::unordered_map<uint64_t, PoolState>& pools() const { return pools_; }
-
-  // Live bytes per device and op kind (device, async, vmm_physical, array, ...).
-  const std::map<int, std::array<uint64_t, 16>>& kind_totals() const { return kind_totals_; }
+  // Every device seen so far, in order of first appearance.
+  const std::vector<DeviceTotals>& devices() const { return slots_; }
+  const DeviceTotals* find_device(int device) const {
+    size_t i = size_t(device + 1);  // device -1 (unknown) is index 0
+    if (i < kDirect) return direct_[i] < 0 ? nullptr : &slots_[size_t(direct_[i])];
+    return find_other_device(device);
+  }
+  const std::vector<SiteTable::Row>& sites() const { return sites_.rows(); }
+  const AllocMap& live() const { return live_; }
+  const AllocMap& vmm_handles() const { return handles_; }
+  const absl::flat_hash_map<uint64_t, PoolState>& pools() const { return pools_; }
 
   uint64_t reserved_va() const { return reserved_total_; }
   uint64_t mapped_va() const { return mapped_total_; }
@@ -89,37 +142,47 @@ class LiveState {
   uint64_t pool_cached_bytes(int device) const;  // inferred pool footprint minus live async bytes
 
   // Freed by a context teardown rather than by a free (reported apart from leaks).
-  const std::unordered_map<SiteKey, SiteBytes, SiteKeyHash>& teardown() const { return teardown_; }
+  const std::vector<SiteTable::Row>& teardown() const { return teardown_.rows(); }
   uint64_t unmatched_frees() const { return unmatched_frees_; }
 
  private:
-  void add(uint64_t key, const Alloc& a, std::unordered_map<uint64_t, Alloc>& map);
-  void remove_alloc(std::unordered_map<uint64_t, Alloc>::iterator it, std::unordered_map<uint64_t, Alloc>& map,
-                    bool teardown);
+  static constexpr size_t kDirect = 1025;  // devices -1..1023 indexed directly
+  void add(uint64_t key, Alloc a, AllocMap& map);
+  void remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown);
   void drop_context(uint64_t ctx);
   void account(const Alloc& a, int64_t sign);
+  DeviceTotals& device_slot(int device);
+  const DeviceTotals* find_other_device(int device) const;
   void maybe_free_handle(uint64_t handle);
   PoolState& pool_of(uint64_t pool, int device);
 
-  std::unordered_map<uint64_t, Alloc> live_;     // by address (or array handle)
-  std::unordered_map<uint64_t, Alloc> handles_;  // VMM physical handles
+  AllocMap live_;     // by address (or array handle)
+  AllocMap handles_;  // VMM physical handles
   struct Mapping {
     uint64_t size, handle;
   };
-  std::map<uint64_t, Mapping> mappings_;          // va -> mapping
-  std::unordered_map<uint64_t, int> handle_maps_;  // handle -> mapping count
-  std::unordered_map<uint64_t, bool> released_;   // handle released while still mapped
-  std::map<uint64_t, uint64_t> reservations_;     // va -> size
-  std::unordered_map<uint64_t, PoolState> pools_;
-  std::map<int, std::array<uint64_t, kBuckets>> totals_;
-  std::vector<std::array<uint64_t, kBuckets>> flat_;  // the same by device + 1, for bytes()
-  std::map<int, std::array<uint64_t, 16>> kind_totals_;
-  std::unordered_map<SiteKey, SiteBytes, SiteKeyHash> sites_;
-  std::unordered_map<SiteKey, SiteBytes, SiteKeyHash> teardown_;
+  std::map<uint64_t, Mapping> mappings_;             // va -> mapping
+  absl::flat_hash_map<uint64_t, int> handle_maps_;   // handle -> mapping count
+  absl::flat_hash_map<uint64_t, bool> released_;     // handle released while still mapped
+  std::map<uint64_t, uint64_t> reservations_;        // va -> size
+  absl::flat_hash_map<uint64_t, PoolState> pools_;
+  std::vector<DeviceTotals> slots_;
+  std::array<int32_t, kDirect> direct_ = make_direct();  // device + 1 -> index in slots_, -1 = none
+  absl::flat_hash_map<int, int32_t> other_;              // the same for devices outside -1..1023
+  int last_device_ = -2, last_slot_ = -1;
+  uint64_t device_all_ = 0;
+  SiteTable sites_;
+  SiteTable teardown_;
   uint64_t reserved_total_ = 0, mapped_total_ = 0, unmatched_frees_ = 0;
   std::vector<int> changed_;
   BeforeDrop before_drop_ = nullptr;
   void* before_drop_ctx_ = nullptr;
+
+  static std::array<int32_t, kDirect> make_direct() {
+    std::array<int32_t, kDirect> a;
+    a.fill(-1);
+    return a;
+  }
 };
 
 }  // namespace vt::analyzer

@@ -217,7 +217,8 @@ class Exporter {
 
   void on_event(const Record& r) {
     live_.apply(r);
-    for (const auto& [dev, v] : live_.totals()) {
+    for (int dev : live_.changed()) {  // the others kept their values
+      const std::array<uint64_t, kBuckets>& v = live_.find_device(dev)->bytes;
       auto& c = counters_[dev];
       if (c.pending ? c.last.v == v : (seen_.count(dev) && last_emitted_[dev] == v)) continue;
       sample(dev, c, r.t_ns, v);

@@ -25,6 +25,8 @@ struct TraceReader::Cursor {
   uint64_t ctx = 0;
   int32_t dev = -1;
   uint64_t stream = 0;
+  const uint8_t* chunk_lo = nullptr;  // the whole chunk, for release()
+  const uint8_t* chunk_hi = nullptr;
   Record rec;
 };
 
@@ -35,6 +37,7 @@ struct Bytes {
   const uint8_t* end;
   bool ok = true;
   uint64_t varint() {
+    if (p < end && *p < 0x80) return *p++;  // one byte: most deltas, flags and small sizes
     uint64_t v = 0;
     if (!ok || !(p = fmt::get_varint(p, end, &v))) {
       ok = false;
@@ -173,8 +176,8 @@ TraceReader::~TraceReader() {
 
 void TraceReader::note(std::string msg, bool lost) {
   if (quiet_) return;
-  problems_.push_back(std::move(msg));
   data_lost_ = data_lost_ || lost;
+  if (noted_.insert(msg).second) problems_.push_back(std::move(msg));  // each sentence once
 }
 
 bool TraceReader::load(std::string* error) {
@@ -254,6 +257,9 @@ bool TraceReader::load(std::string* error) {
     const uint8_t* c = base_ + h.header_size + i * h.chunk_size;
     fmt::ChunkHeader ch;
     memcpy(&ch, c, sizeof ch);
+    // Reading the header mapped the chunk (the kernel maps cached neighbours on a fault): drop
+    // it until it is read, or the whole file would be resident at once.
+    if (i != 0) release(c, c + h.chunk_size);
     if (ch.magic == 0) continue;
     if (ch.magic != fmt::kChunkMagic || ch.used > payload_cap) {
       note("chunk " + std::to_string(i) + " is corrupt and was skipped", true);
@@ -268,6 +274,8 @@ bool TraceReader::load(std::string* error) {
     cur.index = uint32_t(i);
     cur.base_ns = ch.base_ns;
     cur.last_ns = ch.base_ns;
+    cur.chunk_lo = c;
+    cur.chunk_hi = c + h.chunk_size;
     cursors_.push_back(cur);
   }
 
@@ -293,6 +301,7 @@ bool TraceReader::load(std::string* error) {
 
 void TraceReader::apply_meta(const Record& r) {
   if (r.tag >= fmt::kTagStack && r.tag <= fmt::kTagConfig) {
+    if (stacks_loaded_) return;  // load_stacks() decoded it already
     if (!decode_stack_meta(r, &store_)) note("a stack, module or code record is damaged", true);
     return;
   }
@@ -312,6 +321,8 @@ void TraceReader::apply_meta(const Record& r) {
   }
 }
 
+static_assert(sizeof(Record) == 136, "TraceReader::advance resets every field of Record one by one: add the new one");
+
 bool TraceReader::advance(Cursor& c) {
   // A loop, not recursion: a chunk can hold thousands of damaged records in a row.
   for (;;) {
@@ -328,9 +339,18 @@ bool TraceReader::advance(Cursor& c) {
     }
     const uint8_t* end = p + len;
     c.p = end;
-    r = Record{};
+    // Field by field, not `r = Record{}`: that compiles to a `rep stos`, a fifth of this function.
     r.tag = tag;
     r.tid = c.tid;
+    r.op = nullptr;
+    r.fields = 0;
+    r.result = 0;
+    r.context = 0;
+    r.device = -1;
+    r.stream = r.addr = r.size = r.aux = r.aux2 = r.free_bytes = r.total_bytes = 0;
+    r.stack = 0;
+    r.payload = nullptr;
+    r.payload_len = 0;
     Bytes b{p, end};
     uint64_t dt = b.varint();
     c.last_ns += dt;
@@ -397,51 +417,64 @@ void TraceReader::load_stacks() {
         if (after_dt) {
           r.payload = after_dt;
           r.payload_len = size_t(body + len - after_dt);
-          decode_stack_meta(r, &store_);
+          if (!decode_stack_meta(r, &store_)) note("a stack, module or code record is damaged", true);
         }
       }
       p = body + len;
     }
+    release(c0.chunk_lo, c0.chunk_hi);
   }
 }
 
+void TraceReader::release(const uint8_t* chunk_lo, const uint8_t* chunk_hi) {
+  // A read chunk's pages leave this process (the page cache keeps them): resident memory stays
+  // bounded by the chunks in flight, not the file size. Reading them again just faults them in.
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t lo = (uintptr_t(chunk_lo) + page - 1) & ~(page - 1);
+  uintptr_t hi = uintptr_t(chunk_hi) & ~(page - 1);
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 bool TraceReader::next(Record* out) {
-  auto later = [this](uint32_t a, uint32_t b) {
-    const Cursor &x = cursors_[a], &y = cursors_[b];
-    return x.rec.t_ns != y.rec.t_ns ? x.rec.t_ns > y.rec.t_ns : x.index > y.index;
-  };
+  // Heap entries carry their cursor's next time, so ordering never touches the cursors.
+  auto later = [](const HeapEntry& x, const HeapEntry& y) { return x.t != y.t ? x.t > y.t : x.index > y.index; };
+  auto entry = [this](uint32_t c) { return HeapEntry{cursors_[c].rec.t_ns, cursors_[c].index, c}; };
   for (;;) {
     // The cursor that produced the last record usually produces the next one too: it stays out
     // of the heap while it is still the earliest (no push/pop per record).
     if (current_ != kNone) {
       uint32_t c = current_;
       current_ = kNone;
-      if (advance(cursors_[c])) {
-        bool still_first = (heap_.empty() || !later(c, heap_.front())) &&
-                           (pending_.empty() || cursors_[pending_.back()].base_ns > cursors_[c].rec.t_ns);
+      if (!advance(cursors_[c])) {
+        release(cursors_[c].chunk_lo, cursors_[c].chunk_hi);
+      } else {
+        HeapEntry e = entry(c);
+        bool still_first = (heap_.empty() || !later(e, heap_.front())) &&
+                           (pending_.empty() || cursors_[pending_.back()].base_ns > e.t);
         if (still_first) {
           current_ = c;
           return emit(c, out);
         }
-        heap_.push_back(c);
+        heap_.push_back(e);
         std::push_heap(heap_.begin(), heap_.end(), later);
       }
     }
     // Activate every chunk that may hold a record no later than the current earliest.
-    while (!pending_.empty() &&
-           (heap_.empty() || cursors_[pending_.back()].base_ns <= cursors_[heap_.front()].rec.t_ns)) {
+    while (!pending_.empty() && (heap_.empty() || cursors_[pending_.back()].base_ns <= heap_.front().t)) {
       uint32_t i = pending_.back();
       pending_.pop_back();
       if (advance(cursors_[i])) {
-        heap_.push_back(i);
+        heap_.push_back(entry(i));
         std::push_heap(heap_.begin(), heap_.end(), later);
+      } else {
+        release(cursors_[i].chunk_lo, cursors_[i].chunk_hi);
       }
     }
     if (heap_.empty()) {
       return false;
     }
     std::pop_heap(heap_.begin(), heap_.end(), later);
-    uint32_t i = heap_.back();
+    uint32_t i = heap_.back().cursor;
     heap_.pop_back();
     current_ = i;  // advanced on the next call
     return emit(i, out);

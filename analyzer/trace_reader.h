@@ -124,6 +124,7 @@ class TraceReader {
   TraceReader() = default;
   bool load(std::string* error);
   bool advance(Cursor& c);  // decodes the cursor's next record into c.rec
+  void release(const uint8_t* chunk_lo, const uint8_t* chunk_hi);  // drops a read chunk's pages
   void apply_meta(const Record& r);
   void note(std::string msg, bool lost);
 
@@ -137,8 +138,14 @@ class TraceReader {
   bool stacks_loaded_ = false;
   std::vector<Cursor> cursors_;
   std::vector<uint32_t> pending_;  // cursor indices not yet in the heap, by descending base time
-  std::vector<uint32_t> heap_;     // min-heap of active cursors by next record time
+  struct HeapEntry {
+    uint64_t t;       // the cursor's next record time
+    uint32_t index;   // its chunk index: ties go to the earlier chunk
+    uint32_t cursor;
+  };
+  std::vector<HeapEntry> heap_;  // min-heap of active cursors by next record time
   std::vector<std::string> problems_;
+  std::unordered_set<std::string> noted_;  // problems_ without repeats
   bool data_lost_ = false;
   static constexpr uint32_t kNone = ~0u;
   uint32_t current_ = kNone;  // the cursor whose record was returned last, not in the heap
