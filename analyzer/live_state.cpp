@@ -88,14 +88,15 @@ PoolState& LiveState::pool_of(uint64_t pool, int device) {
   return p;
 }
 
-void LiveState::add(uint64_t key, Alloc a, AllocMap& map) {
-  a.site = sites_.row(SiteKey{a.stack, a.device, a.bucket});
+void LiveState::add(uint64_t key, const Alloc& a, AllocMap& map) {
+  uint32_t site = sites_.row(SiteKey{a.stack, a.device, a.bucket});
   auto [it, inserted] = map.emplace(key, a);
   if (!inserted) {  // an address handed out twice without a free we saw: the old one is gone
     remove_alloc(it, map, false);
     it = map.emplace(key, a).first;
   }
-  account(a, +1);
+  it->second.site = site;
+  account(it->second, +1);
   if (a.kind == MemKind::Async) {
     PoolState& p = pool_of(a.pool, a.device);
     p.live_bytes += a.size;

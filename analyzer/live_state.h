@@ -147,7 +147,7 @@ class LiveState {
 
  private:
   static constexpr size_t kDirect = 1025;  // devices -1..1023 indexed directly
-  void add(uint64_t key, Alloc a, AllocMap& map);
+  void add(uint64_t key, const Alloc& a, AllocMap& map);
   void remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown);
   void drop_context(uint64_t ctx);
   void account(const Alloc& a, int64_t sign);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <vector>
 
 #include "trace_fixture.h"
 #include "trace_reader.h"
@@ -69,6 +70,51 @@ TEST_CASE("events from two threads come back exactly, merged in time order") {
   CHECK(tids[0] != tids[1]);
   CHECK(reader->problems().empty());
   CHECK_FALSE(reader->data_lost());
+}
+
+TEST_CASE("values of every varint length come back exactly in every field, up to a chunk's last byte") {
+  // Every length from 1 to 10 bytes in each field (the reader has a one-byte fast path), the
+  // record's last field included.
+  std::vector<uint64_t> values;
+  for (int bits = 0; bits <= 64; ++bits) {
+    uint64_t v = bits == 64 ? ~0ull : (1ull << bits);
+    values.push_back(v);
+    values.push_back(v - 1);
+  }
+  auto make = [&values](int i) {
+    vt::Event e;
+    e.t_ns = 1000 + uint64_t(i);
+    e.op = vt::HookId::cuMemMap;
+    uint64_t v = values[size_t(i) % values.size()];
+    e.set_addr(v ^ 0x5555);
+    e.set_size(v);
+    e.set_aux(values[size_t(i * 7 + 3) % values.size()]);
+    e.set_aux2(values[size_t(i * 13 + 5) % values.size()]);
+    return e;
+  };
+  const int kEvents = 12000;  // several chunks: some records end exactly at a chunk's end
+  std::string path = fixture::temp_dir() + "/varints.trace";
+  int st = fixture::write_trace(path, [&] {
+    for (int i = 0; i < kEvents; ++i) vt::record(make(i));
+  });
+  REQUIRE(WIFEXITED(st));
+  std::string err;
+  auto reader = TraceReader::open(path, &err);
+  REQUIRE(reader);
+  Record r;
+  int n = 0;
+  while (reader->next(&r)) {
+    if (!r.is_event()) continue;
+    vt::Event e = make(n);
+    INFO("event " << n);
+    REQUIRE(r.addr == e.addr);
+    REQUIRE(r.size == e.size);
+    REQUIRE(r.aux == e.aux);
+    REQUIRE(r.aux2 == e.aux2);
+    ++n;
+  }
+  CHECK(n == kEvents);
+  CHECK(reader->problems().empty());
 }
 
 TEST_CASE("a trace created 0600 and a symlink at the target is refused") {
