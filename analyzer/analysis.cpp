@@ -198,8 +198,7 @@ struct PeakTracker {
   }
   static void before_drop(void* self, int device) {
     auto* p = static_cast<PeakTracker*>(self);
-    auto it = p->devs.find(device);
-    if (it != p->devs.end() && it->second.pending) p->snapshot(device);
+    if (p->dev(device).pending) p->snapshot(device);
   }
   // The last device looked up: events come in long runs on one device.
   int cached_device = -1000;

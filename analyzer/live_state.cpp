@@ -52,8 +52,7 @@ const DeviceTotals* LiveState::find_other_device(int device) const {
   return it == other_.end() ? nullptr : &slots_[size_t(it->second)];
 }
 
-DeviceTotals& LiveState::device_slot(int device) {
-  if (device == last_device_) return slots_[size_t(last_slot_)];
+DeviceTotals& LiveState::new_device_slot(int device) {
   size_t i = size_t(device + 1);
   int32_t* slot = i < kDirect ? &direct_[i] : &other_.try_emplace(device, -1).first->second;
   if (*slot < 0) {
@@ -75,7 +74,9 @@ void LiveState::account(const Alloc& a, int64_t sign) {
     d.kinds[int(a.kind) & 15] += delta;
     device_all_ += delta;
   }
-  if (std::find(changed_.begin(), changed_.end(), a.device) == changed_.end()) changed_.push_back(a.device);
+  if (changed_.empty() || (changed_.back() != a.device &&
+                           std::find(changed_.begin(), changed_.end(), a.device) == changed_.end()))
+    changed_.push_back(a.device);
   SiteBytes& s = sites_.at(a.site);
   s.bytes += delta;
   s.count += uint64_t(sign);

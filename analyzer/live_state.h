@@ -151,7 +151,10 @@ class LiveState {
   void remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown);
   void drop_context(uint64_t ctx);
   void account(const Alloc& a, int64_t sign);
-  DeviceTotals& device_slot(int device);
+  DeviceTotals& device_slot(int device) {  // events come in long runs on one device
+    return device == last_device_ ? slots_[size_t(last_slot_)] : new_device_slot(device);
+  }
+  DeviceTotals& new_device_slot(int device);
   const DeviceTotals* find_other_device(int device) const;
   void maybe_free_handle(uint64_t handle);
   PoolState& pool_of(uint64_t pool, int device);

@@ -38,6 +38,16 @@ struct Bytes {
   bool ok = true;
   uint64_t varint() {
     if (p < end && *p < 0x80) return *p++;  // one byte: most deltas, flags and small sizes
+    if (end - p >= 2 && p[1] < 0x80) {       // two and three: stack ids, address deltas
+      uint64_t v = uint64_t(p[0] & 0x7f) | uint64_t(p[1]) << 7;
+      p += 2;
+      return v;
+    }
+    if (end - p >= 3 && p[2] < 0x80) {
+      uint64_t v = uint64_t(p[0] & 0x7f) | uint64_t(p[1] & 0x7f) << 7 | uint64_t(p[2]) << 14;
+      p += 3;
+      return v;
+    }
     uint64_t v = 0;
     if (!ok || !(p = fmt::get_varint(p, end, &v))) {
       ok = false;
