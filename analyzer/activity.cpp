@@ -209,8 +209,7 @@ std::string demangle(const std::string& name) {
 
 // ---- ActivityIndex ----
 
-bool ActivityIndex::add(const Record& r) {
-  if (!fmt::is_activity_tag(r.tag)) return false;
+bool ActivityIndex::add_activity(const Record& r) {
   switch (r.tag) {
     case fmt::kTagKernel: {
       KernelActivity k;

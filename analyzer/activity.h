@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "activity_format.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
@@ -128,7 +129,7 @@ class ActivityIndex {
   explicit ActivityIndex(uint64_t base_ns) : base_(base_ns) {}
 
   // Takes an activity record; returns false (and ignores it) for any other record.
-  bool add(const Record& r);
+  bool add(const Record& r) { return format::is_activity_tag(r.tag) && add_activity(r); }
   // Sorts and pairs. Ranges still open end at `trace_end_ns`. Call once, after the last add().
   void finish(uint64_t trace_end_ns);
 
@@ -155,6 +156,7 @@ class ActivityIndex {
   std::vector<const NvtxRange*> top_level_ranges() const;
 
  private:
+  bool add_activity(const Record& r);
   uint64_t base_;
   std::vector<KernelActivity> kernels_;
   std::vector<uint64_t> max_end_;  // running maximum of end_ns over kernels_ (for running_at)

@@ -331,9 +331,9 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   ActivityIndex acts(reader->process().start_monotonic_ns);
   bool cupti_on = false;                    // allocations are kept for the cross-check only then
   std::vector<InterceptedAllocation> seen;
-  Record r;
   bool tty = opt.progress && isatty(STDERR_FILENO);
-  while (reader->next(&r)) {
+  while (const Record* next = reader->next()) {
+    const Record& r = *next;
     if (acts.add(r)) {
       if (!cupti_on && r.tag == format::kTagCuptiStatus) cupti_on = acts.recorder().started;
       continue;

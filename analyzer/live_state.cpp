@@ -179,13 +179,16 @@ void LiveState::apply(const Record& r) {
   changed_.clear();
   if (!r.op || r.result != 0) return;  // a failed call changed nothing
   const OpInfo& op = *r.op;
-  Alloc a;
-  a.size = r.size;
-  a.context = r.context;
-  a.stack = r.stack;
-  a.device = r.device;
-  a.kind = op.kind;
-  a.bucket = bucket_of(op.kind);
+  auto alloc = [&r, &op] {  // what an acquire adds (releases need none)
+    Alloc a;
+    a.size = r.size;
+    a.context = r.context;
+    a.stack = r.stack;
+    a.device = r.device;
+    a.kind = op.kind;
+    a.bucket = bucket_of(op.kind);
+    return a;
+  };
   switch (op.kind) {
     case MemKind::Device:
     case MemKind::Managed:
@@ -195,6 +198,7 @@ void LiveState::apply(const Record& r) {
     case MemKind::Array:
     case MemKind::IpcImport:
       if (op.action == Action::Acquire) {
+        Alloc a = alloc();
         if (op.kind == MemKind::Async && r.has(format::kEvAux)) {
           a.pool = r.aux;
           auto p = pools_.find(r.aux);
@@ -211,6 +215,7 @@ void LiveState::apply(const Record& r) {
       break;
     case MemKind::VmmPhysical:
       if (op.action == Action::Acquire) {
+        Alloc a = alloc();
         uint32_t type = uint32_t(r.aux2 >> 32);
         if (type == kLocationDevice) {
           a.device = int32_t(uint32_t(r.aux2));

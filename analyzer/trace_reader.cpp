@@ -445,7 +445,7 @@ void TraceReader::release(const uint8_t* chunk_lo, const uint8_t* chunk_hi) {
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
-bool TraceReader::next(Record* out) {
+const Record* TraceReader::next() {
   // Heap entries carry their cursor's next time, so ordering never touches the cursors.
   auto later = [](const HeapEntry& x, const HeapEntry& y) { return x.t != y.t ? x.t > y.t : x.index > y.index; };
   auto entry = [this](uint32_t c) { return HeapEntry{cursors_[c].rec.t_ns, cursors_[c].index, c}; };
@@ -463,7 +463,7 @@ bool TraceReader::next(Record* out) {
                            (pending_.empty() || cursors_[pending_.back()].base_ns > e.t);
         if (still_first) {
           current_ = c;
-          return emit(c, out);
+          return emit(c);
         }
         heap_.push_back(e);
         std::push_heap(heap_.begin(), heap_.end(), later);
@@ -481,20 +481,20 @@ bool TraceReader::next(Record* out) {
       }
     }
     if (heap_.empty()) {
-      return false;
+      return nullptr;
     }
     std::pop_heap(heap_.begin(), heap_.end(), later);
     uint32_t i = heap_.back().cursor;
     heap_.pop_back();
     current_ = i;  // advanced on the next call
-    return emit(i, out);
+    return emit(i);
   }
 }
 
-bool TraceReader::emit(uint32_t i, Record* out) {
-  *out = cursors_[i].rec;
-  if (!out->is_event()) apply_meta(*out);
-  return true;
+const Record* TraceReader::emit(uint32_t i) {
+  const Record* r = &cursors_[i].rec;
+  if (!r->is_event()) apply_meta(*r);
+  return r;
 }
 
 }  // namespace vt::analyzer

@@ -106,8 +106,14 @@ class TraceReader {
   void load_stacks();
   const std::string& path() const { return path_; }
 
-  // The next record in time order; false at the end.
-  bool next(Record* out);
+  // The next record in time order; nullptr at the end. It stays valid until the next call.
+  const Record* next();
+  // The same, copied into *out; false at the end.
+  bool next(Record* out) {
+    const Record* r = next();
+    if (r) *out = *r;
+    return r != nullptr;
+  }
 
   // Everything that was damaged or missing, one sentence each (empty for a perfect trace).
   // Complete only after next() has returned false.
@@ -149,7 +155,7 @@ class TraceReader {
   bool data_lost_ = false;
   static constexpr uint32_t kNone = ~0u;
   uint32_t current_ = kNone;  // the cursor whose record was returned last, not in the heap
-  bool emit(uint32_t cursor, Record* out);
+  const Record* emit(uint32_t cursor);
   bool quiet_ = false;
 };
 
