@@ -30,8 +30,8 @@ uint64_t PoolState::footprint() const {
 
 uint64_t PoolState::largest_free_gap(const AllocMap& live) const {
   std::vector<std::pair<uint64_t, uint64_t>> used;
-  for (const auto& [addr, a] : live)
-    if (a.kind == MemKind::Async) used.push_back({addr, addr + a.size});
+  for (const auto& e : live)
+    if (e.second.kind == MemKind::Async) used.push_back({e.first, e.first + e.second.size});
   std::sort(used.begin(), used.end());
   uint64_t best = 0;
   for (const auto& [lo, hi] : extents) {
@@ -138,10 +138,10 @@ void LiveState::remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown
 }
 
 void LiveState::drop_context(uint64_t ctx) {
-  for (auto it = live_.begin(); it != live_.end();) {
-    auto cur = it++;
-    if (cur->second.context == ctx) remove_alloc(cur, live_, true);
-  }
+  std::vector<uint64_t> gone;  // erase() moves entries: collect first
+  for (const auto& e : live_)
+    if (e.second.context == ctx) gone.push_back(e.first);
+  for (uint64_t addr : gone) remove_alloc(live_.find(addr), live_, true);
 }
 
 void LiveState::maybe_free_handle(uint64_t handle) {
@@ -158,9 +158,9 @@ void LiveState::maybe_free_handle(uint64_t handle) {
 
 uint64_t LiveState::handle_bytes_unmapped(int device) const {
   uint64_t sum = 0;
-  for (const auto& [h, a] : handles_) {
-    auto m = handle_maps_.find(h);
-    if (a.device == device && (m == handle_maps_.end() || m->second == 0)) sum += a.size;
+  for (const auto& e : handles_) {
+    auto m = handle_maps_.find(e.first);
+    if (e.second.device == device && (m == handle_maps_.end() || m->second == 0)) sum += e.second.size;
   }
   return sum;
 }
@@ -268,9 +268,11 @@ void LiveState::apply(const Record& r) {
         auto it = pools_.find(key);
         if (it != pools_.end()) {
           it->second.extents.clear();
-          for (const auto& [addr, al] : live_)
+          for (const auto& e : live_) {
+            const Alloc& al = e.second;
             if (al.kind == MemKind::Async && (al.pool ? al.pool : kDefaultPoolTag | uint32_t(al.device)) == key)
-              it->second.extents[addr] = addr + al.size;
+              it->second.extents[e.first] = e.first + al.size;
+          }
         }
       }
       break;

@@ -12,6 +12,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "address_map.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
@@ -46,8 +47,8 @@ struct SiteBytes {
   uint64_t count = 0;
 };
 
-// Open-addressing map (no allocation per insert): the replay touches it on every event.
-using AllocMap = absl::flat_hash_map<uint64_t, Alloc>;
+// The replay touches it on every event (address_map.h).
+using AllocMap = AddressMap<Alloc>;
 
 // Bytes and count per (stack, device, bucket). Rows are never removed (their number is bounded
 // by distinct stacks), so an allocation keeps its row's index and its release needs no lookup.
