@@ -302,36 +302,39 @@ void ActivityIndex::finish(uint64_t trace_end_ns) {
   }
 }
 
+void apply_status(const CuptiStatus& st, RecorderState* state) {
+  RecorderState& s = *state;
+  s.seen = true;
+  switch (st.kind) {
+    case fmt::kCuptiStarted:
+      s.started = true;
+      s.version = uint32_t(st.code);
+      s.kinds = uint32_t(st.value);
+      s.library = st.text;
+      break;
+    case fmt::kCuptiUnavailable:
+      s.unavailable = true;
+      s.reason = st.code;
+      s.detail = st.text;
+      break;
+    case fmt::kCuptiSteppedAside:
+      s.stepped_aside = true;
+      s.stepped_aside_ns = st.value > 0 ? uint64_t(st.value) : st.t_ns;
+      s.stepped_aside_for = st.text;
+      break;
+    case fmt::kCuptiClock:
+      s.clock_offset_ns = st.value;
+      s.clock_window_ns = st.code;
+      break;
+    case fmt::kCuptiDropped:
+      (st.code == fmt::kCuptiLostNoBuffer ? s.refused_buffers : s.lost_records) += st.value > 0 ? uint64_t(st.value) : 0;
+      break;
+  }
+}
+
 RecorderState ActivityIndex::recorder() const {
   RecorderState s;
-  for (const CuptiStatus& st : status_) {
-    s.seen = true;
-    switch (st.kind) {
-      case fmt::kCuptiStarted:
-        s.started = true;
-        s.version = uint32_t(st.code);
-        s.kinds = uint32_t(st.value);
-        s.library = st.text;
-        break;
-      case fmt::kCuptiUnavailable:
-        s.unavailable = true;
-        s.reason = st.code;
-        s.detail = st.text;
-        break;
-      case fmt::kCuptiSteppedAside:
-        s.stepped_aside = true;
-        s.stepped_aside_ns = st.value > 0 ? uint64_t(st.value) : st.t_ns;
-        s.stepped_aside_for = st.text;
-        break;
-      case fmt::kCuptiClock:
-        s.clock_offset_ns = st.value;
-        s.clock_window_ns = st.code;
-        break;
-      case fmt::kCuptiDropped:
-        (st.code == fmt::kCuptiLostNoBuffer ? s.refused_buffers : s.lost_records) += st.value > 0 ? uint64_t(st.value) : 0;
-        break;
-    }
-  }
+  for (const CuptiStatus& st : status_) apply_status(st, &s);
   return s;
 }
 
@@ -422,10 +425,14 @@ std::vector<PhaseSummary> summarize_phases(const std::vector<PhasePeak>& peaks) 
   }
   std::vector<PhaseSummary> out;
   for (auto& [name, s] : by) out.push_back(s);
-  std::sort(out.begin(), out.end(), [](const PhaseSummary& a, const PhaseSummary& b) {
+  sort_phases(&out);
+  return out;
+}
+
+void sort_phases(std::vector<PhaseSummary>* phases) {
+  std::sort(phases->begin(), phases->end(), [](const PhaseSummary& a, const PhaseSummary& b) {
     return a.max_peak_bytes != b.max_peak_bytes ? a.max_peak_bytes > b.max_peak_bytes : a.name < b.name;
   });
-  return out;
 }
 
 // ---- coverage ----

@@ -5,6 +5,8 @@
 //   - peak live memory within each top-level NVTX range (memory_by_phase);
 //   - whether interception saw every allocation CUPTI saw (check_coverage).
 // Feed it every record of a trace (add() ignores the others), call finish(), then query.
+// It keeps every record: right for an export, whose output is as long anyway; the report's
+// single pass uses ActivityStream (activity_stream.h), whose memory is bounded by a window.
 // Times are CLOCK_MONOTONIC ns like every t_ns of the trace.
 #pragma once
 
@@ -124,6 +126,9 @@ struct RecorderState {
   uint64_t clock_window_ns = 0;
 };
 
+// Folds one status record into *state (records in trace order; the last of a kind wins).
+void apply_status(const CuptiStatus& s, RecorderState* state);
+
 class ActivityIndex {
  public:
   explicit ActivityIndex(uint64_t base_ns) : base_(base_ns) {}
@@ -197,6 +202,8 @@ struct PhaseSummary {
   uint64_t max_growth_bytes = 0;  // largest peak - start_bytes over its instances
 };
 std::vector<PhaseSummary> summarize_phases(const std::vector<PhasePeak>& peaks);  // by max peak, descending
+// The report's order of phases: highest peak first, then by name.
+void sort_phases(std::vector<PhaseSummary>* phases);
 
 // ---- coverage: did interception see what CUPTI saw? ----
 

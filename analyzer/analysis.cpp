@@ -13,6 +13,7 @@
 
 #include "activity.h"
 #include "activity_format.h"
+#include "activity_stream.h"
 #include "event_fields.h"
 #include "live_state.h"
 #include "oom_verdict.h"
@@ -184,9 +185,13 @@ struct PeakTracker {
     std::vector<SiteGroup> live_set;
     std::map<std::string, uint64_t> by_kind;
     uint64_t vmm_reserved = 0, vmm_mapped = 0;
+    ActivityStream::QueryId activity = ActivityStream::kNoQuery;  // what ran at the peak
   };
   std::map<int, Dev> devs;
   LiveState* st = nullptr;
+  // Asked at every new peak, not when it is snapshotted: the kernels of the instant are answered
+  // as their records arrive, and nothing is kept to answer later.
+  ActivityStream* acts = nullptr;
 
   void snapshot(int device) {
     Dev& d = devs[device];
@@ -210,6 +215,12 @@ struct PeakTracker {
     }
     return *cached;
   }
+  void watch_activity(Dev& d, uint64_t t) {
+    if (d.activity == ActivityStream::kNoQuery)
+      d.activity = acts->watch_moving(t);
+    else
+      acts->move(d.activity, t);  // the superseded peak's question is dropped
+  }
   void after(uint64_t t) {
     for (int device : st->changed()) {
       uint64_t v = st->bytes(device, Bucket::Device);
@@ -218,6 +229,7 @@ struct PeakTracker {
         d.bytes = v;
         d.t = t;
         d.pending = true;
+        watch_activity(d, t);
       }
     }
   }
@@ -249,23 +261,27 @@ void attach_gpu_processes(const Record& r, uint64_t own_pid, std::vector<OomRepo
     }
 }
 
-KernelRef kernel_ref(const ActivityIndex& acts, const KernelActivity& k) {
+KernelRef kernel_ref(const ActivityStream& acts, const KernelActivity& k) {
   return {acts.display_name(k.name_id), k.device, k.stream, k.start_ns, k.end_ns};
 }
 
-ActivityAt activity_at(const ActivityIndex& acts, uint64_t t) {
+ActivityAt activity_at(const ActivityStream& acts, ActivityStream::QueryId q) {
   ActivityAt a;
-  for (const KernelActivity* k : acts.running_at(t)) a.running.push_back(kernel_ref(acts, *k));
-  for (const KernelActivity* k : acts.last_before(t, 5)) a.last_before.push_back(kernel_ref(acts, *k));
-  for (const NvtxRange* n : acts.nvtx_at(t)) a.nvtx.push_back(n->name);
+  if (q == ActivityStream::kNoQuery) return a;
+  ActivityAnswer ans = acts.answer(q);
+  for (const KernelActivity& k : ans.running) a.running.push_back(kernel_ref(acts, k));
+  for (const KernelActivity& k : ans.last_before) a.last_before.push_back(kernel_ref(acts, k));
+  a.nvtx = std::move(ans.nvtx);
   return a;
 }
 
-void add_activity(const ActivityIndex& acts, const std::vector<InterceptedAllocation>& seen, TraceReport* rep) {
-  RecorderState st = acts.recorder();
+// `oom_queries[i]` asked what ran at rep->ooms[i]; each device's peak asked in PeakTracker.
+void add_activity(const ActivityStream& acts, const PeakTracker& peaks,
+                  const std::vector<ActivityStream::QueryId>& oom_queries, TraceReport* rep) {
+  const RecorderState& st = acts.recorder();
   KernelRecording& k = rep->kernels;
   k.recorded = st.started;
-  k.kernels = acts.kernels().size();
+  k.kernels = acts.kernel_count();
   if (!st.seen)
     k.status = "no kernel activity in this trace";
   else if (st.stepped_aside)
@@ -275,7 +291,7 @@ void add_activity(const ActivityIndex& acts, const std::vector<InterceptedAlloca
   else
     k.status = "kernel activity unavailable" + (st.detail.empty() ? std::string() : ": " + st.detail);
   if (st.started) {
-    CoverageResult c = check_coverage(seen, acts.cupti_memory());
+    const CoverageResult& c = acts.coverage();  // missed: the first 20 only
     k.cupti_allocations = c.cupti_allocations;
     k.matched = c.matched;
     k.coverage = c.fraction;
@@ -287,16 +303,12 @@ void add_activity(const ActivityIndex& acts, const std::vector<InterceptedAlloca
       k.missed.push_back(b);
     }
   }
-  if (acts.kernels().empty() && acts.nvtx_ranges().empty()) return;
-  for (DevicePeak& p : rep->peaks) p.activity = activity_at(acts, p.t_ns);
-  for (OomReport& o : rep->ooms) o.activity = activity_at(acts, o.t_ns);
-  // Memory by phase: the device timeline against the top-level NVTX ranges.
-  std::vector<BytesPoint> points;
-  for (const TimelineSeries& s : rep->timeline)
-    if (s.kind == "device")
-      for (const auto& [t, b] : s.points) points.push_back({t, b});
-  std::sort(points.begin(), points.end(), [](const BytesPoint& a, const BytesPoint& b) { return a.t_ns < b.t_ns; });
-  for (const PhaseSummary& ph : summarize_phases(memory_by_phase(acts.top_level_ranges(), points)))
+  if (acts.kernel_count() == 0 && acts.range_count() == 0) return;
+  for (DevicePeak& p : rep->peaks) p.activity = activity_at(acts, peaks.devs.at(p.device).activity);
+  for (size_t i = 0; i < rep->ooms.size() && i < oom_queries.size(); ++i)
+    rep->ooms[i].activity = activity_at(acts, oom_queries[i]);
+  // Memory by phase: device bytes against the top-level NVTX ranges (activity_stream.h).
+  for (const PhaseSummary& ph : acts.phases())
     rep->phases.push_back({ph.name, ph.count, ph.max_peak_bytes, ph.max_growth_bytes});
 }
 
@@ -328,9 +340,12 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
 
   std::vector<size_t> open_regions;  // indices into rep.regions
   auto device_total = [&st] { return st.device_bytes_all(); };
-  ActivityIndex acts(reader->process().start_monotonic_ns);
-  bool cupti_on = false;                    // allocations are kept for the cross-check only then
-  std::vector<InterceptedAllocation> seen;
+  // Kernel activity in a window (activity_stream.h): queries at each device's new peaks and at
+  // each OOM, answered as the (later written) records arrive.
+  ActivityStream acts(reader->process().start_monotonic_ns);
+  peaks.acts = &acts;
+  std::vector<ActivityStream::QueryId> oom_queries;  // one per rep.ooms
+  bool cupti_on = false;                    // allocations go to the cross-check only then
   bool tty = opt.progress && isatty(STDERR_FILENO);
   while (const Record* next = reader->next()) {
     const Record& r = *next;
@@ -340,7 +355,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
     }
     if (cupti_on) {
       InterceptedAllocation a;
-      if (intercepted_allocation(r, &a)) seen.push_back(a);
+      if (intercepted_allocation(r, &a)) acts.intercepted(a);
     }
     if (r.tag == format::kTagGpuProcesses) {
       attach_gpu_processes(r, reader->process().pid, rep.ooms);
@@ -402,6 +417,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
         if (o.grew_before.size() > opt.top) o.grew_before.resize(opt.top);
         o.stack_id = r.stack;
         rep.ooms.push_back(std::move(o));
+        oom_queries.push_back(acts.watch(r.t_ns));
         flush = {true, CacheFlush{r.t_ns, r.size, 0, 0, false}, r.op->code};
       }
       continue;
@@ -424,6 +440,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
 
     st.apply(r);
     peaks.after(r.t_ns);
+    if (!st.changed().empty()) acts.sample(r.t_ns, device_total());  // the phases' timeline
     if (!open_regions.empty()) {
       uint64_t now = device_total();
       for (size_t i : open_regions) rep.regions[i].peak_bytes = std::max(rep.regions[i].peak_bytes, now);
@@ -532,7 +549,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
 
   // Kernel activity: what ran at the peaks and failures, memory per NVTX phase, coverage.
   acts.finish(rep.last_t_ns);
-  add_activity(acts, seen, &rep);
+  add_activity(acts, peaks, oom_queries, &rep);
 
   // Symbolize what will be shown, then judge each OOM.
   Symbolizer sym(reader->stacks(), opt.symbols);
