@@ -14,6 +14,7 @@
 
 #include "activity.h"
 #include "activity_format.h"
+#include "activity_stream.h"
 #include "live_state.h"
 #include "trace_reader.h"
 
@@ -124,10 +125,11 @@ class Exporter {
       if (r.is_event()) {
         on_event(r);
         InterceptedAllocation a;
-        if (intercepted_allocation(r, &a)) intercepted_.push_back(a);
+        if (intercepted_allocation(r, &a)) coverage_.intercepted(a);
       } else if (r.tag == fmt::kTagCuptiMemory) {
         CuptiAllocation m;
-        if (decode_cupti_memory(r, base_, &m) && !m.release) cupti_allocs_.push_back(m);
+        coverage_.advance(r.t_ns);
+        if (decode_cupti_memory(r, base_, &m)) coverage_.cupti(m);
       } else if (r.tag == fmt::kTagKernelName) {
         uint32_t id;
         std::string name;
@@ -145,6 +147,7 @@ class Exporter {
     for (auto& [key, m] : merging_) flush_merge(key, m);
     for (const auto& [r, args] : unnamed_kernels_) kernel_slice(r, args);  // name record never came
     index_.finish(end);
+    coverage_.finish();
     nvtx();
     thread_names();
   }
@@ -164,8 +167,8 @@ class Exporter {
                         {"refused_buffers", rs.refused_buffers}};
     if (rs.unavailable) k["unavailable"] = std::string(unavailable_reason_name(rs.reason)) + ": " + rs.detail;
     if (rs.stepped_aside) k["stepped_aside_ts_us"] = double(int64_t(rs.stepped_aside_ns) - int64_t(base_)) / 1000.0;
-    if (!cupti_allocs_.empty()) {  // did interception see every allocation CUPTI saw?
-      CoverageResult c = check_coverage(intercepted_, cupti_allocs_);
+    if (coverage_.result().cupti_allocations) {  // did interception see every allocation CUPTI saw?
+      const CoverageResult& c = coverage_.result();  // missed: the first 20
       nlohmann::json missed = nlohmann::json::array();
       for (size_t i = 0; i < c.missed.size() && i < 20; ++i)
         missed.push_back({{"address", c.missed[i].address}, {"bytes", c.missed[i].bytes},
@@ -414,8 +417,7 @@ class Exporter {
   std::set<uint32_t> nvtx_threads_;
   std::unordered_map<uint32_t, std::string> kernel_names_;
   std::vector<std::pair<KernelActivity, std::string>> unnamed_kernels_;
-  std::vector<InterceptedAllocation> intercepted_;
-  std::vector<CuptiAllocation> cupti_allocs_;
+  CoverageStream coverage_;  // a window of allocations, not all of them (activity_stream.h)
   std::map<MergeKey, Merge> merging_;
 };
 
