@@ -143,6 +143,14 @@ std::vector<GrowthSite> find_growth(const Checkpoints& cp, const LiveState* now,
   return out;
 }
 
+// A growing site's count: its allocations live now (at the failure, or at the end).
+void count_live(const LiveState& st, std::vector<GrowthSite>& sites) {
+  for (GrowthSite& g : sites) {
+    const SiteBytes* b = st.site(SiteKey{g.site.stack_id, g.site.device, Bucket::Device});
+    g.site.count = b ? b->count : 0;
+  }
+}
+
 std::vector<SiteGroup> groups_of(const std::vector<SiteTable::Row>& sites, int device,
                                  bool device_bucket_only) {
   std::vector<SiteGroup> out;
@@ -414,6 +422,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
         if (o.top_holders.size() > opt.top) o.top_holders.resize(opt.top);
         uint64_t min_growth = std::max<uint64_t>(1 << 20, r.total_bytes / 1000);
         o.grew_before = find_growth(cp, &st, r.t_ns, min_growth);
+        count_live(st, o.grew_before);
         if (o.grew_before.size() > opt.top) o.grew_before.resize(opt.top);
         o.stack_id = r.stack;
         rep.ooms.push_back(std::move(o));
@@ -545,6 +554,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   if (rep.teardown.size() > opt.top) rep.teardown.resize(opt.top);
   uint64_t peak_bytes = rep.peaks.empty() ? 0 : rep.peaks[0].bytes;
   rep.growth = find_growth(cp, nullptr, 0, std::max<uint64_t>(1 << 20, peak_bytes / 100));
+  count_live(st, rep.growth);
   if (rep.growth.size() > opt.top) rep.growth.resize(opt.top);
 
   // Kernel activity: what ran at the peaks and failures, memory per NVTX phase, coverage.

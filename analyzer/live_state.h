@@ -74,6 +74,10 @@ class SiteTable {
   }
   SiteBytes& at(uint32_t i) { return rows_[i].b; }
   const std::vector<Row>& rows() const { return rows_; }
+  const SiteBytes* find(const SiteKey& k) const {
+    auto it = index_.find(k);
+    return it == index_.end() ? nullptr : &rows_[it->second].b;
+  }
 
  private:
   static constexpr uint32_t kMemoStacks = 1u << 22;  // ids beyond (damaged traces) just hash
@@ -133,6 +137,7 @@ class LiveState {
     return find_other_device(device);
   }
   const std::vector<SiteTable::Row>& sites() const { return sites_.rows(); }
+  const SiteBytes* site(const SiteKey& k) const { return sites_.find(k); }
   const AllocMap& live() const { return live_; }
   const AllocMap& vmm_handles() const { return handles_; }
   const absl::flat_hash_map<uint64_t, PoolState>& pools() const { return pools_; }

@@ -51,7 +51,7 @@ struct TimelineSeries {
 };
 
 struct GrowthSite {
-  SiteGroup site;          // bytes = live bytes at the end of the rising stretch
+  SiteGroup site;  // bytes = its highest live bytes; count = its allocations live now (end or failure)
   uint64_t growth_bytes = 0;
   int new_highs = 0;       // checkpoints at which it reached a new high
   uint64_t first_t_ns = 0, last_t_ns = 0;

@@ -135,6 +135,7 @@ TEST_CASE("GIVEN a site that keeps one buffer per step WHEN analysed THEN it is 
   CHECK(has(r.growth[0].site.stack, "site_keep"));
   CHECK(r.growth[0].growth_bytes >= 400 * MiB);
   CHECK(r.growth[0].new_highs >= 3);
+  CHECK(r.growth[0].site.count == 0);  // all freed by the end
   CHECK(r.leak_bytes == 0);
 }
 
@@ -239,6 +240,7 @@ TEST_CASE("GIVEN failures in different situations WHEN judged THEN each gets its
     CHECK(r.ooms[0].verdict == "leak_growth");
     REQUIRE_FALSE(r.ooms[0].grew_before.empty());
     CHECK(has(r.ooms[0].grew_before[0].site.stack, "site_keep"));
+    CHECK(r.ooms[0].grew_before[0].site.count == 100);  // every kept buffer, live at the failure
   }
   SECTION("fragmentation") {
     TraceReport r = analyse([] {
