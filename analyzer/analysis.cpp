@@ -174,24 +174,29 @@ std::vector<SiteGroup> groups_of(const std::vector<SiteTable::Row>& sites, int d
   return out;
 }
 
-std::map<std::string, uint64_t> kinds_of(const LiveState& st, int device) {
+std::map<std::string, uint64_t> kinds_map(const std::array<uint64_t, 16>& kinds) {
   std::map<std::string, uint64_t> out;
-  const DeviceTotals* d = st.find_device(device);
-  if (!d) return out;
   for (int k = 0; k < 16; ++k) {
     MemKind kind = MemKind(k);
     bool device_memory = kind == MemKind::Device || kind == MemKind::Async || kind == MemKind::VmmPhysical || kind == MemKind::Array;
-    if (device_memory && d->kinds[k]) out[kind_name(kind)] = d->kinds[k];
+    if (device_memory && kinds[k]) out[kind_name(kind)] = kinds[k];
   }
   return out;
+}
+
+std::map<std::string, uint64_t> kinds_of(const LiveState& st, int device) {
+  const DeviceTotals* d = st.find_device(device);
+  return d ? kinds_map(d->kinds) : std::map<std::string, uint64_t>{};
 }
 
 struct PeakTracker {
   struct Dev {
     uint64_t bytes = 0, t = 0;
     bool pending = false;  // a new peak not yet snapshotted
-    std::vector<SiteGroup> live_set;
-    std::map<std::string, uint64_t> by_kind;
+    // The snapshot, raw: a slowly leaking run reaches a new peak every few events, so taking
+    // one must not allocate or sort (live_set() does that once, at the end).
+    std::vector<SiteTable::Row> rows;
+    std::array<uint64_t, 16> kinds{};
     uint64_t vmm_reserved = 0, vmm_mapped = 0;
     ActivityStream::QueryId activity = ActivityStream::kNoQuery;  // what ran at the peak
   };
@@ -203,8 +208,12 @@ struct PeakTracker {
 
   void snapshot(int device) {
     Dev& d = devs[device];
-    d.live_set = groups_of(st->sites(), device, true);
-    d.by_kind = kinds_of(*st, device);
+    d.rows.clear();
+    for (const SiteTable::Row& row : st->sites())
+      if (row.key.bucket == Bucket::Device && row.key.device == device && (row.b.bytes || row.b.count))
+        d.rows.push_back(row);
+    const DeviceTotals* totals = st->find_device(device);
+    d.kinds = totals ? totals->kinds : std::array<uint64_t, 16>{};
     d.vmm_reserved = st->reserved_va();
     d.vmm_mapped = st->mapped_va();
     d.pending = false;
@@ -500,8 +509,8 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
     p.device = device;
     p.bytes = d.bytes;
     p.t_ns = d.t;
-    p.by_kind = d.by_kind;
-    p.live_set = d.live_set;
+    p.by_kind = kinds_map(d.kinds);
+    p.live_set = groups_of(d.rows, device, true);
     if (p.live_set.size() > opt.top) p.live_set.resize(opt.top);
     rep.peaks.push_back(std::move(p));
   }
