@@ -338,16 +338,19 @@ RecorderState ActivityIndex::recorder() const {
   return s;
 }
 
-const std::string& ActivityIndex::kernel_name(uint32_t id) const {
+const std::string& kernel_name_of(const KernelNames& names, uint32_t id) {
   static const std::string kEmpty;
-  auto it = names_.find(id);
-  return it == names_.end() ? kEmpty : it->second;
+  auto it = names.find(id);
+  return it == names.end() ? kEmpty : it->second;
 }
 
-std::string ActivityIndex::display_name(uint32_t id) const {
-  const std::string& n = kernel_name(id);
+std::string kernel_display_name(const KernelNames& names, uint32_t id) {
+  const std::string& n = kernel_name_of(names, id);
   return n.empty() ? "kernel #" + std::to_string(id) : demangle(n);
 }
+
+const std::string& ActivityIndex::kernel_name(uint32_t id) const { return kernel_name_of(names_, id); }
+std::string ActivityIndex::display_name(uint32_t id) const { return kernel_display_name(names_, id); }
 
 std::vector<const KernelActivity*> ActivityIndex::running_at(uint64_t t) const {
   std::vector<const KernelActivity*> out;

@@ -96,6 +96,12 @@ const char* status_kind_name(uint8_t kind);         // "started", "unavailable",
 const char* unavailable_reason_name(uint64_t code); // "disabled", "not_found", "other_client", ...
 std::string demangle(const std::string& name);      // the name itself when it is not mangled
 
+// Kernel names by id (kernel name records): the recorded (mangled) name, "" when unknown; and
+// the name to show: demangled, or "kernel #id".
+using KernelNames = std::unordered_map<uint32_t, std::string>;
+const std::string& kernel_name_of(const KernelNames& names, uint32_t id);
+std::string kernel_display_name(const KernelNames& names, uint32_t id);
+
 // A paired NVTX range. Push/pop and start/end ranges both come as a start and an end marker
 // with the same id; nesting is computed per thread from the intervals.
 struct NvtxRange {
@@ -172,7 +178,7 @@ class ActivityIndex {
   std::vector<NvtxMarker> instants_;
   std::vector<NvtxRange> ranges_;
   std::vector<CuptiStatus> status_;
-  std::unordered_map<uint32_t, std::string> names_;
+  KernelNames names_;
 };
 
 // ---- memory by phase ----

@@ -449,16 +449,8 @@ std::vector<PhaseSummary> ActivityStream::phases() const {
   return out;
 }
 
-const std::string& ActivityStream::kernel_name(uint32_t id) const {
-  static const std::string kEmpty;
-  auto it = kernel_names_.find(id);
-  return it == kernel_names_.end() ? kEmpty : it->second;
-}
-
-std::string ActivityStream::display_name(uint32_t id) const {
-  const std::string& n = kernel_name(id);
-  return n.empty() ? "kernel #" + std::to_string(id) : demangle(n);
-}
+const std::string& ActivityStream::kernel_name(uint32_t id) const { return kernel_name_of(kernel_names_, id); }
+std::string ActivityStream::display_name(uint32_t id) const { return kernel_display_name(kernel_names_, id); }
 
 ActivityStream::Retained ActivityStream::retained() const {
   Retained r;

@@ -238,7 +238,7 @@ class ActivityStream {
   uint64_t base_, lag_;
   uint64_t now_ = 0, seq_ = 0, kernels_ = 0, ranges_ = 0;
   RecorderState recorder_;
-  std::unordered_map<uint32_t, std::string> kernel_names_;
+  KernelNames kernel_names_;
   // Kernels kept for queries not yet asked: the latest starts behind the stream's time, and
   // whatever is still ahead of it (a record stamped before its kernel ended: clock alignment).
   Latest latest_;
