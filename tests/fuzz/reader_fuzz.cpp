@@ -1,7 +1,8 @@
-// libFuzzer target for the trace reader and the symbolizer: any byte string, read as a trace file,
-// must be reported on (open error or problems()), never crash, hang, leak or hit undefined
-// behaviour. Drives what `vramtrace dump --stacks --meta` and `vramtrace info` do: open, next()
-// to the end, load_stacks(), problems(), JSON of every record, symbolization of every stack.
+// libFuzzer target for the trace reader, the symbolizer and the analysis: any byte string, read
+// as a trace file, must be reported on (open error or problems()), never crash, hang, leak or hit
+// undefined behaviour. Drives what `vramtrace dump --stacks --meta`, `vramtrace info` and
+// `vramtrace report` do: open, next() to the end, load_stacks(), problems(), JSON of every
+// record, symbolization of every stack, then the full analysis rendered as JSON and text.
 //
 // The input reaches TraceReader::open as a real file path without touching the disk: a memfd,
 // opened again through /proc/self/fd/N (the reader opens and mmaps paths). Falls back to a
@@ -21,7 +22,9 @@
 #include <set>
 #include <string>
 
+#include "analysis.h"
 #include "record_json.h"
+#include "report_render.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
 
@@ -143,5 +146,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     g_sink = g_sink + frames.size();
   }
   for (uint32_t id : seen) g_sink = g_sink + sym.stack(id).size();  // the cached path
+
+  // The whole report over the same bytes, as `vramtrace report` does: the replay (live state,
+  // pools, VMM, peaks, growth, OOM verdicts), kernel activity and both renderings.
+  AnalysisOptions aopt;
+  aopt.symbols = opt;
+  aopt.top = 4;
+  TraceReport rep;
+  std::string aerr;
+  if (analyze_trace(file->path, aopt, &rep, &aerr)) {
+    consume(report_json(rep));
+    g_sink = g_sink + report_text(rep).size();
+  } else if (aerr.empty()) {
+    abort();  // a refusal always says why
+  }
   return 0;
 }

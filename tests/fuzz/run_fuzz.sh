@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the trace reader and symbolizer (tests/fuzz/reader_fuzz.cpp) with libFuzzer under
+# Fuzzes the trace reader, symbolizer and analysis (tests/fuzz/reader_fuzz.cpp) with libFuzzer under
 # AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer). Needs clang (and, on Debian,
 # the libclang-rt-NN-dev package); no CMake. Builds into build-fuzz/ beside the sources.
 #
@@ -42,22 +42,32 @@ srcs=(
   "$repo/analyzer/python_lines.cpp"
   "$repo/analyzer/event_fields.cpp"
   "$repo/analyzer/record_json.cpp"
+  "$repo/analyzer/analysis.cpp"
+  "$repo/analyzer/live_state.cpp"
+  "$repo/analyzer/activity.cpp"
+  "$repo/analyzer/activity_stream.cpp"
+  "$repo/analyzer/oom_verdict.cpp"
+  "$repo/analyzer/report_json.cpp"
+  "$repo/analyzer/report_text.cpp"
 )
 # Rebuild when any source or header it depends on is newer than the binary.
 stale=0
 if [ ! -x "$bin" ]; then
   stale=1
 else
-  for f in "${srcs[@]}" "$repo"/analyzer/*.h "$repo/interpose/trace_format.h" "$repo/interpose/hook_list.h"; do
+  for f in "${srcs[@]}" "$repo"/analyzer/*.h "$repo"/cupti/*.h "$repo/interpose/trace_format.h" "$repo/interpose/hook_list.h"; do
     if [ "$f" -nt "$bin" ]; then stale=1; break; fi
   done
 fi
+# Abseil's hash maps (the analysis); Debian's libabsl-dev ships pkg-config files.
+absl_libs=$(pkg-config --libs absl_flat_hash_map absl_hash 2>/dev/null ||
+  echo "-labsl_raw_hash_set -labsl_hash -labsl_city -labsl_low_level_hash -labsl_hashtablez_sampler -labsl_base")
 if [ "$stale" = 1 ]; then
   echo "fuzz: building $bin with $cxx" >&2
   if ! "$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -DNDEBUG \
       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-      -I"$repo/analyzer" -I"$repo/interpose" \
-      "${srcs[@]}" -ldw -lelf -o "$bin.tmp"; then
+      -I"$repo/analyzer" -I"$repo/interpose" -I"$repo/cupti" \
+      "${srcs[@]}" -ldw -lelf $absl_libs -o "$bin.tmp"; then
     echo "fuzz: build failed (clang with libFuzzer needed: apt-get install clang libclang-rt-dev or libclang-rt-14-dev)" >&2
     exit 2
   fi
