@@ -306,6 +306,7 @@ bool TraceReader::load(std::string* error) {
   std::sort(pending_.begin(), pending_.end(), [this](uint32_t a, uint32_t b) {
     return cursors_[a].base_ns != cursors_[b].base_ns ? cursors_[a].base_ns > cursors_[b].base_ns : a > b;
   });
+  next_pending_ns_ = pending_.empty() ? ~0ull : cursors_[pending_.back()].base_ns;
   return true;
 }
 
@@ -459,8 +460,7 @@ const Record* TraceReader::next() {
         release(cursors_[c].chunk_lo, cursors_[c].chunk_hi);
       } else {
         HeapEntry e = entry(c);
-        bool still_first = (heap_.empty() || !later(e, heap_.front())) &&
-                           (pending_.empty() || cursors_[pending_.back()].base_ns > e.t);
+        bool still_first = (heap_.empty() || !later(e, heap_.front())) && next_pending_ns_ > e.t;
         if (still_first) {
           current_ = c;
           return emit(c);
@@ -473,6 +473,7 @@ const Record* TraceReader::next() {
     while (!pending_.empty() && (heap_.empty() || cursors_[pending_.back()].base_ns <= heap_.front().t)) {
       uint32_t i = pending_.back();
       pending_.pop_back();
+      next_pending_ns_ = pending_.empty() ? ~0ull : cursors_[pending_.back()].base_ns;
       if (advance(cursors_[i])) {
         heap_.push_back(entry(i));
         std::push_heap(heap_.begin(), heap_.end(), later);

@@ -144,6 +144,7 @@ class TraceReader {
   bool stacks_loaded_ = false;
   std::vector<Cursor> cursors_;
   std::vector<uint32_t> pending_;  // cursor indices not yet in the heap, by descending base time
+  uint64_t next_pending_ns_ = ~0ull;  // base time of pending_.back(); ~0 when none
   struct HeapEntry {
     uint64_t t;       // the cursor's next record time
     uint32_t index;   // its chunk index: ties go to the earlier chunk
