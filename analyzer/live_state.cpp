@@ -65,7 +65,9 @@ DeviceTotals& LiveState::new_device_slot(int device) {
   return slots_[size_t(*slot)];
 }
 
-void LiveState::account(const Alloc& a, int64_t sign) {
+// account, add and remove_alloc run once or twice per event: always inlined into their callers,
+// which saves their register spills (~45 instructions per event in callgrind).
+__attribute__((always_inline)) inline void LiveState::account(const Alloc& a, int64_t sign) {
   if (sign < 0 && a.bucket == Bucket::Device && before_drop_) before_drop_(before_drop_ctx_, a.device);
   const uint64_t delta = uint64_t(sign) * a.size;
   DeviceTotals& d = device_slot(a.device);
@@ -89,7 +91,7 @@ PoolState& LiveState::pool_of(uint64_t pool, int device) {
   return p;
 }
 
-void LiveState::add(uint64_t key, const Alloc& a, AllocMap& map) {
+__attribute__((always_inline)) inline void LiveState::add(uint64_t key, const Alloc& a, AllocMap& map) {
   uint32_t site = sites_.row(SiteKey{a.stack, a.device, a.bucket});
   auto [it, inserted] = map.emplace(key, a);
   if (!inserted) {  // an address handed out twice without a free we saw: the old one is gone
@@ -122,7 +124,7 @@ void LiveState::add(uint64_t key, const Alloc& a, AllocMap& map) {
   }
 }
 
-void LiveState::remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown) {
+__attribute__((always_inline)) inline void LiveState::remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown) {
   const Alloc a = it->second;
   map.erase(it);
   account(a, -1);

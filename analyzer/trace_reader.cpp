@@ -334,7 +334,9 @@ void TraceReader::apply_meta(const Record& r) {
 
 static_assert(sizeof(Record) == 136, "TraceReader::advance resets every field of Record one by one: add the new one");
 
-bool TraceReader::advance(Cursor& c) {
+// advance and emit run once per record: always inlined into next() (~28 instructions per record
+// of call overhead in callgrind).
+__attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
   // A loop, not recursion: a chunk can hold thousands of damaged records in a row.
   for (;;) {
     if (c.p >= c.end) return false;
@@ -492,7 +494,7 @@ const Record* TraceReader::next() {
   }
 }
 
-const Record* TraceReader::emit(uint32_t i) {
+__attribute__((always_inline)) inline const Record* TraceReader::emit(uint32_t i) {
   const Record* r = &cursors_[i].rec;
   if (!r->is_event()) apply_meta(*r);
   return r;
