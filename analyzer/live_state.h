@@ -59,7 +59,8 @@ class SiteTable {
     SiteKey key;
     SiteBytes b;
   };
-  uint32_t row(const SiteKey& k) {
+  // Runs for every allocation: inlined, with the hash lookup kept out of line.
+  __attribute__((always_inline)) uint32_t row(const SiteKey& k) {
     // Stack ids are dense from 1, and a stack nearly always allocates on one device and bucket:
     // remember its last row by id, and hash only when that is not it.
     if (k.stack < kMemoStacks) {
@@ -81,7 +82,7 @@ class SiteTable {
 
  private:
   static constexpr uint32_t kMemoStacks = 1u << 22;  // ids beyond (damaged traces) just hash
-  uint32_t lookup(const SiteKey& k) {
+  __attribute__((noinline)) uint32_t lookup(const SiteKey& k) {
     auto [it, inserted] = index_.try_emplace(k, uint32_t(rows_.size()));
     if (inserted) rows_.push_back({k, {}});
     return it->second;
