@@ -17,6 +17,22 @@
 
 namespace vt::cli {
 
+namespace {
+// `text` to stdout ("-") or to the file `path`; exit status 1 with one line when it cannot be written.
+int write_out(const std::string& text, const std::string& path) {
+  if (path == "-") {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream f(path, std::ios::trunc);
+  if (!f || !(f << text) || !f.flush()) {
+    error_line("cannot write " + path + ": " + strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+}  // namespace
+
 int report_command(const ReportOptions& opt) {
   if (opt.format != "text" && opt.format != "json" && opt.format != "html") {
     error_line("--format must be text or json or html, not '" + opt.format + "'");
@@ -52,16 +68,7 @@ int report_command(const ReportOptions& opt) {
            : opt.format == "html" ? analyzer::report_html(rep)
                                   : analyzer::report_text(rep, opt.section);
   }
-  if (opt.output.empty()) {
-    std::cout << text;
-    return 0;
-  }
-  std::ofstream f(opt.output, std::ios::trunc);
-  if (!f || !(f << text)) {
-    error_line("cannot write " + opt.output + ": " + strerror(errno));
-    return 1;
-  }
-  return 0;
+  return write_out(text, opt.output.empty() ? "-" : opt.output);
 }
 
 int export_command(const ExportOptions& opt) {
@@ -75,17 +82,7 @@ int export_command(const ExportOptions& opt) {
     error_line(err);
     return 1;
   }
-  std::string text = opt.leaks ? analyzer::folded_leaks(rep) : analyzer::folded_peak(rep);
-  if (opt.output == "-") {
-    std::cout << text;
-    return 0;
-  }
-  std::ofstream f(opt.output, std::ios::trunc);
-  if (!f || !(f << text)) {
-    error_line("cannot write " + opt.output + ": " + strerror(errno));
-    return 1;
-  }
-  return 0;
+  return write_out(opt.leaks ? analyzer::folded_leaks(rep) : analyzer::folded_peak(rep), opt.output);
 }
 
 }  // namespace vt::cli
