@@ -6,13 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "report_model.h"
+
 namespace vt::cli {
 
-struct GpuProcessInfo {
-  uint64_t pid = 0;
-  std::string name;
-  uint64_t bytes = 0;
-};
+// A process on a GPU and its bytes: the same record the OOM report names other processes with.
+using GpuProcessInfo = analyzer::GpuProcess;
 
 struct GpuInfo {
   int index = 0;
