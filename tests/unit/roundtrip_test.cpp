@@ -2,7 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -115,6 +117,40 @@ TEST_CASE("values of every varint length come back exactly in every field, up to
   }
   CHECK(n == kEvents);
   CHECK(reader->problems().empty());
+}
+
+// Resident file-backed pages of this process (statm's "shared"), in bytes.
+static uint64_t resident_file_bytes() {
+  FILE* f = fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long size = 0, resident = 0, shared = 0;
+  int n = fscanf(f, "%lu %lu %lu", &size, &resident, &shared);
+  fclose(f);
+  return n == 3 ? uint64_t(shared) * uint64_t(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+TEST_CASE("reading a trace keeps only the chunks in flight resident, not the file") {
+  const int kEvents = 3000000;  // ~36 MiB of records
+  std::string path = fixture::temp_dir() + "/big.trace";
+  int st = fixture::write_trace(path, [] {
+    for (int i = 0; i < kEvents; ++i) vt::record(fixture::make_event(i, 0));
+  });
+  REQUIRE(WIFEXITED(st));
+  struct stat sb;
+  REQUIRE(stat(path.c_str(), &sb) == 0);
+  REQUIRE(sb.st_size > (32 << 20));
+  std::string err;
+  uint64_t base = resident_file_bytes(), most = 0;  // before open: its chunk scan counts too
+  auto reader = TraceReader::open(path, &err);
+  REQUIRE(reader);
+  most = resident_file_bytes();
+  int n = 0;
+  while (const Record* r = reader->next()) {
+    if (r->is_event() && ++n % 65536 == 0) most = std::max(most, resident_file_bytes());
+  }
+  CHECK(n == kEvents);
+  INFO("file " << sb.st_size << " bytes, resident file pages grew by up to " << (most - std::min(most, base)));
+  CHECK(most - std::min(most, base) < (8u << 20));  // a few 64 KiB chunks, not the file
 }
 
 TEST_CASE("a trace created 0600 and a symlink at the target is refused") {
