@@ -191,30 +191,25 @@ void LiveState::apply(const Record& r) {
     a.bucket = bucket_of(op.kind);
     return a;
   };
-  switch (op.kind) {
-    case MemKind::Device:
-    case MemKind::Managed:
-    case MemKind::PinnedHost:
-    case MemKind::RegisteredHost:
-    case MemKind::Async:
-    case MemKind::Array:
-    case MemKind::IpcImport:
-      if (op.action == Action::Acquire) {
-        Alloc a = alloc();
-        if (op.kind == MemKind::Async && r.has(format::kEvAux)) {
-          a.pool = r.aux;
-          auto p = pools_.find(r.aux);
-          if (p != pools_.end() && p->second.device >= 0) a.device = p->second.device;
-        }
-        add(r.addr, a, live_);
-      } else {
-        auto it = live_.find(r.addr);
-        if (it == live_.end())
-          ++unmatched_frees_;
-        else
-          remove_alloc(it, live_, false);
+  if (keyed_by_address(op.kind)) {
+    if (op.action == Action::Acquire) {
+      Alloc a = alloc();
+      if (op.kind == MemKind::Async && r.has(format::kEvAux)) {
+        a.pool = r.aux;
+        auto p = pools_.find(r.aux);
+        if (p != pools_.end() && p->second.device >= 0) a.device = p->second.device;
       }
-      break;
+      add(r.addr, a, live_);
+    } else {
+      auto it = live_.find(r.addr);
+      if (it == live_.end())
+        ++unmatched_frees_;
+      else
+        remove_alloc(it, live_, false);
+    }
+    return;
+  }
+  switch (op.kind) {
     case MemKind::VmmPhysical:
       if (op.action == Action::Acquire) {
         Alloc a = alloc();
@@ -285,7 +280,7 @@ void LiveState::apply(const Record& r) {
       if (ctx) drop_context(ctx);
       break;
     }
-    case MemKind::None: break;
+    default: break;  // None; the address-keyed kinds returned above
   }
 }
 

@@ -126,6 +126,15 @@ constexpr Bucket bucket_of(MemKind k) {
          : k == MemKind::IpcImport                                       ? Bucket::Imported
                                                                          : Bucket::Device;
 }
+// Memory known by the address (or array handle) its acquire returned and its release takes;
+// VMM handles, mappings, reservations, pools and contexts are keyed otherwise.
+constexpr bool keyed_by_address(MemKind k) {
+  constexpr uint32_t kAddressed = 1u << unsigned(MemKind::Device) | 1u << unsigned(MemKind::Managed) |
+                                  1u << unsigned(MemKind::PinnedHost) | 1u << unsigned(MemKind::RegisteredHost) |
+                                  1u << unsigned(MemKind::Async) | 1u << unsigned(MemKind::Array) |
+                                  1u << unsigned(MemKind::IpcImport);
+  return unsigned(k) < 32 && (kAddressed >> unsigned(k) & 1);  // one test on the hook's path
+}
 
 enum class HookId : uint8_t {
 #define VT_HOOK_ID(code, name, action, kind, params, args) name,

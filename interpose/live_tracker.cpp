@@ -163,16 +163,9 @@ void track_event(const Event& e) {
   en.stack = e.stack;
   en.device = int16_t(e.device);
   en.bucket = uint8_t(bucket_of(op.kind));
-  switch (op.kind) {
-    case MemKind::Device:
-    case MemKind::Managed:
-    case MemKind::PinnedHost:
-    case MemKind::RegisteredHost:
-    case MemKind::Async:
-    case MemKind::Array:
-    case MemKind::IpcImport:
-      en.key = e.addr;
-      break;
+  if (keyed_by_address(op.kind)) {
+    en.key = e.addr;
+  } else switch (op.kind) {
     case MemKind::VmmPhysical:
       en.key = e.aux | (1ull << 63);  // handles and addresses never collide
       if (uint32_t(e.aux2 >> 32) == 1)
