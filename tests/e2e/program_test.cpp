@@ -55,6 +55,7 @@ struct Case {
   std::vector<std::pair<std::string, std::string>> env = {};
   e2e::Spec::Stderr stderr_to = e2e::Spec::Stderr::File;
   std::string program = "hostile";
+  long fsize_limit = -1;  // RLIMIT_FSIZE
 };
 
 // Runs the program in a fresh directory (holding traces/ and sub/), VRAMTRACE_OUTPUT=traces
@@ -74,6 +75,7 @@ Outcome run_in_fresh_dir(const Case& c, bool traced) {
   s.preload = traced;
   s.cwd = cwd;
   s.stderr_to = c.stderr_to;
+  s.fsize_limit = c.fsize_limit;
   s.timeout_s = 60;
   Outcome o;
   o.result = e2e::run(s);
@@ -219,6 +221,19 @@ TEST_CASE("a message to a stderr pipe without reader does not kill the program w
   SECTION("with stderr closed") {
     same_program({{"pairs", "1", "exit", "3"}, {{"VRAMTRACE_STACK_DEPTH", "bad"}}, e2e::Spec::Stderr::Closed}, &ours);
   }
+}
+
+TEST_CASE("writing past RLIMIT_FSIZE does not kill the program with SIGXFSZ") {
+  // 1 KiB: the program's own stdout fits, the trace does not (tracing stops with one line) and
+  // the lookup log outgrows it after ~20 lines. Before the fix that write raised SIGXFSZ (153).
+  std::vector<std::string> ours;
+  Case c{{"procaddr"}, {{"VRAMTRACE_DEBUG_LOOKUPS", "traces/lookups.log"}}};
+  c.program = "errno_probe";
+  c.fsize_limit = 1024;
+  Outcome o = same_program(c, &ours);
+  CHECK(o.result.exit_code == 0);
+  REQUIRE(ours.size() == 1);
+  CHECK(ours[0].find("File too large; tracing stopped, the program continues") != std::string::npos);
 }
 
 TEST_CASE("a thread with a pending cancel makes the first CUDA call: nothing hangs, every event is recorded") {
