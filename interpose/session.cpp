@@ -3,7 +3,8 @@
 // a fresh file for a forked child, and the clean-close mark on the way out. Policy on fork: the
 // child forgets the parent's file and writes its own, <path>.<pid> or vramtrace.<pid>.trace,
 // once it makes a CUDA memory call (children of exec are traced through the inherited
-// LD_PRELOAD in the same way).
+// LD_PRELOAD in the same way). Also the count of events that could not be recorded (kept until
+// the header exists, then added to it), and record() itself.
 #include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
