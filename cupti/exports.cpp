@@ -1,9 +1,11 @@
 // The exported CUPTI wrappers (the list and why: wrapped_list.h) and where each forwards to.
 // A wrapper tells the session another client is starting (which makes vramtrace step aside),
-// then calls the real function with the caller's arguments untouched and returns its result.
+// then calls the real function with the caller's arguments untouched and returns its result
+// (and with the caller's errno: our lookups and stepping aside never show in it).
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 
 #include <cupti.h>
@@ -76,8 +78,10 @@ extern "C" {
 #define VT_CUPTI_WRAPPER(name, params, args)                                       \
   __attribute__((visibility("default"))) CUptiResult CUPTIAPI name params {       \
     using Fn = CUptiResult(CUPTIAPI*) params;                                      \
+    int saved_errno = errno;                                                       \
     void* real = vt::cupti::target(vt::cupti::k_##name);                           \
     vt::cupti::on_foreign_call(vt::cupti::k_##name, real);                         \
+    errno = saved_errno;                                                           \
     if (!real) return CUPTI_ERROR_NOT_INITIALIZED;                                 \
     return reinterpret_cast<Fn>(real) args;                                        \
   }

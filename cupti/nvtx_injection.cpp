@@ -13,10 +13,15 @@
 // its calls stay no-ops, exactly as without any tool.
 #include <dlfcn.h>
 
+#include <cerrno>
+
 #include "driver_api.h"
 #include "session.h"
 
-extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(vt::cupti::NvtxGetExportTable get) {
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(vt::cupti::NvtxGetExportTable get);
+
+namespace {
+int inject(vt::cupti::NvtxGetExportTable get) {
   // Preloaded means our exports come first in the global scope; dlopen'ed by NVTX alone, they are
   // not there. Asked through the main program's handle: RTLD_DEFAULT from inside libvramtrace
   // would find our own definition first (we link -Bsymbolic).
@@ -24,4 +29,12 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(v
   void* global = main_program ? vt::real_dlsym(main_program, "InitializeInjectionNvtx2") : nullptr;
   if (global != reinterpret_cast<void*>(&InitializeInjectionNvtx2)) return 0;
   return vt::cupti::nvtx_inject(get);
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(vt::cupti::NvtxGetExportTable get) {
+  int saved = errno;
+  int r = inject(get);
+  errno = saved;
+  return r;
 }

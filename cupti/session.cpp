@@ -36,6 +36,7 @@
 #include "log.h"
 #include "name_table.h"
 #include "other_tools.h"
+#include "own_work.h"
 #include "recorder_internal.h"
 #include "status_record.h"
 #include "wrapped_list.h"
@@ -343,6 +344,7 @@ void step_aside_locked(int id, void* target) {
 }
 
 void at_exit_flush() {
+  OwnWork own;
   g_exiting.store(true);
   if (g_state.load() != kActive || !lock_for(&g_ctl, 2000)) return;
   if (g_state.load() == kActive) {
@@ -414,6 +416,7 @@ void on_foreign_call(int id, void* target) {
   g_foreign.store(true);
   int s = g_state.load(std::memory_order_acquire);
   if (s != kLoading && s != kActive) return;  // idle: start() will see g_foreign; else nothing held
+  OwnWork own;  // g_ctl is held below, over CUPTI calls and a message: nothing may cancel us there
   if (!lock_for(&g_ctl, 5000)) return;  // never hold the other client up for long
   if (g_state.load() == kActive) step_aside_locked(id, target);
   pthread_mutex_unlock(&g_ctl);
@@ -430,6 +433,7 @@ int nvtx_inject(NvtxGetExportTable get) {
   if (g_foreign.load() || s == kOff || s == kAside || s == kStopped || other_tool_in_env(environ, var, sizeof var))
     return 0;
   int (*init)(NvtxGetExportTable) = nullptr;
+  OwnWork own;  // loading libcupti under g_ctl
   if (!lock_for(&g_ctl, 2000)) return 0;
   // NVTX's first call is on an application thread but never inside a driver hook, and NVTX
   // itself dlopens its injection library here: loading libcupti on this thread is safe.

@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include "own_work.h"
+
 namespace vt {
 
 std::atomic<void*> g_real[kHookCount];
@@ -45,8 +47,12 @@ void* real_dlsym(void* handle, const char* name) {
   return reinterpret_cast<void* (*)(void*, const char*)>(fn)(handle, name);
 }
 
-bool driver_resolved() {
-  if (g_resolved.load(std::memory_order_acquire)) return true;
+namespace {
+// The first call: find the driver (once). Off the hook path's fast check, so its scope object
+// costs nothing on later calls.
+__attribute__((noinline)) bool resolve_driver() {
+  // Every signal blocked: a handler's CUDA call on this thread would wait for g_resolve_mu.
+  OwnWork own(true);
   pthread_mutex_lock(&g_resolve_mu);
   if (!g_resolved.load(std::memory_order_relaxed)) {
     // Only a driver the program already loaded: a process that never touches CUDA stays so.
@@ -75,6 +81,12 @@ bool driver_resolved() {
   }
   pthread_mutex_unlock(&g_resolve_mu);
   return g_resolved.load(std::memory_order_acquire);
+}
+}  // namespace
+
+bool driver_resolved() {
+  if (g_resolved.load(std::memory_order_acquire)) return true;
+  return resolve_driver();
 }
 
 void* substitute(void* p) {

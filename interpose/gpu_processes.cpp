@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "driver_api.h"
+#include "own_work.h"
 #include "recorder_internal.h"
 #include "shm_summary.h"
 #include "trace_format.h"
@@ -83,6 +84,7 @@ void start_gpu_process_sampler() {
 }
 
 void record_gpu_processes(int device, uint64_t t) {
+  OwnWork own;  // usleep and /proc reads below are cancellation points
   // An early failure may come before NVML finished loading: wait a little, never long (the
   // loader could itself be waiting for a lock this thread's caller holds).
   for (int i = 0; i < 50 && g_started.load() && !g_done.load(std::memory_order_acquire); ++i) usleep(5000);

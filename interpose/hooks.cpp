@@ -2,6 +2,12 @@
 // (-lcuda, dlsym(handle), cuGetProcAddress), lands in one generic body: forward to the real
 // function, and record one event. Per-function meaning lives in describe.h; the list of functions
 // in hook_list.h.
+//
+// What the program sees is the driver's own behaviour: its result, and its errno (errno is put
+// back before the real call and taken after it, so our work on either side never shows).
+// A hook that interrupts our own work on this thread (a signal handler) queues its event
+// instead of recording it (reentry_guard.h).
+#include <cerrno>
 #include <utility>
 
 #include "clock.h"
@@ -15,7 +21,7 @@
 
 namespace vt {
 
-thread_local bool t_in_hook __attribute__((tls_model("initial-exec"))) = false;
+__thread uint8_t t_phase __attribute__((tls_model("initial-exec"))) = kPhaseNone;
 
 namespace {
 
@@ -36,8 +42,58 @@ CUresult call_real(A... args) {
 template <HookId Id, typename... A>
 CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, A... rest) {
   CUresult r = call_real<Id>(symbol, pfn, version, flags, rest...);
+  int* err = &errno;
+  int after = *err;
   if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = substitute(*pfn);
   log_lookup(symbol, version, flags, r, pfn ? *pfn : nullptr);
+  *err = after;
+  return r;
+}
+
+// The driver call and its event. *errno_after gets errno as the real function left it.
+template <HookId Id, typename... A>
+__attribute__((always_inline)) inline CUresult traced_call(void* caller, int* err, int before, int* errno_after,
+                                                           A... args) {
+  constexpr OpInfo op = kOps[int(Id)];
+  HookScope scope;  // its end may record queued events: errno is put back by the caller after it
+  bool wanted = op.action == Action::Acquire ? tracing_possible() : recording();
+  if (!wanted) {
+    *err = before;
+    scope.real_call_begin();
+    CUresult r = call_real<Id>(args...);
+    scope.real_call_end();
+    *errno_after = *err;
+    return r;
+  }
+
+  Event e;
+  e.op = Id;
+  e.caller_ip = reinterpret_cast<uint64_t>(caller);
+  current_context(&e.context, &e.device);
+  prepare(Op<Id>{}, e, args...);
+  if (op.action == Action::Release) e.t_ns = now_ns();
+  *err = before;
+  scope.real_call_begin();
+  CUresult r = call_real<Id>(args...);
+  scope.real_call_end();
+  *errno_after = *err;
+  if (op.action == Action::Acquire) e.t_ns = now_ns();
+  e.result = int32_t(r);
+  describe(Op<Id>{}, e, r, args...);
+  if (r != CUDA_SUCCESS && op.action == Action::Acquire && g_api.mem_get_info) {
+    size_t free_b = 0, total_b = 0;
+    if (g_api.mem_get_info(&free_b, &total_b) == CUDA_SUCCESS) {
+      e.free_bytes = free_b;
+      e.total_bytes = total_b;
+    }
+  }
+  if (__builtin_expect(scope.nested_in_our_work(), 0)) {
+    defer_event(e);
+  } else {
+    record(e);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && op.action == Action::Acquire && recording())
+      record_gpu_processes(e.device, e.t_ns);
+  }
   return r;
 }
 
@@ -47,32 +103,15 @@ CUresult invoke(void* caller, A... args) {
   if constexpr (op.action == Action::Lookup) {
     return lookup<Id>(args...);
   } else {
-    if (!driver_resolved()) return CUDA_ERROR_NOT_INITIALIZED;  // no libcuda in this process
-    ReentryGuard guard;
-    bool wanted = guard.entered() &&
-                  (op.action == Action::Acquire ? tracing_possible() : recording());
-    if (!wanted) return call_real<Id>(args...);
-
-    Event e;
-    e.op = Id;
-    e.caller_ip = reinterpret_cast<uint64_t>(caller);
-    current_context(&e.context, &e.device);
-    prepare(Op<Id>{}, e, args...);
-    if (op.action == Action::Release) e.t_ns = now_ns();
-    CUresult r = call_real<Id>(args...);
-    if (op.action == Action::Acquire) e.t_ns = now_ns();
-    e.result = int32_t(r);
-    describe(Op<Id>{}, e, r, args...);
-    if (r != CUDA_SUCCESS && op.action == Action::Acquire && g_api.mem_get_info) {
-      size_t free_b = 0, total_b = 0;
-      if (g_api.mem_get_info(&free_b, &total_b) == CUDA_SUCCESS) {
-        e.free_bytes = free_b;
-        e.total_bytes = total_b;
-      }
+    int* err = &errno;
+    int before = *err;
+    if (!driver_resolved()) {
+      *err = before;
+      return CUDA_ERROR_NOT_INITIALIZED;  // no libcuda in this process
     }
-    record(e);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && op.action == Action::Acquire && recording())
-      record_gpu_processes(e.device, e.t_ns);
+    int after;
+    CUresult r = traced_call<Id>(caller, err, before, &after, args...);
+    *err = after;
     return r;
   }
 }

@@ -1,5 +1,11 @@
 // One-line messages to stderr, prefixed "vramtrace: ". Uses a stack buffer and write(2): safe
 // from any hook, never allocates, never touches stdio state the traced program owns.
+//
+// "stderr" means the file that was descriptor 2 when the library was loaded: a program that has
+// since closed descriptor 2 and opened one of its own files there (a data file, a socket) does
+// not get our line in its data; the line is then dropped. The write never raises a signal in the
+// program (SIGPIPE on a pipe without reader, SIGTTOU; see own_work.h), never blocks on a full
+// pipe, and is no cancellation point.
 #pragma once
 
 namespace vt {

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "clock.h"
+#include "own_work.h"
 #include "recorder_internal.h"
 #include "trace_format.h"
 
@@ -120,6 +121,7 @@ void ensure_modules(const uint64_t* ips, int n, uint64_t t) {
         },
         &adds);
     if (adds != g_scanned_adds) {
+      OwnWork own;  // a rescan writes records and may grow the file: nothing may cancel it
       ScanState st{t};
       dl_iterate_phdr(record_module, &st);
       g_scanned_adds = adds;

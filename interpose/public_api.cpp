@@ -1,7 +1,9 @@
 // The exported live query API (include/vramtrace.h): reads live_tracker.h, and writes region
 // records into the trace. Regions begun before the trace opens (before the first CUDA memory
-// call) are kept and written when it does.
+// call) are kept and written when it does. Every entry point leaves errno as it found it.
 #include <pthread.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstring>
@@ -38,7 +40,11 @@ void write_region(uint8_t kind, const char* name, uint64_t t) {
 
 int region(uint8_t kind, const char* name) {
   if (!name || !tracing_possible()) return -1;
-  ReentryGuard guard;
+  HookScope scope;
+  if (scope.nested_in_our_work()) {  // a signal handler interrupted our own work on this thread
+    count_lost_events(1);
+    return 0;
+  }
   uint64_t t = now_ns();
   pthread_mutex_lock(&g_region_mu);
   if (recording()) {
@@ -86,6 +92,21 @@ VT_API int vramtrace_reset_peak(int device) {
 // Opt-in check of the Python frame walker against CPython's own frame API: call it from Python
 // with the GIL held (ctypes.PyDLL(None).vramtrace_python_self_test()). 1: the walk matched; 0: it
 // did not (the walker is then off for the process) or it could not run here.
-VT_API int vramtrace_python_self_test(void) { return vt::py::self_test_with_gil() ? 1 : 0; }
-VT_API int vramtrace_region_begin(const char* name) { return vt::region(vt::format::kRegionBegin, name); }
-VT_API int vramtrace_region_end(const char* name) { return vt::region(vt::format::kRegionEnd, name); }
+VT_API int vramtrace_python_self_test(void) {
+  int saved = errno;
+  int ok = vt::py::self_test_with_gil() ? 1 : 0;
+  errno = saved;
+  return ok;
+}
+VT_API int vramtrace_region_begin(const char* name) {
+  int saved = errno;
+  int r = vt::region(vt::format::kRegionBegin, name);
+  errno = saved;
+  return r;
+}
+VT_API int vramtrace_region_end(const char* name) {
+  int saved = errno;
+  int r = vt::region(vt::format::kRegionEnd, name);
+  errno = saved;
+  return r;
+}

@@ -9,6 +9,11 @@ namespace vt {
 
 // Records `e`. Opens the trace on the first Acquire event; drops events while tracing is off.
 void record(const Event& e);
+// The same with a stack already captured (`frames` as capture_stack gives them).
+void record_with_stack(const Event& e, const uint64_t* frames, int n);
+
+// Counts `n` events that could not be recorded, in the trace header. Async-signal-safe.
+void count_lost_events(uint64_t n);
 
 // True once the trace is open (Release events are only worth recording then).
 bool recording();

@@ -3,7 +3,8 @@
 // a fresh file for a forked child, and the clean-close mark on the way out. Policy on fork: the
 // child forgets the parent's file and writes its own, <path>.<pid> or vramtrace.<pid>.trace,
 // once it makes a CUDA memory call (children of exec are traced through the inherited
-// LD_PRELOAD in the same way).
+// LD_PRELOAD in the same way). Also the count of events that could not be recorded (kept until
+// the header exists, then added to it), and record() itself.
 #include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -16,7 +17,9 @@
 #include "log.h"
 #include "recorder.h"
 #include "recorder_internal.h"
+#include "own_work.h"
 #include "reentry_guard.h"
+#include "deferred_events.h"
 #include "gpu_processes.h"
 #include "kernel_activity.h"
 #include "live_tracker.h"
@@ -43,6 +46,7 @@ enum DeviceRecords : int { kDevicesPending = 0, kDevicesWriting = 1, kDevicesDon
 std::atomic<int> g_devices{kDevicesPending};
 pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
 bool g_atfork_registered = false;
+std::atomic<uint64_t> g_lost_before_open{0};  // counted before the header existed
 
 // A small append-only byte buffer on the stack for metadata payloads.
 struct Payload {
@@ -124,11 +128,18 @@ void after_fork_in_child() {
   forget_python_codes();
   forget_shm_summary();
   forget_gpu_process_sampler();
+  forget_deferred_events();
+  g_lost_before_open.store(0);
   g_generation.fetch_add(1);
   g_status.store(kNotOpen);
 }
 
+format::FileHeader* open_header() {
+  return g_status.load(std::memory_order_acquire) == kOpen ? g_file.header() : nullptr;
+}
+
 bool open_trace(uint64_t t) {
+  OwnWork own;  // file creation, config messages, CUPTI start: no cancellation, no SIGPIPE
   pthread_mutex_lock(&g_open_mu);
   int status = g_status.load();
   if (status == kNotOpen) {
@@ -153,6 +164,7 @@ bool open_trace(uint64_t t) {
       status = kOpen;
     }
     g_status.store(status, std::memory_order_release);
+    if (status == kOpen) count_lost_events(0);  // what was lost before the header existed
   }
   pthread_mutex_unlock(&g_open_mu);
   return status == kOpen || status == kNullSink;
@@ -185,19 +197,29 @@ static void describe_thread(uint64_t t) {
   write_meta(format::kTagThread, payload, size_t(q - payload) + n, t);
 }
 
-__attribute__((noinline)) void record(const Event& e) {
+void count_lost_events(uint64_t n) {
+  if (n) g_lost_before_open.fetch_add(n, std::memory_order_relaxed);
+  // Moved into the header once there is one (re-checked: the trace may open meanwhile).
+  if (format::FileHeader* h = open_header())
+    if (uint64_t pending = g_lost_before_open.exchange(0, std::memory_order_relaxed))
+      __atomic_add_fetch(&h->events_lost, pending, __ATOMIC_RELAXED);
+}
+
+namespace {
+
+// The trace status an event may be recorded under, or -1 when it is not recorded.
+inline int status_for(const Event& e) {
   int status = g_status.load(std::memory_order_acquire);
-  if (status != kOpen) {
-    if (status == kOff) return;
-    if (status == kNotOpen) {
-      if (kOps[int(e.op)].action != Action::Acquire || !open_trace(e.t_ns)) return;
-      status = g_status.load(std::memory_order_relaxed);
-    }
+  if (status == kOpen) return status;
+  if (status == kOff) return -1;
+  if (status == kNotOpen) {
+    if (kOps[int(e.op)].action != Action::Acquire || !open_trace(e.t_ns)) return -1;
+    status = g_status.load(std::memory_order_relaxed);
   }
-  // Unwinding happens here, with no lock of ours held.
-  uint64_t frames[kMaxCaptureSlots];
-  uint64_t caller = e.caller_ip ? e.caller_ip : reinterpret_cast<uint64_t>(__builtin_return_address(0));
-  int n = capture_stack(frames, kMaxCaptureSlots, caller);
+  return status;
+}
+
+__attribute__((always_inline)) inline void record_captured(int status, const Event& e, const uint64_t* frames, int n) {
   if (status == kNullSink) return;
   if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
   describe_thread(e.t_ns);
@@ -207,6 +229,23 @@ __attribute__((noinline)) void record(const Event& e) {
   track_event(ev);
 }
 
+}  // namespace
+
+__attribute__((noinline)) void record(const Event& e) {
+  int status = status_for(e);
+  if (status < 0) return;
+  // Unwinding happens here, with no lock of ours held.
+  uint64_t frames[kMaxCaptureSlots];
+  uint64_t caller = e.caller_ip ? e.caller_ip : reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  int n = capture_stack(frames, kMaxCaptureSlots, caller);
+  record_captured(status, e, frames, n);
+}
+
+void record_with_stack(const Event& e, const uint64_t* frames, int n) {
+  int status = status_for(e);
+  if (status >= 0) record_captured(status, e, frames, n);
+}
+
 namespace {
 
 // Runs at exit (and dlclose). glibc may run it before the destructors of libraries loaded later
@@ -214,9 +253,12 @@ namespace {
 // down, and events after it are still written.
 __attribute__((destructor)) void mark_clean_exit() {
   if (g_status.load(std::memory_order_acquire) != kOpen) return;
-  ReentryGuard guard;
+  OwnWork own;
+  HookScope scope;
   uint64_t t = now_ns();
-  write_meta(format::kTagEnd, nullptr, 0, t);
+  // exit() from a signal handler that interrupted our work: the thread's chunk may be mid-record,
+  // so only the header is marked.
+  if (!scope.nested_in_our_work()) write_meta(format::kTagEnd, nullptr, 0, t);
   g_file.mark_closed(t);
   close_shm_summary();
 }

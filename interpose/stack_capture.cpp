@@ -9,6 +9,7 @@
 #include "config.h"
 #include "log.h"
 #include "native_stack.h"
+#include "own_work.h"
 #include "python_code_index.h"
 #include "python_frames.h"
 #include "recorder_internal.h"
@@ -29,6 +30,7 @@ __attribute__((constructor)) void find_python_early() {
   const char* py = getenv("VRAMTRACE_PYTHON");
   if (py && strcmp(py, "0") == 0) return;
   const char* why = "";
+  OwnWork own;  // the program's errno at main() is its own
   py::Status s = py::init(&why);
   g_python_why = why ? why : "";
   g_python.store(s == py::Status::kOk ? kPythonOn : s == py::Status::kUnsupported ? kPythonRefused : kPythonOff);

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "own_work.h"
 
 namespace vt {
 
@@ -23,12 +24,14 @@ std::atomic<uint8_t*> TraceFile::windows_[TraceFile::kMaxWindows];
 
 namespace {
 
-// The pid recorded in an existing trace, or 0 if it is not one of ours.
+// The pid recorded in an existing trace, or 0 if it is not one of ours. Never blocks: a FIFO
+// swapped in after the caller's lstat is opened non-blocking and then refused.
 long pid_in_existing_trace(const char* path) {
-  int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return 0;
+  struct stat st;
   format::FileHeader h;
-  ssize_t n = pread(fd, &h, sizeof h, 0);
+  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, &h, sizeof h, 0) : -1;
   ::close(fd);
   if (n != ssize_t(sizeof h) || memcmp(h.magic, format::kFileMagic, 8) != 0) return 0;
   return long(h.pid);
@@ -48,21 +51,83 @@ int read_rank(const char* const* names) {
   return -1;
 }
 
+const char* kind_of(mode_t m) {
+  return S_ISCHR(m) ? "character device" : S_ISBLK(m) ? "block device" : S_ISFIFO(m) ? "FIFO" : S_ISSOCK(m) ? "socket" : "special file";
+}
+
+// `path` made absolute against the current directory, so a later chdir cannot lose the file.
+void absolute(const char* path, char* out, size_t cap) {
+  char cwd[4096];
+  if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
+    int w = snprintf(out, cap, "%s/%s", cwd, path[0] == '.' && path[1] == '/' ? path + 2 : path);
+    if (w > 0 && size_t(w) < cap) return;
+  }
+  snprintf(out, cap, "%s", path);  // already absolute, or no usable cwd: the identity check still holds
+}
+
+// A descriptor near the top of the usual range (close-on-exec), where a program that opens its
+// own files will not meet it; `fd` itself if there is no room there.
+int out_of_the_way(int fd) {
+  struct rlimit lim;
+  rlim_t top = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
+  if (top > 1024) top = 1024;  // higher would make the kernel grow the descriptor table
+  if (top < 128) return fd;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, int(top - 64));
+  if (high < 0) return fd;
+  ::close(fd);
+  return high;
+}
+
+bool same_file(const struct stat& st, dev_t dev, ino_t ino) {
+  return S_ISREG(st.st_mode) && st.st_dev == dev && st.st_ino == ino;
+}
+
 }  // namespace
+
+int TraceFile::owned_fd(struct stat* st) {
+  if (fd_ >= 0) {
+    if (fstat(fd_, st) == 0 && same_file(*st, dev_, ino_)) return fd_;
+    fd_ = -1;  // closed, or now one of the program's files: never touched again
+  }
+  int fd = ::open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
+  if (fstat(fd, st) != 0 || !same_file(*st, dev_, ino_)) {
+    ::close(fd);
+    errno = ESTALE;  // "a different file is at the trace's path now"
+    return -1;
+  }
+  fd_ = out_of_the_way(fd);
+  return fd_;
+}
+
+void TraceFile::stop(const char* fmt, const char* arg) {
+  failed_.store(true);
+  if (header_) __atomic_or_fetch(&header_->flags, format::kHeaderTracingFailed, __ATOMIC_RELEASE);
+  log_line(fmt, path_, arg);
+}
 
 bool TraceFile::create_file(const char* path, long pid) {
   // Candidates: the configured path, then <path>.<pid>, <path>.<pid>.1, ... The configured path
   // is replaced only when it holds a trace of a process that is gone; a live owner (a parent,
   // or this very pid before an exec) keeps its file. O_EXCL|O_NOFOLLOW: never through a symlink.
-  char candidate[sizeof path_];
+  char base[sizeof path_], candidate[sizeof path_];
+  absolute(path, base, sizeof base);
   int replaced = 0;
   for (int attempt = 0; attempt < 64; ++attempt) {
-    int w = attempt == 0   ? snprintf(candidate, sizeof candidate, "%s", path)
-            : attempt == 1 ? snprintf(candidate, sizeof candidate, "%s.%ld", path, pid)
-                           : snprintf(candidate, sizeof candidate, "%s.%ld.%d", path, pid, attempt - 1);
+    int w = attempt == 0   ? snprintf(candidate, sizeof candidate, "%s", base)
+            : attempt == 1 ? snprintf(candidate, sizeof candidate, "%s.%ld", base, pid)
+                           : snprintf(candidate, sizeof candidate, "%s.%ld.%d", base, pid, attempt - 1);
     if (w < 0 || size_t(w) >= sizeof candidate) break;
-    fd_ = ::open(candidate, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd_ >= 0) {
+    int fd = ::open(candidate, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      struct stat st;
+      if (fstat(fd, &st) != 0) {
+        ::close(fd);
+        break;
+      }
+      dev_ = st.st_dev;
+      ino_ = st.st_ino;
+      fd_ = out_of_the_way(fd);
       memcpy(path_, candidate, sizeof path_);
       return true;
     }
@@ -71,6 +136,11 @@ bool TraceFile::create_file(const char* path, long pid) {
     if (lstat(candidate, &st) != 0) break;
     if (S_ISLNK(st.st_mode)) {
       log_line("refusing to write the trace through the symlink %s; tracing off", candidate);
+      return false;
+    }
+    if (attempt == 0 && !S_ISREG(st.st_mode)) {  // /dev/full, /dev/null, a FIFO: never <path>.<pid> next to it
+      log_line("the trace output %s is a %s, not a directory or a regular file; tracing off", candidate,
+               kind_of(st.st_mode));
       return false;
     }
     long owner = S_ISREG(st.st_mode) ? pid_in_existing_trace(candidate) : 0;
@@ -90,9 +160,12 @@ bool TraceFile::open(const Config& cfg, long pid, long ppid) {
   if (!create_file(cfg.path, pid)) return false;
   uint8_t* w0 = window(0);
   if (!w0) {
-    ::close(fd_);
+    struct stat st;
+    if (owned_fd(&st) >= 0) {
+      ::close(fd_);
+      unlink(path_);  // an empty file would only confuse
+    }
     fd_ = -1;
-    unlink(path_);  // an empty file would only confuse
     return false;
   }
   header_ = reinterpret_cast<format::FileHeader*>(w0);
@@ -119,35 +192,47 @@ bool TraceFile::open(const Config& cfg, long pid, long ppid) {
 
 uint8_t* TraceFile::window(uint64_t index) {
   if (index >= kMaxWindows) {
-    if (!failed_.exchange(true)) log_line("trace file %s reached its size limit; tracing stopped", path_);
+    if (!failed_.exchange(true)) stop("trace file %s reached its size limit%s; tracing stopped, the program continues", "");
     return nullptr;
   }
   uint8_t* w = windows_[index].load(std::memory_order_acquire);
   if (w) return w;
+  OwnWork own;  // open/fallocate/messages: no cancellation, no SIGPIPE or SIGXFSZ
   pthread_mutex_lock(&grow_mu_);
   w = windows_[index].load(std::memory_order_acquire);
   if (!w && !failed_.load()) {
     off_t off = off_t(index * kWindowSize);
-    // Growing past RLIMIT_FSIZE would raise SIGXFSZ and kill the program: treat it as full.
-    struct rlimit lim;
-    int err = getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-                      uint64_t(off) + kWindowSize > uint64_t(lim.rlim_cur)
-                  ? EFBIG
-                  : posix_fallocate(fd_, off, off_t(kWindowSize));
-    if (err == 0) {
-      void* m = mmap(nullptr, kWindowSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, off);
-      if (m != MAP_FAILED) {
-        w = static_cast<uint8_t*>(m);
-        windows_[index].store(w, std::memory_order_release);
-      } else {
-        err = errno;
+    struct stat st;
+    int fd = owned_fd(&st);
+    if (fd < 0) {
+      stop("lost the trace file %s (%s); tracing stopped, the program continues",
+           errno == ESTALE ? "another file is at its path now" : strerror(errno));
+    } else if (st.st_size < off) {
+      stop("the trace file %s was truncated%s; tracing stopped, the program continues", " by someone else");
+    } else {
+      // Growing past RLIMIT_FSIZE would raise SIGXFSZ and kill the program: treat it as full.
+      struct rlimit lim;
+      int err = getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+                        uint64_t(off) + kWindowSize > uint64_t(lim.rlim_cur)
+                    ? EFBIG
+                    : posix_fallocate(fd, off, off_t(kWindowSize));
+      if (err == 0) {
+        void* m = mmap(nullptr, kWindowSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+        // Checked again: the program may have closed and reused the descriptor meanwhile.
+        if (m != MAP_FAILED && (fstat(fd, &st) != 0 || !same_file(st, dev_, ino_))) {
+          munmap(m, kWindowSize);
+          m = MAP_FAILED;
+          errno = ESTALE;  // "another file": the descriptor is the program's now
+          fd_ = -1;
+        }
+        if (m != MAP_FAILED) {
+          w = static_cast<uint8_t*>(m);
+          windows_[index].store(w, std::memory_order_release);
+        } else {
+          err = errno;
+        }
       }
-    }
-    if (!w) {
-      failed_.store(true);
-      if (header_) header_->flags |= format::kHeaderTracingFailed;
-      log_line("cannot extend trace file %s: %s; tracing stopped, the program continues", path_,
-               strerror(err));
+      if (!w) stop("cannot extend trace file %s: %s; tracing stopped, the program continues", strerror(err));
     }
   }
   pthread_mutex_unlock(&grow_mu_);
@@ -177,7 +262,8 @@ void TraceFile::mark_closed(uint64_t end_ns) {
 }
 
 void TraceFile::abandon() {
-  if (fd_ >= 0) ::close(fd_);
+  struct stat st;  // the parent's descriptor, closed only if it still is that file
+  if (fd_ >= 0 && fstat(fd_, &st) == 0 && same_file(st, dev_, ino_)) ::close(fd_);
   fd_ = -1;
   header_ = nullptr;
   next_chunk_.store(0);

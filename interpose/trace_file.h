@@ -2,9 +2,20 @@
 // posix_fallocate'd (no SIGBUS on a full disk) and mapped MAP_SHARED (data survives SIGKILL),
 // and hands out 64 KiB chunks to writer threads with one atomic add. Windows are never unmapped:
 // hooks keep firing after our destructor, so nothing here is ever torn down.
+//
+// The file's descriptor belongs to the program's descriptor table, which the program may close
+// (daemons close 3..1023) and reuse for its own files. So it is kept out of the way (close-on-
+// exec, moved near the top of the usual range) and it is only ever used after checking that it
+// still is our file (st_dev + st_ino): before each window is added, and before it is closed.
+// When it is not, the file is reopened by its absolute path (O_NOFOLLOW, identity checked
+// again); when that fails too, the file is lost: tracing stops with one line and the header,
+// which stays mapped, says tracing failed. Records are written only through the mappings, which
+// are bound to our file whatever happens to the descriptor.
 #pragma once
 
 #include <pthread.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
@@ -19,7 +30,8 @@ class TraceFile {
  public:
   // Creates the trace for this process. A fixed file name already holding the trace of a live
   // process (our parent, say) is left alone and "<path>.<pid>" is used instead; a stale file is
-  // replaced; a symlink at the target is refused. Logs one line and returns false on failure.
+  // replaced; a symlink or anything else that is not a regular file (a device, a FIFO) at the
+  // target is refused. Logs one line and returns false on failure.
   bool open(const Config& cfg, long pid, long ppid);
 
   // A fresh zeroed chunk owned by thread `tid`, or nullptr once writing has failed.
@@ -39,9 +51,14 @@ class TraceFile {
   static constexpr uint32_t kMaxWindows = 1u << 18;  // 256 GiB of trace
   uint8_t* window(uint64_t index);
   bool create_file(const char* path, long pid);
+  // Our file's descriptor, verified (or reopened); -1 with errno set when the file is lost.
+  int owned_fd(struct stat* st);
+  void stop(const char* fmt, const char* arg);
 
   int fd_ = -1;
-  char path_[4096] = {};
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  char path_[4096] = {};  // absolute: the program may chdir
   format::FileHeader* header_ = nullptr;
   std::atomic<uint64_t> next_chunk_{0};
   std::atomic<bool> failed_{false};

@@ -43,6 +43,7 @@ struct FileHeader {
   int32_t local_rank;           // LOCAL_RANK / OMPI_COMM_WORLD_LOCAL_RANK / SLURM_LOCALID, -1
   char session[40];             // VRAMTRACE_SESSION: groups the files of one `vramtrace run`
   char hostname[64];
+  uint64_t events_lost;         // events that could not be recorded (atomic add); older writers leave 0
 };
 static_assert(sizeof(FileHeader) <= kFileHeaderSize);
 

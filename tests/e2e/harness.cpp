@@ -66,7 +66,26 @@ Result run(const Spec& spec) {
     int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
     int e = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
     dup2(o, 1);
-    dup2(e, 2);
+    if (spec.stderr_to == Spec::Stderr::File) {
+      dup2(e, 2);
+    } else if (spec.stderr_to == Spec::Stderr::BrokenPipe) {
+      int p[2];
+      if (pipe(p) != 0) _exit(97);
+      close(p[0]);  // no reader: a write gets EPIPE and raises SIGPIPE
+      dup2(p[1], 2);
+      close(p[1]);
+    } else {
+      close(2);
+    }
+    if (o > 2) close(o);
+    if (e > 2) close(e);
+    // What the program would get from a shell: default dispositions, nothing blocked.
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGXFSZ, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) _exit(96);
     setenv("LD_LIBRARY_PATH", VT_FAKECUDA_DIR, 1);
     // Kernel activity off unless a test asks for it: the toolkit's real libcupti would load,
     // fail against the simulated driver and say so on stderr (tests/cupti/ covers CUPTI).

@@ -16,6 +16,9 @@ struct Spec {
   bool drop_privileges = false;  // run as nobody (so a 0500 directory is really read-only)
   long fsize_limit = -1;         // RLIMIT_FSIZE in bytes
   int timeout_s = 120;
+  std::string cwd = {};          // working directory (default: the test's)
+  // stderr: a file (read back into Result::err), a pipe whose reader is already gone, or closed.
+  enum class Stderr { File, BrokenPipe, Closed } stderr_to = Stderr::File;
 };
 
 struct Result {

@@ -38,7 +38,7 @@ Bytes texel_bytes(CUarray_format f, unsigned channels) {
 
 CUresult create(CUarray *pHandle, size_t w, size_t h, size_t d, CUarray_format f, unsigned channels) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pHandle || w == 0) return CUDA_ERROR_INVALID_VALUE;
   if (channels != 1 && channels != 2 && channels != 4) return CUDA_ERROR_INVALID_VALUE;
@@ -92,7 +92,7 @@ FC_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPT
 
 FC_API CUresult cuArrayDestroy(CUarray hArray) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;

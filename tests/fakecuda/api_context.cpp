@@ -28,7 +28,7 @@ CUresult sync_ctx(State &s, CUcontext ctx) {
 
 FC_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
@@ -41,7 +41,7 @@ FC_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
 
 FC_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (CUresult r = check_device(s, dev)) return r;
   Device &d = s.devices[dev];
@@ -52,7 +52,7 @@ FC_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 
 FC_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
@@ -64,7 +64,7 @@ FC_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, in
 
 FC_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (CUresult r = check_device(s, dev)) return r;
   Device &d = s.devices[dev];
@@ -78,7 +78,7 @@ FC_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
 FC_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
                                unsigned int flags, CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
@@ -94,7 +94,7 @@ FC_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreatePara
 
 FC_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!ctx) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = lookup_ctx(s, ctx)) return r;
@@ -107,7 +107,7 @@ FC_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
 
 FC_API CUresult cuCtxSetCurrent(CUcontext ctx) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   std::vector<CUcontext> &stack = ctx_stack();
   if (!ctx) {  // NULL unbinds: pops the top, if any
@@ -122,6 +122,7 @@ FC_API CUresult cuCtxSetCurrent(CUcontext ctx) {
 
 // Lock-free like the real driver's (a thread-local read): tracers call it on every event.
 FC_API CUresult cuCtxGetCurrent(CUcontext *pctx) {
+  maybe_raise("cuCtxGetCurrent");
   State &s = state();
   if (CUresult r = require_init(s)) return r;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
@@ -131,8 +132,9 @@ FC_API CUresult cuCtxGetCurrent(CUcontext *pctx) {
 }
 
 FC_API CUresult cuCtxGetDevice(CUdevice *device) {
+  maybe_raise("cuCtxGetDevice");
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!device) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -143,7 +145,7 @@ FC_API CUresult cuCtxGetDevice(CUdevice *device) {
 
 FC_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!device) return CUDA_ERROR_INVALID_VALUE;
   if (!ctx) {
@@ -157,7 +159,7 @@ FC_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
 
 FC_API CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   if (CUresult r = lookup_ctx(s, ctx)) return r;
@@ -167,7 +169,7 @@ FC_API CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
 
 FC_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   std::vector<CUcontext> &stack = ctx_stack();
   if (stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
@@ -178,14 +180,14 @@ FC_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
 
 FC_API CUresult cuCtxSynchronize(void) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   return sync_ctx(s, nullptr);
 }
 
 FC_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   return sync_ctx(s, ctx);
 }

@@ -72,7 +72,7 @@ FC_API CUresult cuInit(unsigned int Flags) {
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
   const Config &cfg = config();
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (s.initialized) return CUDA_SUCCESS;
   if (cfg.devices == 0) return CUDA_ERROR_NO_DEVICE;
   s.devices.resize(cfg.devices);
@@ -104,7 +104,7 @@ FC_API CUresult cuDriverGetVersion(int *driverVersion) {
 
 FC_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!device) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, ordinal)) return r;
@@ -114,7 +114,7 @@ FC_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
 
 FC_API CUresult cuDeviceGetCount(int *count) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!count) return CUDA_ERROR_INVALID_VALUE;
   *count = static_cast<int>(s.devices.size());
@@ -123,7 +123,7 @@ FC_API CUresult cuDeviceGetCount(int *count) {
 
 FC_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
@@ -135,7 +135,7 @@ FC_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
 
 FC_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
@@ -145,7 +145,7 @@ FC_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
 
 FC_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
@@ -155,7 +155,7 @@ FC_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevic
 
 FC_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!uuid) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;

@@ -19,7 +19,7 @@ constexpr unsigned kHostRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOST
 
 CUresult host_alloc(void **pp, size_t bytesize, unsigned flags) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pp || (flags & ~kHostAllocFlags)) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -73,7 +73,7 @@ FC_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) { return host_allo
 
 FC_API CUresult cuMemFreeHost(void *p) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;
@@ -86,7 +86,7 @@ FC_API CUresult cuMemFreeHost(void *p) {
 
 FC_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!p || bytesize == 0 || (Flags & ~kHostRegisterFlags)) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -105,7 +105,7 @@ FC_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flag
 
 FC_API CUresult cuMemHostUnregister(void *p) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -117,7 +117,7 @@ FC_API CUresult cuMemHostUnregister(void *p) {
 
 FC_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pdptr || !p || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;

@@ -41,7 +41,7 @@ void ipc_release_ctx(State &s, CUcontext ctx) {
 
 FC_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -61,7 +61,7 @@ FC_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
 
 FC_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pdptr || (Flags & ~unsigned(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -94,7 +94,7 @@ FC_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
 
 FC_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;

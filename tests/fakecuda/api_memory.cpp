@@ -63,8 +63,9 @@ void memory_release_ctx(State &s, CUcontext ctx) {
 }  // namespace fc
 
 FC_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+  maybe_raise("cuMemAlloc_v2");
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!dptr) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -75,7 +76,7 @@ FC_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
 FC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
                                    size_t Height, unsigned int ElementSizeBytes) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!dptr || !pPitch) return CUDA_ERROR_INVALID_VALUE;
   if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
@@ -93,7 +94,7 @@ FC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
 
 FC_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;
@@ -110,7 +111,7 @@ FC_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
 
 FC_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!dptr) return CUDA_ERROR_INVALID_VALUE;
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
@@ -133,8 +134,9 @@ FC_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
 }
 
 FC_API CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
+  maybe_raise("cuMemGetInfo_v2");
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -148,7 +150,7 @@ FC_API CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
 
 FC_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;

@@ -104,7 +104,7 @@ void drop_pool_if_done(State &s, CUmemoryPool h) {
 // current pool is used.
 CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, bool from_pool, CUstream hStream) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!dptr || (from_pool && !pool)) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -115,7 +115,7 @@ CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, bool
 
 CUresult free_async(CUdeviceptr dptr, CUstream hStream) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   CUcontext ctx;
   if (CUresult r = stream_ctx(s, hStream, &ctx)) return r;
@@ -178,6 +178,7 @@ void pool_trim_device(State &s, int device) {
 }  // namespace fc
 
 FC_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  maybe_raise("cuMemAllocAsync");
   return alloc_async(dptr, bytesize, nullptr, false, hStream);
 }
 FC_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
@@ -200,7 +201,7 @@ FC_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
 
 FC_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pool || !poolProps) return CUDA_ERROR_INVALID_VALUE;
   const CUmemLocation &loc = poolProps->location;
@@ -229,7 +230,7 @@ FC_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolPr
 
 FC_API CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   Pool *p = find_pool(s, pool);
   if (!p || p->is_default) return CUDA_ERROR_INVALID_VALUE;
@@ -244,7 +245,7 @@ FC_API CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 
 FC_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   Pool *p = find_pool(s, pool);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
@@ -254,7 +255,7 @@ FC_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
 
 FC_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   Pool *p = find_pool(s, pool);
   if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
@@ -281,7 +282,7 @@ FC_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute att
 
 FC_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   Pool *p = find_pool(s, pool);
   if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
@@ -303,7 +304,7 @@ FC_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute att
 
 FC_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
@@ -313,7 +314,7 @@ FC_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev) 
 
 FC_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pool) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
@@ -323,7 +324,7 @@ FC_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
 
 FC_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (CUresult r = check_device(s, dev)) return r;
   Pool *p = find_pool(s, pool);

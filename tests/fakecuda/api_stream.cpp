@@ -11,7 +11,7 @@ bool is_builtin(CUstream h) { return !h || h == CU_STREAM_LEGACY || h == CU_STRE
 
 CUresult synchronize(CUstream hStream) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   CUcontext ctx;
   if (CUresult r = stream_ctx(s, hStream, &ctx)) return r;
@@ -41,7 +41,7 @@ void stream_release_ctx(State &s, CUcontext ctx) {
 
 FC_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!phStream || (Flags & ~unsigned(CU_STREAM_NON_BLOCKING))) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
@@ -54,7 +54,7 @@ FC_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
 
 FC_API CUresult cuStreamDestroy_v2(CUstream hStream) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (is_builtin(hStream) || !s.streams.erase(hStream)) return CUDA_ERROR_INVALID_HANDLE;
   return CUDA_SUCCESS;

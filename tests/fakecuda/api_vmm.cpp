@@ -84,7 +84,7 @@ void vmm_release_ctx(State &s, CUcontext ctx) {
 FC_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                               CUmemAllocationGranularity_flags option) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   int device;
   if (!granularity || prop_device(s, prop, &device)) return CUDA_ERROR_INVALID_VALUE;
@@ -97,7 +97,7 @@ FC_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAl
 FC_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                             const CUmemAllocationProp *prop, unsigned long long flags) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   int device;
   if (!handle || flags != 0 || prop_device(s, prop, &device)) return CUDA_ERROR_INVALID_VALUE;
@@ -117,7 +117,7 @@ FC_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 
 FC_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   auto it = s.phys.find(handle);
   if (it == s.phys.end() || it->second.released) return CUDA_ERROR_INVALID_VALUE;
@@ -129,7 +129,7 @@ FC_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 FC_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                     unsigned long long flags) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!ptr || flags != 0 || size == 0 || !aligned(size)) return CUDA_ERROR_INVALID_VALUE;
   if (alignment & (alignment - 1)) return CUDA_ERROR_INVALID_VALUE;
@@ -149,7 +149,7 @@ FC_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignm
 
 FC_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   auto it = s.reservations.find(ptr);
   if (it == s.reservations.end() || it->second.size != size) return CUDA_ERROR_INVALID_VALUE;
@@ -162,7 +162,7 @@ FC_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 FC_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                          unsigned long long flags) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (flags != 0 || size == 0 || !aligned(ptr) || !aligned(size) || !aligned(offset))
     return CUDA_ERROR_INVALID_VALUE;
@@ -183,7 +183,7 @@ FC_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGener
 
 FC_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
   auto r = containing(s, ptr, size);
@@ -205,7 +205,7 @@ FC_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 
 FC_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i) {

@@ -49,6 +49,17 @@ Config load() {
     else warn("FAKECUDA_DRIVER_VERSION", v, "13000");
   }
   if (const char *v = getenv("FAKECUDA_LOG")) c.log_path = v;
+  if (const char *v = getenv("FAKECUDA_SIGNAL_SAFE")) c.signal_safe = strcmp(v, "1") == 0;
+  if (const char *v = getenv("FAKECUDA_RAISE")) {
+    const char *colon = strchr(v, ':');
+    long n;
+    if (colon && colon != v && parse_int(colon + 1, 1, 1000000000, n)) {
+      c.raise_in.assign(v, size_t(colon - v));
+      c.raise_every = n;
+    } else {
+      warn("FAKECUDA_RAISE", v, "no signals (use <entry point>:<every n-th call>)");
+    }
+  }
   return c;
 }
 

@@ -12,6 +12,9 @@ struct Config {
   uint64_t foreign_bytes = 0;                 // FAKECUDA_FOREIGN_BYTES, held by "other processes"
   int driver_version = 13000;                 // FAKECUDA_DRIVER_VERSION
   std::string log_path;                       // FAKECUDA_LOG, cuGetProcAddress request log
+  bool signal_safe = false;                   // FAKECUDA_SIGNAL_SAFE=1 (see DriverMutex)
+  std::string raise_in;                       // FAKECUDA_RAISE=<entry point>:<every>
+  long raise_every = 0;
 };
 
 // Parsed on first use and never freed: entry points can still run from other

@@ -4,7 +4,38 @@
 
 #include <pthread.h>
 
+#include <atomic>
+#include <cstring>
+
+#include "config.h"
+
 namespace fc {
+
+void DriverMutex::lock() {
+  static const bool signal_safe = config().signal_safe;
+  if (!signal_safe) return mu_.lock();
+  sigset_t all, old;
+  sigfillset(&all);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigdelset(&all, sig);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  mu_.lock();
+  saved_ = old;
+}
+
+void DriverMutex::unlock() {
+  static const bool signal_safe = config().signal_safe;
+  if (!signal_safe) return mu_.unlock();
+  sigset_t old = saved_;
+  mu_.unlock();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void maybe_raise(const char *entry_point) {
+  const Config &c = config();
+  if (c.raise_every <= 0 || c.raise_in != entry_point) return;
+  static std::atomic<long> calls{0};
+  if ((calls.fetch_add(1) + 1) % c.raise_every == 0) raise(SIGUSR1);
+}
 
 State &state() {
   // Never destroyed: libraries unloaded after us may still call in from destructors.

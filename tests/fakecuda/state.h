@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <signal.h>
 #include <vector>
 
 namespace fc {
@@ -100,8 +101,26 @@ struct HostBlock {            // cuMemHostAlloc / cuMemAllocHost (ours) or cuMem
   CUcontext ctx = nullptr;
 };
 
+// The state lock. With FAKECUDA_SIGNAL_SAFE=1 it blocks asynchronous signals while it is held,
+// so a signal handler that calls the driver never finds the lock held by the very thread it
+// interrupted (the real driver promises nothing of the kind; tests that make CUDA calls from
+// signal handlers need it).
+class DriverMutex {
+ public:
+  void lock();
+  void unlock();
+
+ private:
+  std::mutex mu_;
+  sigset_t saved_;
+};
+
+// FAKECUDA_RAISE=<entry point>:<n>: every n-th call of that entry point raises SIGUSR1 on the
+// calling thread before doing anything else (a signal arriving at a known moment).
+void maybe_raise(const char *entry_point);
+
 struct State {
-  std::mutex mu;
+  DriverMutex mu;
   std::atomic<bool> initialized{false};  // read without the lock by cuCtxGetCurrent
   std::vector<Device> devices;
   std::map<CUcontext, Ctx> ctxs;      // never erased: stale handles stay recognisable

@@ -119,7 +119,7 @@ TEST_CASE("export: bad input is one line and a non-zero exit") {
   CHECK(r.exit_code == 2);  // --folded is required
 }
 
-TEST_CASE("report and export: an output that cannot be written is one line and exit 1; '-' is stdout") {
+TEST_CASE("report and export: an output that cannot be written is one line and exit 1, and '-' is stdout") {
   std::string dir = e2e::temp_dir();
   std::string trace = leak_trace(dir);
   for (std::vector<std::string> args : {std::vector<std::string>{"report", trace, "-o", dir + "/no/such/dir/r.txt"},
