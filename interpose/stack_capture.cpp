@@ -1,11 +1,13 @@
 // See stack_capture.h.
 #include "stack_capture.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include <atomic>
 
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "native_stack.h"
@@ -21,7 +23,20 @@ namespace {
 
 enum PythonStatus : int { kPythonOff = 0, kPythonOn = 1, kPythonRefused = 2 };
 std::atomic<int> g_python{kPythonOff};
-const char* g_python_why = "";
+std::atomic<const char*> g_python_why{""};
+
+// The walker's later verdicts (its self-check on the main thread): one line in the trace (a note
+// record) and, when frames go off, one on stderr. Runs on a Python thread, never under our locks.
+void python_status_changed(bool on, const char* why) {
+  g_python_why.store(why);
+  if (!on) {
+    g_python.store(kPythonRefused);
+    log_line("Python frames off: %s", why);
+  }
+  char text[320];
+  int n = snprintf(text, sizeof text, "Python frames %s: %s", on ? "on" : "off", why);
+  if (n > 0) write_meta(format::kTagNote, reinterpret_cast<const uint8_t*>(text), strnlen(text, sizeof text), now_ns());
+}
 
 // Finding the interpreter does dlsym lookups (the loader lock): done in our constructor, before
 // any hook can run under an allocator lock, as the walker's notes ask.
@@ -30,8 +45,9 @@ __attribute__((constructor)) void find_python_early() {
   if (py && strcmp(py, "0") == 0) return;
   const char* why = "";
   py::Status s = py::init(&why);
-  g_python_why = why ? why : "";
+  g_python_why.store(why ? why : "");
   g_python.store(s == py::Status::kOk ? kPythonOn : s == py::Status::kUnsupported ? kPythonRefused : kPythonOff);
+  if (s == py::Status::kOk) py::set_status_listener(python_status_changed);
 }
 
 }  // namespace
@@ -41,7 +57,9 @@ void configure_stacks(const Config& cfg) {
   if (!cfg.python) {
     g_python.store(kPythonOff);
   } else if (g_python.load() == kPythonRefused) {
-    log_line("Python frames off: %s", g_python_why);  // once, when the trace opens
+    log_line("Python frames off: %s", g_python_why.load());  // once, when the trace opens
+  } else if (g_python.load() == kPythonOn && strcmp(g_python_why.load(), "ok") != 0) {
+    log_line("Python frames: %s", g_python_why.load());  // a newer CPython, pending its self-check
   }
 }
 
@@ -87,9 +105,10 @@ void write_stack_config(uint64_t t) {
   uint8_t* q = payload;
   q = format::put_varint(q, uint64_t(native_stack_depth()));
   q = format::put_varint(q, uint64_t(g_python.load()));
-  size_t len = strnlen(g_python_why, 200);
+  const char* why = g_python_why.load();
+  size_t len = strnlen(why, 200);
   q = format::put_varint(q, len);
-  memcpy(q, g_python_why, len);
+  memcpy(q, why, len);
   q += len;
   write_meta(format::kTagConfig, payload, size_t(q - payload), t);
 }

@@ -1,0 +1,856 @@
+// Every branch of the frame walker on CPU, for every layout row, free-threaded 3.13t-3.15t
+// included (no such interpreter here): this executable exports a fake interpreter (ENABLE_EXPORTS,
+// so dlsym(RTLD_DEFAULT) finds it) and builds its objects in memory per row: type objects,
+// compact str objects (ASCII, latin-1, UCS-2, UCS-4), bytes, code objects carrying a REAL line
+// table copied from a host interpreter of that minor (fixtures/linetables.txt), thread states
+// and frame chains with owners 0-4, tagged 3.14+ executables, the 3.15 base frame, free-threaded
+// thread-local bytecode copies (and a bad index), and for 3.13+ the build's own _Py_DebugOffsets
+// block as its headers define it (fixtures/debug_offsets_3.N[t].bin, from layout_gen.sh), intact
+// and with one field changed at a time. It also fakes the public frame API and Py_AddPendingCall
+// so the self-check runs (and can be made to disagree). init() is one-shot, so each case runs
+// in a forked child. Memory the walker must never read sits in PROT_NONE pages: reading it
+// kills the child, which fails the case.
+// Built four times (tests/python/CMakeLists.txt): plain; VT_FAKE_DEBUG_BUILD (exports the
+// Py_REF_DEBUG marker); VT_FAKE_TRACE_REFS (Py_TRACE_REFS marker); VT_FAKE_FORGET_REFERENCE
+// (3.14+ release builds export _Py_ForgetReference: a trace-refs marker only up to 3.13).
+// Usage: synthetic_test FIXTURE_DIR
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "python_frames.h"
+#include "python_layouts.h"
+#include "python_lines.h"
+
+namespace d = vt::py::detail;
+
+#if defined(VT_FAKE_DEBUG_BUILD) || defined(VT_FAKE_TRACE_REFS) || defined(VT_FAKE_FORGET_REFERENCE)
+constexpr bool kPlain = false;  // a marker variant: only its init() cases run
+#else
+constexpr bool kPlain = true;
+#endif
+using vt::py::RawFrame;
+using vt::py::Status;
+
+// ---------------------------------------------------------------------------------------------
+// The fake interpreter's exported symbols.
+thread_local void* t_tstate = nullptr;
+void* g_interp = nullptr;
+int (*g_pending)(void*) = nullptr;
+void* g_pending_arg = nullptr;
+const char* g_version = "";
+
+// The public frame API answers from this list (innermost first), like CPython would.
+struct ApiFrame {
+  uintptr_t handle;  // the fake frame (3.10: the PyFrameObject the self-check reads f_trace from)
+  uintptr_t code;
+  int lasti;  // bytes, -1 not started
+  int line;
+};
+std::vector<ApiFrame> g_api;
+std::map<uintptr_t, std::function<int(int)>> g_addr2line;  // code -> line of a byte offset
+
+extern "C" {
+alignas(64) unsigned char PyType_Type[512], PyCode_Type[512], PyFrame_Type[512], PyUnicode_Type[512],
+    PyBytes_Type[512];
+alignas(64) unsigned char _PyRuntime[1024];
+const char* Py_GetVersion() { return g_version; }
+void* PyGILState_GetThisThreadState() { return t_tstate; }
+void* PyInterpreterState_Main() { return g_interp; }
+int Py_AddPendingCall(int (*fn)(void*), void* arg) {
+  g_pending = fn, g_pending_arg = arg;
+  return 0;
+}
+void* PyThreadState_GetUnchecked() { return t_tstate; }
+int PyGILState_Check() { return 1; }
+void* PyEval_GetFrame() { return g_api.empty() ? nullptr : reinterpret_cast<void*>(g_api[0].handle); }
+static const ApiFrame* api_frame(void* f) {
+  for (const ApiFrame& a : g_api)
+    if (a.handle == reinterpret_cast<uintptr_t>(f)) return &a;
+  std::printf("the self-check asked about an unknown frame %p\n", f);
+  std::exit(3);
+}
+void* PyFrame_GetBack(void* f) {
+  const ApiFrame* a = api_frame(f);
+  size_t i = size_t(a - g_api.data()) + 1;
+  return i < g_api.size() ? reinterpret_cast<void*>(g_api[i].handle) : nullptr;
+}
+void* PyFrame_GetCode(void* f) { return reinterpret_cast<void*>(api_frame(f)->code); }
+int PyFrame_GetLasti(void* f) { return api_frame(f)->lasti; }
+int PyFrame_GetLineNumber(void* f) { return api_frame(f)->line; }
+int PyCode_Addr2Line(void* code, int addr) {
+  auto it = g_addr2line.find(reinterpret_cast<uintptr_t>(code));
+  return it == g_addr2line.end() ? -2 : it->second(addr);
+}
+void Py_DecRef(void*) {}
+#ifdef VT_FAKE_DEBUG_BUILD
+void _Py_NegativeRefcount() {}
+#endif
+#ifdef VT_FAKE_TRACE_REFS
+void _Py_PrintReferences() {}
+#endif
+#ifdef VT_FAKE_FORGET_REFERENCE
+void _Py_ForgetReference() {}
+#endif
+}
+
+namespace {
+
+int g_checks = 0, g_failed_checks = 0;
+#define CHECK(cond, ...)                                          \
+  do {                                                            \
+    ++g_checks;                                                   \
+    if (!(cond)) {                                                \
+      ++g_failed_checks;                                          \
+      std::printf("    check failed (%s:%d): %s: ", __FILE__, __LINE__, #cond); \
+      std::printf(__VA_ARGS__);                                   \
+      std::printf("\n");                                          \
+    }                                                             \
+  } while (0)
+
+std::string g_fixtures;
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures.
+struct LineTable {
+  int minor = 0, firstlineno = 0, code_bytes = 0, firsttraceable = 0;
+  std::vector<uint8_t> table;
+  std::map<int, int> lines;  // byte offset -> line (-1: none), per co_lines()
+};
+std::map<int, LineTable> g_tables;
+
+bool load_fixtures() {
+  std::ifstream in(g_fixtures + "/linetables.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream s(line);
+    LineTable t;
+    std::string hex, pairs;
+    s >> t.minor >> t.firstlineno >> t.code_bytes >> t.firsttraceable >> hex >> pairs;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) t.table.push_back(uint8_t(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    std::istringstream p(pairs);
+    std::string kv;
+    while (std::getline(p, kv, ',')) t.lines[std::stoi(kv)] = std::stoi(kv.substr(kv.find(':') + 1));
+    if (t.minor) g_tables[t.minor] = t;
+  }
+  return g_tables.size() >= 6;
+}
+
+std::vector<uint8_t> debug_block(const d::Layout& L) {
+  std::string path = g_fixtures + "/debug_offsets_3." + std::to_string(L.minor) + (L.free_threaded ? "t" : "") + ".bin";
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+// The line table a row's code objects carry: its own minor's (3.14t uses 3.14's), the newest
+// one for a newer minor.
+const LineTable& table_for(int minor) { return g_tables.count(minor) ? g_tables[minor] : g_tables.rbegin()->second; }
+
+// ---------------------------------------------------------------------------------------------
+// Memory: a bump arena, and pages the walker must not touch.
+uint8_t* arena(size_t n) {
+  static uint8_t* base = nullptr;
+  static size_t used = 0, cap = 0;
+  n = (n + 63) & ~size_t(63);
+  if (used + n > cap) {
+    cap = std::max<size_t>(1 << 20, n);
+    base = static_cast<uint8_t*>(mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    used = 0;
+  }
+  uint8_t* p = base + used;
+  used += n;
+  std::memset(p, 0, n);
+  return p;
+}
+// n bytes that end exactly where a PROT_NONE page begins (reading one byte past them faults).
+uint8_t* before_guard(size_t n) {
+  long pg = sysconf(_SC_PAGESIZE);
+  auto* m = static_cast<uint8_t*>(mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  mprotect(m + pg, pg, PROT_NONE);
+  return m + pg - n;
+}
+// A whole PROT_NONE page: an address that must never be dereferenced.
+uintptr_t forbidden() {
+  long pg = sysconf(_SC_PAGESIZE);
+  void* m = mmap(nullptr, pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return reinterpret_cast<uintptr_t>(m);
+}
+
+template <class T>
+void put(uintptr_t p, T v) {
+  std::memcpy(reinterpret_cast<void*>(p), &v, sizeof v);
+}
+uintptr_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+uintptr_t ld_ptr(uintptr_t p) {
+  uintptr_t v;
+  std::memcpy(&v, reinterpret_cast<void*>(p), 8);
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fake CPython objects for one layout row.
+struct Fake {
+  const d::Layout& L;
+  int minor;  // the interpreter's minor (L.minor, or newer)
+  explicit Fake(const d::Layout& l, int m) : L(l), minor(m) {}
+
+  uintptr_t object(size_t size, const void* type) {
+    uintptr_t o = addr(arena(size));
+    put<uintptr_t>(o + L.ob_type, addr(type));
+    return o;
+  }
+  void type(unsigned char* t, const char* name, int64_t basicsize, int64_t itemsize) {
+    std::memset(t, 0, 512);
+    put<uintptr_t>(addr(t) + L.ob_type, addr(PyType_Type));
+    put<uintptr_t>(addr(t) + L.tp_name, addr(name));
+    put<int64_t>(addr(t) + L.tp_basicsize, basicsize);
+    put<int64_t>(addr(t) + L.tp_itemsize, itemsize);
+  }
+  void types() {
+    type(PyType_Type, "type", 920, 40);
+    type(PyCode_Type, "code", L.code_basicsize, L.code_itemsize);
+    type(PyFrame_Type, "frame", L.frame_basicsize, 8);
+    type(PyUnicode_Type, "str", L.unicode_basicsize, 0);
+    type(PyBytes_Type, "bytes", L.bytes_sval + 1, 1);
+  }
+  // A compact str of code points `cps` (kind chosen like CPython: the narrowest that fits).
+  uintptr_t str(const std::u32string& cps) {
+    uint32_t maxc = 0;
+    for (char32_t c : cps) maxc = std::max<uint32_t>(maxc, c);
+    bool ascii = maxc < 0x80;
+    int kind = maxc < 0x100 ? 1 : maxc < 0x10000 ? 2 : 4;
+    size_t header = ascii ? L.ascii_size : L.compact_size;
+    uintptr_t s = object(header + (cps.size() + 1) * kind, PyUnicode_Type);
+    put<int64_t>(s + L.uni_length, int64_t(cps.size()));
+    uint32_t state = (uint32_t(kind) << L.state_kind_shift) | (1u << L.state_compact_shift) |
+                     (uint32_t(ascii) << L.state_ascii_shift);
+    put<uint32_t>(s + L.uni_state, state);
+    for (size_t i = 0; i < cps.size(); ++i) {
+      if (kind == 1) put<uint8_t>(s + header + i, uint8_t(cps[i]));
+      if (kind == 2) put<uint16_t>(s + header + 2 * i, uint16_t(cps[i]));
+      if (kind == 4) put<uint32_t>(s + header + 4 * i, uint32_t(cps[i]));
+    }
+    return s;
+  }
+  uintptr_t bytes(const std::vector<uint8_t>& v) {
+    uintptr_t b = object(L.bytes_sval + v.size() + 1, PyBytes_Type);
+    put<int64_t>(b + L.bytes_size, int64_t(v.size()));
+    std::memcpy(reinterpret_cast<void*>(b + L.bytes_sval), v.data(), v.size());
+    return b;
+  }
+
+  struct Code {
+    uintptr_t obj;
+    std::string file, qual;  // UTF-8, as describe_code() must give them
+    const LineTable* lt;
+    std::vector<uintptr_t> copies;  // free-threaded 3.14+: thread-local bytecode copies, [0] = own
+  };
+  Code code(const std::u32string& file, const std::string& file8, const std::u32string& qual,
+            const std::string& qual8, int ncopies = 1) {
+    const LineTable& lt = table_for(minor);
+    Code c{object(L.code_basicsize + lt.code_bytes + 2, PyCode_Type), file8, qual8, &lt, {}};
+    if (L.kind != d::FrameKind::kFrameObject) put<int64_t>(c.obj + L.ob_size, lt.code_bytes / 2);
+    put<uintptr_t>(c.obj + L.co_filename, str(file));
+    put<uintptr_t>(c.obj + L.co_name, str(qual));
+    put<int32_t>(c.obj + L.co_firstlineno, lt.firstlineno);
+    put<uintptr_t>(c.obj + L.co_linetable, bytes(lt.table));
+    if (L.co_firsttraceable) put<int32_t>(c.obj + L.co_firsttraceable, 1);  // unit 0 is the prologue
+    c.copies.push_back(c.obj + L.co_code_adaptive);
+    if (L.co_tlbc) {
+      uintptr_t arr = addr(arena(8 + 8 * ncopies));
+      put<int64_t>(arr, ncopies);
+      put<uintptr_t>(arr + 8, c.obj + L.co_code_adaptive);
+      for (int i = 1; i < ncopies; ++i) {
+        c.copies.push_back(addr(arena(lt.code_bytes + 16)));
+        put<uintptr_t>(arr + 8 + 8 * i, c.copies.back());
+      }
+      put<uintptr_t>(c.obj + L.co_tlbc, arr);
+    }
+    auto lines = lt.lines;
+    int first = lt.firstlineno;
+    g_addr2line[c.obj] = [lines, first](int a) {
+      if (a < 0) return first;
+      auto it = lines.find(a);
+      return it == lines.end() ? -1 : it->second;
+    };
+    return c;
+  }
+
+  // An interpreter frame (3.11+) or frame object (3.10) running `c` at byte offset `off` (-1:
+  // not started) of bytecode copy `copy`; `exec_tag` is or-ed into a 3.14+ f_executable.
+  uintptr_t frame(const Code& c, int off, int owner = 0, uintptr_t exec_tag = 0, int copy = 0) {
+    uintptr_t f;
+    if (L.kind == d::FrameKind::kFrameObject) {
+      f = object(L.frame_basicsize, PyFrame_Type);
+      put<uintptr_t>(f + L.fr_code, c.obj);
+      put<int32_t>(f + L.fr_instr, off < 0 ? -1 : off / 2);
+      return f;
+    }
+    f = addr(arena(160));
+    put<uintptr_t>(f + L.fr_code, c.obj | exec_tag);
+    put<uint8_t>(f + L.fr_owner, uint8_t(owner));
+    // 3.11/3.12 point at the unit before the next instruction (prev_instr), 3.13+ at the current one.
+    uintptr_t bc = c.copies[size_t(copy)];
+    put<uintptr_t>(f + L.fr_instr, off < 0 ? bc - 2 : bc + uintptr_t(off));
+    if (L.fr_tlbc_index) put<int32_t>(f + L.fr_tlbc_index, copy);
+    return f;
+  }
+  // A frame without Python code (owner = a shim owner); f_executable is None-like garbage that
+  // must not be followed: a forbidden address.
+  uintptr_t shim(int owner) {
+    uintptr_t f = addr(arena(160));
+    put<uintptr_t>(f + L.fr_code, forbidden());
+    put<uintptr_t>(f + L.fr_instr, forbidden());
+    put<uint8_t>(f + L.fr_owner, uint8_t(owner));
+    return f;
+  }
+  void link(uintptr_t f, uintptr_t prev) { put<uintptr_t>(f + L.fr_previous, prev); }
+  void set_is_entry(uintptr_t f) {  // 3.11
+    if (L.minor == 11) put<uint8_t>(f + L.fr_owner - 1, 1);
+  }
+
+  // A thread state whose chain starts at `top`; 3.15+ get a base frame in a PROT_NONE page.
+  uintptr_t tstate(uintptr_t top, uintptr_t interp, uintptr_t* base_out = nullptr) {
+    uintptr_t ts = addr(arena(256));
+    put<uintptr_t>(ts + L.ts_interp, interp);
+    if (L.kind == d::FrameKind::kCFrameInterp) {
+      uintptr_t cf = addr(arena(64));
+      put<uintptr_t>(cf + L.cframe_current, top);
+      put<uintptr_t>(ts + L.ts_frame, cf);
+    } else {
+      put<uintptr_t>(ts + L.ts_frame, top);
+    }
+    if (L.ts_base_frame) {
+      uintptr_t base = forbidden();
+      put<uintptr_t>(ts + L.ts_base_frame, base);
+      if (base_out) *base_out = base;
+    }
+    return ts;
+  }
+};
+
+void setup_runtime(const d::Layout& L, const std::vector<uint8_t>& block) {
+  std::memset(_PyRuntime, 0, sizeof _PyRuntime);
+  std::memcpy(_PyRuntime, block.data(), std::min(block.size(), sizeof _PyRuntime));
+  (void)L;
+}
+
+std::string version_string(const d::Layout& L, int minor) {
+  std::string v = "3." + std::to_string(minor) + ".2 ";
+  if (L.free_threaded) v += minor == 13 ? "experimental free-threading build " : "free-threading build ";
+  return v + "(main, Jan 1 2026, 00:00:00) [GCC]";
+}
+
+// The version field of a block, for another minor.
+void set_block_version(std::vector<uint8_t>& b, int minor) {
+  uint64_t v = (3ull << 24) | (uint64_t(minor) << 16) | 0x02F0;
+  std::memcpy(b.data() + d::kDebugVersion, &v, 8);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Status listener.
+std::vector<std::pair<bool, std::string>> g_reports;
+void listener(bool on, const char* why) { g_reports.emplace_back(on, why ? why : ""); }
+
+// One expected frame.
+struct Want {
+  const Fake::Code* code;
+  uint32_t instr;
+  bool entry;
+};
+
+// capture() must give exactly `want`; describe_code + the offline line decoder must give the
+// file, qualified name and the line co_lines() gave for that instruction.
+void expect_frames(const char* what, const std::vector<Want>& want, int max = 64) {
+  RawFrame raw[64];
+  int n = vt::py::capture(raw, max);
+  CHECK(n == int(want.size()), "%s: %d frames, expected %zu", what, n, want.size());
+  for (int i = 0; i < n && i < int(want.size()); ++i) {
+    const Want& w = want[size_t(i)];
+    CHECK(raw[i].code == w.code->obj, "%s: frame %d: code %#lx, expected %#lx", what, i, (unsigned long)raw[i].code,
+          (unsigned long)w.code->obj);
+    CHECK(raw[i].instr == w.instr, "%s: frame %d: instr %#x, expected %#x", what, i, raw[i].instr, w.instr);
+    CHECK(raw[i].entry == w.entry, "%s: frame %d: entry %d, expected %d", what, i, raw[i].entry, w.entry);
+    vt::py::CodeInfo info;
+    bool ok = vt::py::describe_code(raw[i].code, &info);
+    CHECK(ok, "%s: frame %d: describe_code failed", what, i);
+    if (!ok) continue;
+    CHECK(info.filename == w.code->file, "%s: frame %d: file '%s', expected '%s'", what, i, info.filename,
+          w.code->file.c_str());
+    CHECK(info.qualname == w.code->qual, "%s: frame %d: qualname '%s', expected '%s'", what, i, info.qualname,
+          w.code->qual.c_str());
+    int line = vt::analyzer::python_line(info.py_minor, info.linetable, info.linetable_len, info.firstlineno, raw[i].instr);
+    int expect = w.instr == vt::py::kInstrNotStarted ? w.code->lt->firstlineno
+                 : w.instr == vt::py::kInstrUnknown  ? -1
+                                                     : w.code->lt->lines.at(int(w.instr));
+    CHECK(line == expect, "%s: frame %d: line %d, expected %d", what, i, line, expect);
+  }
+}
+
+// Two instruction offsets with a line each (and different lines), from the fixture.
+std::pair<int, int> two_offsets(const LineTable& lt) {
+  int a = -1, b = -1;
+  for (auto [off, line] : lt.lines) {
+    if (off < 2 || line < 0) continue;  // unit 0 is the prologue (incomplete)
+    if (a < 0) a = off;
+    else if (line != lt.lines.at(a)) {
+      b = off;
+      break;
+    }
+  }
+  return {a, b};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases.
+struct Env {
+  const d::Layout& L;
+  int minor;
+  Fake fake;
+  uintptr_t interp;
+  Env(const d::Layout& l, int m) : L(l), minor(m), fake(l, m), interp(addr(arena(64))) {}
+};
+
+// init() for this row, with the row's own debug block (patched by `tweak`); returns the status.
+Status init_row(Env& e, std::vector<uint8_t> block, const char** why, const char* version = nullptr) {
+  e.fake.types();
+  setup_runtime(e.L, block);
+  std::string v = version ? version : version_string(e.L, e.minor);
+  g_version = strdup(v.c_str());
+  g_interp = reinterpret_cast<void*>(e.interp);
+  return vt::py::init(why);
+}
+
+// The main chain of a row, walked and self-checked.
+void case_walk(const d::Layout& L, int minor) {
+  Env e(L, minor);
+  const char* why = nullptr;
+  std::vector<uint8_t> block = debug_block(L);
+  if (minor != L.minor) set_block_version(block, minor);
+  vt::py::set_status_listener(listener);
+  Status s = init_row(e, block, &why);
+  CHECK(s == Status::kOk, "init: %d (%s)", int(s), why);
+  if (s != Status::kOk) return;
+  Fake& F = e.fake;
+  bool newer = minor != L.minor;
+  CHECK(newer == (std::strcmp(why, "ok") != 0), "init's why: %s", why);
+
+  auto c_plain = F.code(U"/src/model.py", "/src/model.py", U"Model.forward", "Model.forward");
+  auto c_latin = F.code(U"/src/caf\u00e9.py", "/src/café.py", U"M\u00f3dulo.f\u00fcnc", "Módulo.fünc");
+  auto c_ucs2 = F.code(U"/src/\u6a21\u578b.py", "/src/模型.py", U"\u51fd\u6570", "函数");
+  auto c_ucs4 = F.code(U"/src/emoji.py", "/src/emoji.py", U"f\U0001F600", "f😀");
+  auto [o1, o2] = two_offsets(table_for(minor));
+  CHECK(o1 > 0 && o2 > 0, "fixture offsets %d %d", o1, o2);
+  bool interp_frames = L.kind != d::FrameKind::kFrameObject;
+  bool tagged = L.exec_tag_bits != 0;
+  uint8_t shim = L.owner_shim;
+
+  // Innermost first: f0 THREAD (tagged with the reference tag on 3.14+), an incomplete frame
+  // (skipped), f1 GENERATOR, [shim], f2 FRAME_OBJECT, [3.14: CSTACK 4], f3 generator not started.
+  std::vector<uintptr_t> chain;
+  std::vector<Want> want;
+  std::vector<ApiFrame> api;
+  auto add = [&](uintptr_t f, const Fake::Code* c, int off, bool entry) {
+    chain.push_back(f);
+    if (c) {
+      uint32_t instr = off < 0 ? vt::py::kInstrNotStarted : uint32_t(off);
+      want.push_back({c, instr, entry});
+      int line = off < 0 ? c->lt->firstlineno : c->lt->lines.at(off);
+      api.push_back({f, c->obj, off, line});
+    }
+  };
+  add(F.frame(c_plain, o1, 0, tagged ? L.exec_tag_ref : 0), &c_plain, o1, false);
+  if (interp_frames) add(F.frame(c_plain, 0, 0), nullptr, 0, false);  // incomplete: unit 0 < firsttraceable
+  add(F.frame(c_latin, o2, L.owner_generator), &c_latin, o2, !interp_frames || shim != 255);
+  if (shim != 255) add(F.shim(shim), nullptr, 0, false);
+  add(F.frame(c_ucs2, o1, 2), &c_ucs2, o1, !interp_frames || L.owner_max > shim);
+  if (interp_frames && L.owner_max > shim && shim != 255) add(F.shim(L.owner_max), nullptr, 0, false);  // 3.14 CSTACK
+  // A generator before its first instruction (3.11/3.12: prev_instr one unit before the code;
+  // 3.13+ start at unit 0, complete for a generator); 3.10: f_lasti -1.
+  bool not_started = L.kind != d::FrameKind::kDirectInterp;
+  add(F.frame(c_ucs4, not_started ? -1 : 0, L.owner_generator), &c_ucs4, not_started ? -1 : 0, true);
+  if (minor == 11) {  // 3.11 marks eval-call entries with is_entry instead of shim frames
+    F.set_is_entry(chain[2]);
+    want[1].entry = true;
+    want[2].entry = false;
+  }
+  if (!interp_frames)
+    for (Want& w : want) w.entry = true;  // 3.10: every frame object has its own eval call
+  for (size_t i = 0; i + 1 < chain.size(); ++i) F.link(chain[i], chain[i + 1]);
+  uintptr_t base = 0;
+  uintptr_t ts = F.tstate(chain[0], e.interp, &base);
+  if (base) F.link(chain.back(), base);  // 3.15: the chain ends at the (unreadable) base frame
+  t_tstate = reinterpret_cast<void*>(ts);
+  g_api = api;
+
+  if (newer) {
+    expect_frames("newer minor before its self-check", {});
+    CHECK(g_pending != nullptr, "capture() did not schedule the self-check");
+  } else {
+    expect_frames("main chain", want);
+    expect_frames("main chain, max 2", {want[0], want[1]}, 2);
+    CHECK(vt::py::thread_has_state(), "thread_has_state");
+    CHECK(g_pending != nullptr, "thread_has_state() did not schedule the self-check");
+  }
+  if (g_pending) {
+    g_pending(g_pending_arg);  // the main thread's next bytecode boundary, with the GIL
+    CHECK(g_reports.size() == 1 && g_reports[0].first, "self-check reports: %zu, first '%s'", g_reports.size(),
+          g_reports.empty() ? "" : g_reports[0].second.c_str());
+  }
+  if (newer) expect_frames("newer minor after its self-check", want);
+  CHECK(vt::py::self_test_with_gil(), "self_test_with_gil");
+
+  // No thread state; a sub-interpreter's thread state; no frames.
+  t_tstate = nullptr;
+  expect_frames("no thread state", {});
+  t_tstate = reinterpret_cast<void*>(F.tstate(chain[0], addr(arena(64))));
+  expect_frames("another interpreter's thread state", {});
+  t_tstate = reinterpret_cast<void*>(F.tstate(0, e.interp));
+  expect_frames("thread state without frames", {});
+  CHECK(vt::py::thread_has_state(), "a frameless thread state is a thread state");
+
+  // A cycle ends at the hop cap (never loops, never reports more than max).
+  if (interp_frames) {
+    uintptr_t a = F.frame(c_plain, o1), b = F.frame(c_latin, o2);
+    F.link(a, b), F.link(b, a);
+    t_tstate = reinterpret_cast<void*>(F.tstate(a, e.interp));
+    RawFrame raw[64];
+    int n = vt::py::capture(raw, 64);
+    CHECK(n == 64, "cyclic chain: %d frames", n);
+  }
+}
+
+// The stop conditions and the free-threaded copies (interpreter frames only).
+void case_edges(const d::Layout& L) {
+  if (L.kind == d::FrameKind::kFrameObject) return;
+  Env e(L, L.minor);
+  const char* why = nullptr;
+  if (init_row(e, debug_block(L), &why) != Status::kOk) {
+    CHECK(false, "init: %s", why);
+    return;
+  }
+  Fake& F = e.fake;
+  auto c = F.code(U"/a.py", "/a.py", U"a", "a", 3);
+  auto [o1, o2] = two_offsets(table_for(L.minor));
+  auto run = [&](const char* what, std::vector<uintptr_t> chain, const std::vector<Want>& want) {
+    for (size_t i = 0; i + 1 < chain.size(); ++i) F.link(chain[i], chain[i + 1]);
+    t_tstate = reinterpret_cast<void*>(F.tstate(chain[0], e.interp));
+    expect_frames(what, want);
+  };
+  // An owner above the highest valid one stops the walk (what follows is never read).
+  uintptr_t bad_owner = F.shim(L.owner_max + 1);
+  F.link(bad_owner, forbidden());
+  run("owner above max", {F.frame(c, o1), bad_owner}, {{&c, uint32_t(o1), true}});
+  // An instruction pointer outside the only bytecode (GIL builds, 3.13t): a wrong layout, stop.
+  if (!L.fr_tlbc_index) {
+    uintptr_t f = F.frame(c, o1);
+    put<uintptr_t>(f + L.fr_instr, c.obj + L.co_code_adaptive + 4 * size_t(table_for(L.minor).code_bytes));
+    run("instr past the code", {F.frame(c, o2), f}, {{&c, uint32_t(o2), true}});
+  }
+  // Not a code object: stop.
+  uintptr_t not_code = F.frame(c, o1);
+  put<uintptr_t>(not_code + L.fr_code, addr(arena(64)));
+  run("executable is not a code object", {F.frame(c, o2), not_code}, {{&c, uint32_t(o2), true}});
+  // 3.14+: an executable tagged as an int (or invalid) is not followed.
+  if (L.exec_tag_bits) {
+    uintptr_t f = F.frame(c, o1);
+    put<uintptr_t>(f + L.fr_code, forbidden() | 3);
+    run("tagged-int executable", {F.frame(c, o2), f}, {{&c, uint32_t(o2), true}});
+    uintptr_t g = F.frame(c, o1);
+    put<uintptr_t>(g + L.fr_code, c.obj | 2);
+    run("invalid tag", {F.frame(c, o2), g}, {{&c, uint32_t(o2), true}});
+  }
+  // A generator frame at unit 0 is complete; a thread-owned one is not (skipped).
+  run("incomplete frames", {F.frame(c, 0, 0), F.frame(c, o1), F.frame(c, 0, L.owner_generator)},
+      {{&c, uint32_t(o1), false}, {&c, 0, true}});
+  if (!L.fr_tlbc_index) return;
+
+  // Free-threaded 3.14+: a frame running thread-local copy 2 of 3, and a bad index.
+  run("bytecode copy 2", {F.frame(c, o1, 0, 0, 2), F.frame(c, o2, 0, 0, 1)},
+      {{&c, uint32_t(o1), false}, {&c, uint32_t(o2), true}});
+  uintptr_t f = F.frame(c, o1);
+  put<int32_t>(f + L.fr_tlbc_index, 7);  // the array holds 3: entries[7] must not be read
+  uintptr_t guarded = addr(before_guard(8 + 8 * 3));
+  std::memcpy(reinterpret_cast<void*>(guarded), reinterpret_cast<void*>(ld_ptr(c.obj + L.co_tlbc)), 8 + 8 * 3);
+  put<uintptr_t>(c.obj + L.co_tlbc, guarded);
+  run("tlbc index past the array", {f}, {{&c, vt::py::kInstrUnknown, true}});
+  put<int32_t>(f + L.fr_tlbc_index, -1);
+  run("negative tlbc index", {f}, {{&c, vt::py::kInstrUnknown, true}});
+  uintptr_t g = F.frame(c, o1, 0, 0, 1);
+  put<uintptr_t>(g + L.fr_instr, c.copies[2] + uintptr_t(o1));  // says copy 1, runs in copy 2
+  run("instr outside its copy", {g}, {{&c, vt::py::kInstrUnknown, true}});
+  put<uintptr_t>(c.obj + L.co_tlbc, 0);
+  run("no tlbc array", {F.frame(c, o1, 0, 0, 1)}, {{&c, vt::py::kInstrUnknown, true}});
+  run("copy 0 needs no array", {F.frame(c, o1, 0, 0, 0)}, {{&c, uint32_t(o1), true}});
+}
+
+// The self-check disagreeing with the walk: the walker turns off, with the reason. `lines`: the
+// walk and the API agree on the instruction, but CPython's PyCode_Addr2Line gives another line
+// than the copied table does (a line-table format the offline decoder does not know).
+void case_selfcheck_mismatch(const d::Layout& L, int minor, bool lines) {
+  Env e(L, minor);
+  const char* why = nullptr;
+  std::vector<uint8_t> block = debug_block(L);
+  if (minor != L.minor) set_block_version(block, minor);
+  vt::py::set_status_listener(listener);
+  if (init_row(e, block, &why) != Status::kOk) {
+    CHECK(false, "init: %s", why);
+    return;
+  }
+  auto c = e.fake.code(U"/a.py", "/a.py", U"a", "a");
+  auto [o1, o2] = two_offsets(table_for(minor));
+  uintptr_t f = e.fake.frame(c, o1);
+  t_tstate = reinterpret_cast<void*>(e.fake.tstate(f, e.interp));
+  int line = c.lt->lines.at(o1);
+  if (lines) {
+    g_addr2line[c.obj] = [line](int) { return line + 1; };
+    g_api = {{f, c.obj, o1, line + 1}};
+  } else {
+    // 3.11+: the API's lasti differs; 3.10 (no lasti): its line differs.
+    g_api = {{f, c.obj, L.minor >= 11 ? o2 : o1, L.minor >= 11 ? line : line + 1}};
+  }
+  const char* expect = lines ? "copied line table" : "mismatch";
+  vt::py::capture(nullptr, 0);
+  CHECK(vt::py::thread_has_state() == (minor == L.minor), "thread_has_state before the check");
+  CHECK(g_pending, "no self-check scheduled");
+  if (g_pending) g_pending(g_pending_arg);
+  CHECK(g_reports.size() == 1 && !g_reports[0].first && g_reports[0].second.find(expect) != std::string::npos,
+        "reports: %zu '%s'", g_reports.size(), g_reports.empty() ? "" : g_reports[0].second.c_str());
+  expect_frames("after a failed self-check", {});
+  Status s = vt::py::init(&why);
+  CHECK(s == Status::kUnsupported && std::strstr(why, expect), "init after: %d %s", int(s), why);
+}
+
+// init() verdicts: (name, version string, block tweak, expected status, text in why).
+struct InitCase {
+  std::string name;
+  const d::Layout* L;
+  int minor;
+  std::string version;  // empty: the row's own
+  std::function<void(std::vector<uint8_t>&)> tweak;
+  Status want;
+  std::string why_has;
+};
+
+void run_init_case(const InitCase& c) {
+  Env e(*c.L, c.minor);
+  std::vector<uint8_t> block = debug_block(*c.L);
+  if (c.minor != c.L->minor && !block.empty()) set_block_version(block, c.minor);
+  if (c.tweak) c.tweak(block);
+  const char* why = nullptr;
+  Status s = init_row(e, block, &why, c.version.empty() ? nullptr : c.version.c_str());
+  CHECK(s == c.want && why && std::strstr(why, c.why_has.c_str()), "status %d, why \"%s\" (want %d, \"%s\")", int(s),
+        why ? why : "", int(c.want), c.why_has.c_str());
+  // Whatever init() said, a refused interpreter reports nothing.
+  if (s != Status::kOk) {
+    auto code = e.fake.code(U"/a.py", "/a.py", U"a", "a");
+    t_tstate = reinterpret_cast<void*>(e.fake.tstate(e.fake.frame(code, two_offsets(table_for(c.minor)).first), e.interp));
+    RawFrame raw[4];
+    vt::py::CodeInfo info;
+    CHECK(vt::py::capture(raw, 4) == 0 && !vt::py::thread_has_state() && !vt::py::describe_code(code.obj, &info),
+          "a refused interpreter reported something");
+  }
+}
+
+std::vector<InitCase> init_cases() {
+  std::vector<InitCase> v;
+  auto row = [](int m, bool ft = false) { return d::layout_for(m, ft); };
+  [[maybe_unused]] auto put64 = [](size_t off, uint64_t val) {
+    return [off, val](std::vector<uint8_t>& b) { std::memcpy(b.data() + off, &val, 8); };
+  };
+#if defined(VT_FAKE_DEBUG_BUILD)
+  v.push_back({"debug build 3.12", row(12), 12, "", {}, Status::kUnsupported, "debug build"});
+  v.push_back({"debug build 3.14", row(14), 14, "", {}, Status::kUnsupported, "debug build"});
+#elif defined(VT_FAKE_TRACE_REFS)
+  v.push_back({"trace-refs 3.12", row(12), 12, "", {}, Status::kUnsupported, "trace-refs"});
+  v.push_back({"trace-refs 3.15", row(15), 15, "", {}, Status::kUnsupported, "trace-refs"});
+#elif defined(VT_FAKE_FORGET_REFERENCE)
+  v.push_back({"_Py_ForgetReference on 3.13", row(13), 13, "", {}, Status::kUnsupported, "trace-refs"});
+  v.push_back({"_Py_ForgetReference on 3.14", row(14), 14, "", {}, Status::kOk, "ok"});
+  v.push_back({"_Py_ForgetReference on 3.15t", row(15, true), 15, "", {}, Status::kOk, "ok"});
+#else
+  for (const d::Layout& L : d::kLayouts) v.push_back({"row consistent", &L, L.minor, "", {}, Status::kOk, "ok"});
+  v.push_back({"3.9", row(10), 9, "3.9.18 (main)", {}, Status::kUnsupported, "unsupported Python version"});
+  v.push_back({"2.7", row(10), 10, "2.7.18 (default)", {}, Status::kUnsupported, "unsupported Python version"});
+  v.push_back({"garbage version", row(10), 10, "python", {}, Status::kUnsupported, "unsupported Python version"});
+  v.push_back({"3.12 free-threaded string", row(12), 12, "3.12.1 free-threading build (main)", {}, Status::kUnsupported,
+               "free-threaded"});
+  // Every offset the check compares, changed alone in each 3.13+ build's real block.
+  for (const d::DebugLayout& D : d::kDebugLayouts) {
+    const d::Layout* L = row(D.minor, D.free_threaded);
+    std::pair<uint16_t, const char*> fields[] = {
+        {D.ts_interp, "thread_state.interp"}, {D.ts_current_frame, "thread_state.current_frame"},
+        {D.ts_base_frame, "thread_state.base_frame"}, {D.fr_previous, "interpreter_frame.previous"},
+        {D.fr_executable, "interpreter_frame.executable"}, {D.fr_instr_ptr, "interpreter_frame.instr_ptr"},
+        {D.fr_owner, "interpreter_frame.owner"}, {D.fr_tlbc_index, "interpreter_frame.tlbc_index"},
+        {D.co_filename, "code_object.filename"}, {D.co_qualname, "code_object.qualname"},
+        {D.co_linetable, "code_object.linetable"}, {D.co_firstlineno, "code_object.firstlineno"},
+        {D.co_code_adaptive, "code_object.co_code_adaptive"}, {D.co_tlbc, "code_object.co_tlbc"},
+        {D.ob_type, "pyobject.ob_type"}, {D.tp_name, "type_object.tp_name"},
+        {D.bytes_ob_size, "bytes_object.ob_size"}, {D.bytes_ob_sval, "bytes_object.ob_sval"},
+        {D.uni_state, "unicode_object.state"}, {D.uni_length, "unicode_object.length"},
+        {D.uni_ascii_size, "unicode_object.asciiobject_size"},
+        {D.uni_compact_size, "unicode_object.compactunicodeobject_size"}};
+    for (auto [pos, name] : fields) {
+      if (!pos) continue;
+      std::string nm = std::string("3.") + std::to_string(D.minor) + (D.free_threaded ? "t " : " ") + name;
+      v.push_back({nm + " changed", L, D.minor, "",
+                   [pos = pos](std::vector<uint8_t>& b) {
+                     uint64_t x;
+                     std::memcpy(&x, b.data() + pos, 8);
+                     x += 8;
+                     std::memcpy(b.data() + pos, &x, 8);
+                   },
+                   Status::kUnsupported, name});
+      // The same change in a newer minor (read with this row) turns it away as well.
+      if (D.minor == d::kNewestMinor)
+        v.push_back({"3.16 read as " + nm + " changed", L, 16, "", v.back().tweak, Status::kUnsupported,
+                     "3.16's debug offsets disagree"});
+    }
+    std::string tag = std::string("3.") + std::to_string(D.minor) + (D.free_threaded ? "t" : "");
+    v.push_back({tag + " cookie", L, D.minor, "", [](std::vector<uint8_t>& b) { std::memcpy(b.data(), "nodebug!", 8); },
+                 Status::kUnsupported, "cookie"});
+    v.push_back({tag + " version of another minor", L, D.minor, "", [](std::vector<uint8_t>& b) { set_block_version(b, 12); },
+                 Status::kUnsupported, "another version"});
+    v.push_back({tag + " free_threaded flag flipped", L, D.minor, "", put64(d::kDebugFreeThreaded, D.free_threaded ? 0 : 1),
+                 Status::kUnsupported, "free_threaded flag"});
+    v.push_back({tag + " free_threaded flag 2", L, D.minor, "", put64(d::kDebugFreeThreaded, 2), Status::kUnsupported,
+                 "free_threaded flag"});
+  }
+  v.push_back({"3.16 read as 3.15", row(15), 16, "", {}, Status::kOk, "read as 3.15 once a self-check"});
+  v.push_back({"3.16t read as 3.15t", row(15, true), 16, "", {}, Status::kOk, "read as 3.15 once a self-check"});
+  v.push_back({"3.99 read as 3.15", row(15), 99, "", {}, Status::kOk, "read as 3.15"});
+  v.push_back({"3.16 without a debug block", row(15), 16, "", [](std::vector<uint8_t>& b) { std::fill(b.begin(), b.end(), 0); },
+               Status::kUnsupported, "cookie"});
+  v.push_back({"3.14 with a 3.13 block", row(14), 14, "", [](std::vector<uint8_t>& b) {
+                 std::vector<uint8_t> old = debug_block(*d::layout_for(13));
+                 std::fill(b.begin(), b.end(), 0);
+                 std::memcpy(b.data(), old.data(), old.size());
+                 set_block_version(b, 14);
+               }, Status::kUnsupported, "disagree"});
+#endif
+  return v;
+}
+
+// Type-object refusals (need the types patched after init_row's setup: run inline).
+void case_type_refusals() {
+  struct T {
+    const char* name;
+    int minor;
+    bool ft;
+    std::function<void(const d::Layout&)> patch;
+    const char* why_has;
+  } cases[] = {
+      {"code size 3.12", 12, false, [](const d::Layout& L) { put<int64_t>(addr(PyCode_Type) + L.tp_basicsize, 200); },
+       "sizeof(code)"},
+      {"code size 3.14t", 14, true, [](const d::Layout& L) { put<int64_t>(addr(PyCode_Type) + L.tp_basicsize, 208); },
+       "sizeof(code)"},
+      {"frame size 3.11", 11, false, [](const d::Layout& L) { put<int64_t>(addr(PyFrame_Type) + L.tp_basicsize, 128); },
+       "sizeof(frame)"},
+      {"trace-refs header 3.11", 11, false, [](const d::Layout& L) { put<uintptr_t>(addr(PyCode_Type) + L.ob_type, 0); },
+       "not a type"},
+      {"GIL header on a 3.15t", 15, true,
+       [](const d::Layout& L) { put<uintptr_t>(addr(PyCode_Type) + L.ob_type, 0), put<uintptr_t>(addr(PyCode_Type) + 8, addr(PyType_Type)); },
+       "not a type"},
+      {"str name", 13, false, [](const d::Layout& L) { put<uintptr_t>(addr(PyUnicode_Type) + L.tp_name, addr("unicode")); },
+       "tp_name"},
+  };
+  for (const T& c : cases) {
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      const d::Layout& L = *d::layout_for(c.minor, c.ft);
+      Env e(L, c.minor);
+      e.fake.types();
+      c.patch(L);
+      setup_runtime(L, debug_block(L));
+      g_version = strdup(version_string(L, c.minor).c_str());
+      const char* why = nullptr;
+      Status s = vt::py::init(&why);
+      CHECK(s == Status::kUnsupported && std::strstr(why, c.why_has), "%s: %d %s", c.name, int(s), why);
+      std::printf("%s: %s\n", g_failed_checks ? "FAIL" : "ok", c.name);
+      std::fflush(stdout);
+      _exit(g_failed_checks ? 1 : 0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      std::printf("FAIL: %s (child status %#x)\n", c.name, st);
+      ++g_failed_checks;
+    }
+  }
+}
+
+int run_forked(const std::string& name, const std::function<void()>& fn) {
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    fn();
+    std::printf("%s: %s (%d checks)\n", g_failed_checks ? "FAIL" : "ok", name.c_str(), g_checks);
+    std::fflush(stdout);
+    _exit(g_failed_checks ? 1 : 0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+  if (WIFSIGNALED(st))
+    std::printf("FAIL: %s: killed by signal %d (a read of memory the walker must not touch?)\n", name.c_str(),
+                WTERMSIG(st));
+  else if (WIFEXITED(st) && WEXITSTATUS(st) != 1)
+    std::printf("FAIL: %s: exit %d\n", name.c_str(), WEXITSTATUS(st));
+  return 1;
+}
+
+std::string row_name(const d::Layout& L, int minor) {
+  std::string t = L.free_threaded ? "t" : "";
+  return "3." + std::to_string(minor) + t + (minor != L.minor ? " (as 3." + std::to_string(L.minor) + t + ")" : "");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
+    return 2;
+  }
+  g_fixtures = argv[1];
+  if (!load_fixtures()) {
+    std::printf("FAIL: %s/linetables.txt is missing rows\n", argv[1]);
+    return 1;
+  }
+  int failed = 0, cases = 0;
+  for (const d::Layout& L : d::kLayouts) {
+    if (!kPlain) break;
+    if (L.minor >= d::kFirstDebugOffsetsMinor && debug_block(L).empty()) {
+      std::printf("FAIL: no debug-offsets fixture for %s\n", row_name(L, L.minor).c_str());
+      ++failed;
+      continue;
+    }
+    std::vector<int> minors = {L.minor};
+    if (L.minor == d::kNewestMinor) minors.push_back(16);  // a newer minor read with this row
+    for (int m : minors) {
+      failed += run_forked("walk " + row_name(L, m), [&] { case_walk(L, m); }), ++cases;
+      failed += run_forked("self-check mismatch " + row_name(L, m), [&] { case_selfcheck_mismatch(L, m, false); }), ++cases;
+      failed += run_forked("self-check line mismatch " + row_name(L, m), [&] { case_selfcheck_mismatch(L, m, true); }), ++cases;
+    }
+    failed += run_forked("edges " + row_name(L, L.minor), [&] { case_edges(L); }), ++cases;
+  }
+  if (kPlain) case_type_refusals();
+  failed += g_failed_checks;
+  for (const InitCase& c : init_cases()) {
+    failed += run_forked("init: " + c.name, [&] { run_init_case(c); });
+    ++cases;
+  }
+  std::printf("%d of %d cases failed\n", failed, cases);
+  return failed != 0;
+}
