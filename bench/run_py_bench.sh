@@ -64,7 +64,7 @@ print(n)')
   for on in 1 0; do
     for k in 1 2; do
       rm -rf "$out/t" && mkdir "$out/t"
-      VRAMTRACE_OUTPUT=$out/t VRAMTRACE_PYTHON=$on LD_PRELOAD=$lib valgrind --tool=callgrind \
+      VRAMTRACE_OUTPUT=$out/t VRAMTRACE_PYTHON=$on LD_PRELOAD=$lib valgrind --tool=callgrind --trace-children=yes \
         --callgrind-out-file="$out/cg.$on.$k" "$py" "$here/py_event_bench.py" "$helper" loop $((k * cg_pairs)) \
         >/dev/null 2>"$out/vg" || { echo "   callgrind run failed: $(tail -2 "$out/vg")"; continue 3; }
     done

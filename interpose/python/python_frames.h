@@ -47,6 +47,42 @@ Status init(const char** why);
 // thread state belongs to a sub-interpreter are not walked.
 int capture(RawFrame* out, int max);
 
+// The same walk for the recorder, one 64-bit key per frame (what its stack interning hashes;
+// never written to a trace): kKeyPython | kKeyEntry if entry | code << kKeyCodeShift | the
+// instruction as (code units + 1), saturating at kKeyInstrUnknown (0: not started). Code
+// objects are 8-aligned user addresses below 2^47, so the code needs no more than bits 18..61.
+constexpr uint64_t kKeyPython = 1ull << 63;  // = format::kFramePython: native addresses never have it
+constexpr uint64_t kKeyEntry = 1ull << 62;
+constexpr int kKeyCodeShift = 15, kKeyCodeBits = 47;
+constexpr uint64_t kKeyInstrUnknown = (1ull << 18) - 1;
+// `memo` (may be null): the calling thread's own KeyMemo, kept by the caller between calls.
+struct KeyMemo;
+int capture_keys(uint64_t* out, int max, KeyMemo* memo = nullptr);
+
+// What makes a repeated stack cheap: per thread, frames by (instruction pointer, f_executable,
+// owner) -> the key they gave. Those determine the key (the code object's address and the
+// instruction offset from its own bytecode: a frame references a live code object, and its
+// instruction pointer lies inside that object), so a frame seen before at the same instruction
+// costs four loads from the frame and one from here, not the code object's. Direct-mapped by
+// instruction pointer: recursion and the unchanged outer part of a stack hit wherever the top
+// changed. Zero-initialised = empty (no frame has ip 0). Not used for free-threaded frames on a
+// thread-local bytecode copy (their key depends on where the copy is), nor by capture().
+struct KeyMemo {
+  struct Entry {
+    uint64_t ip, exe, meta, key;  // key 0: the frame was incomplete (skipped)
+  };
+  static constexpr int kBits = 8;
+  Entry e[1 << kBits];
+};
+inline bool is_python_key(uint64_t key) { return key & kKeyPython; }
+inline RawFrame unpack_key(uint64_t key) {
+  uint64_t field = key & kKeyInstrUnknown;
+  uint32_t instr = field == 0 ? kInstrNotStarted
+                   : field == kKeyInstrUnknown ? kInstrUnknown
+                                               : static_cast<uint32_t>((field - 1) * 2);
+  return {(key & ~(kKeyPython | kKeyEntry)) >> kKeyCodeShift & ~uint64_t(7), instr, (key & kKeyEntry) != 0};
+}
+
 // Copies what the analyzer needs about a code object that capture() returned on this thread
 // moments ago (the frame, hence the code object, must still be live). Strings are read directly
 // from compact str objects and converted to UTF-8. `truncated` is set when the line table or a

@@ -183,6 +183,7 @@ Status probe(const char** why) {
 
   g_rt.L = L;
   g_rt.walk = walker_for(L);
+  g_rt.walk_keys = key_walker_for(L);
   g_rt.minor = minor;
   g_rt.newer = newer;
   // If this thread already has a thread state, its interp field must be the main interpreter.

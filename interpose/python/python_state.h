@@ -15,11 +15,14 @@ namespace vt::py::detail {
 struct Runtime;
 // One walker per table row, every offset an immediate (python_walk.cpp).
 using WalkFn = int (*)(const Runtime* rt, uintptr_t ts, RawFrame* out, int max);
+using KeyWalkFn = int (*)(const Runtime* rt, uintptr_t ts, uint64_t* out, int max, KeyMemo* memo);
 WalkFn walker_for(const Layout* L);
+KeyWalkFn key_walker_for(const Layout* L);
 
 struct Runtime {
   const Layout* L = nullptr;
   WalkFn walk = nullptr;
+  KeyWalkFn walk_keys = nullptr;
   int minor = 0;        // the interpreter's own minor; > L->minor when a newer one is read with
                         // the newest row (its debug offsets agree with that row)
   bool newer = false;   // that case: frames wait for the self-check (python_selfcheck.cpp)

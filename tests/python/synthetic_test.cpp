@@ -375,6 +375,20 @@ void expect_frames(const char* what, const std::vector<Want>& want, int max = 64
   RawFrame raw[64];
   int n = vt::py::capture(raw, max);
   CHECK(n == int(want.size()), "%s: %d frames, expected %zu", what, n, want.size());
+  // The recorder's packed keys: the same walk, without the memo, then twice with the process's
+  // memo (which has seen every earlier case's frames: same instructions, other executables).
+  static vt::py::KeyMemo memo;
+  for (vt::py::KeyMemo* m : {static_cast<vt::py::KeyMemo*>(nullptr), &memo, &memo}) {
+    uint64_t keys[64];
+    int nk = vt::py::capture_keys(keys, max, m);
+    CHECK(nk == n, "%s: %d keys, %d frames (memo %p)", what, nk, n, static_cast<void*>(m));
+    for (int i = 0; i < n && i < nk; ++i) {
+      RawFrame k = vt::py::unpack_key(keys[i]);
+      CHECK(vt::py::is_python_key(keys[i]) && k.code == raw[i].code && k.instr == raw[i].instr && k.entry == raw[i].entry,
+            "%s: key %d (%#lx) unpacks to %#lx/%#x/%d, the frame is %#lx/%#x/%d", what, i, (unsigned long)keys[i],
+            (unsigned long)k.code, k.instr, k.entry, (unsigned long)raw[i].code, raw[i].instr, raw[i].entry);
+    }
+  }
   for (int i = 0; i < n && i < int(want.size()); ++i) {
     const Want& w = want[size_t(i)];
     CHECK(raw[i].code == w.code->obj, "%s: frame %d: code %#lx, expected %#lx", what, i, (unsigned long)raw[i].code,
@@ -569,6 +583,24 @@ void case_edges(const d::Layout& L) {
     uintptr_t g = F.frame(c, o1);
     put<uintptr_t>(g + L.fr_code, c.obj | 2);
     run("invalid tag", {F.frame(c, o2), g}, {{&c, uint32_t(o2), true}});
+  }
+  // The memo keys frames by instruction pointer: the same one under another executable (a code
+  // object freed, another at its place) or owner must not reuse the key (expect_frames walks with
+  // the memo twice, after every earlier case).
+  {
+    uintptr_t f = F.frame(c, o1);
+    run("memo: first sight", {f}, {{&c, uint32_t(o1), true}});
+    auto c2 = F.code(U"/b.py", "/b.py", U"b", "b");
+    put<uintptr_t>(f + L.fr_code, c2.obj);  // same instruction pointer, another code object: outside
+    if (L.fr_tlbc_index)                      // its bytecode (free-threaded: kept, line unknown)
+      run("memo: same ip, another executable", {f}, {{&c2, vt::py::kInstrUnknown, true}});
+    else
+      run("memo: same ip, another executable", {f}, {});
+    put<uintptr_t>(f + L.fr_code, c.obj);
+    put<uintptr_t>(f + L.fr_instr, c.copies[0]);  // unit 0: incomplete for a thread-owned frame
+    run("memo: incomplete", {f}, {});
+    put<uint8_t>(f + L.fr_owner, L.owner_generator);  // same ip, a generator: complete
+    run("memo: same ip, another owner", {f}, {{&c, 0, true}});
   }
   // A generator frame at unit 0 is complete; a thread-owned one is not (skipped).
   run("incomplete frames", {F.frame(c, 0, 0), F.frame(c, o1), F.frame(c, 0, L.owner_generator)},
