@@ -2,10 +2,11 @@
 # The Python part of an event (issue 14 target: <= 300 ns at 32 frames): bench/py_event_bench.py
 # under libvramtrace.so (writing a trace, stacks on) with VRAMTRACE_PYTHON=1 and =0, interleaved
 # ROUNDS times; per event = (median with - median without) / 2. Then callgrind: instructions per
-# event inside the loop (vt_py_bench_loop only) with and without Python frames, and the
-# inclusive instructions of the walker and of stack interning.
+# event inside the recorder (vt::record: walk, intern, encode, live tracker) with and without
+# Python frames, and the inclusive instructions of the walker, of stack interning and of the
+# native unwinder.
 # Usage: bench/run_py_bench.sh [BUILD_DIR] [PYTHON...]   (default: build; every CPython 3.10-3.15
-#        found: pyenv, then /work/shared/tools/debian-python.sh for 3.14/3.15)
+#        tests/python/pythons.sh finds)
 # Environment: PAIRS (default 200000), BATCHES (default 7), ROUNDS (default 3), CG_PAIRS (default
 #        20000; 0 skips callgrind).
 set -uo pipefail
@@ -15,15 +16,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 pairs=${PAIRS:-200000} batches=${BATCHES:-7} rounds=${ROUNDS:-3} cg_pairs=${CG_PAIRS:-20000}
 lib=$build/lib/libvramtrace.so helper=$build/bench/libpy_event_helper.so cli=$build/bin/vramtrace
 for f in "$lib" "$helper" "$cli"; do [ -e "$f" ] || { echo "run_py_bench.sh: $f missing (build first)" >&2; exit 2; }; done
-pythons=("$@")
-if [ ${#pythons[@]} -eq 0 ]; then
-  for m in 10 11 12 13; do
-    for p in /root/.pyenv/versions/3.$m.*/bin/python3.$m; do [ -x "$p" ] && pythons+=("$p") && break; done
-  done
-  for v in 3.14 3.15; do
-    l=$("$here/../../shared/tools/debian-python.sh" $v 2>/dev/null || /work/shared/tools/debian-python.sh $v 2>/dev/null) &&
-      pythons+=("$l")
-  done
+if [ $# -eq 0 ]; then
+  source "$here/../tests/python/pythons.sh"
+  pythons_summary
+else
+  pythons=("$@")
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -59,26 +56,31 @@ print(n)')
   echo "   ns/pair with Python frames: ${on[*]} (median $m_on); without: ${off[*]} (median $m_off)"
   awk -v a="$m_on" -v b="$m_off" 'BEGIN { printf "   Python part per event: %.0f ns\n", (a - b) / 2 }'
   [ "$cg_pairs" -gt 0 ] && command -v valgrind >/dev/null || continue
-  # Whole-process counts at CG_PAIRS and 2 x CG_PAIRS pairs: the difference is CG_PAIRS pairs'
-  # worth (start-up, the first events' stack records and the exit cancel out).
+  # Instructions inside the recorder (vt::record: capture, intern, encode, live tracker; the
+  # simulated driver and the interpreter excluded) at CG_PAIRS and 2 x CG_PAIRS pairs: the
+  # difference is CG_PAIRS pairs' worth (start-up and the first events' records cancel out).
   for on in 1 0; do
     for k in 1 2; do
       rm -rf "$out/t" && mkdir "$out/t"
       VRAMTRACE_OUTPUT=$out/t VRAMTRACE_PYTHON=$on LD_PRELOAD=$lib valgrind --tool=callgrind --trace-children=yes \
-        --callgrind-out-file="$out/cg.$on.$k" "$py" "$here/py_event_bench.py" "$helper" loop $((k * cg_pairs)) \
-        >/dev/null 2>"$out/vg" || { echo "   callgrind run failed: $(tail -2 "$out/vg")"; continue 3; }
+        --collect-atstart=no '--toggle-collect=vt::record(*' --callgrind-out-file="$out/cg.$on.$k" \
+        "$py" "$here/py_event_bench.py" "$helper" loop $((k * cg_pairs)) >/dev/null 2>"$out/vg" ||
+        { echo "   callgrind run failed: $(tail -2 "$out/vg")"; continue 3; }
     done
   done
   ir() { sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$1"; }
   per_event() { awk -v a="$1" -v b="$2" -v n="$cg_pairs" 'BEGIN { printf "%.0f", (a - b) / (2 * n) }'; }
   with=$(per_event "$(ir "$out/cg.1.2")" "$(ir "$out/cg.1.1")")
   without=$(per_event "$(ir "$out/cg.0.2")" "$(ir "$out/cg.0.1")")
-  echo "   callgrind, instructions per event: $with with Python frames, $without without: $((with - without)) for the Python part"
-  fn_ir() {  # inclusive instructions of functions matching $2 in callgrind file $1
+  echo "   callgrind, instructions per event in the recorder: $with with Python frames, $without without:" \
+    "$((with - without)) for the Python part"
+  fn_ir() {  # inclusive instructions of the first function matching $2 in callgrind file $1
     callgrind_annotate --inclusive=yes "$1" 2>/dev/null | grep -F "$2" | head -1 | awk '{ gsub(",", "", $1); print $1 + 0 }'
   }
-  for fn in 'vt::py::capture(' 'vt::capture_stack(' 'vt::intern_stack(' 'vt::capture_native('; do
-    a=$(fn_ir "$out/cg.1.2" "$fn") b=$(fn_ir "$out/cg.1.1" "$fn")
-    [ -n "$a" ] && [ -n "$b" ] && echo "     $(per_event "$a" "$b") per event in ${fn%(} (inclusive)"
+  for fn in 'vt::py::capture_keys(' 'vt::py::capture(' 'vt::stack_id(' 'vt::capture_native('; do
+    for on in 1 0; do
+      a=$(fn_ir "$out/cg.$on.2" "$fn") b=$(fn_ir "$out/cg.$on.1" "$fn")
+      [ -n "$a" ] && [ -n "$b" ] && echo "     $(per_event "$a" "$b") per event in ${fn%(} (inclusive), Python frames $([ $on = 1 ] && echo on || echo off)"
+    done
   done
 done
