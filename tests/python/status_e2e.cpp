@@ -8,6 +8,8 @@
 //             main thread's next bytecode boundary would) agrees: frames on both allocations
 //   mismatch  the block says interpreter_frame.owner is elsewhere: refused at start-up
 //   selfcheck the self-check disagrees after the first allocation: frames on the first only
+//   newer     a "3.16" whose debug offsets match 3.15's: read as 3.15, frames only once the
+//             self-check has passed (on the second allocation)
 // Usage: status_e2e FIXTURE_DIR LIBVRAMTRACE MODE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -24,9 +26,11 @@ int main(int argc, char** argv) {
   g_fixtures = argv[1];
   std::string mode = argv[3];
   if (!load_fixtures()) return std::fprintf(stderr, "status_e2e: fixtures missing\n"), 2;
-  const d::Layout& L = *d::layout_for(14, false);
-  const d::DebugLayout& D = *d::debug_layout_for(14, false);
-  Fake F(L, 14);
+  bool newer = mode == "newer";
+  int minor = newer ? 16 : 14;
+  const d::Layout& L = *d::layout_for(newer ? 15 : 14, false);
+  const d::DebugLayout& D = *d::debug_layout_for(L.minor, false);
+  Fake F(L, minor);
   F.types();
   std::vector<uint8_t> block = debug_block(L);
   if (block.empty()) return std::fprintf(stderr, "status_e2e: no 3.14 block\n"), 2;
@@ -34,8 +38,9 @@ int main(int argc, char** argv) {
     uint64_t owner = L.fr_owner + 9;
     std::memcpy(block.data() + D.fr_owner, &owner, 8);
   }
+  if (newer) set_block_version(block, 16);
   setup_runtime(L, block);
-  g_version = "3.14.2 (main, Jan 1 2026, 00:00:00) [GCC]";
+  g_version = newer ? "3.16.0 (main, Jan 1 2027, 00:00:00) [GCC]" : "3.14.2 (main, Jan 1 2026, 00:00:00) [GCC]";
   g_interp = reinterpret_cast<void*>(addr(arena(64)));
 
   // /src/train.py: step() called by main(), both at instructions with a line.
@@ -54,7 +59,7 @@ int main(int argc, char** argv) {
   F.link(f0, f1);
   uintptr_t base = 0;
   t_tstate = reinterpret_cast<void*>(F.tstate(f0, addr(g_interp), &base));
-  F.link(f1, 0);
+  F.link(f1, base);  // (3.15 layout: the chain ends at the base frame)
   g_api = {{f0, step.obj, o1, step.lt->lines.at(o1)}, {f1, outer.obj, o2, outer.lt->lines.at(o2)}};
   std::printf("expect %s:%d:%s\n", step.file.c_str(), step.lt->lines.at(o1), step.qual.c_str());
 

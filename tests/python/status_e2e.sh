@@ -7,12 +7,15 @@
 #              "refused" with the same text; no note; no Python frames
 #   selfcheck: one stderr line "Python frames off: Python self-check: ..."; config "on"; one note with
 #              the same text; Python frames on the first allocation only
+#   newer:     one stderr line "Python frames: CPython 3.16 is newer ..." and the same config message
+#              ("on"); one note "Python frames on: ... frames from now on"; frames on the second
+#              allocation only (after the self-check)
 # Usage: tests/python/status_e2e.sh BUILD_DIR
 set -uo pipefail
 build=$(realpath "${1:?usage: status_e2e.sh BUILD_DIR}")
 here=$(cd "$(dirname "$0")" && pwd)
 fails=0
-for mode in ok mismatch selfcheck; do
+for mode in ok mismatch selfcheck newer; do
   out=$(mktemp -d)
   if ! env LD_LIBRARY_PATH="$build/lib/fakecuda" VRAMTRACE_OUTPUT="$out" VRAMTRACE_KERNELS=0 \
       "$build/tests/python/python_status_e2e" "$here/fixtures" "$build/lib/libvramtrace.so" "$mode" \
@@ -49,6 +52,14 @@ elif mode == "mismatch":
     if py != {"status": "refused", "message": want}: bad.append("config: %s" % py)
     if notes: bad.append("notes: %s" % notes)
     if allocs != [None, None]: bad.append("frames: %s" % allocs)
+elif mode == "newer":
+    want = ("CPython 3.16 is newer than this build knows; its debug offsets match 3.15's for every field "
+            "read, so it is read as 3.15 once a self-check on the main thread passes")
+    if err != ["vramtrace: Python frames: " + want]: bad.append("stderr: %s" % err)
+    if py != {"status": "on", "message": want}: bad.append("config: %s" % py)
+    if notes != ["Python frames on: the self-check against CPython's frame API passed: frames from now on"]:
+        bad.append("notes: %s" % notes)
+    if allocs != [None, expect]: bad.append("frames: %s, expected none then %s" % (allocs, expect))
 else:
     want = "Python self-check: instruction offset mismatch"
     if err != ["vramtrace: Python frames off: " + want]: bad.append("stderr: %s" % err)
