@@ -99,7 +99,8 @@ struct CodeInfo {
 bool describe_code(uint64_t code, CodeInfo* out);
 
 // Whether the calling thread has a Python thread state at all (autograd workers: state, no
-// frames). False whenever the walker is unavailable, refused or disabled. Also where the
+// frames). False whenever the walker is unavailable, refused or disabled (not while a newer
+// minor waits for its self-check). Also where the
 // one-time self-check gets scheduled (see below): the recorder calls this once per thread.
 bool thread_has_state();
 
