@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Offline: prints the python_layouts.h rows by compiling layout_gen.c against each CPython's
 # headers: pyenv's 3.10-3.13 (/root/.pyenv/versions) and 3.14/3.15 from Debian's newer suites
-# (/work/shared/tools/debian-python.sh unpacks them with their -dev headers). For 3.13+ it also
+# (scripts/debian-python.sh unpacks them with their -dev headers). For 3.13+ it also
 # builds the free-threaded flavour (-DPy_GIL_DISABLED: the layouts are pure header arithmetic)
 # and, given a directory, writes each flavour's _Py_DebugOffsets block there as
 # debug_offsets_3.N[t].bin (tests/python/fixtures/ keeps them).
@@ -37,7 +37,7 @@ for m in 10 11 12 13; do
   done
 done
 for m in 14 15; do
-  launcher=$(/work/shared/tools/debian-python.sh 3.$m) || continue
+  launcher=$("$here/../../scripts/debian-python.sh" 3.$m) || continue
   root=$(dirname "$launcher")/root/usr/include
   gen $m -I"$root/python3.$m" -I"$root"
   gen $m -I"$root/python3.$m" -I"$root" -DPy_GIL_DISABLED=1
