@@ -75,7 +75,8 @@ int info_command(const std::string& trace) {
   std::vector<std::string> notes;  // the recorder's later messages (e.g. "Python frames off: ...")
   while (reader->next(&r)) {
     if (!r.is_event()) {
-      if (r.tag == format::kTagNote) notes.emplace_back(reinterpret_cast<const char*>(r.payload), r.payload_len);
+      if (r.tag == format::kTagNote && notes.size() < 100)  // (a damaged trace may hold any number)
+        notes.emplace_back(reinterpret_cast<const char*>(r.payload), r.payload_len);
       continue;
     }
     if (events++ == 0) first = r.t_ns;

@@ -25,7 +25,7 @@ struct Runtime {
   KeyWalkFn walk_keys = nullptr;
   int minor = 0;        // the interpreter's own minor; > L->minor when a newer one is read with
                         // the newest row (its debug offsets agree with that row)
-  bool newer = false;   // that case: frames wait for the self-check (python_selfcheck.cpp)
+  bool newer = false;   // that case: frames wait for the self-check (python_selftest.cpp)
   // Addresses of the interpreter's static type objects: the ob_type checks compare against them.
   uintptr_t code_type = 0, frame_type = 0, unicode_type = 0, bytes_type = 0;
   void* (*get_tstate)() = nullptr;   // PyGILState_GetThisThreadState: a thread-local read, GIL-free
