@@ -71,7 +71,7 @@ int python_line(int py_minor, const uint8_t* linetable, size_t len, int firstlin
   if (instr == 0xFFFFFFFFu) return firstlineno;  // PyCode_Addr2Line(co, addrq < 0)
   if (!linetable && len) return -1;
   if (py_minor == 10) return line_310(linetable, len, firstlineno, instr);
-  if (py_minor >= 11 && py_minor <= 13) return line_311(linetable, len, firstlineno, instr);
+  if (py_minor >= 11) return line_311(linetable, len, firstlineno, instr);  // unchanged through 3.15
   return -1;
 }
 

@@ -1,11 +1,16 @@
 // See stack_capture.h.
 #include "stack_capture.h"
 
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include <atomic>
 
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "native_stack.h"
@@ -22,7 +27,57 @@ namespace {
 
 enum PythonStatus : int { kPythonOff = 0, kPythonOn = 1, kPythonRefused = 2 };
 std::atomic<int> g_python{kPythonOff};
-const char* g_python_why = "";
+std::atomic<const char*> g_python_why{""};
+
+// The walker's later verdicts (its self-check on the main thread): one line in the trace (a note
+// record) and, when frames go off, one on stderr. Runs on a Python thread, never under our locks.
+void python_status_changed(bool on, const char* why) {
+  g_python_why.store(why);
+  if (!on) {
+    g_python.store(kPythonRefused);
+    log_line("Python frames off: %s", why);
+  }
+  char text[320];
+  int n = snprintf(text, sizeof text, "Python frames %s: %s", on ? "on" : "off", why);
+  if (n > 0) write_meta(format::kTagNote, reinterpret_cast<const uint8_t*>(text), strnlen(text, sizeof text), now_ns());
+}
+
+// Per thread, what makes its repeated Python stacks cheap (issue 14): the walker's memo of frames
+// seen before, and the previous Python part of its stack with that part's hash, so an unchanged
+// Python part costs a memcmp instead of a hash. Mapped on the thread's first Python capture
+// (~10 KiB, once: not from the heap), unmapped when the thread exits.
+struct PyThreadMemo {
+  py::KeyMemo keys;
+  const uint64_t* frames;  // the last capture_stack() buffer of the thread, its size and where its
+  int n, py_from;          // Python part starts (stack_id() gets the same buffer right after)
+  int prev_n;
+  uint64_t prev_hash;
+  uint64_t prev[kMaxPythonFrames];
+};
+thread_local PyThreadMemo* t_memo __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_memo_failed __attribute__((tls_model("initial-exec"))) = false;
+pthread_key_t g_memo_key;
+bool g_memo_key_ok = false;
+
+// Runs in the exiting thread. Hooks may still run after it (other keys' destructors freeing
+// memory): they go without a memo rather than map a new one.
+void free_memo(void* m) {
+  t_memo = nullptr;
+  t_memo_failed = true;
+  munmap(m, sizeof(PyThreadMemo));
+}
+
+PyThreadMemo* thread_memo() {
+  if (PyThreadMemo* m = t_memo) return m;
+  if (t_memo_failed || !g_memo_key_ok) return nullptr;
+  void* p = mmap(nullptr, sizeof(PyThreadMemo), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED || pthread_setspecific(g_memo_key, p) != 0) {
+    if (p != MAP_FAILED) munmap(p, sizeof(PyThreadMemo));
+    t_memo_failed = true;  // no memo for this thread: correct, just slower
+    return nullptr;
+  }
+  return t_memo = static_cast<PyThreadMemo*>(p);
+}
 
 // Finding the interpreter does dlsym lookups (the loader lock): done in our constructor, before
 // any hook can run under an allocator lock, as the walker's notes ask.
@@ -32,8 +87,12 @@ __attribute__((constructor)) void find_python_early() {
   const char* why = "";
   OwnWork own;  // the program's errno at main() is its own
   py::Status s = py::init(&why);
-  g_python_why = why ? why : "";
+  g_python_why.store(why ? why : "");
   g_python.store(s == py::Status::kOk ? kPythonOn : s == py::Status::kUnsupported ? kPythonRefused : kPythonOff);
+  if (s == py::Status::kOk) {
+    py::set_status_listener(python_status_changed);
+    g_memo_key_ok = pthread_key_create(&g_memo_key, free_memo) == 0;
+  }
 }
 
 }  // namespace
@@ -43,44 +102,67 @@ void configure_stacks(const Config& cfg) {
   if (!cfg.python) {
     g_python.store(kPythonOff);
   } else if (g_python.load() == kPythonRefused) {
-    log_line("Python frames off: %s", g_python_why);  // once, when the trace opens
+    log_line("Python frames off: %s", g_python_why.load());  // once, when the trace opens
+  } else if (g_python.load() == kPythonOn && strcmp(g_python_why.load(), "ok") != 0) {
+    log_line("Python frames: %s", g_python_why.load());  // a newer CPython, pending its self-check
   }
 }
 
 int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) {
-  int n = capture_native(frames, cap - 2 * kMaxPythonFrames, caller_ip);
+  int n = capture_native(frames, cap - kMaxPythonFrames, caller_ip);
   if (g_python.load(std::memory_order_relaxed) != kPythonOn) return n;
-  py::RawFrame raw[kMaxPythonFrames];
-  int m = py::capture(raw, kMaxPythonFrames);
-  // Two slots per Python frame: the code object's address (with the flag bits), then the
-  // instruction offset. Cheap to hash; code ids are only looked up for stacks seen first.
-  for (int i = 0; i < m; ++i) {
-    frames[n++] = format::kFramePython | (raw[i].entry ? format::kFramePyEntry : 0) | raw[i].code;
-    frames[n++] = raw[i].instr;
-  }
-  return n;
+  // One key per Python frame (the code object's address, the instruction, the entry flag), written
+  // by the walker in place: cheap to hash; code ids are only looked up for stacks seen first.
+  PyThreadMemo* m = thread_memo();
+  int k = py::capture_keys(frames + n, kMaxPythonFrames, m ? &m->keys : nullptr);
+  if (m) m->frames = frames, m->n = n + k, m->py_from = n;
+  return n + k;
 }
+
+static_assert(py::kKeyPython == format::kFramePython, "a key is told from a native address by the same bit");
 
 namespace {
 // Key frames (as captured) -> the frames written to the trace (code ids instead of addresses).
 int to_trace_frames(const uint64_t* key, int n, uint64_t* out, uint64_t t) {
   int m = 0;
   for (int i = 0; i < n; ++i) {
-    if (!(key[i] & format::kFramePython)) {
+    if (!py::is_python_key(key[i])) {
       out[m++] = key[i];
       continue;
     }
-    uint64_t code = key[i] & ~(format::kFramePython | format::kFramePyEntry);
-    uint32_t instr = i + 1 < n ? uint32_t(key[i + 1]) : 0;
-    bool entry = key[i] & format::kFramePyEntry;
-    ++i;
-    if (uint32_t id = python_code_id(code, t)) out[m++] = format::python_frame(id, instr, entry);
+    py::RawFrame f = py::unpack_key(key[i]);
+    if (uint32_t id = python_code_id(f.code, t)) out[m++] = format::python_frame(id, f.instr, f.entry);
   }
   return m;
 }
 }  // namespace
 
-uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) { return intern_stack(frames, n, t, to_trace_frames); }
+// The hash of a stack with Python frames is that of its native part continued from the hash of its
+// Python part (the suffix of keys); the thread's previous Python part, when unchanged, lends its
+// hash. Stacks without Python frames hash as intern_stack() would.
+uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) {
+  if (n <= 0) return 0;
+  PyThreadMemo* m = t_memo;
+  int py_from = n;
+  if (m && m->frames == frames && m->n == n) {
+    py_from = m->py_from;
+  } else {
+    while (py_from > 0 && py::is_python_key(frames[py_from - 1])) --py_from;
+  }
+  uint64_t seed = 0;
+  if (int k = n - py_from; k > 0) {
+    const uint64_t* py = frames + py_from;
+    size_t bytes = size_t(k) * sizeof *py;
+    if (m && k == m->prev_n && memcmp(py, m->prev, bytes) == 0) {
+      seed = m->prev_hash;
+    } else {
+      seed = hash_frames(py, k, 0);
+      if (m && k <= kMaxPythonFrames) memcpy(m->prev, py, bytes), m->prev_n = k, m->prev_hash = seed;
+    }
+  }
+  return intern_stack_hashed(frames, n, seed ? hash_frames(frames, py_from, seed) : hash_frames(frames, n, 0), t,
+                             to_trace_frames);
+}
 
 bool python_frames_on() { return g_python.load(std::memory_order_relaxed) == kPythonOn; }
 
@@ -89,9 +171,10 @@ void write_stack_config(uint64_t t) {
   uint8_t* q = payload;
   q = format::put_varint(q, uint64_t(native_stack_depth()));
   q = format::put_varint(q, uint64_t(g_python.load()));
-  size_t len = strnlen(g_python_why, 200);
+  const char* why = g_python_why.load();
+  size_t len = strnlen(why, 200);
   q = format::put_varint(q, len);
-  memcpy(q, g_python_why, len);
+  memcpy(q, why, len);
   q += len;
   write_meta(format::kTagConfig, payload, size_t(q - payload), t);
 }

@@ -14,9 +14,9 @@ void configure_stacks(const Config& cfg);
 
 inline constexpr int kMaxPythonFrames = 64;
 // Room for the deepest stack capture_stack can return.
-inline constexpr int kMaxCaptureSlots = 256 + 2 * kMaxPythonFrames;
+inline constexpr int kMaxCaptureSlots = 256 + kMaxPythonFrames;
 
-// Captures the calling thread's stack (native frames, then two slots per Python frame).
+// Captures the calling thread's stack (native frames, then one key per Python frame: py::capture_keys).
 // Returns the slot count written into frames[0..cap).
 int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip);
 

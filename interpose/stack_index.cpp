@@ -34,8 +34,10 @@ struct ThreadCache {
 };
 thread_local ThreadCache t_cache __attribute__((tls_model("initial-exec")));
 
-uint64_t hash_frames(const uint64_t* f, int n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ uint64_t(n);
+}  // namespace
+
+uint64_t hash_frames(const uint64_t* f, int n, uint64_t seed) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ uint64_t(n) ^ seed;
   for (int i = 0; i < n; ++i) {
     h ^= f[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     h *= 0xff51afd7ed558ccdull;
@@ -43,6 +45,8 @@ uint64_t hash_frames(const uint64_t* f, int n) {
   h ^= h >> 33;
   return h ? h : 1;  // 0 marks an empty slot
 }
+
+namespace {
 
 Slot* table() {
   Slot* t = g_table_ready.load(std::memory_order_acquire);
@@ -73,8 +77,11 @@ void write_stack_record(uint32_t id, const uint64_t* key, int key_n, uint64_t t,
 }  // namespace
 
 uint32_t intern_stack(const uint64_t* frames, int n, uint64_t t, TraceFrames to_trace) {
+  return n <= 0 ? 0 : intern_stack_hashed(frames, n, hash_frames(frames, n, 0), t, to_trace);
+}
+
+uint32_t intern_stack_hashed(const uint64_t* frames, int n, uint64_t h, uint64_t t, TraceFrames to_trace) {
   if (n <= 0) return 0;
-  uint64_t h = hash_frames(frames, n);
   ThreadCache& c = t_cache;
   uint32_t gen = g_index_generation.load(std::memory_order_relaxed);
   if (c.generation != gen) {

@@ -14,6 +14,11 @@ namespace vt {
 // `to_trace` turns the captured frames into the ones written (returns their count).
 using TraceFrames = int (*)(const uint64_t* key, int n, uint64_t* out, uint64_t t);
 uint32_t intern_stack(const uint64_t* frames, int n, uint64_t t, TraceFrames to_trace);
+// The same with the hash already computed (by stack_capture.cpp, which reuses the hash of a
+// thread's unchanged Python part: hash_frames(frames, py_from, hash_frames(python part, 0))).
+uint32_t intern_stack_hashed(const uint64_t* frames, int n, uint64_t hash, uint64_t t, TraceFrames to_trace);
+// The 64-bit hash of frames[0..n), continuing from `seed` (0: a whole stack on its own).
+uint64_t hash_frames(const uint64_t* f, int n, uint64_t seed);
 
 // After fork: the child's trace starts with no stacks.
 void forget_stacks();

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: ctest (unit, end-to-end against the
 # simulated driver, the simulated driver's self-test) and the Python suites for each CPython
-# 3.10-3.13 present. Usage: scripts/test.sh
+# 3.10-3.15 found (3.14/3.15 unpacked from Debian's newer suites by scripts/debian-python.sh when
+# not installed; tests/python/pythons.sh prints which were tested and which skipped, and why).
+# Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh

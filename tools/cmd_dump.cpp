@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "record_json.h"
@@ -70,8 +72,13 @@ int info_command(const std::string& trace) {
   analyzer::Record r;
   std::map<std::string, uint64_t> by_op;
   uint64_t events = 0, failed = 0, first = 0, last = 0;
+  std::vector<std::string> notes;  // the recorder's later messages (e.g. "Python frames off: ...")
   while (reader->next(&r)) {
-    if (!r.is_event()) continue;
+    if (!r.is_event()) {
+      if (r.tag == format::kTagNote && notes.size() < 100)  // (a damaged trace may hold any number)
+        notes.emplace_back(reinterpret_cast<const char*>(r.payload), r.payload_len);
+      continue;
+    }
     if (events++ == 0) first = r.t_ns;
     last = r.t_ns;
     by_op[r.op ? r.op->name : "unknown"]++;
@@ -87,6 +94,11 @@ int info_command(const std::string& trace) {
   j["first_event_ns"] = first;
   j["last_event_ns"] = last;
   j["problems"] = reader->problems();
+  // The config record: whether Python frames were captured, and why not (kTagConfig).
+  int py = reader->stacks().python_status;
+  j["python_frames"] = {{"status", py == 1 ? "on" : py == 2 ? "refused" : "off"},
+                        {"message", reader->stacks().python_message}};
+  j["notes"] = notes;
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return 0;
 }

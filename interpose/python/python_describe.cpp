@@ -36,7 +36,7 @@ bool put_utf8(char* out, size_t cap, size_t* o, uint32_t cp) {
 bool copy_str(const Runtime* rt, uintptr_t s, char* out, size_t cap, bool* truncated) {
   const Layout& L = *rt->L;
   out[0] = '\0';
-  if (!ptr_ok(s) || ld<uintptr_t>(s + kObType) != rt->unicode_type) return false;
+  if (!ptr_ok(s) || ld<uintptr_t>(s + L.ob_type) != rt->unicode_type) return false;
   uint32_t st = ld<uint32_t>(s + L.uni_state);
   uint32_t kind = (st >> L.state_kind_shift) & 7;
   bool compact = (st >> L.state_compact_shift) & 1, ascii = (st >> L.state_ascii_shift) & 1;
@@ -67,21 +67,21 @@ bool copy_str(const Runtime* rt, uintptr_t s, char* out, size_t cap, bool* trunc
 }  // namespace
 
 bool describe_code(uint64_t code_addr, CodeInfo* out) {
-  const Runtime* rt = active();
+  const Runtime* rt = accepted();  // (the self-check of a newer minor describes before frames start)
   if (!rt || !out) return false;
   const Layout& L = *rt->L;
   uintptr_t code = static_cast<uintptr_t>(code_addr);
   out->truncated = false;
   out->linetable_len = 0;
   out->py_minor = rt->minor;
-  if (!ptr_ok(code) || ld<uintptr_t>(code + kObType) != rt->code_type) return false;
+  if (!ptr_ok(code) || ld<uintptr_t>(code + L.ob_type) != rt->code_type) return false;
   if (!copy_str(rt, ld<uintptr_t>(code + L.co_filename), out->filename, sizeof out->filename, &out->truncated))
     return false;
   if (!copy_str(rt, ld<uintptr_t>(code + L.co_name), out->qualname, sizeof out->qualname, &out->truncated))
     return false;
   out->firstlineno = ld<int>(code + L.co_firstlineno);
   uintptr_t lt = ld<uintptr_t>(code + L.co_linetable);
-  if (!ptr_ok(lt) || ld<uintptr_t>(lt + kObType) != rt->bytes_type) return false;
+  if (!ptr_ok(lt) || ld<uintptr_t>(lt + L.ob_type) != rt->bytes_type) return false;
   int64_t n = ld<int64_t>(lt + L.bytes_size);
   if (n < 0 || n > (1 << 28)) return false;
   if (n > static_cast<int64_t>(sizeof out->linetable)) {

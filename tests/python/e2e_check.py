@@ -1,11 +1,14 @@
-"""Checks a trace of e2e_workload.py: python3 e2e_check.py VRAMTRACE TRACE EXPECT_JSON.
+"""Checks a trace of e2e_workload.py: python3 e2e_check.py VRAMTRACE TRACE EXPECT_JSON [STDERR_LOG].
 For each expected allocation size, the event's innermost Python frame must be the expected file,
-line and function (native frames around it); "null" means no Python frame at all."""
+line and function (native frames around it); "null" means no Python frame at all. The trace's
+config record must say Python frames were on, the one note must say the self-check on the main
+thread passed (no "Python frames off"), and the workload's stderr must not say so either."""
 import json
 import subprocess
 import sys
 
 vt, trace, expect_path = sys.argv[1:4]
+log = open(sys.argv[4], errors="replace").read() if len(sys.argv) > 4 else ""
 expect = json.load(open(expect_path))
 dump = subprocess.run([vt, "dump", trace], capture_output=True, text=True, check=True).stdout
 events = {}
@@ -36,6 +39,13 @@ for size, want in expect.items():
     # Native frames remain below (ctypes/libffi) and above (the interpreter).
     if not any(not g["python"] for g in e["stack"]):
         failures.append(f"{size}: no native frames")
+info = json.loads(subprocess.run([vt, "info", trace], capture_output=True, text=True, check=True).stdout)
+if info["python_frames"] != {"status": "on", "message": "ok"}:
+    failures.append(f"config record: {info['python_frames']}")
+if info["notes"] != ["Python frames on: the self-check against CPython's frame API passed"]:
+    failures.append(f"notes (the self-check on the main thread must have passed, once): {info['notes']}")
+if "Python frames" in log:
+    failures.append("stderr: " + " | ".join(l for l in log.splitlines() if "Python frames" in l))
 if count < 6000:
     failures.append(f"only {count} events (the stress loop makes 6000)")
 for f in failures:

@@ -29,6 +29,9 @@ for lib in (C, P):
     lib.pa_init.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 CAP = 1 << 16
+# How to start this interpreter again: Debian's newer CPythons run through a launcher script
+# (tests/python/run_all.sh passes it), sys.executable alone would miss their C library.
+PYTHON = os.environ.get("VT_PYTHON_LAUNCHER") or sys.executable
 MINOR = sys.version_info[1]
 HERE = os.path.basename(__file__)
 
@@ -342,7 +345,7 @@ def deadlock_child():
 class Deadlock(unittest.TestCase):
     def test_capture_while_gil_holder_waits_for_our_mutex(self):
         try:
-            r = subprocess.run([sys.executable, os.path.abspath(__file__), LIB_PATH, "--deadlock-child"],
+            r = subprocess.run([PYTHON, os.path.abspath(__file__), LIB_PATH, "--deadlock-child"],
                                capture_output=True, text=True, timeout=60)
         except subprocess.TimeoutExpired:
             self.fail("capture() blocked while another thread held the GIL (deadlock)")
