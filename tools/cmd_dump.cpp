@@ -1,10 +1,13 @@
 // `vramtrace dump` and `vramtrace info`: a trace as JSON lines / one JSON summary.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
 
+#include "analysis.h"
 #include "commands.h"
 #include "record_json.h"
+#include "terminal_escape.h"
 #include "trace_reader.h"
 
 namespace vt::cli {
@@ -15,13 +18,21 @@ std::string to_line(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Every note on stderr; those that mean lost records say "damaged" as report and check do.
 void report_problems(const analyzer::TraceReader& r) {
-  for (const std::string& p : r.problems()) error_line(r.path() + ": " + p);
+  for (const std::string& p : r.problems()) {
+    bool lost = std::find(r.damage().begin(), r.damage().end(), p) != r.damage().end();
+    error_line(lost ? analyzer::problem_line({r.path(), false, p}) : r.path() + ": " + p);
+  }
 }
 
 }  // namespace
 
-void error_line(const std::string& msg) { std::cerr << "vramtrace: " << msg << "\n"; }
+void error_line(const std::string& msg) { std::cerr << "vramtrace: " << analyzer::terminal_escape(msg) << "\n"; }
+
+void name_damage(const analyzer::JobReport& job) {
+  for (const analyzer::TraceProblem& p : analyzer::job_problems(job)) error_line(analyzer::problem_line(p));
+}
 
 int dump_command(const std::string& trace, const DumpOptions& opt) {
   std::string err;
@@ -87,7 +98,10 @@ int info_command(const std::string& trace) {
   j["first_event_ns"] = first;
   j["last_event_ns"] = last;
   j["problems"] = reader->problems();
+  j["damage"] = reader->damage();
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  std::cout.flush();
+  report_problems(*reader);
   return 0;
 }
 

@@ -49,6 +49,7 @@ srcs=(
   "$repo/analyzer/oom_verdict.cpp"
   "$repo/analyzer/report_json.cpp"
   "$repo/analyzer/report_text.cpp"
+  "$repo/analyzer/terminal_escape.cpp"
 )
 # Rebuild when any source or header it depends on is newer than the binary.
 stale=0
