@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "regular_file.h"
 #include "trace_format.h"
 
 namespace vt::cli {
@@ -69,7 +70,8 @@ std::string new_session_id() {
 }
 
 std::string session_of(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  std::string why;
+  int fd = analyzer::open_regular_file(path, &why, analyzer::kNoFollow);  // a FIFO in the directory never blocks us
   if (fd < 0) return {};
   format::FileHeader h;
   ssize_t n = pread(fd, &h, sizeof h, 0);

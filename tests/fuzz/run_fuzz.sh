@@ -50,6 +50,9 @@ srcs=(
   "$repo/analyzer/report_json.cpp"
   "$repo/analyzer/report_text.cpp"
   "$repo/analyzer/terminal_escape.cpp"
+  "$repo/analyzer/regular_file.cpp"
+  "$repo/analyzer/compare.cpp"
+  "$repo/analyzer/gate.cpp"
 )
 # Rebuild when any source or header it depends on is newer than the binary.
 stale=0
