@@ -81,6 +81,36 @@ std::string terminal_escape(std::string_view raw) {
   return out;
 }
 
-bool terminal_safe(std::string_view raw) { return terminal_escape(raw) == raw; }
+std::string json_text(const nlohmann::json& j, int indent) {
+  std::string s = j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Outside strings JSON is ASCII punctuation, digits and literals: every byte >= 0x7f is inside
+  // a string, where a \u escape means the same code point.
+  std::string out;
+  out.reserve(s.size());
+  char buf[16];
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x7f) {
+      out += char(c);
+      ++i;
+      continue;
+    }
+    uint32_t cp = 0;
+    size_t n = c == 0x7f ? 1 : utf8_at(s, i, &cp);
+    if (c == 0x7f) cp = 0x7f;
+    if (n == 0) {  // not produced by dump with the replace handler; keep the byte
+      out += char(c);
+      ++i;
+    } else if (cp == 0x7f || invisible_control(cp)) {
+      snprintf(buf, sizeof buf, "\\u%04x", unsigned(cp));
+      out += buf;
+      i += n;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
 
 }  // namespace vt::analyzer

@@ -3,10 +3,11 @@
 // controls, bidirectional overrides, line separators and bytes that are not UTF-8 are written
 // as visible escapes, so such a string can neither move the cursor, recolour, retitle or clear
 // the terminal, nor forge a line of its own. Every text writer (reports, diff, check, top, info,
-// doctor, error lines, folded stacks) passes such strings through it; JSON and HTML have their
-// own escaping (docs/security.md, "Escaping").
+// doctor, error lines, folded stacks) passes such strings through it, and json_text() gives JSON
+// the same protection; HTML has its own escaping (docs/security.md, "Escaping").
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -18,7 +19,10 @@ namespace vt::analyzer {
 // U+2066-U+2069) and U+2028/U+2029 become "\uNNNN".
 std::string terminal_escape(std::string_view raw);
 
-// True when terminal_escape(raw) == raw (nothing to escape).
-bool terminal_safe(std::string_view raw);
+// JSON text for stdout or a file: `j` serialized (indent as nlohmann's dump; invalid UTF-8
+// replaced by U+FFFD, never an exception), with the code points a terminal acts on that JSON
+// leaves raw (DEL, C1 controls, bidi controls, U+2028/U+2029) written as \uNNNN escapes. The
+// parsed value is the same; only its spelling changes. Every JSON the CLI prints goes through it.
+std::string json_text(const nlohmann::json& j, int indent = -1);
 
 }  // namespace vt::analyzer

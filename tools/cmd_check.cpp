@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "analysis.h"
+#include "terminal_escape.h"
 #include "commands.h"
 #include "compare.h"
 #include "gate.h"
@@ -68,7 +69,7 @@ int check_command(const CheckOptions& opt) {
   std::vector<analyzer::Violation> v = analyzer::judge_gate(runs.traces, base.traces, lim);
   if (opt.json) {
     nlohmann::json out = analyzer::gate_json(v, analyzer::problems_json(problems), !damage_fails);
-    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << analyzer::json_text(out, 2) << "\n";
   } else {
     std::cout << analyzer::gate_text(v, runs.traces.size(), damaged, unreadable, damage_fails);
   }

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "analysis.h"
+#include "terminal_escape.h"
 #include "commands.h"
 #include "compare.h"
 
@@ -44,7 +45,7 @@ int diff_command(const std::string& base_path, const std::string& new_path, cons
   }
   analyzer::RunDiff d = analyzer::diff_runs(base, now);
   if (format == "json")
-    std::cout << analyzer::diff_json(d, base_path, new_path).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << analyzer::json_text(analyzer::diff_json(d, base_path, new_path), 2) << "\n";
   else
     std::cout << analyzer::diff_text(d);
   return 0;

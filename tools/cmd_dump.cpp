@@ -15,7 +15,7 @@ namespace vt::cli {
 namespace {
 
 std::string to_line(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return analyzer::json_text(j);
 }
 
 // Every note on stderr; those that mean lost records say "damaged" as report and check do.
@@ -99,7 +99,7 @@ int info_command(const std::string& trace) {
   j["last_event_ns"] = last;
   j["problems"] = reader->problems();
   j["damage"] = reader->damage();
-  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  std::cout << analyzer::json_text(j, 2) << "\n";
   std::cout.flush();
   report_problems(*reader);
   return 0;

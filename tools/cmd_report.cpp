@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "analysis.h"
+#include "terminal_escape.h"
 #include "commands.h"
 #include "folded.h"
 #include "report_html.h"
@@ -49,7 +50,7 @@ int report_command(const ReportOptions& opt) {
     return 1;
   }
   name_damage(job);
-  auto json_text = [](const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; };
+  auto json_text = [](const nlohmann::json& j) { return analyzer::json_text(j, 2) + "\n"; };
   if (is_job) {
     text = opt.format == "json" ? json_text(analyzer::job_json(job, opt.section))
            : opt.format == "html" ? analyzer::job_html(job)
