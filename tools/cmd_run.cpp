@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "config.h"
 #include "regular_file.h"
 #include "run_output.h"
 #include "terminal_escape.h"
@@ -114,6 +115,17 @@ int run_command(const RunOptions& opt) {
   if (!prepare_output(opt.output, &out, &err)) {
     error_line(err);
     return 2;
+  }
+  // The rest of the configuration as the library will read it (interpose/config.h): a bad value
+  // would turn tracing off with the library's line, and a long job would run for nothing.
+  if (!tracing_disabled()) {
+    setenv("VRAMTRACE_OUTPUT", out.value.c_str(), 1);
+    if (opt.no_kernels) setenv("VRAMTRACE_KERNELS", "0", 1);
+    Config cfg;
+    if (!load_config(&cfg, long(getpid()))) {
+      error_line("run: " + opt.command[0] + " was not run: tracing would be off (the line above says why)");
+      return 2;
+    }
   }
 
   std::string session = new_session_id();

@@ -152,9 +152,13 @@ bool prepare_output(const std::string& raw, RunOutput* out, std::string* err) {
   return true;
 }
 
+bool tracing_disabled() {
+  const char* d = getenv("VRAMTRACE_DISABLE");
+  return d && *d && strcmp(d, "0") != 0;
+}
+
 std::string no_trace_reason(const std::string& scan_dir) {
-  if (const char* d = getenv("VRAMTRACE_DISABLE"); d && *d && strcmp(d, "0") != 0)
-    return "tracing is disabled (VRAMTRACE_DISABLE=" + std::string(d) + ")";
+  if (tracing_disabled()) return "tracing is disabled (VRAMTRACE_DISABLE=" + std::string(getenv("VRAMTRACE_DISABLE")) + ")";
   struct statvfs fs;
   if (!scan_dir.empty() && statvfs(scan_dir.c_str(), &fs) == 0) {
     uint64_t free_bytes = uint64_t(geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * fs.f_frsize;

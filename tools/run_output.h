@@ -21,6 +21,9 @@ struct RunOutput {
 // writable.
 bool prepare_output(const std::string& raw, RunOutput* out, std::string* err);
 
+// VRAMTRACE_DISABLE is set (to anything but 0): the library loads and records nothing.
+bool tracing_disabled();
+
 // Why a finished run left no trace in `scan_dir`, as precisely as can be told from outside: a
 // full file system, a file size limit too small, tracing disabled, else no CUDA memory call.
 std::string no_trace_reason(const std::string& scan_dir);
