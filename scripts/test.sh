@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: ctest (unit, end-to-end against the
 # simulated driver, the simulated driver's self-test) and the Python suites for each CPython
-# 3.10-3.13 present. Usage: scripts/test.sh
+# 3.10-3.13 present, the command-line tests once more under UBSan (tests/ubsan_cli.sh), and the
+# kept fuzz corpus under ASan+UBSan. Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 cd build
 ctest --output-on-failure -j"$(nproc)"
 cd ..
+# The command-line tests again, against a CLI built with UndefinedBehaviorSanitizer (build-ubsan/).
+tests/ubsan_cli.sh build
 # The kept fuzz corpus under ASan+UBSan (clang); timed fuzzing when VRAMTRACE_FUZZ_SECONDS is set.
 if command -v clang++ >/dev/null; then
   tests/fuzz/run_fuzz.sh --replay
