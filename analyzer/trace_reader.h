@@ -1,7 +1,9 @@
 // Reading a trace file back: validation of the header, the process and device records, and all
 // records of all chunks merged into one time-ordered stream. Memory is bounded by the number of
-// chunks, not of events; nothing is allocated per event. Damage (a torn tail, a corrupt chunk, a
-// newer minor version) is reported in problems(), never by crashing; what is intact is returned.
+// chunks, not of events; nothing is allocated per event. Damage (a file cut short, a corrupt
+// chunk, a newer minor version) is reported in problems() (and what lost records in damage()),
+// never by crashing; what is intact is returned. The file is opened without blocking and only
+// when it is a regular file.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace vt::analyzer {
+struct JobReport;  // report_model.h
+}
+
 namespace vt::cli {
 
 struct RunOptions {
@@ -57,12 +61,6 @@ int top_command(double interval, bool once);
 
 // "vramtrace: <msg>" on stderr, escaped for a terminal (messages quote paths and trace strings).
 void error_line(const std::string& msg);
-
-}  // namespace vt::cli
-namespace vt::analyzer {
-struct JobReport;
-}
-namespace vt::cli {
 // One error line per damaged or unreadable trace of `job` (analysis.h, job_problems).
 void name_damage(const analyzer::JobReport& job);
 
