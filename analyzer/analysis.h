@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "report_model.h"
 
@@ -13,7 +14,32 @@ namespace vt::analyzer {
 // Analyses one trace. On failure returns false with one line in *error.
 bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out, std::string* error);
 
-// Analyses every trace in a directory (files whose header is a vramtrace trace).
+// Which entries of a directory are traces (docs/report-schema.md, "A job"): a name ending in
+// ".trace" (or the writer's fallbacks "*.trace.<pid>", "*.trace.<pid>.<n>"), or a regular file
+// that starts with the trace magic. Anything else (a README, a report, a subdirectory, a FIFO
+// not named like a trace) is not part of the job and is passed over without being opened for
+// more than its first 8 bytes, never blocking.
+bool trace_file_name(const std::string& name);
+
+// Analyses every trace in a directory. A trace that cannot be read at all goes to
+// out->unreadable (path, and the reason in `damage`); the others to out->traces. Returns false
+// with one line in *error only when the directory cannot be listed or holds no trace at all.
 bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* out, std::string* error);
+
+// A trace file or a directory of traces: *is_job says which. A single trace that cannot be read
+// is an error (false); a directory is analyze_job.
+bool analyze_input(const std::string& path, const AnalysisOptions& opt, JobReport* out, bool* is_job, std::string* error);
+
+// The damage of a job, one entry per sentence: every damaged trace of out.traces and every
+// unreadable one. For stderr ("PATH: damaged: ..."), the JSON `problems` and the CI gate.
+struct TraceProblem {
+  std::string path;
+  bool unreadable = false;  // not read at all (else: records were lost, the rest was read)
+  std::string message;
+};
+std::vector<TraceProblem> job_problems(const JobReport& job);
+// "PATH: unreadable: MESSAGE" or "PATH: damaged: MESSAGE (figures from it are lower bounds)"
+// (not yet escaped for a terminal).
+std::string problem_line(const TraceProblem& p);
 
 }  // namespace vt::analyzer

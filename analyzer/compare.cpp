@@ -6,9 +6,33 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 
+#include "oom_verdict.h"
+#include "record_json.h"
+#include "terminal_escape.h"
+
 namespace vt::analyzer {
+
+uint64_t add_bytes(uint64_t a, uint64_t b) { return b > ~a ? ~0ull : a + b; }
+
+int64_t byte_change(uint64_t from, uint64_t to) {
+  constexpr uint64_t kMax = uint64_t(std::numeric_limits<int64_t>::max());
+  if (to >= from) return to - from > kMax ? int64_t(kMax) : int64_t(to - from);
+  return from - to > kMax ? -int64_t(kMax) : -int64_t(from - to);
+}
+
+int64_t add_changes(int64_t a, int64_t b) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t s;
+  if (__builtin_add_overflow(a, b, &s)) return a > 0 ? kMax : -kMax;
+  return s < -kMax ? -kMax : s;
+}
+
+uint64_t magnitude(int64_t change) { return change < 0 ? 0 - uint64_t(change) : uint64_t(change); }
+
+std::string signed_bytes(int64_t change) { return (change < 0 ? "-" : "+") + human_bytes(magnitude(change)); }
 
 bool parse_size(const std::string& text, uint64_t* bytes, std::string* why) {
   const char* s = text.c_str();
@@ -87,8 +111,8 @@ RunDiff diff_runs(const TraceReport& base, const TraceReport& now) {
         c.label = site_label(g.stack);
         c.stack = g.stack;
       }
-      int64_t& slot = is_leak ? (is_new ? c.new_leak : c.base_leak) : (is_new ? c.new_peak : c.base_peak);
-      slot += int64_t(g.bytes);
+      uint64_t& slot = is_leak ? (is_new ? c.new_leak : c.base_leak) : (is_new ? c.new_peak : c.base_peak);
+      slot = add_bytes(slot, g.bytes);
     }
   };
   if (!base.peaks.empty()) add(base.peaks[0].live_set, false, false);
@@ -101,10 +125,41 @@ RunDiff diff_runs(const TraceReport& base, const TraceReport& now) {
     d.sites.push_back(c);
   }
   std::sort(d.sites.begin(), d.sites.end(), [](const SiteChange& a, const SiteChange& b) {
-    int64_t x = std::llabs(a.change()), y = std::llabs(b.change());
+    uint64_t x = magnitude(a.change()), y = magnitude(b.change());
     return x != y ? x > y : a.key < b.key;
   });
   return d;
+}
+
+nlohmann::json diff_json(const RunDiff& d, const std::string& base_path, const std::string& new_path) {
+  nlohmann::json sites = nlohmann::json::array();
+  for (const SiteChange& c : d.sites)
+    sites.push_back({{"site", c.label}, {"key", c.key}, {"base_peak_bytes", c.base_peak}, {"new_peak_bytes", c.new_peak},
+                     {"peak_change_bytes", c.peak_change()}, {"base_leak_bytes", c.base_leak},
+                     {"new_leak_bytes", c.new_leak}, {"leak_change_bytes", c.leak_change()},
+                     {"added", c.added}, {"vanished", c.vanished}, {"stack", stack_json(c.stack)}});
+  return {{"schema", "vramtrace.diff/1"}, {"base", base_path}, {"new", new_path},
+          {"peak", {{"base_bytes", d.base_peak}, {"new_bytes", d.new_peak}, {"change_bytes", byte_change(d.base_peak, d.new_peak)}}},
+          {"leaks", {{"base_bytes", d.base_leak}, {"new_bytes", d.new_leak}, {"change_bytes", byte_change(d.base_leak, d.new_leak)}}},
+          {"sites", sites}};
+}
+
+std::string diff_text(const RunDiff& d) {
+  std::string o;
+  o += "peak: " + human_bytes(d.base_peak) + " -> " + human_bytes(d.new_peak) + " (" +
+       signed_bytes(byte_change(d.base_peak, d.new_peak)) + ")\n";
+  o += "leaks: " + human_bytes(d.base_leak) + " -> " + human_bytes(d.new_leak) + " (" +
+       signed_bytes(byte_change(d.base_leak, d.new_leak)) + ")\n";
+  o += "call sites, largest change first:\n";
+  int shown = 0;
+  for (const SiteChange& c : d.sites) {
+    if (c.change() == 0) continue;
+    if (++shown > 30) break;
+    o += std::string("  ") + (c.added ? "NEW  " : c.vanished ? "GONE " : "     ") + "peak " + signed_bytes(c.peak_change()) +
+         ", leaks " + signed_bytes(c.leak_change()) + "  " + terminal_escape(c.label) + "\n";
+  }
+  if (!shown) o += "  no change\n";
+  return o;
 }
 
 }  // namespace vt::analyzer

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,22 @@ std::string site_key(const std::vector<Frame>& stack);
 // A short human name for a site: its innermost meaningful frame, and `callers` more after " < ".
 std::string site_label(const std::vector<Frame>& stack, int callers = 0);
 
+// Byte counts are unsigned and saturate: a crafted trace can claim 2^64 - 1 bytes. Changes are
+// signed, clamped to [-INT64_MAX, INT64_MAX] (so their magnitude always fits).
+uint64_t add_bytes(uint64_t a, uint64_t b);
+int64_t byte_change(uint64_t from, uint64_t to);
+int64_t add_changes(int64_t a, int64_t b);
+uint64_t magnitude(int64_t change);
+
 struct SiteChange {
   std::string key, label;
   std::vector<Frame> stack;  // from the newer run when present
-  int64_t base_peak = 0, new_peak = 0;    // bytes in the peak live set
-  int64_t base_leak = 0, new_leak = 0;    // bytes live at the end
+  uint64_t base_peak = 0, new_peak = 0;    // bytes in the peak live set
+  uint64_t base_leak = 0, new_leak = 0;    // bytes live at the end
   bool added = false, vanished = false;
-  int64_t change() const { return (new_peak - base_peak) + (new_leak - base_leak); }
+  int64_t peak_change() const { return byte_change(base_peak, new_peak); }
+  int64_t leak_change() const { return byte_change(base_leak, new_leak); }
+  int64_t change() const { return add_changes(peak_change(), leak_change()); }
 };
 
 struct RunDiff {
@@ -35,5 +45,12 @@ struct RunDiff {
 };
 
 RunDiff diff_runs(const TraceReport& base, const TraceReport& now);
+
+// `vramtrace diff` output: JSON (schema vramtrace.diff/1, docs/report-schema.md) and text (at
+// most 30 changed sites, strings escaped for a terminal).
+nlohmann::json diff_json(const RunDiff& d, const std::string& base_path, const std::string& new_path);
+std::string diff_text(const RunDiff& d);
+// "+1.00 GiB", "-512 MiB", "+0 B".
+std::string signed_bytes(int64_t change);
 
 }  // namespace vt::analyzer

@@ -5,18 +5,16 @@
 #include <set>
 #include <utility>
 
+#include "terminal_escape.h"
+
 namespace vt::analyzer {
 
 namespace {
 
-// ';' separates frames and '\n' lines; a tab or CR would confuse line-based readers too.
+// ';' separates frames and '\n' lines: control characters (and the rest of what a terminal
+// would act on) are escaped by the one rule (terminal_escape.h), ';' becomes ':'.
 void append_clean(std::string& out, const std::string& s) {
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (c == ';') out += ':';
-    else if (u < 0x20 || u == 0x7f) out += ' ';
-    else out += c;
-  }
+  for (char c : terminal_escape(s)) out += c == ';' ? ':' : c;
 }
 
 std::string root_frame(const SiteGroup& g) {

@@ -47,10 +47,11 @@ class Writer {
 
   // Microseconds since the trace began, with nanosecond decimals.
   std::string ts(uint64_t t) const {
-    int64_t d = int64_t(t) - int64_t(t0_);
+    // Unsigned: a crafted time 2^63 away from the start must not overflow.
+    bool before = t < t0_;
+    uint64_t a = before ? t0_ - t : t - t0_;
     char buf[40];
-    uint64_t a = uint64_t(d < 0 ? -d : d);
-    snprintf(buf, sizeof buf, "%s%llu.%03llu", d < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
+    snprintf(buf, sizeof buf, "%s%llu.%03llu", before ? "-" : "", (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
     return buf;
   }
   static std::string dur(uint64_t ns) {
@@ -63,7 +64,7 @@ class Writer {
     out_ << (first_ ? "\n" : ",\n") << '{' << body << '}';
     first_ = false;
   }
-  void process_name(int64_t pid, const std::string& name, int sort) {
+  void process_name(int64_t pid, const std::string& name, int64_t sort) {
     event("\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) + ",\"args\":{\"name\":" + quote(name) + "}");
     event("\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + std::to_string(pid) +
           ",\"args\":{\"sort_index\":" + std::to_string(sort) + "}");
@@ -166,14 +167,14 @@ class Exporter {
                         {"lost_records", rs.lost_records},
                         {"refused_buffers", rs.refused_buffers}};
     if (rs.unavailable) k["unavailable"] = std::string(unavailable_reason_name(rs.reason)) + ": " + rs.detail;
-    if (rs.stepped_aside) k["stepped_aside_ts_us"] = double(int64_t(rs.stepped_aside_ns) - int64_t(base_)) / 1000.0;
+    if (rs.stepped_aside) k["stepped_aside_ts_us"] = (double(rs.stepped_aside_ns) - double(base_)) / 1000.0;
     if (coverage_.result().cupti_allocations) {  // did interception see every allocation CUPTI saw?
       const CoverageResult& c = coverage_.result();  // missed: the first 20
       nlohmann::json missed = nlohmann::json::array();
       for (size_t i = 0; i < c.missed.size() && i < 20; ++i)
         missed.push_back({{"address", c.missed[i].address}, {"bytes", c.missed[i].bytes},
                           {"kind", cupti_memory_kind_name(c.missed[i].memory_kind)},
-                          {"ts_us", double(int64_t(c.missed[i].t_ns) - int64_t(base_)) / 1000.0}});
+                          {"ts_us", (double(c.missed[i].t_ns) - double(base_)) / 1000.0}});
       k["coverage"] = {{"cupti_allocations", c.cupti_allocations}, {"matched", c.matched}, {"fraction", c.fraction},
                        {"size_mismatches", c.size_mismatches}, {"missed", missed}};
     }
@@ -207,13 +208,13 @@ class Exporter {
     w_.process_name(host_pid_, "host: " + exe + " (pid " + std::to_string(p.pid) + ")", 0);
     for (const DeviceInfo& d : p.devices) {
       w_.process_name(d.ordinal, "GPU " + std::to_string(d.ordinal) + (d.name.empty() ? "" : ": " + d.name),
-                      1 + d.ordinal);
+                      1 + int64_t(d.ordinal));  // an ordinal of INT_MAX (crafted) must not overflow
       named_pids_.insert(d.ordinal);
     }
   }
   int64_t pid_of(int32_t device) { return device < 0 ? host_pid_ : int64_t(device); }
   void ensure_gpu(int64_t pid) {
-    if (pid != host_pid_ && named_pids_.insert(pid).second) w_.process_name(pid, "GPU " + std::to_string(pid), 1 + int(pid));
+    if (pid != host_pid_ && named_pids_.insert(pid).second) w_.process_name(pid, "GPU " + std::to_string(pid), 1 + pid);
   }
 
   // ---- memory: counters and instants ----

@@ -8,6 +8,8 @@
 #include <random>
 #include <unordered_map>
 
+#include "analysis.h"
+
 namespace vt::analyzer {
 
 namespace html_assets {  // generated from analyzer/html/*.css, *.js: one string per file, in order
@@ -335,10 +337,13 @@ json html_job_data(const JobReport& j) {
                      {"peak", row.peak_bytes}, {"leak", row.leak_bytes}, {"ooms", row.ooms},
                      {"verdict", clean(row.verdict)}, {"detail", detail[i]}});
   }
+  json problems = json::array();
+  for (const TraceProblem& p : job_problems(j))
+    problems.push_back({{"path", clean(p.path)}, {"kind", p.unreadable ? "unreadable" : "damaged"}, {"message", clean(p.message)}});
   json data = {{"v", 1}, {"kind", "job"},
                {"job", {{"traces", j.traces.size()}, {"max", j.max_peak}, {"min", j.min_peak}, {"mean", j.mean_peak},
                         {"imbalance", j.imbalance}}},
-               {"ranks", ranks}, {"traces", traces}};
+               {"ranks", ranks}, {"traces", traces}, {"problems", problems}};
   pk.put(data);
   return data;
 }

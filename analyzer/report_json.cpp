@@ -121,13 +121,23 @@ json trace_json(const TraceReport& r) {
   p["last_t_ns"] = r.last_t_ns;
   p["partial"] = r.partial;
   p["problems"] = r.problems;
+  p["damage"] = r.damage;
   return p;
 }
 
 }  // namespace
 
+json problems_json(const std::vector<TraceProblem>& v) {
+  json a = json::array();
+  for (const TraceProblem& p : v)
+    a.push_back({{"path", p.path}, {"kind", p.unreadable ? "unreadable" : "damaged"}, {"message", p.message}});
+  return a;
+}
+
 json report_json(const TraceReport& r, const std::string& section) {
-  json j = {{"schema", kReportSchema}, {"trace", trace_json(r)}};
+  std::vector<TraceProblem> problems;
+  for (const std::string& m : r.damage) problems.push_back({r.path, r.unreadable, m});
+  json j = {{"schema", kReportSchema}, {"trace", trace_json(r)}, {"problems", problems_json(problems)}};
   if (section.empty() || section == "peak") {
     j["peak"] = peak_json(r);
     if (section.empty()) {
@@ -166,12 +176,18 @@ json job_json(const JobReport& job, const std::string& section) {
   for (const RankRow& row : job.ranks)
     ranks.push_back({{"rank", row.rank}, {"pid", row.pid}, {"host", row.host}, {"path", row.path},
                      {"peak_bytes", row.peak_bytes}, {"leak_bytes", row.leak_bytes}, {"ooms", row.ooms},
-                     {"verdict", row.verdict}});
+                     {"verdict", row.verdict}, {"damaged", row.damaged}});
   json traces = json::array();
-  for (const TraceReport& t : job.traces) traces.push_back(report_json(t, section));
+  size_t damaged = 0;
+  for (const TraceReport& t : job.traces) {
+    traces.push_back(report_json(t, section));
+    damaged += t.damaged();
+  }
   return {{"schema", kReportSchema},
-          {"job", {{"traces", job.traces.size()}, {"max_peak_bytes", job.max_peak}, {"min_peak_bytes", job.min_peak},
+          {"job", {{"traces", job.traces.size()}, {"damaged", damaged}, {"unreadable", job.unreadable.size()},
+                   {"max_peak_bytes", job.max_peak}, {"min_peak_bytes", job.min_peak},
                    {"mean_peak_bytes", job.mean_peak}, {"imbalance", job.imbalance}}},
+          {"problems", problems_json(job_problems(job))},
           {"ranks", ranks},
           {"reports", traces}};
 }

@@ -142,8 +142,11 @@ struct KernelRecording {  // what the CUPTI recorder did
 struct TraceReport {
   std::string path;
   ProcessInfo process;
-  std::vector<std::string> problems;
-  bool partial = false;  // records were lost to damage
+  std::vector<std::string> problems;  // every note of the reader, one sentence each
+  std::vector<std::string> damage;    // those that mean lost records; the error when unreadable
+  bool partial = false;     // records were lost to damage: figures are lower bounds
+  bool unreadable = false;  // in a job: named like a trace or starting like one, but not readable
+  bool damaged() const { return unreadable || partial; }
   uint64_t events = 0, failed_events = 0, unmatched_frees = 0;
   uint64_t first_t_ns = 0, last_t_ns = 0;
   // Peak (device memory), per device, and the device with the highest one first.
@@ -171,10 +174,12 @@ struct RankRow {
   uint64_t peak_bytes = 0, leak_bytes = 0;
   size_t ooms = 0;
   std::string verdict;  // of the first OOM, if any
+  bool damaged = false;  // records were lost: its figures are lower bounds
 };
 
 struct JobReport {
-  std::vector<TraceReport> traces;
+  std::vector<TraceReport> traces;      // the readable ones (damaged or not), in rank order
+  std::vector<TraceReport> unreadable;  // named or starting like a trace but not readable: path + damage
   std::vector<RankRow> ranks;
   uint64_t max_peak = 0, min_peak = 0, mean_peak = 0;
   double imbalance = 0;  // max / mean peak

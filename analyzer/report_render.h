@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analysis.h"
 #include "report_model.h"
 
 namespace vt::analyzer {
@@ -15,5 +16,8 @@ nlohmann::json report_json(const TraceReport& r, const std::string& section = ""
 nlohmann::json job_json(const JobReport& j, const std::string& section = "");
 std::string report_text(const TraceReport& r, const std::string& section = "");
 std::string job_text(const JobReport& j, const std::string& section = "");
+
+// The top-level `problems` array: [{"path", "kind": "damaged"|"unreadable", "message"}].
+nlohmann::json problems_json(const std::vector<TraceProblem>& v);
 
 }  // namespace vt::analyzer

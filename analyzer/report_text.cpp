@@ -5,10 +5,14 @@
 
 #include "oom_verdict.h"
 #include "report_render.h"
+#include "terminal_escape.h"
 
 namespace vt::analyzer {
 
 namespace {
+
+// Every string that came from the trace (or from a verdict that quotes one) goes through e().
+std::string e(const std::string& s) { return terminal_escape(s); }
 
 std::string secs(const TraceReport& r, uint64_t t) {
   char b[32];
@@ -31,12 +35,12 @@ void stack_lines(std::ostringstream& o, const std::vector<Frame>& stack, const c
       o << indent << "... " << (stack.size() - max) << " more frames\n";
       break;
     }
-    o << indent << (f.python ? "[py] " : "") << f.function;
-    if (!f.file.empty()) o << "  " << f.file << ":" << f.line;
+    o << indent << (f.python ? "[py] " : "") << e(f.function);
+    if (!f.file.empty()) o << "  " << e(f.file) << ":" << f.line;
     else if (!f.python) {
       char b[32];
       snprintf(b, sizeof b, "+0x%llx", static_cast<unsigned long long>(f.offset));
-      o << "  " << f.module.substr(f.module.rfind('/') + 1) << b;
+      o << "  " << e(f.module.substr(f.module.rfind('/') + 1)) << b;
     }
     if (f.inlined) o << " (inlined)";
     o << "\n";
@@ -48,7 +52,7 @@ void groups(std::ostringstream& o, const std::vector<SiteGroup>& v) {
   int i = 0;
   for (const SiteGroup& g : v) {
     o << "  #" << ++i << "  " << human_bytes(g.bytes) << " in " << g.count << " allocation" << (g.count == 1 ? "" : "s")
-      << " (" << pct(g.share) << ", " << g.kind << (g.device >= 0 ? ", device " + std::to_string(g.device) : "") << ")\n";
+      << " (" << pct(g.share) << ", " << e(g.kind) << (g.device >= 0 ? ", device " + std::to_string(g.device) : "") << ")\n";
     stack_lines(o, g.stack, "      ");
   }
   if (v.empty()) o << "  (none)\n";
@@ -57,28 +61,28 @@ void groups(std::ostringstream& o, const std::vector<SiteGroup>& v) {
 void activity_lines(std::ostringstream& o, const ActivityAt& a, const char* indent) {
   if (!a.nvtx.empty()) {
     o << indent << "inside NVTX:";
-    for (const std::string& n : a.nvtx) o << " " << n;
+    for (const std::string& n : a.nvtx) o << " " << e(n);
     o << "\n";
   }
-  for (const KernelRef& k : a.running) o << indent << "running: " << k.name << " (stream " << k.stream << ")\n";
+  for (const KernelRef& k : a.running) o << indent << "running: " << e(k.name) << " (stream " << k.stream << ")\n";
   if (a.running.empty() && !a.last_before.empty()) {
     o << indent << "last kernels before:";
-    for (size_t i = 0; i < a.last_before.size() && i < 3; ++i) o << (i ? ", " : " ") << a.last_before[i].name;
+    for (size_t i = 0; i < a.last_before.size() && i < 3; ++i) o << (i ? ", " : " ") << e(a.last_before[i].name);
     o << "\n";
   }
 }
 
 void header(std::ostringstream& o, const TraceReport& r) {
   const ProcessInfo& p = r.process;
-  o << "vramtrace report: " << r.path << "\n";
+  o << "vramtrace report: " << e(r.path) << "\n";
   std::string cmd;
   for (const std::string& a : p.argv) cmd += (cmd.empty() ? "" : " ") + a;
-  o << "  process " << p.pid << " on " << p.hostname << (p.rank >= 0 ? ", rank " + std::to_string(p.rank) : "")
-    << ": " << cmd << "\n";
-  for (const DeviceInfo& d : p.devices) o << "  device " << d.ordinal << ": " << d.name << ", " << human_bytes(d.total_bytes) << "\n";
+  o << "  process " << p.pid << " on " << e(p.hostname) << (p.rank >= 0 ? ", rank " + std::to_string(p.rank) : "")
+    << ": " << e(cmd) << "\n";
+  for (const DeviceInfo& d : p.devices) o << "  device " << d.ordinal << ": " << e(d.name) << ", " << human_bytes(d.total_bytes) << "\n";
   o << "  " << r.events << " events, " << r.failed_events << " failed, trace "
     << (p.closed_cleanly ? "closed cleanly" : "ended without a clean close") << "\n";
-  for (const std::string& pr : r.problems) o << "  note: " << pr << "\n";
+  for (const std::string& pr : r.problems) o << "  note: " << e(pr) << "\n";
   if (r.kernels.recorded) {
     char cov[64];
     snprintf(cov, sizeof cov, "%.1f%%", r.kernels.coverage * 100);
@@ -98,7 +102,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     for (const DevicePeak& p : r.peaks) {
       o << "  device " << p.device << ": " << human_bytes(p.bytes) << " at " << secs(r, p.t_ns);
       std::string kinds;
-      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + k + " " + human_bytes(v);
+      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(k) + " " + human_bytes(v);
       o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
       activity_lines(o, p.activity, "  ");
       groups(o, p.live_set);
@@ -106,20 +110,22 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     if (!r.phases.empty()) {
       o << "  memory by phase (top-level NVTX ranges):\n";
       for (const PhaseRow& p : r.phases)
-        o << "    " << human_bytes(p.max_peak_bytes) << " peak  " << p.name << " (" << p.count << "x, up to +"
+        o << "    " << human_bytes(p.max_peak_bytes) << " peak  " << e(p.name) << " (" << p.count << "x, up to +"
           << human_bytes(p.max_growth_bytes) << ")\n";
     }
     if (!r.regions.empty()) {
       o << "  regions (peak device memory within each):\n";
       for (const RegionReport& g : r.regions)
         o << "    " << human_bytes(g.peak_bytes) << " (+" << human_bytes(g.peak_bytes - g.start_bytes) << " over its start)  "
-          << g.name << (g.closed ? "" : "  [not ended]") << "\n";
+          << e(g.name) << (g.closed ? "" : "  [not ended]") << "\n";
     }
     if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << human_bytes(r.pinned_host_peak_bytes) << "\n";
     if (r.managed_peak_bytes) o << "  managed memory peak: " << human_bytes(r.managed_peak_bytes) << "\n";
   }
   if (section.empty() || section == "leaks") {
-    o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit" : "live when the trace ended: the process was killed or crashed")
+    o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit"
+                        : r.partial      ? "live where the damaged trace stops"
+                                         : "live when the trace ended: the process was killed or crashed")
       << "): " << human_bytes(r.leak_bytes) << " in " << r.leak_count << " allocations\n";
     groups(o, r.leaks);
     if (r.teardown_bytes)
@@ -139,7 +145,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
       o << "  VMM: " << human_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << human_bytes(f.vmm_mapped_bytes_at_peak)
         << " mapped at the peak (max " << human_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
     for (const PoolFragmentation& p : f.pools)
-      o << "  pool " << p.pool << " (device " << p.device << "): footprint " << human_bytes(p.footprint_bytes) << ", live "
+      o << "  pool " << e(p.pool) << " (device " << p.device << "): footprint " << human_bytes(p.footprint_bytes) << ", live "
         << human_bytes(p.live_bytes) << ", largest free gap " << human_bytes(p.largest_free_gap_bytes)
         << ", fragmentation " << pct(p.fragmentation) << "\n";
     for (const CacheFlush& c : f.cache_flushes)
@@ -152,7 +158,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     o << "\nOUT OF MEMORY (" << r.ooms.size() << " failed allocation" << (r.ooms.size() == 1 ? "" : "s") << ")\n";
     int i = 0;
     for (const OomReport& x : r.ooms) {
-      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << x.op << " of " << human_bytes(x.requested_bytes) << " on device "
+      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << human_bytes(x.requested_bytes) << " on device "
         << x.device << " failed (CUresult " << x.result << ")\n";
       o << "     device: " << human_bytes(x.device_free_bytes) << " free of " << human_bytes(x.device_total_bytes)
         << "; this process: " << human_bytes(x.process_device_bytes) << " live; elsewhere: "
@@ -160,16 +166,16 @@ std::string report_text(const TraceReport& r, const std::string& section) {
       if (x.nvml) {
         o << "     other processes on the device (NVML):" << (x.other_processes.empty() ? " none" : "") << "\n";
         for (const GpuProcess& g : x.other_processes)
-          o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : g.name) << ": " << human_bytes(g.bytes) << "\n";
+          o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << human_bytes(g.bytes) << "\n";
       }
       activity_lines(o, x.activity, "     ");
       o << "     requested at:\n";
       stack_lines(o, x.stack, "       ");
-      o << "     VERDICT: " << x.verdict << "\n";
+      o << "     VERDICT: " << e(x.verdict) << "\n";
       for (const Cause& c : x.causes) {
         char score[16];
         snprintf(score, sizeof score, "%.2f", c.score);
-        o << "       " << c.code << " (" << score << "): " << c.summary << "\n";
+        o << "       " << e(c.code) << " (" << score << "): " << e(c.summary) << "\n";
       }
       o << "     top holders:\n";
       size_t shown = 0;
@@ -179,7 +185,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
         stack_lines(o, g.stack, "         ", 4);
       }
       o << "     what to do:\n";
-      for (const std::string& m : x.remedies) o << "       - " << m << "\n";
+      for (const std::string& m : x.remedies) o << "       - " << e(m) << "\n";
     }
   }
   return o.str();
@@ -187,14 +193,24 @@ std::string report_text(const TraceReport& r, const std::string& section) {
 
 std::string job_text(const JobReport& job, const std::string& section) {
   std::ostringstream o;
-  o << "vramtrace job report: " << job.traces.size() << " traces\n";
+  size_t damaged = 0;
+  for (const TraceReport& t : job.traces) damaged += t.damaged();
+  o << "vramtrace job report: " << job.traces.size() << " trace" << (job.traces.size() == 1 ? "" : "s");
+  if (damaged) o << ", " << damaged << " damaged";
+  if (!job.unreadable.empty()) o << ", " << job.unreadable.size() << " unreadable";
+  o << "\n";
+  std::vector<TraceProblem> problems = job_problems(job);
+  if (!problems.empty()) {
+    o << "  PROBLEMS (figures from a damaged trace are lower bounds; an unreadable one is left out):\n";
+    for (const TraceProblem& p : problems) o << "    " << e(problem_line(p)) << "\n";
+  }
   o << "  rank   pid        peak          leaks         OOMs  verdict\n";
   for (const RankRow& r : job.ranks) {
     char line[256];
-    snprintf(line, sizeof line, "  %-6s %-10llu %-13s %-13s %-5zu %s\n", r.rank >= 0 ? std::to_string(r.rank).c_str() : "-",
+    snprintf(line, sizeof line, "  %-6s %-10llu %-13s %-13s %-5zu ", r.rank >= 0 ? std::to_string(r.rank).c_str() : "-",
              static_cast<unsigned long long>(r.pid), human_bytes(r.peak_bytes).c_str(), human_bytes(r.leak_bytes).c_str(),
-             r.ooms, r.verdict.c_str());
-    o << line;
+             r.ooms);
+    o << line << e(r.verdict) << (r.damaged ? (r.verdict.empty() ? "[damaged]" : "  [damaged]") : "") << "\n";
   }
   char imb[64];
   snprintf(imb, sizeof imb, "%.2f", job.imbalance);

@@ -6,17 +6,23 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <queue>
 
 #include "python_lines.h"
+#include "regular_file.h"
 
 namespace vt::analyzer {
 
 namespace fmt = vt::format;
 
 struct Symbolizer::ModuleDebug {
-  const ModuleInfo* info = nullptr;
+  size_t index = 0;  // into store_.modules (which may grow: no pointer into it is kept)
   Dwfl_Callbacks callbacks{};
   char* debuginfo_path = nullptr;  // libdwfl keeps a pointer to it
   Dwfl* dwfl = nullptr;
@@ -86,6 +92,55 @@ int call_line(Dwarf_Die* die) {
   return int(line);
 }
 
+bool not_regular(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+}
+
+// libdwfl's standard search for separate debug info opens candidate files with a blocking
+// open(2): a FIFO planted where it looks (beside a module a trace names, in its .debug/) would
+// hang us. Every candidate it may open is checked first; when one exists and is not a regular
+// file, the module goes without separate debug info (its own symbol table still names functions).
+int safe_find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base, const char* file_name,
+                        const char* debuglink_file, GElf_Word debuglink_crc, char** debuginfo_file_name) {
+  // The module's user data is its ModuleDebug's search path (set in module_for).
+  const char* search = userdata && *userdata ? static_cast<const char*>(*userdata) : "";
+  std::string dir = ".";
+  if (file_name) {
+    std::string f = file_name;
+    size_t slash = f.rfind('/');
+    dir = slash == std::string::npos ? "." : slash == 0 ? "/" : f.substr(0, slash);
+  }
+  const unsigned char* bits = nullptr;
+  GElf_Addr vaddr = 0;
+  int n = dwfl_module_build_id(mod, &bits, &vaddr);
+  std::string id = n > 0 ? to_hex(bits, n) : std::string();
+  // The places libdwfl looks (libdwfl.h, debuginfo_path): by build-id under each absolute
+  // element, and the debuglink name in the module's directory, in each relative element below
+  // it, and in each absolute element (alone and with the module's directory appended).
+  std::vector<std::string> candidates;
+  std::string list = search;
+  for (size_t start = 0; start <= list.size();) {
+    size_t colon = list.find(':', start);
+    std::string e = list.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    start = colon == std::string::npos ? list.size() + 1 : colon + 1;
+    if (!e.empty() && (e[0] == '+' || e[0] == '-')) e.erase(0, 1);
+    if (!e.empty() && e[0] == '/') {
+      if (id.size() > 2) candidates.push_back(e + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug");
+      if (debuglink_file) {
+        candidates.push_back(e + "/" + debuglink_file);
+        candidates.push_back(e + (dir == "/" ? "" : dir) + "/" + debuglink_file);
+      }
+    } else if (debuglink_file) {
+      candidates.push_back((e.empty() ? dir : dir + "/" + e) + "/" + debuglink_file);
+    }
+  }
+  for (const std::string& c : candidates)
+    if (not_regular(c)) return -1;
+  return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                      debuginfo_file_name);
+}
+
 bool is_eval_frame(const Frame& f) {
   return !f.python && (f.function == "_PyEval_EvalFrameDefault" || f.function == "PyEval_EvalFrameEx");
 }
@@ -95,7 +150,6 @@ bool is_eval_frame(const Frame& f) {
 Symbolizer::Symbolizer(const StackStore& store, SymbolizerOptions opt) : store_(store), opt_(std::move(opt)) {
   debuginfo_path_ = "+:.debug:/usr/lib/debug";
   for (const std::string& d : opt_.debug_dirs) debuginfo_path_ += ":" + d;
-  modules_.resize(store_.modules.size());
 }
 
 Symbolizer::~Symbolizer() {
@@ -105,30 +159,81 @@ Symbolizer::~Symbolizer() {
   }
 }
 
-Symbolizer::ModuleDebug* Symbolizer::module_for(uint64_t address) {
-  // The latest record covering the address (a library unloaded and another loaded in its place
-  // leaves both records; the later one is the one in use for later stacks).
-  int best = -1;
-  for (size_t i = 0; i < store_.modules.size(); ++i) {
-    const ModuleInfo& m = store_.modules[i];
-    if (address >= m.lo && address < m.hi && (best < 0 || m.t_ns >= store_.modules[best].t_ns)) best = int(i);
+void Symbolizer::index_modules() {
+  // A sweep over the range ends: each stretch of addresses goes to the latest record covering it
+  // (highest t_ns, then the later record), as a linear scan "latest covering record" would pick.
+  const std::vector<ModuleInfo>& mods = store_.modules;
+  indexed_ = mods.size();
+  if (modules_.size() < mods.size()) modules_.resize(mods.size());
+  segments_.clear();
+  struct Edge {
+    uint64_t at;
+    bool start;
+    size_t module;
+  };
+  std::vector<Edge> edges;
+  edges.reserve(2 * mods.size());
+  for (size_t i = 0; i < mods.size(); ++i) {
+    if (mods[i].lo >= mods[i].hi) continue;  // an empty or inverted range covers nothing
+    edges.push_back({mods[i].lo, true, i});
+    edges.push_back({mods[i].hi, false, i});
   }
-  if (best < 0) return nullptr;
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  auto later = [&mods](size_t a, size_t b) {  // priority_queue: true when a ranks below b
+    return mods[a].t_ns != mods[b].t_ns ? mods[a].t_ns < mods[b].t_ns : a < b;
+  };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> open(later);
+  std::vector<bool> closed(mods.size(), false);
+  for (size_t k = 0; k < edges.size();) {
+    uint64_t at = edges[k].at;
+    for (; k < edges.size() && edges[k].at == at; ++k) {
+      if (edges[k].start) open.push(edges[k].module);
+      else closed[edges[k].module] = true;
+    }
+    while (!open.empty() && closed[open.top()]) open.pop();  // ended ranges leave lazily
+    if (open.empty() || k == edges.size()) continue;
+    size_t winner = open.top();
+    uint64_t next = edges[k].at;
+    if (!segments_.empty() && segments_.back().hi == at && segments_.back().module == winner)
+      segments_.back().hi = next;  // the same module goes on
+    else
+      segments_.push_back({at, next, winner});
+  }
+}
+
+Symbolizer::ModuleDebug* Symbolizer::module_for(uint64_t address) {
+  if (indexed_ != store_.modules.size()) index_modules();  // first use, or the store grew
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), address,
+                             [](uint64_t a, const Segment& s) { return a < s.lo; });
+  if (it == segments_.begin()) return nullptr;
+  --it;
+  if (address >= it->hi) return nullptr;
+  size_t best = it->module;
   auto& slot = modules_[best];
   if (slot) return slot.get();
   slot = std::make_unique<ModuleDebug>();
-  slot->info = &store_.modules[best];
+  slot->index = best;
   slot->debuginfo_path = strdup(debuginfo_path_.c_str());
   slot->callbacks.find_elf = dwfl_build_id_find_elf;
-  slot->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+  slot->callbacks.find_debuginfo = safe_find_debuginfo;
   slot->callbacks.section_address = dwfl_offline_section_address;
   slot->callbacks.debuginfo_path = &slot->debuginfo_path;
   slot->dwfl = dwfl_begin(&slot->callbacks);
-  const ModuleInfo& info = *slot->info;
+  const ModuleInfo& info = store_.modules[best];
   std::string file = opt_.sysroot + info.path;
-  if (slot->dwfl && !info.path.empty() && info.path[0] == '/') {
-    slot->mod = dwfl_report_elf(slot->dwfl, info.path.c_str(), file.c_str(), -1, info.bias, false);
+  std::string why;
+  // Only a regular file, opened without blocking: a FIFO or a device named by a trace is not
+  // symbolized (its frames keep module+offset).
+  int fd = slot->dwfl && !info.path.empty() && info.path[0] == '/' ? open_regular_file(file, &why) : -1;
+  if (fd >= 0) {
+    slot->mod = dwfl_report_elf(slot->dwfl, info.path.c_str(), file.c_str(), fd, info.bias, false);
+    if (!slot->mod) close(fd);  // consumed by libdwfl only on success
     dwfl_report_end(slot->dwfl, nullptr, nullptr);
+    if (slot->mod) {
+      void** user = nullptr;
+      dwfl_module_info(slot->mod, &user, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+      if (user) *user = slot->debuginfo_path;  // for safe_find_debuginfo
+    }
     if (slot->mod && !info.build_id.empty()) {
       const unsigned char* bits = nullptr;
       GElf_Addr vaddr;
@@ -143,14 +248,16 @@ std::vector<Frame> Symbolizer::native(uint64_t address) {
   auto it = address_cache_.find(address);
   if (it != address_cache_.end()) return it->second;
   std::vector<Frame> out;
-  ModuleDebug* md = module_for(address);
-  // Return addresses point after the call: look up the call instruction itself.
+  // Return addresses point after the call: look up the call instruction itself (and its module:
+  // a call that ends a library returns to the first byte past it).
   uint64_t pc = address > 0 ? address - 1 : 0;
+  ModuleDebug* md = module_for(pc);
   Frame base;
   base.function = "??";
   if (md) {
-    base.module = md->info->path;
-    base.offset = address - md->info->bias;
+    const ModuleInfo& info = store_.modules[md->index];
+    base.module = info.path;
+    base.offset = address - info.bias;
   } else {
     base.module = "??";
     base.offset = address;

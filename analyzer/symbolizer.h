@@ -2,7 +2,10 @@
 // file, line, module and inlined callers, using the trace's module map and build-ids with elfutils
 // (libdwfl), and Python frames with file, line and qualified name from the recorded code objects.
 // Python frames are spliced into the native stack where the interpreter's eval loop ran them.
-// A frame that cannot be resolved keeps its module+offset; it never disappears.
+// A frame that cannot be resolved keeps its module+offset; it never disappears. Module files are
+// opened without blocking and only when they are regular files (a FIFO or a device named by a
+// trace is simply not symbolized); modules are found by address in O(log n) (a sorted index of
+// the address ranges, the latest record winning where they overlap).
 #pragma once
 
 #include <cstdint>
@@ -43,13 +46,20 @@ class Symbolizer {
 
  private:
   struct ModuleDebug;
+  struct Segment {  // [lo, hi) is covered by store_.modules[module]
+    uint64_t lo, hi;
+    size_t module;
+  };
   ModuleDebug* module_for(uint64_t address);
+  void index_modules();
   std::vector<Frame> python_frame(uint64_t frame);
 
   const StackStore& store_;
   SymbolizerOptions opt_;
   std::string debuginfo_path_;
-  std::vector<std::unique_ptr<ModuleDebug>> modules_;
+  std::vector<std::unique_ptr<ModuleDebug>> modules_;  // by index into store_.modules, opened lazily
+  std::vector<Segment> segments_;  // disjoint, by address: which module record wins where
+  size_t indexed_ = ~size_t(0);    // store_.modules.size() when segments_ was built
   std::unordered_map<uint32_t, std::vector<Frame>> cache_;
   std::unordered_map<uint64_t, std::vector<Frame>> address_cache_;
 };

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "regular_file.h"
+
 namespace vt::analyzer {
 
 namespace fmt = vt::format;
@@ -27,6 +29,7 @@ struct TraceReader::Cursor {
   uint64_t stream = 0;
   const uint8_t* chunk_lo = nullptr;  // the whole chunk, for release()
   const uint8_t* chunk_hi = nullptr;
+  bool cut = false;  // the file ends inside this chunk (already reported): a torn last record is expected
   Record rec;
 };
 
@@ -186,19 +189,29 @@ TraceReader::~TraceReader() {
 
 void TraceReader::note(std::string msg, bool lost) {
   if (quiet_) return;
-  data_lost_ = data_lost_ || lost;
-  if (noted_.insert(msg).second) problems_.push_back(std::move(msg));  // each sentence once
+  if (!noted_.insert(msg).second) return;  // each sentence once
+  if (lost) damage_.push_back(msg);
+  problems_.push_back(std::move(msg));
+}
+
+void TraceReader::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (process_.closed_cleanly && !end_seen_) {
+    process_.closed_cleanly = false;
+    // When the recorder stopped early, that is the reason (already noted) the end is missing.
+    if (!process_.tracing_failed)
+      note("the header says the process exited cleanly but the end record is missing: the trace was cut short", true);
+  }
 }
 
 bool TraceReader::load(std::string* error) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    *error = path_ + ": cannot open: " + strerror(errno);
-    return false;
-  }
+  // Never blocks: a FIFO or a device given as a trace is refused, not waited on.
   struct stat st;
-  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = path_ + ": not a regular file";
+  std::string why;
+  fd_ = open_regular_file(path_, &why, kFollow, &st);
+  if (fd_ < 0) {
+    *error = path_ + ": " + why;
     return false;
   }
   size_ = uint64_t(st.st_size);
@@ -207,7 +220,12 @@ bool TraceReader::load(std::string* error) {
     return false;
   }
   if (size_ < sizeof(fmt::FileHeader)) {
-    *error = path_ + ": too short to be a vramtrace trace (" + std::to_string(size_) + " bytes)";
+    bool magic = false;
+    char m8[sizeof fmt::kFileMagic];
+    if (size_ >= sizeof m8 && pread(fd_, m8, sizeof m8, 0) == ssize_t(sizeof m8))
+      magic = memcmp(m8, fmt::kFileMagic, sizeof m8) == 0;
+    *error = path_ + (magic ? ": the trace was cut inside its header (" + std::to_string(size_) + " bytes): nothing to read"
+                            : ": too short to be a vramtrace trace (" + std::to_string(size_) + " bytes)");
     return false;
   }
   void* m = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
@@ -258,34 +276,73 @@ bool TraceReader::load(std::string* error) {
          false);
   if (pi.tracing_failed) note("the recorder stopped writing early (disk full or size limit)", true);
 
-  // Chunks sit at fixed offsets; unclaimed ones are all zero.
-  uint64_t body = size_ > h.header_size ? size_ - h.header_size : 0;
+  // The file's shape: a trace cut short (a copy that stopped, a full disk on the way) must not
+  // read as complete. The header fills its slot; the chunks the header counts must all be there.
+  if (size_ < h.header_size) {
+    pi.closed_cleanly = false;
+    note("the trace was cut inside its header (" + std::to_string(size_) + " of " + std::to_string(h.header_size) +
+             " bytes): no records could be read",
+         true);
+    return true;
+  }
+  // Chunks sit at fixed offsets; unclaimed ones are all zero. A chunk cut by the end of the file
+  // keeps the records before the cut.
+  uint64_t body = size_ - h.header_size;
   uint64_t nchunks = body / h.chunk_size;
-  if (body % h.chunk_size) note("the file ends inside a chunk (it was truncated); that chunk was skipped", true);
+  uint64_t tail = body % h.chunk_size;  // bytes of a last, cut chunk
+  uint64_t present = nchunks + (tail >= sizeof(fmt::ChunkHeader) ? 1 : 0);
+  if (h.chunks_allocated > present) {
+    pi.closed_cleanly = false;
+    note("the trace was cut short: the header counts " + std::to_string(h.chunks_allocated) + " chunks, the file holds " +
+             std::to_string(present) + "; the records of the missing ones are lost",
+         true);
+  }
+  if (tail && tail < sizeof(fmt::ChunkHeader)) {
+    const uint8_t* c = base_ + h.header_size + nchunks * h.chunk_size;
+    bool zero = std::all_of(c, c + tail, [](uint8_t b) { return b == 0; });
+    note("the file ends inside the header of chunk " + std::to_string(nchunks) + " (it was cut short)" +
+             (zero ? std::string() : "; that chunk is lost"),
+         !zero);
+  }
   uint32_t payload_cap = h.chunk_size - uint32_t(sizeof(fmt::ChunkHeader));
-  for (uint64_t i = 0; i < nchunks; ++i) {
+  for (uint64_t i = 0; i < present; ++i) {
     const uint8_t* c = base_ + h.header_size + i * h.chunk_size;
+    uint64_t avail = i < nchunks ? h.chunk_size : tail;  // bytes of this chunk in the file
     fmt::ChunkHeader ch;
     memcpy(&ch, c, sizeof ch);
     // Reading the header mapped the chunk (the kernel maps cached neighbours on a fault): drop
     // it until it is read, or the whole file would be resident at once.
-    if (i != 0) release(c, c + h.chunk_size);
-    if (ch.magic == 0) continue;
+    if (i != 0) release(c, c + avail);
+    if (ch.magic == 0) {
+      if (avail < h.chunk_size) note("the file ends inside chunk " + std::to_string(i) + " (it was cut short)", false);
+      continue;
+    }
     if (ch.magic != fmt::kChunkMagic || ch.used > payload_cap) {
       note("chunk " + std::to_string(i) + " is corrupt and was skipped", true);
       continue;
     }
-    if (ch.used == 0) continue;
-    record_bytes_ += sizeof ch + ch.used;
+    uint64_t used = ch.used;
+    if (sizeof ch + used > avail) {
+      used = avail - sizeof ch;
+      pi.closed_cleanly = false;
+      note("the file ends inside chunk " + std::to_string(i) + " (it was cut short): the records before the cut were kept, "
+               "the rest of that chunk is lost",
+           true);
+    } else if (avail < h.chunk_size) {
+      note("the file ends inside chunk " + std::to_string(i) + " (it was cut short) after its last record", false);
+    }
+    if (used == 0) continue;
+    record_bytes_ += sizeof ch + used;
     Cursor cur;
     cur.p = c + sizeof ch;
-    cur.end = cur.p + ch.used;
+    cur.end = cur.p + used;
     cur.tid = ch.tid;
     cur.index = uint32_t(i);
     cur.base_ns = ch.base_ns;
     cur.last_ns = ch.base_ns;
     cur.chunk_lo = c;
-    cur.chunk_hi = c + h.chunk_size;
+    cur.chunk_hi = c + avail;
+    cur.cut = used < ch.used;
     cursors_.push_back(cur);
   }
 
@@ -311,6 +368,10 @@ bool TraceReader::load(std::string* error) {
 }
 
 void TraceReader::apply_meta(const Record& r) {
+  if (r.tag == fmt::kTagEnd) {
+    end_seen_ = true;
+    return;
+  }
   if (r.tag >= fmt::kTagStack && r.tag <= fmt::kTagConfig) {
     if (stacks_loaded_) return;  // load_stacks() decoded it already
     if (!decode_stack_meta(r, &store_)) note("a stack, module or code record is damaged", true);
@@ -346,7 +407,7 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     uint64_t len = 0;
     p = fmt::get_varint(p, c.end, &len);
     if (tag == 0 || !p || len == 0 || len > uint64_t(c.end - p)) {
-      note("chunk " + std::to_string(c.index) + " is damaged; the rest of it was skipped", true);
+      if (!c.cut) note("chunk " + std::to_string(c.index) + " is damaged; the rest of it was skipped", true);
       c.p = c.end;
       return false;
     }
@@ -423,6 +484,7 @@ void TraceReader::load_stacks() {
       uint64_t dt = 0;
       const uint8_t* after_dt = fmt::get_varint(body, body + len, &dt);
       if (after_dt) t += dt;  // as advance() does: a damaged dt adds nothing
+      if (tag == fmt::kTagEnd) end_seen_ = true;
       if (tag >= fmt::kTagStack && tag <= fmt::kTagConfig) {
         Record r;
         r.tag = tag;
@@ -437,6 +499,7 @@ void TraceReader::load_stacks() {
     }
     release(c0.chunk_lo, c0.chunk_hi);
   }
+  finish();  // every record's tag was seen
 }
 
 void TraceReader::release(const uint8_t* chunk_lo, const uint8_t* chunk_hi) {
@@ -484,6 +547,7 @@ const Record* TraceReader::next() {
       }
     }
     if (heap_.empty()) {
+      finish();
       return nullptr;
     }
     std::pop_heap(heap_.begin(), heap_.end(), later);

@@ -1,7 +1,9 @@
 // Reading a trace file back: validation of the header, the process and device records, and all
 // records of all chunks merged into one time-ordered stream. Memory is bounded by the number of
-// chunks, not of events; nothing is allocated per event. Damage (a torn tail, a corrupt chunk, a
-// newer minor version) is reported in problems(), never by crashing; what is intact is returned.
+// chunks, not of events; nothing is allocated per event. Damage (a file cut short, a corrupt
+// chunk, a newer minor version) is reported in problems() (and what lost records in damage()),
+// never by crashing; what is intact is returned. The file is opened without blocking and only
+// when it is a regular file.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,9 @@ struct ProcessInfo {
   uint32_t version_major = 0, version_minor = 0;
   uint64_t pid = 0, ppid = 0;
   uint64_t start_realtime_ns = 0, start_monotonic_ns = 0, end_monotonic_ns = 0;
+  // The process reached its exit path and the trace holds everything up to it: the header's
+  // flag is set, the file is as long as the header says, and the end record was read. Final once
+  // next() has returned nullptr (or after load_stacks(), which reads every record's tag).
   bool closed_cleanly = false;
   bool tracing_failed = false;  // the writer stopped early (disk full, size limit)
   int rank = -1, local_rank = -1;
@@ -118,8 +123,11 @@ class TraceReader {
   // Everything that was damaged or missing, one sentence each (empty for a perfect trace).
   // Complete only after next() has returned false.
   const std::vector<std::string>& problems() const { return problems_; }
-  // True when records were lost to damage (beyond a clean-close flag that is merely missing).
-  bool data_lost() const { return data_lost_; }
+  // The problems that mean records were lost (a cut, a corrupt chunk, tracing that stopped):
+  // figures from this trace are lower bounds. A clean close that is merely missing (the process
+  // was killed) is a problem but no damage.
+  const std::vector<std::string>& damage() const { return damage_; }
+  bool data_lost() const { return !damage_.empty(); }
 
   uint64_t file_size() const { return size_; }
   // Bytes of claimed chunks actually holding records (chunk headers + published records).
@@ -133,6 +141,7 @@ class TraceReader {
   void release(const uint8_t* chunk_lo, const uint8_t* chunk_hi);  // drops a read chunk's pages
   void apply_meta(const Record& r);
   void note(std::string msg, bool lost);
+  void finish();  // at the end of the stream: was the clean close really there?
 
   std::string path_;
   int fd_ = -1;
@@ -151,9 +160,10 @@ class TraceReader {
     uint32_t cursor;
   };
   std::vector<HeapEntry> heap_;  // min-heap of active cursors by next record time
-  std::vector<std::string> problems_;
+  std::vector<std::string> problems_, damage_;
   std::unordered_set<std::string> noted_;  // problems_ without repeats
-  bool data_lost_ = false;
+  bool end_seen_ = false;  // the end record (kTagEnd) was read
+  bool finished_ = false;
   static constexpr uint32_t kNone = ~0u;
   uint32_t current_ = kNone;  // the cursor whose record was returned last, not in the heap
   const Record* emit(uint32_t cursor);

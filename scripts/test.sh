@@ -2,14 +2,17 @@
 # Installs what is missing, builds, and runs every test: ctest (unit, end-to-end against the
 # simulated driver, the simulated driver's self-test) and the Python suites for each CPython
 # 3.10-3.15 found (3.14/3.15 unpacked from Debian's newer suites by scripts/debian-python.sh when
-# not installed; tests/python/pythons.sh prints which were tested and which skipped, and why).
-# Usage: scripts/test.sh
+# not installed; tests/python/pythons.sh prints which were tested and which skipped, and why),
+# the command-line tests once more under UBSan (tests/ubsan_cli.sh), and the kept fuzz corpus
+# under ASan+UBSan. Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 cd build
 ctest --output-on-failure -j"$(nproc)"
 cd ..
+# The command-line tests again, against a CLI built with UndefinedBehaviorSanitizer (build-ubsan/).
+tests/ubsan_cli.sh build
 # The kept fuzz corpus under ASan+UBSan (clang); timed fuzzing when VRAMTRACE_FUZZ_SECONDS is set.
 if command -v clang++ >/dev/null; then
   tests/fuzz/run_fuzz.sh --replay

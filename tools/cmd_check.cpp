@@ -1,77 +1,34 @@
 // `vramtrace check`: a CI gate. Exit 0 when every limit holds, 1 when one is broken (each on its
-// own line with actual vs allowed), 2 for usage errors or unreadable input.
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cmath>
-#include <cstring>
-#include <cstdio>
+// own line with actual vs allowed), 2 for usage errors, unreadable input, or a damaged or
+// unreadable trace (named on stderr and in --json's `problems`) unless --allow-damaged. The
+// limits themselves are judged by analyzer/gate.h.
 #include <iostream>
 
 #include "analysis.h"
+#include "terminal_escape.h"
 #include "commands.h"
 #include "compare.h"
-#include <nlohmann/json.hpp>
-
-#include "oom_verdict.h"
+#include "gate.h"
+#include "report_render.h"
 
 namespace vt::cli {
 
-namespace {
-
-using analyzer::human_bytes;
-
-struct Violation {
-  std::string rule, trace, message;
-  double actual = 0, allowed = 0;
-};
-
-bool load(const std::string& input, std::vector<analyzer::TraceReport>* out, std::string* err) {
-  analyzer::AnalysisOptions a;
-  a.top = 1000000;  // every site: gates compare all of them
-  struct stat st;
-  if (stat(input.c_str(), &st) != 0) {
-    *err = input + ": " + strerror(errno);
-    return false;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    analyzer::JobReport job;
-    if (!analyzer::analyze_job(input, a, &job, err)) return false;
-    *out = std::move(job.traces);
-    return true;
-  }
-  out->resize(1);
-  return analyzer::analyze_trace(input, a, &(*out)[0], err);
-}
-
-uint64_t peak_of(const analyzer::TraceReport& r) { return r.peaks.empty() ? 0 : r.peaks[0].bytes; }
-
-const analyzer::TraceReport& largest(const std::vector<analyzer::TraceReport>& v) {
-  size_t best = 0;
-  for (size_t i = 1; i < v.size(); ++i)
-    if (peak_of(v[i]) > peak_of(v[best])) best = i;
-  return v[best];
-}
-
-std::string pct(double v) {
-  char b[32];
-  snprintf(b, sizeof b, "%+.1f%%", v);
-  return b;
-}
-
-}  // namespace
-
 int check_command(const CheckOptions& opt) {
-  uint64_t max_peak = 0, max_leak = 0;
+  analyzer::GateLimits lim;
   std::string why;
-  if (!opt.max_peak.empty() && !analyzer::parse_size(opt.max_peak, &max_peak, &why)) {
+  lim.has_max_peak = !opt.max_peak.empty();
+  lim.has_max_leak = !opt.max_leak.empty();
+  if (lim.has_max_peak && !analyzer::parse_size(opt.max_peak, &lim.max_peak, &why)) {
     error_line("--max-peak: " + why);
     return 2;
   }
-  if (!opt.max_leak.empty() && !analyzer::parse_size(opt.max_leak, &max_leak, &why)) {
+  if (lim.has_max_leak && !analyzer::parse_size(opt.max_leak, &lim.max_leak, &why)) {
     error_line("--max-leak: " + why);
     return 2;
   }
+  lim.no_oom = opt.no_oom;
+  lim.max_peak_growth = opt.max_peak_growth;
+  lim.max_site_growth = opt.max_site_growth;
   bool growth_limits = opt.max_peak_growth >= 0 || opt.max_site_growth >= 0;
   if (growth_limits && opt.baseline.empty()) {
     error_line("--max-peak-growth and --max-site-growth need --baseline");
@@ -81,76 +38,42 @@ int check_command(const CheckOptions& opt) {
     error_line("--baseline needs --max-peak-growth or --max-site-growth");
     return 2;
   }
-  if (opt.max_peak.empty() && opt.max_leak.empty() && !opt.no_oom && !growth_limits) {
+  if (!lim.has_max_peak && !lim.has_max_leak && !opt.no_oom && !growth_limits) {
     error_line("check: no limit given (--max-peak, --max-leak, --no-oom, --baseline with growth limits)");
     return 2;
   }
 
-  std::vector<analyzer::TraceReport> runs, base;
+  analyzer::AnalysisOptions a;
+  a.top = 1000000;  // every site: gates compare all of them
+  analyzer::JobReport runs, base;
+  bool is_job = false;
   std::string err;
-  if (!load(opt.input, &runs, &err) || (!opt.baseline.empty() && !load(opt.baseline, &base, &err))) {
+  if (!analyzer::analyze_input(opt.input, a, &runs, &is_job, &err) ||
+      (!opt.baseline.empty() && !analyzer::analyze_input(opt.baseline, a, &base, &is_job, &err))) {
     error_line(err);
     return 2;
   }
-
-  std::vector<Violation> v;
-  for (const analyzer::TraceReport& r : runs) {
-    uint64_t peak = peak_of(r);
-    if (!opt.max_peak.empty() && peak > max_peak)
-      v.push_back({"max_peak", r.path, "peak " + human_bytes(peak) + " (" + std::to_string(peak) + " bytes) > allowed " +
-                                           human_bytes(max_peak) + " in " + r.path,
-                   double(peak), double(max_peak)});
-    if (!opt.max_leak.empty() && r.leak_bytes > max_leak)
-      v.push_back({"max_leak", r.path, "leaked " + human_bytes(r.leak_bytes) + " (" + std::to_string(r.leak_bytes) +
-                                           " bytes) > allowed " + human_bytes(max_leak) + " in " + r.path,
-                   double(r.leak_bytes), double(max_leak)});
-    if (opt.no_oom && !r.ooms.empty())
-      v.push_back({"no_oom", r.path, std::to_string(r.ooms.size()) + " failed allocation" + (r.ooms.size() > 1 ? "s" : "") +
-                                         " (first: " + human_bytes(r.ooms[0].requested_bytes) + ", verdict " + r.ooms[0].verdict +
-                                         ") > allowed 0 in " + r.path,
-                   double(r.ooms.size()), 0});
-  }
-  if (!base.empty()) {
-    const analyzer::TraceReport& b = largest(base);
-    const analyzer::TraceReport& n = largest(runs);
-    analyzer::RunDiff d = analyzer::diff_runs(b, n);
-    if (opt.max_peak_growth >= 0 && d.base_peak) {
-      double g = (double(d.new_peak) - double(d.base_peak)) * 100.0 / double(d.base_peak);
-      if (g > opt.max_peak_growth)
-        v.push_back({"max_peak_growth", n.path, "peak growth " + pct(g) + " (" + human_bytes(d.new_peak) + " vs baseline " +
-                                                    human_bytes(d.base_peak) + ") > allowed " + pct(opt.max_peak_growth),
-                     g, opt.max_peak_growth});
-    }
-    if (opt.max_site_growth >= 0) {
-      for (const analyzer::SiteChange& c : d.sites) {
-        if (c.base_peak > 0) {
-          double g = double(c.new_peak - c.base_peak) * 100.0 / double(c.base_peak);
-          if (g > opt.max_site_growth)
-            v.push_back({"max_site_growth", n.path, "site growth " + pct(g) + " at " + c.label + " (" + human_bytes(uint64_t(c.new_peak)) +
-                                                        " vs baseline " + human_bytes(uint64_t(c.base_peak)) + ") > allowed " +
-                                                        pct(opt.max_site_growth),
-                         g, opt.max_site_growth});
-        } else if (c.new_peak > 0 && double(c.new_peak) > 0.01 * double(d.base_peak)) {
-          // A site the baseline did not have counts when it matters (over 1% of the baseline peak).
-          v.push_back({"max_site_growth", n.path, "new site " + c.label + " holds " + human_bytes(uint64_t(c.new_peak)) +
-                                                      " at the peak (not in the baseline) > allowed " + pct(opt.max_site_growth),
-                       INFINITY, opt.max_site_growth});
-        }
-      }
-    }
+  // Damage first: a gate passed on half a trace is no gate.
+  std::vector<analyzer::TraceProblem> problems = analyzer::job_problems(runs);
+  for (const analyzer::TraceProblem& p : analyzer::job_problems(base)) problems.push_back(p);
+  for (const analyzer::TraceProblem& p : problems) error_line(analyzer::problem_line(p));
+  size_t damaged = 0, unreadable = runs.unreadable.size() + base.unreadable.size();
+  for (const analyzer::TraceReport& t : runs.traces) damaged += t.damaged();
+  for (const analyzer::TraceReport& t : base.traces) damaged += t.damaged();
+  bool damage_fails = !problems.empty() && !opt.allow_damaged;
+  if (runs.traces.empty() || (!opt.baseline.empty() && base.traces.empty())) {
+    error_line("check: no readable trace in " + (runs.traces.empty() ? opt.input : opt.baseline));
+    return 2;
   }
 
+  std::vector<analyzer::Violation> v = analyzer::judge_gate(runs.traces, base.traces, lim);
   if (opt.json) {
-    nlohmann::json out = {{"ok", v.empty()}, {"violations", nlohmann::json::array()}};
-    for (const Violation& x : v)
-      out["violations"].push_back({{"rule", x.rule}, {"trace", x.trace}, {"message", x.message},
-                                   {"actual", std::isfinite(x.actual) ? nlohmann::json(x.actual) : nlohmann::json(nullptr)},
-                                   {"allowed", x.allowed}});
-    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    nlohmann::json out = analyzer::gate_json(v, analyzer::problems_json(problems), !damage_fails);
+    std::cout << analyzer::json_text(out, 2) << "\n";
   } else {
-    for (const Violation& x : v) std::cout << "FAIL " << x.rule << ": " << x.message << "\n";
-    if (v.empty()) std::cout << "ok: every limit holds (" << runs.size() << " trace" << (runs.size() > 1 ? "s" : "") << ")\n";
+    std::cout << analyzer::gate_text(v, runs.traces.size(), damaged, unreadable, damage_fails);
   }
+  if (damage_fails) return 2;
   return v.empty() ? 0 : 1;
 }
 

@@ -1,12 +1,15 @@
 // `vramtrace dump` and `vramtrace info`: a trace as JSON lines / one JSON summary.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "analysis.h"
 #include "commands.h"
 #include "record_json.h"
+#include "terminal_escape.h"
 #include "trace_reader.h"
 
 namespace vt::cli {
@@ -14,16 +17,24 @@ namespace vt::cli {
 namespace {
 
 std::string to_line(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return analyzer::json_text(j);
 }
 
+// Every note on stderr; those that mean lost records say "damaged" as report and check do.
 void report_problems(const analyzer::TraceReader& r) {
-  for (const std::string& p : r.problems()) error_line(r.path() + ": " + p);
+  for (const std::string& p : r.problems()) {
+    bool lost = std::find(r.damage().begin(), r.damage().end(), p) != r.damage().end();
+    error_line(lost ? analyzer::problem_line({r.path(), false, p}) : r.path() + ": " + p);
+  }
 }
 
 }  // namespace
 
-void error_line(const std::string& msg) { std::cerr << "vramtrace: " << msg << "\n"; }
+void error_line(const std::string& msg) { std::cerr << "vramtrace: " << analyzer::terminal_escape(msg) << "\n"; }
+
+void name_damage(const analyzer::JobReport& job) {
+  for (const analyzer::TraceProblem& p : analyzer::job_problems(job)) error_line(analyzer::problem_line(p));
+}
 
 int dump_command(const std::string& trace, const DumpOptions& opt) {
   std::string err;
@@ -99,7 +110,10 @@ int info_command(const std::string& trace) {
   j["python_frames"] = {{"status", py == 1 ? "on" : py == 2 ? "refused" : "off"},
                         {"message", reader->stacks().python_message}};
   j["notes"] = notes;
-  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  j["damage"] = reader->damage();
+  std::cout << analyzer::json_text(j, 2) << "\n";
+  std::cout.flush();
+  report_problems(*reader);
   return 0;
 }
 

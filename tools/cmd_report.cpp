@@ -1,7 +1,6 @@
 // `vramtrace report TRACE|DIR [--format text|json|html] [--top N] [-o FILE]` and the one-section
 // forms `peak`, `leaks`, `oom`, `frag` (html is always the whole report). A directory is
 // analysed as one job (all its traces). `vramtrace export --folded OUT TRACE [--leaks]`.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +9,7 @@
 #include <iostream>
 
 #include "analysis.h"
+#include "terminal_escape.h"
 #include "commands.h"
 #include "folded.h"
 #include "report_html.h"
@@ -42,29 +42,22 @@ int report_command(const ReportOptions& opt) {
   a.top = opt.top;
   a.symbols = {opt.sysroot, opt.debug_dirs};
   a.progress = true;
-  struct stat st;
-  if (stat(opt.input.c_str(), &st) != 0) {
-    error_line(opt.input + ": " + strerror(errno));
+  analyzer::JobReport job;
+  bool is_job = false;
+  std::string err, text;
+  if (!analyzer::analyze_input(opt.input, a, &job, &is_job, &err)) {
+    error_line(err);
     return 1;
   }
-  std::string err, text;
-  bool is_dir = S_ISDIR(st.st_mode);
-  if (is_dir) {
-    analyzer::JobReport job;
-    if (!analyzer::analyze_job(opt.input, a, &job, &err)) {
-      error_line(err);
-      return 1;
-    }
-    text = opt.format == "json" ? analyzer::job_json(job, opt.section).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+  name_damage(job);
+  auto json_text = [](const nlohmann::json& j) { return analyzer::json_text(j, 2) + "\n"; };
+  if (is_job) {
+    text = opt.format == "json" ? json_text(analyzer::job_json(job, opt.section))
            : opt.format == "html" ? analyzer::job_html(job)
                                   : analyzer::job_text(job, opt.section);
   } else {
-    analyzer::TraceReport rep;
-    if (!analyzer::analyze_trace(opt.input, a, &rep, &err)) {
-      error_line(err);
-      return 1;
-    }
-    text = opt.format == "json" ? analyzer::report_json(rep, opt.section).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+    const analyzer::TraceReport& rep = job.traces[0];
+    text = opt.format == "json" ? json_text(analyzer::report_json(rep, opt.section))
            : opt.format == "html" ? analyzer::report_html(rep)
                                   : analyzer::report_text(rep, opt.section);
   }
@@ -76,12 +69,15 @@ int export_command(const ExportOptions& opt) {
   a.top = opt.top;
   a.symbols = {opt.sysroot, opt.debug_dirs};
   a.progress = true;
-  analyzer::TraceReport rep;
+  analyzer::JobReport job;
+  job.traces.resize(1);
+  analyzer::TraceReport& rep = job.traces[0];
   std::string err;
   if (!analyzer::analyze_trace(opt.input, a, &rep, &err)) {
     error_line(err);
     return 1;
   }
+  name_damage(job);
   return write_out(opt.leaks ? analyzer::folded_leaks(rep) : analyzer::folded_peak(rep), opt.output);
 }
 

@@ -1,6 +1,8 @@
 // `vramtrace run [-o PATH] -- CMD ARGS...`: runs CMD with libvramtrace.so preloaded, passes its
 // exit status through (128+N for a signal), and lists the trace files the run produced (found by
-// the session id every traced process writes into its header).
+// the session id every traced process writes into its header), or says why there is none: the
+// command could not be run, the disk is full, tracing is disabled... -o is checked (and a
+// directory named with a trailing '/' created) before anything runs: tools/run_output.h.
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,6 +21,10 @@
 #include <vector>
 
 #include "commands.h"
+#include "config.h"
+#include "regular_file.h"
+#include "run_output.h"
+#include "terminal_escape.h"
 #include "trace_format.h"
 
 namespace vt::cli {
@@ -31,22 +37,10 @@ void forward_signal(int sig) {
   if (g_child > 0) kill(g_child, sig);
 }
 
-bool is_dir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 std::string dir_of(const std::string& p) {
   size_t slash = p.rfind('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : p.substr(0, slash);
-}
-
-std::string absolute(const std::string& p) {
-  if (!p.empty() && p[0] == '/') return p;
-  char cwd[PATH_MAX];
-  if (!getcwd(cwd, sizeof cwd)) return p;
-  return std::string(cwd) + "/" + p;
 }
 
 // libvramtrace.so beside the binary: build/bin -> build/lib, <prefix>/bin -> <prefix>/lib.
@@ -68,29 +62,42 @@ std::string new_session_id() {
   return b;
 }
 
-std::string session_of(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return {};
-  format::FileHeader h;
-  ssize_t n = pread(fd, &h, sizeof h, 0);
+// The header of `path` when it is a trace: else false.
+bool header_of(const std::string& path, format::FileHeader* h) {
+  std::string why;
+  int fd = analyzer::open_regular_file(path, &why, analyzer::kNoFollow);  // a FIFO in the directory never blocks us
+  if (fd < 0) return false;
+  ssize_t n = pread(fd, h, sizeof *h, 0);
   close(fd);
-  if (n != ssize_t(sizeof h) || memcmp(h.magic, format::kFileMagic, 8) != 0) return {};
-  return std::string(h.session, strnlen(h.session, sizeof h.session));
+  return n == ssize_t(sizeof *h) && memcmp(h->magic, format::kFileMagic, 8) == 0;
 }
 
-std::vector<std::string> traces_of_session(const std::string& dir, const std::string& session) {
-  std::vector<std::string> out;
+struct RunTrace {
+  std::string path;
+  format::FileHeader header;
+};
+
+std::vector<RunTrace> traces_of_session(const std::string& dir, const std::string& session) {
+  std::vector<RunTrace> out;
   DIR* d = opendir(dir.c_str());
   if (!d) return out;
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    std::string path = dir + "/" + name;
-    if (session_of(path) == session) out.push_back(path);
+    RunTrace t{dir + (dir.back() == '/' ? "" : "/") + name, {}};
+    if (header_of(t.path, &t.header) && std::string(t.header.session, strnlen(t.header.session, sizeof t.header.session)) == session)
+      out.push_back(t);
   }
   closedir(d);
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(), [](const RunTrace& a, const RunTrace& b) { return a.path < b.path; });
   return out;
+}
+
+// What to add after a trace's path: why it is not the whole story, if it is not.
+std::string trace_note(const RunTrace& t) {
+  if (t.header.flags & format::kHeaderTracingFailed)
+    return "  (incomplete: tracing stopped early; the vramtrace line above says why)";
+  return "";
 }
 
 }  // namespace
@@ -103,16 +110,22 @@ int run_command(const RunOptions& opt) {
     return 2;
   }
 
-  std::string output = absolute(opt.output.empty() ? std::string(".") : opt.output);
-  bool dir_mode = is_dir(output) || output.back() == '/';
-  std::string out_dir = dir_mode ? output : dir_of(output);
-  if (out_dir.find('%') == std::string::npos && !is_dir(out_dir)) {
-    error_line("output directory " + out_dir + " does not exist");
+  RunOutput out;
+  std::string err;
+  if (!prepare_output(opt.output, &out, &err)) {
+    error_line(err);
     return 2;
   }
-  if (out_dir.find('%') == std::string::npos && access(out_dir.c_str(), W_OK) != 0) {
-    error_line("output directory " + out_dir + " is not writable: " + strerror(errno));
-    return 2;
+  // The rest of the configuration as the library will read it (interpose/config.h): a bad value
+  // would turn tracing off with the library's line, and a long job would run for nothing.
+  if (!tracing_disabled()) {
+    setenv("VRAMTRACE_OUTPUT", out.value.c_str(), 1);
+    if (opt.no_kernels) setenv("VRAMTRACE_KERNELS", "0", 1);
+    Config cfg;
+    if (!load_config(&cfg, long(getpid()))) {
+      error_line("run: " + opt.command[0] + " was not run: tracing would be off (the line above says why)");
+      return 2;
+    }
   }
 
   std::string session = new_session_id();
@@ -133,6 +146,12 @@ int run_command(const RunOptions& opt) {
   sigaction(SIGTERM, &fwd, &old_term);
   sigaction(SIGHUP, &fwd, &old_hup);
 
+  // The child reports a failed exec through a close-on-exec pipe: EOF means the command runs.
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    error_line(std::string("cannot create a pipe: ") + strerror(errno));
+    return 2;
+  }
   pid_t child = fork();
   if (child < 0) {
     error_line(std::string("cannot fork: ") + strerror(errno));
@@ -143,8 +162,9 @@ int run_command(const RunOptions& opt) {
     sigaction(SIGQUIT, &old_quit, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     sigaction(SIGHUP, &old_hup, nullptr);
+    close(exec_pipe[0]);
     setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv("VRAMTRACE_OUTPUT", output.c_str(), 1);
+    setenv("VRAMTRACE_OUTPUT", out.value.c_str(), 1);
     setenv("VRAMTRACE_SESSION", session.c_str(), 1);
     if (opt.no_kernels) setenv("VRAMTRACE_KERNELS", "0", 1);
     // NVTX ranges reach CUPTI only through NVTX's injection hook: point it at libvramtrace, which
@@ -153,25 +173,36 @@ int run_command(const RunOptions& opt) {
     const char* nvtx = getenv("NVTX_INJECTION64_PATH");
     if (!(kernels && strcmp(kernels, "0") == 0) && !(nvtx && *nvtx)) setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
     execvp(args[0], args.data());
-    int err = errno;
-    std::string msg = "vramtrace: cannot run " + opt.command[0] + ": " + strerror(err) + "\n";
-    (void)!write(STDERR_FILENO, msg.data(), msg.size());
-    _exit(err == ENOENT ? 127 : 126);
+    int e = errno;
+    (void)!write(exec_pipe[1], &e, sizeof e);
+    _exit(e == ENOENT ? 127 : 126);
   }
+  close(exec_pipe[1]);
   g_child = child;
+  int exec_errno = 0;
+  ssize_t got;
+  while ((got = read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  close(exec_pipe[0]);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 
-  std::string scan_dir = out_dir.find('%') == std::string::npos ? out_dir : std::string();
-  std::vector<std::string> traces = scan_dir.empty() ? std::vector<std::string>{} : traces_of_session(scan_dir, session);
+  if (got == ssize_t(sizeof exec_errno)) {  // the command never ran: no trace to look for
+    error_line("cannot run " + opt.command[0] + ": " + strerror(exec_errno) +
+               (exec_errno == ENOENT ? " (not found" + std::string(opt.command[0].find('/') == std::string::npos ? " on PATH" : "") + ")"
+                : exec_errno == EACCES ? " (not executable)"
+                                       : ""));
+    return code;
+  }
+  std::vector<RunTrace> traces = out.scan_dir.empty() ? std::vector<RunTrace>{} : traces_of_session(out.scan_dir, session);
   if (traces.empty()) {
-    std::cerr << "vramtrace: no trace written (the program made no CUDA memory call"
-              << (scan_dir.empty() ? ", or the output pattern hides the directory" : "") << ")\n";
+    error_line(out.scan_dir.empty() ? "no trace listed: %p in the output directory hides where the traces went"
+                                    : "no trace written: " + no_trace_reason(out.scan_dir));
   } else {
     std::cerr << "vramtrace: " << traces.size() << " trace file" << (traces.size() > 1 ? "s" : "") << ":\n";
-    for (const std::string& t : traces) std::cerr << "  " << t << "\n";
+    for (const RunTrace& t : traces) std::cerr << "  " << analyzer::terminal_escape(t.path) << trace_note(t) << "\n";
   }
   return code;
 }

@@ -1,11 +1,11 @@
 // `vramtrace top [--interval S] [--once]`: each GPU's memory (total, per process, free) from
 // NVML, and for processes traced by vramtrace their live bytes by kind and their top call sites
-// right now, read from each process's shared-memory summary (interpose/shm_summary.h) and
-// symbolized from its trace. Refreshes in place on a terminal; --once prints one snapshot.
+// right now, read from each process's shared-memory summary (interpose/shm_summary.h: only the
+// caller's own, live ones; stale ones are removed) and symbolized from its trace. Every string
+// shown (paths, GPU and process names, frames) is escaped for the terminal. Refreshes in place on
+// a terminal; --once prints one snapshot.
 #include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/mman.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +25,7 @@
 #include "oom_verdict.h"
 #include "shm_summary.h"
 #include "symbolizer.h"
+#include "terminal_escape.h"
 #include "trace_reader.h"
 
 namespace vt::cli {
@@ -33,22 +34,16 @@ namespace {
 
 using analyzer::human_bytes;
 
-bool read_summary(const std::string& name, ShmSummary* out) {
-  int fd = shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return false;
-  void* m = mmap(nullptr, sizeof(ShmSummary), PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);
-  if (m == MAP_FAILED) return false;
-  const auto* s = static_cast<const ShmSummary*>(m);
-  bool ok = false;
-  for (int attempt = 0; attempt < 100 && !ok; ++attempt) {  // sequence lock: retry a torn read
-    uint64_t a = s->seq.load(std::memory_order_acquire);
-    if (a & 1) continue;
-    memcpy(static_cast<void*>(out), static_cast<const void*>(s), sizeof(ShmSummary));
-    ok = s->seq.load(std::memory_order_acquire) == a;
-  }
-  munmap(m, sizeof(ShmSummary));
-  return ok && memcmp(out->magic, "VTSHM01", 8) == 0 && out->version == 1;
+std::string e(const std::string& s) { return analyzer::terminal_escape(s); }
+
+// A summary's byte counts are the writer's; a negative one (never written by vramtrace) shows as 0.
+std::string bytes(int64_t v) { return human_bytes(v > 0 ? uint64_t(v) : 0); }
+
+std::string user_name(uid_t uid) {
+  struct passwd pw, *res = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res) return pw.pw_name;
+  return "uid " + std::to_string(uid);
 }
 
 // Stack labels per trace, cached: traces only grow.
@@ -80,36 +75,45 @@ std::string snapshot(std::map<std::string, Labels>& cache) {
 
   std::string why;
   std::vector<GpuInfo> gpus = read_gpus(&why);
-  if (gpus.empty()) o << "GPUs: " << why << "\n";
+  if (gpus.empty()) o << "GPUs: " << e(why) << "\n";
   for (const GpuInfo& g : gpus) {
-    o << "GPU " << g.index << "  " << g.name << "   used " << human_bytes(g.used) << " of " << human_bytes(g.total)
+    o << "GPU " << g.index << "  " << e(g.name) << "   used " << human_bytes(g.used) << " of " << human_bytes(g.total)
       << ", free " << human_bytes(g.free) << "\n";
     for (const GpuProcessInfo& p : g.processes)
-      o << "    pid " << p.pid << "  " << (p.name.empty() ? "?" : p.name) << "  " << human_bytes(p.bytes) << "\n";
+      o << "    pid " << p.pid << "  " << (p.name.empty() ? "?" : e(p.name)) << "  " << human_bytes(p.bytes) << "\n";
   }
 
-  o << "\nTRACED PROCESSES (vramtrace)\n";
-  int shown = 0;
-  if (DIR* d = opendir("/dev/shm")) {
+  // Summaries in /dev/shm (interpose/shm_summary.h): only this user's regular files of the
+  // right size and version whose writer still holds its lock; stale ones are removed.
+  uid_t uid = geteuid();
+  std::string user = user_name(uid);
+  o << "\nTRACED PROCESSES (vramtrace; user " << e(user) << (uid == 0 ? ", root: other users' summaries are not read" : "")
+    << ")\n";
+  int shown = 0, foreign = 0;
+  uint64_t my_ns = pid_namespace_id();
+  if (DIR* d = opendir(kShmDir)) {
     std::vector<std::string> names;
-    while (dirent* e = readdir(d))
-      if (strncmp(e->d_name, "vramtrace.", 10) == 0) names.push_back(std::string("/") + e->d_name);
-    closedir(d);
+    while (dirent* ent = readdir(d))
+      if (strncmp(ent->d_name, kShmPrefix, sizeof kShmPrefix - 1) == 0 ||
+          strncmp(ent->d_name, kShmTempPrefix, sizeof kShmTempPrefix - 1) == 0)
+        names.push_back(ent->d_name);
     std::sort(names.begin(), names.end());
     for (const std::string& n : names) {
       ShmSummary s;
-      if (!read_summary(n, &s)) continue;
-      if (kill(pid_t(s.pid), 0) != 0 && errno == ESRCH) continue;  // left by a process that died
+      ShmState state = inspect_shm_entry(dirfd(d), n.c_str(), uid, &s);
+      if (state == ShmState::kStale) remove_stale_shm_entry(dirfd(d), n.c_str());
+      if (state == ShmState::kForeign) ++foreign;
+      if (state != ShmState::kLive || n.compare(0, sizeof kShmTempPrefix - 1, kShmTempPrefix) == 0) continue;
       ++shown;
-      o << "  pid " << s.pid << "  " << s.trace_path << "\n";
+      o << "  pid " << s.pid << (s.pid_namespace && my_ns && s.pid_namespace != my_ns ? " (another pid namespace)" : "")
+        << "  " << e(s.trace_path) << "\n";
       for (int dev = 0; dev < 16; ++dev) {
         const int64_t* l = s.live[dev];
         if (!l[0] && !l[1] && !l[2] && !l[3] && !s.peak[dev]) continue;
-        o << "    device " << dev << ": " << human_bytes(uint64_t(l[0])) << " live (peak " << human_bytes(uint64_t(s.peak[dev]))
-          << ")";
-        if (l[2]) o << ", pinned host " << human_bytes(uint64_t(l[2]));
-        if (l[1]) o << ", managed " << human_bytes(uint64_t(l[1]));
-        if (l[3]) o << ", imported " << human_bytes(uint64_t(l[3]));
+        o << "    device " << dev << ": " << bytes(l[0]) << " live (peak " << bytes(s.peak[dev]) << ")";
+        if (l[2]) o << ", pinned host " << bytes(l[2]);
+        if (l[1]) o << ", managed " << bytes(l[1]);
+        if (l[3]) o << ", imported " << bytes(l[3]);
         o << "\n";
       }
       bool header = false;
@@ -117,11 +121,13 @@ std::string snapshot(std::map<std::string, Labels>& cache) {
         if (site.bytes <= 0) break;
         if (!header) o << "    top call sites:\n";
         header = true;
-        o << "      " << human_bytes(uint64_t(site.bytes)) << "  " << label(cache, s.trace_path, site.stack) << "\n";
+        o << "      " << bytes(site.bytes) << "  " << e(label(cache, s.trace_path, site.stack)) << "\n";
       }
     }
+    closedir(d);
   }
   if (!shown) o << "  none (start one with `vramtrace run -- CMD`)\n";
+  if (foreign) o << "  (" << foreign << " summar" << (foreign == 1 ? "y" : "ies") << " of other users not shown)\n";
   return o.str();
 }
 

@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace vt::analyzer {
+struct JobReport;  // report_model.h
+}
+
 namespace vt::cli {
 
 struct RunOptions {
@@ -48,13 +52,16 @@ int export_command(const ExportOptions& opt);
 struct CheckOptions {
   std::string input, max_peak, max_leak, baseline;
   bool no_oom = false, json = false;
+  bool allow_damaged = false;  // --allow-damaged: judge damaged traces on what could be read
   double max_peak_growth = -1, max_site_growth = -1;  // percent; -1 = not set
 };
 int check_command(const CheckOptions& opt);
 int diff_command(const std::string& base, const std::string& now, const std::string& format);
 int top_command(double interval, bool once);
 
-// "vramtrace: <msg>" on stderr.
+// "vramtrace: <msg>" on stderr, escaped for a terminal (messages quote paths and trace strings).
 void error_line(const std::string& msg);
+// One error line per damaged or unreadable trace of `job` (analysis.h, job_problems).
+void name_damage(const analyzer::JobReport& job);
 
 }  // namespace vt::cli

@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--max-site-growth", check.max_site_growth, "allowed growth of any call site's peak share, percent")
       ->check(CLI::NonNegativeNumber);
   check_cmd->add_flag("--json", check.json, "print the result as JSON");
+  check_cmd->add_flag("--allow-damaged", check.allow_damaged,
+                      "judge damaged traces on what could be read (else a damaged or unreadable trace fails with exit 2)");
 
   std::string diff_base, diff_new, diff_format = "text";
   CLI::App* diff_cmd = app.add_subcommand("diff", "what changed between two runs, per call site");

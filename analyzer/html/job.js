@@ -12,6 +12,13 @@ function renderJob(d, root) {
         ['ranks with OOMs', String(d.ranks.filter((r) => r.ooms > 0).length)],
       ].map(([k, v]) => el('div', {class: 'stat'}, el('div', {class: 'stat-label'}, k), el('div', {class: 'stat-value'}, v))))));
 
+  // Damaged or unreadable traces of the directory (the figures of a damaged one are lower bounds).
+  const problems = d.problems || [];
+  if (problems.length) {
+    root.appendChild(el('section', {class: 'card'}, el('h2', null, 'Problems'),
+        el('ul', {class: 'problems'}, problems.map((p) => el('li', null, el('code', null, p.path), ' ' + p.kind + ': ' + p.message)))));
+  }
+
   const detail = el('div', {id: 'rank-detail'});
   const rows = [];
   const select = (i) => {

@@ -1,6 +1,9 @@
 // The `vramtrace` command line: run, dump, info.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -43,7 +46,7 @@ TEST_CASE("vramtrace run: a fixed file path, usage errors and missing commands")
 
   r = cli({"run", "-o", "/nonexistent-dir/x.trace", "--", "true"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "vramtrace: output directory /nonexistent-dir does not exist\n");
+  CHECK(r.err == "vramtrace: output directory /nonexistent-dir does not exist (end -o with / to have it created)\n");
 
   r = cli({"run"});
   CHECK(r.exit_code == 2);
@@ -55,6 +58,125 @@ TEST_CASE("vramtrace run: a fixed file path, usage errors and missing commands")
 
   r = cli({"frobnicate"});
   CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("vramtrace run -o DIR/ creates the directory, 0700, parents too, as docs/ci.md's recipe needs") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = cli({"run", "-o", dir + "/traces/", "--", e2e::program("lookup_direct")});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  auto files = e2e::files_in(dir + "/traces");
+  CHECK(files.size() == 1);
+  struct stat st;
+  REQUIRE(stat((dir + "/traces").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  r = cli({"run", "-o", dir + "/a/b/c/", "--", e2e::program("lookup_direct")});
+  CHECK(r.exit_code == 0);
+  CHECK(e2e::files_in(dir + "/a/b/c").size() == 1);
+  REQUIRE(stat((dir + "/a/b").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  // A relative -o, from the job's working directory, as in docs/ci.md.
+  e2e::Spec s{{"sh", "-c", "cd " + dir + " && " + e2e::cli() + " run -o rel/ -- " + e2e::program("lookup_direct")}, {}};
+  s.preload = false;
+  r = e2e::run(s);
+  CHECK(r.exit_code == 0);
+  CHECK(e2e::files_in(dir + "/rel").size() == 1);
+  // An existing symlink to a directory is used as that directory; a file that is a symlink is refused.
+  REQUIRE(symlink((dir + "/rel").c_str(), (dir + "/via").c_str()) == 0);
+  r = cli({"run", "-o", dir + "/via/", "--", e2e::program("lookup_direct")});
+  CHECK(r.exit_code == 0);
+  CHECK(e2e::files_in(dir + "/rel").size() == 2);
+  REQUIRE(symlink("/etc/passwd", (dir + "/link.trace").c_str()) == 0);
+  r = cli({"run", "-o", dir + "/link.trace", "--", "sh", "-c", "touch " + dir + "/ran"});
+  CHECK(r.exit_code == 2);
+  CHECK(e2e::lines(r.err).size() == 1);
+  CHECK(r.err.find("is a symlink") != std::string::npos);
+  CHECK(access((dir + "/ran").c_str(), F_OK) != 0);
+}
+
+TEST_CASE("vramtrace run: a bad -o is blamed on -o, a device is refused, and the program is not run") {
+  std::string dir = e2e::temp_dir();
+  std::string marker = dir + "/ran";
+  e2e::Result r = cli({"run", "-o", dir + "/x.%q", "--", "sh", "-c", "touch " + marker});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "vramtrace: -o '" + dir + "/x.%q': unknown %-escape (use %p for the pid, %h for the host name, %% for %)\n");
+  CHECK(access(marker.c_str(), F_OK) != 0);
+
+  r = cli({"run", "-o", "/dev/full", "--", "sh", "-c", "touch " + marker + " && exec " + e2e::program("lookup_direct")});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "vramtrace: -o /dev/full is a character device, not a directory or a regular file: no trace can be written "
+                 "there (nothing was run)\n");
+  CHECK(access(marker.c_str(), F_OK) != 0);
+  CHECK(system("ls /dev/full.* >/dev/null 2>&1") != 0);  // no /dev/full.<pid> files either (root could create them)
+
+  // Any other setting that would turn tracing off: the library's own line, then the refusal.
+  e2e::Spec s{{e2e::cli(), "run", "-o", dir, "--", "sh", "-c", "touch " + marker}, {{"VRAMTRACE_STACK_DEPTH", "deep"}}};
+  s.preload = false;
+  r = e2e::run(s);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "vramtrace: bad VRAMTRACE_STACK_DEPTH 'deep' (a number of frames, 0 to 256); tracing off\n"
+                 "vramtrace: run: sh was not run: tracing would be off (the line above says why)\n");
+  CHECK(access(marker.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("vramtrace run says what really happened when no trace, or half a trace, was written") {
+  std::string dir = e2e::temp_dir();
+  // The command does not exist: no word about traces or CUDA calls.
+  e2e::Result r = cli({"run", "-o", dir, "--", "/nonexistent-program"});
+  CHECK(r.exit_code == 127);
+  CHECK(r.err == "vramtrace: cannot run /nonexistent-program: No such file or directory (not found)\n");
+  r = cli({"run", "-o", dir, "--", "no-such-command-vt"});
+  CHECK(r.exit_code == 127);
+  CHECK(r.err.find("(not found on PATH)") != std::string::npos);
+  CHECK(r.err.find("no trace") == std::string::npos);
+  std::string noexec = dir + "/noexec.sh";
+  REQUIRE(system(("printf '#!/bin/sh\n' > " + noexec + " && chmod 0644 " + noexec).c_str()) == 0);
+  e2e::Spec ne{{e2e::cli(), "run", "-o", dir, "--", noexec}, {}};
+  ne.preload = false;
+  ne.drop_privileges = true;  // root may execute anything with an x bit... and this has none
+  r = e2e::run(ne);
+  CHECK(r.exit_code == 126);
+  CHECK(r.err.find("(not executable)") != std::string::npos);
+
+  // Tracing stopped early (the file size limit): the trace is listed as incomplete.
+  std::string big = e2e::temp_dir();
+  e2e::Spec s{{e2e::cli(), "run", "-o", big, "--", e2e::program("threads"), "4", "50000"}, {}};
+  s.preload = false;
+  s.fsize_limit = 2 << 20;
+  r = e2e::run(s);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("tracing stopped, the program continues") != std::string::npos);  // the library's reason
+  CHECK(r.err.find("(incomplete: tracing stopped early; the vramtrace line above says why)") != std::string::npos);
+
+  // Not even the first MiB fits: no trace, and the reason is the limit, not the program.
+  std::string small = e2e::temp_dir();
+  s.argv = {e2e::cli(), "run", "-o", small, "--", e2e::program("lookup_direct")};
+  s.fsize_limit = 512 << 10;
+  r = e2e::run(s);
+  CHECK(r.exit_code == 0);
+  CHECK(e2e::files_in(small).empty());
+  CHECK(r.err.find("no trace written: the file size limit (ulimit -f, 524288 bytes) is below a trace's first MiB") !=
+        std::string::npos);
+  CHECK(r.err.find("no CUDA memory call") == std::string::npos);
+
+  // A full file system (a 256 KiB tmpfs; needs the right to mount).
+  std::string mnt = e2e::temp_dir();
+  if (system(("mount -t tmpfs -o size=256k vt-full " + mnt + " 2>/dev/null").c_str()) != 0) {
+    WARN("cannot mount a tmpfs here: the full-disk case is not checked");
+  } else {
+    r = cli({"run", "-o", mnt + "/", "--", e2e::program("lookup_direct")});
+    CHECK(system(("umount " + mnt).c_str()) == 0);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("no trace written: the file system of " + mnt + " is full") != std::string::npos);
+    CHECK(r.err.find("no CUDA memory call") == std::string::npos);
+  }
+
+  // VRAMTRACE_DISABLE: said as such.
+  e2e::Spec d{{e2e::cli(), "run", "-o", dir, "--", e2e::program("lookup_direct")}, {{"VRAMTRACE_DISABLE", "1"}}};
+  d.preload = false;
+  r = e2e::run(d);
+  CHECK(r.err.find("no trace written: tracing is disabled (VRAMTRACE_DISABLE=1)") != std::string::npos);
 }
 
 TEST_CASE("vramtrace dump prints one JSON object per event") {

@@ -26,7 +26,11 @@ std::string slurp(const std::string& p) {
 }  // namespace
 
 std::string program(const std::string& name) { return std::string(VT_PROGRAMS) + "/" + name; }
-std::string cli() { return VT_CLI; }
+std::string cli() {
+  // tests/ubsan_cli.sh runs these tests against a sanitized build of the same CLI.
+  const char* other = getenv("VRAMTRACE_TEST_CLI");
+  return other && *other ? other : VT_CLI;
+}
 
 std::string temp_dir() {
   char tmpl[] = "/tmp/vt-e2e-XXXXXX";

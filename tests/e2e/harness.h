@@ -30,7 +30,7 @@ struct Result {
 Result run(const Spec& spec);
 
 std::string program(const std::string& name);  // a test program's path
-std::string cli();                              // the vramtrace binary
+std::string cli();                              // the vramtrace binary ($VRAMTRACE_TEST_CLI overrides)
 std::string temp_dir();                         // a fresh directory (world-writable)
 std::vector<std::string> files_in(const std::string& dir);
 std::vector<std::string> lines(const std::string& text);

@@ -2,14 +2,18 @@
 // the simulated driver, with its live bytes and top call sites.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "harness.h"
+#include "shm_summary.h"
 
 TEST_CASE("top --once shows GPUs, a traced process, its live bytes and call sites") {
   std::string dir = e2e::temp_dir();
@@ -56,4 +60,152 @@ TEST_CASE("top without NVML says so and still lists traced processes") {
   CHECK(r.out.find("TRACED PROCESSES") != std::string::npos);
   s.argv = {e2e::cli(), "top", "--interval", "0"};
   CHECK(e2e::run(s).exit_code == 2);
+}
+
+namespace {
+
+// A traced `lifecycle hold` (5 + 3 MiB held until killed); waits until its summary is published.
+pid_t start_holder(const std::string& dir, std::string* shm_name, const char* mode = "hold") {
+  pid_t held = fork();
+  if (held == 0) {
+    setenv("LD_LIBRARY_PATH", VT_FAKECUDA_DIR, 1);
+    setenv("LD_PRELOAD", VT_LIBRARY, 1);
+    setenv("VRAMTRACE_OUTPUT", dir.c_str(), 1);
+    setenv("VRAMTRACE_KERNELS", "0", 1);
+    execl(e2e::program("lifecycle").c_str(), "lifecycle", mode, (char*)nullptr);
+    _exit(127);
+  }
+  *shm_name = "/dev/shm/vramtrace." + std::to_string(held);
+  for (int i = 0; i < 200 && access(shm_name->c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  return held;
+}
+
+e2e::Result top_once(bool as_nobody = false) {
+  e2e::Spec s{{e2e::cli(), "top", "--once"}, {{"VRAMTRACE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}}};
+  s.preload = false;
+  s.timeout_s = 20;
+  s.drop_privileges = as_nobody;
+  return e2e::run(s);
+}
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return lstat(p.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("top: a summary left by a killed process is not listed and is removed, by top or by the next traced process") {
+  std::string dir = e2e::temp_dir(), shm;
+  pid_t held = start_holder(dir, &shm);
+  REQUIRE(exists(shm));
+  kill(held, SIGKILL);
+  waitpid(held, nullptr, 0);
+  REQUIRE(exists(shm));  // no destructor ran
+
+  // A copy under the name of a live pid (pid reuse, or a pid of another namespace): its writer
+  // is gone all the same.
+  std::string reused = "/dev/shm/vramtrace." + std::to_string(getpid()) + ".7";
+  REQUIRE(system(("cp " + shm + " " + reused).c_str()) == 0);
+  e2e::Result r = top_once();
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.out.find("pid " + std::to_string(held) + " ") == std::string::npos);
+  CHECK(r.out.find("pid " + std::to_string(getpid()) + " ") == std::string::npos);
+  CHECK_FALSE(exists(shm));
+  CHECK_FALSE(exists(reused));
+
+  // Without top: the next traced process sweeps them.
+  held = start_holder(dir, &shm);
+  REQUIRE(exists(shm));
+  kill(held, SIGKILL);
+  waitpid(held, nullptr, 0);
+  REQUIRE(exists(shm));
+  e2e::Result next = e2e::run({{e2e::program("lookup_direct")}, {{"VRAMTRACE_OUTPUT", dir}}});
+  CHECK(next.exit_code == 0);
+  CHECK_FALSE(exists(shm));
+}
+
+TEST_CASE("top: a forked child does not keep its dead parent's summary alive") {
+  // The child inherits the parent's mapping of the summary, and with it a hold on the writer's
+  // lock, unless it drops it at fork: then the parent, killed, would still be listed.
+  std::string dir = e2e::temp_dir(), shm;
+  pid_t held = start_holder(dir, &shm, "hold-fork");
+  REQUIRE(exists(shm));
+  e2e::Result r = top_once();
+  CHECK(r.out.find("pid " + std::to_string(held) + "  ") != std::string::npos);
+  kill(held, SIGKILL);  // the child waits on (it dies with the parent, a moment later)
+  waitpid(held, nullptr, 0);
+  r = top_once();
+  INFO(r.out);
+  CHECK(r.out.find("pid " + std::to_string(held) + "  ") == std::string::npos);
+  CHECK_FALSE(exists(shm));
+}
+
+TEST_CASE("top: hostile /dev/shm entries (another user's, empty, a FIFO, a symlink, forged) are not trusted") {
+  // Planted as another user (nobody) when we are root, else as ourselves: then the empty file,
+  // the FIFO and the symlink must still be refused for what they are.
+  bool root = geteuid() == 0;
+  if (!root) WARN("not root: the planted files are our own, the other-user checks are left out");
+  auto give_away = [&](const std::string& p) {
+    if (root) REQUIRE(lchown(p.c_str(), 65534, 65534) == 0);
+  };
+  std::string base = "/dev/shm/vramtrace.99999";
+  std::vector<std::string> planted;
+  auto plant = [&](const std::string& suffix) {
+    planted.push_back(base + suffix);
+    unlink(planted.back().c_str());
+    return planted.back();
+  };
+  std::string empty = plant("1");  // mapping it whole was a SIGBUS
+  close(open(empty.c_str(), O_CREAT | O_WRONLY, 0644));
+  give_away(empty);
+  std::string pipe = plant("2");  // opening it blocked
+  REQUIRE(mkfifo(pipe.c_str(), 0666) == 0);
+  give_away(pipe);
+  // A forged summary in the current layout: pid 1, 123 GiB, a path with terminal escapes.
+  vt::ShmSummary f;
+  memset(static_cast<void*>(&f), 0, sizeof f);
+  memcpy(f.magic, vt::kShmMagic, sizeof f.magic);
+  f.version = vt::kShmVersion;
+  f.size = sizeof f;
+  f.pid = 1;
+  f.live[0][0] = 123ll << 30;
+  snprintf(f.trace_path, sizeof f.trace_path, "/tmp/\x1b]0;owned\x07\x1b[2J.trace");
+  auto write_forged = [&](const std::string& p) {
+    int fd = open(p.c_str(), O_CREAT | O_WRONLY | O_EXCL, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, &f, sizeof f) == ssize_t(sizeof f));
+    close(fd);
+  };
+  std::string forged = plant("3");
+  write_forged(forged);
+  give_away(forged);
+  std::string link = plant("4");  // a symlink to a summary-sized file
+  REQUIRE(symlink(forged.c_str(), link.c_str()) == 0);
+  give_away(link);
+  std::string mine = plant("5");  // the same forgery as our own: no live writer holds it
+  write_forged(mine);
+
+  for (bool nobody : root ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    if (nobody) write_forged(plant("6"));  // root's, as nobody sees it
+    e2e::Result r = top_once(nobody);
+    INFO((nobody ? "as nobody: " : "as caller: ") << r.out << r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("pid 1 ") == std::string::npos);
+    CHECK(r.out.find("123 GiB") == std::string::npos);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+    if (root) {
+      CHECK(r.out.find(nobody ? "TRACED PROCESSES (vramtrace; user nobody)"
+                              : "(vramtrace; user root, root: other users' summaries are not read)") != std::string::npos);
+      CHECK(r.out.find("of other users not shown") != std::string::npos);
+    }
+  }
+  CHECK_FALSE(exists(mine));  // stale: removed by the caller's top
+  CHECK(exists(empty));       // not a summary of ours: left alone
+  CHECK(exists(pipe));
+  for (const std::string& p : planted) unlink(p.c_str());
 }

@@ -345,6 +345,17 @@ def crashes():
           event(ALLOC, dt=3 * 10**9, addr_delta=0x1000, size=1, stack=1))
     c1 = meta(MODULE, varint(0) + varint(0x1000) + varint(0x2000) + string(b"/new") + string(b""), dt=10**9)
     c["wrong-module-load-stacks-time"] = trace([(c0, {"tid": 100, "base_ns": T0}), (c1, {"tid": 101, "base_ns": T0 + 1})])
+    # perfetto_export.cpp names(): the sort index 1 + ordinal was an int: a device record with
+    # ordinal 2^31 - 1 overflows (vramtrace export --perfetto).
+    c["ubsan-perfetto-device-ordinal-intmax"] = trace([(process_rec() + device_rec(ordinal=(1 << 31) - 1) +
+                                                        event(ALLOC, ctx=1, dev=1, addr_delta=0x1000, size=1), {})])
+    # perfetto_export.cpp Writer::ts(): int64_t(t) - int64_t(t0) overflows for a time 2^63 past
+    # the start (a failed allocation is always drawn, with its time).
+    c["ubsan-perfetto-time-far"] = trace([(basic + event(ALLOC, dt=1 << 63, failed=(2, 1, 2), size=1 << 40), {})])
+    # compare.cpp diff_runs()/cmd_diff.cpp: a site of 2^63 bytes is INT64_MIN as int64_t; its change
+    # is negated (signed_bytes) and llabs'ed (the sort): undefined (vramtrace diff, check --baseline).
+    c["ubsan-diff-size-2pow63"] = trace([(basic + stack_rec(1, [0x400100]) +
+                                          event(ALLOC, ctx=1, dev=1, addr_delta=0x1000, size=1 << 63, stack=1), {})])
     return c
 
 

@@ -1,8 +1,11 @@
 // libFuzzer target for the trace reader, the symbolizer and the analysis: any byte string, read
 // as a trace file, must be reported on (open error or problems()), never crash, hang, leak or hit
-// undefined behaviour. Drives what `vramtrace dump --stacks --meta`, `vramtrace info` and
-// `vramtrace report` do: open, next() to the end, load_stacks(), problems(), JSON of every
-// record, symbolization of every stack, then the full analysis rendered as JSON and text.
+// undefined behaviour. Drives what `vramtrace dump --stacks --meta`, `vramtrace info`,
+// `vramtrace report`, `diff`, `check` and `export` do: open, next() to the end, load_stacks(),
+// problems(), JSON of every record, symbolization of every stack, the full analysis rendered as
+// JSON and text (one trace and a job), diff against nothing and itself (text and JSON), every
+// gate limit against itself as the baseline, folded stacks (peak and leaks) and the Perfetto
+// export.
 //
 // The input reaches TraceReader::open as a real file path without touching the disk: a memfd,
 // opened again through /proc/self/fd/N (the reader opens and mmaps paths). Falls back to a
@@ -20,9 +23,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "analysis.h"
+#include "compare.h"
+#include "folded.h"
+#include "gate.h"
+#include "perfetto_export.h"
 #include "record_json.h"
 #include "report_render.h"
 #include "symbolizer.h"
@@ -157,8 +165,47 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (analyze_trace(file->path, aopt, &rep, &aerr)) {
     consume(report_json(rep));
     g_sink = g_sink + report_text(rep).size();
+
+    JobReport job;
+    job.traces = {rep};
+    job.unreadable = {rep};
+    job.unreadable[0].unreadable = true;
+    consume(job_json(job));
+    g_sink = g_sink + job_text(job).size();
+
+    // diff: against nothing both ways and against itself (sizes near 2^64 must not overflow).
+    TraceReport none;
+    for (const auto& [a, b] : {std::pair<const TraceReport*, const TraceReport*>{&none, &rep}, {&rep, &none}, {&rep, &rep}}) {
+      RunDiff d = diff_runs(*a, *b);
+      consume(diff_json(d, "base", "new"));
+      g_sink = g_sink + diff_text(d).size();
+    }
+    // check: every limit, tight, with this trace as its own baseline and with an empty one.
+    GateLimits lim;
+    lim.has_max_peak = lim.has_max_leak = lim.no_oom = true;
+    lim.max_peak = lim.max_leak = 1;
+    lim.max_peak_growth = lim.max_site_growth = 0;
+    for (const std::vector<TraceReport>& base : {std::vector<TraceReport>{rep}, std::vector<TraceReport>{none}}) {
+      std::vector<Violation> v = judge_gate({rep}, base, lim);
+      g_sink = g_sink + gate_text(v, 1, rep.damaged(), 0, false).size();
+      consume(gate_json(v, problems_json(job_problems(job)), true));
+    }
+    // export --folded, peak and leaks.
+    g_sink = g_sink + folded_peak(rep).size() + folded_leaks(rep).size();
   } else if (aerr.empty()) {
     abort();  // a refusal always says why
   }
+
+  // export --perfetto (its own pass over the file): tight aggregation so every branch is drawn.
+  PerfettoOptions popt;
+  popt.symbolizer = opt;
+  popt.counter_interval_ns = 1;
+  popt.alloc_threshold_bytes = 1;
+  popt.min_slice_ns = 1000;
+  std::ostringstream perfetto;
+  PerfettoStats stats;
+  std::string perr;
+  if (!export_perfetto(file->path, perfetto, popt, &stats, &perr) && perr.empty()) abort();
+  g_sink = g_sink + perfetto.str().size() + stats.instants;
   return 0;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the trace reader, symbolizer and analysis (tests/fuzz/reader_fuzz.cpp) with libFuzzer under
-# AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer). Needs clang (and, on Debian,
+# Fuzzes the trace reader, symbolizer, analysis, diff, check and export (tests/fuzz/reader_fuzz.cpp)
+# with libFuzzer under AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer). Needs clang (and, on Debian,
 # the libclang-rt-NN-dev package); no CMake. Builds into build-fuzz/ beside the sources.
 #
 #   tests/fuzz/run_fuzz.sh [SECONDS]   fuzz for SECONDS (default 60), seeded with the kept corpus;
@@ -49,6 +49,12 @@ srcs=(
   "$repo/analyzer/oom_verdict.cpp"
   "$repo/analyzer/report_json.cpp"
   "$repo/analyzer/report_text.cpp"
+  "$repo/analyzer/terminal_escape.cpp"
+  "$repo/analyzer/regular_file.cpp"
+  "$repo/analyzer/compare.cpp"
+  "$repo/analyzer/gate.cpp"
+  "$repo/analyzer/folded.cpp"
+  "$repo/analyzer/perfetto_export.cpp"
 )
 # Rebuild when any source or header it depends on is newer than the binary.
 stale=0

@@ -337,7 +337,7 @@ TEST_CASE("folded: one line per stack, outermost first, bytes add up to the peak
   REQUIRE(stacks.size() == 3);
   CHECK(stacks[0] ==
         "main (main.cpp:1);?? (libtorch_cuda.so+0xbeef);py:step (train.py:9);inlined_helper (h.h:5)_[i];"
-        "alloc:weird name x (/a:b.cpp:3)");
+        "alloc:weird\\nname\\tx (/a:b.cpp:3)");  // the terminal rule: visible escapes, ';' -> ':'
   CHECK(stacks[1] == "[no stack recorded]");
   CHECK(stacks[2] == "[other sites]");
 

@@ -9,9 +9,11 @@
 //   release-last   1 MiB in the primary context, then its last cuDevicePrimaryCtxRelease
 //   release-extra  the same with a second reference held: the context survives
 //   hold           5 MiB and 3 MiB from two call sites, then wait (up to 30 s) to be killed
+//   hold-fork      the same, after forking a child that only waits (and dies with the parent)
 //   init-only      cuInit and a context, no memory call: must leave no trace
 //   none           never touches CUDA: must leave no trace
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,9 +60,14 @@ int main(int argc, char** argv) {
     CHECK(cuDevicePrimaryCtxRelease(dev));
     return 0;
   }
-  if (mode == "hold") {
+  if (mode == "hold" || mode == "hold-fork") {
     alloc(5 << 20);
     hold_second_site();
+    if (mode == "hold-fork" && fork() == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      alarm(30);
+      for (;;) pause();
+    }
     alarm(30);  // never outlive a test that forgot us
     for (;;) pause();
   }

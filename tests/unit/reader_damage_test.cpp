@@ -30,6 +30,7 @@ struct Result {
   int events = 0;
   std::vector<std::string> problems;
   bool lost = false;
+  bool closed_cleanly = false;  // after the whole stream
 };
 
 Result read(const std::string& p) {
@@ -42,6 +43,7 @@ Result read(const std::string& p) {
     if (rec.is_event()) r.events++;
   r.problems = reader->problems();
   r.lost = reader->data_lost();
+  r.closed_cleanly = reader->process().closed_cleanly;
   return r;
 }
 
@@ -79,14 +81,66 @@ TEST_CASE("GIVEN damaged copies of a trace WHEN read THEN damage is reported and
   std::string p = dir + "/bad.trace";
   size_t chunk0 = fmt::kFileHeaderSize;
 
-  SECTION("truncated inside a chunk") {
-    write_all(p, good.substr(0, chunk0 + 2 * fmt::kChunkSize + 100));
+  SECTION("the intact trace is complete and closed cleanly") {
+    Result r = read(dir + "/clean.trace");
+    CHECK(r.closed_cleanly);
+    CHECK_FALSE(r.lost);
+    CHECK(r.problems.empty());
+  }
+  SECTION("truncated inside a chunk: the records before the cut are kept") {
+    write_all(p, good.substr(0, chunk0 + 2 * fmt::kChunkSize));
+    Result boundary = read(p);
+    write_all(p, good.substr(0, chunk0 + 2 * fmt::kChunkSize + fmt::kChunkSize / 2));
+    Result r = read(p);
+    REQUIRE(r.opened);
+    CHECK(r.events < kEvents);
+    // Half of chunk 2's records (about 1500 events) are before the cut: they must be read.
+    CHECK(r.events > boundary.events + 500);
+    CHECK(mentions(r.problems, "the file ends inside chunk 2 (it was cut short): the records before the cut were kept"));
+    CHECK(r.lost);
+    CHECK_FALSE(r.closed_cleanly);
+  }
+  SECTION("cut at a chunk boundary: not closed cleanly, records lost") {
+    write_all(p, good.substr(0, chunk0 + 2 * fmt::kChunkSize));
     Result r = read(p);
     REQUIRE(r.opened);
     CHECK(r.events > 0);
     CHECK(r.events < kEvents);
-    CHECK(mentions(r.problems, "truncated"));
+    CHECK(mentions(r.problems, "the trace was cut short"));
     CHECK(r.lost);
+    CHECK_FALSE(r.closed_cleanly);
+  }
+  SECTION("cut inside the header: not closed cleanly, nothing read, damage reported") {
+    write_all(p, good.substr(0, 4096));
+    Result r = read(p);
+    REQUIRE(r.opened);
+    CHECK(r.events == 0);
+    CHECK(mentions(r.problems, "cut inside its header"));
+    CHECK(r.lost);
+    CHECK_FALSE(r.closed_cleanly);
+    write_all(p, good.substr(0, 100));  // not even the header's fields
+    Result tiny = read(p);
+    CHECK_FALSE(tiny.opened);
+    CHECK(tiny.error.find("cut inside its header (100 bytes)") != std::string::npos);
+  }
+  SECTION("the end record lost with the header intact: not closed cleanly") {
+    // Zero the whole chunk holding the end record (the last claimed one): the header still
+    // says "closed cleanly" and counts the chunk, and the file keeps its length.
+    std::string d = good;
+    size_t last = 0;
+    for (size_t off = chunk0; off + fmt::kChunkSize <= d.size(); off += fmt::kChunkSize) {
+      uint32_t magic;
+      memcpy(&magic, &d[off], 4);
+      if (magic == fmt::kChunkMagic) last = off;
+    }
+    REQUIRE(last > chunk0);
+    std::fill(d.begin() + long(last), d.begin() + long(last + fmt::kChunkSize), '\0');
+    write_all(p, d);
+    Result r = read(p);
+    REQUIRE(r.opened);
+    CHECK_FALSE(r.closed_cleanly);
+    CHECK(r.lost);
+    CHECK(mentions(r.problems, "end record is missing"));
   }
   SECTION("a chunk with a bad magic") {
     std::string d = good;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "checks/checks.h"
+#include "terminal_escape.h"
 
 namespace vt::doctor {
 
@@ -45,7 +46,7 @@ namespace vt::cli {
 int doctor_command(const vt::doctor::Options& opt) {
   vt::doctor::Report r = vt::doctor::examine(opt);
   if (opt.json)
-    std::cout << vt::doctor::render_json(r).dump(2) << "\n";
+    std::cout << vt::analyzer::json_text(vt::doctor::render_json(r), 2) << "\n";
   else
     std::cout << vt::doctor::render_text(r);
   std::cout.flush();

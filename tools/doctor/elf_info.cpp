@@ -5,31 +5,46 @@
 
 #include <elf.h>
 
+#include <unistd.h>
+
 #include <cstring>
-#include <fstream>
+
+#include "regular_file.h"
 
 namespace vt::doctor {
 
 namespace {
 
-bool read_at(std::ifstream& f, uint64_t off, void* dst, size_t n) {
-  f.clear();
-  f.seekg(std::streamoff(off));
-  f.read(static_cast<char*>(dst), std::streamsize(n));
-  return size_t(f.gcount()) == n;
+bool read_at(int fd, uint64_t off, void* dst, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = pread(fd, static_cast<char*>(dst) + done, n - done, off_t(off + done));
+    if (r <= 0) return false;
+    done += size_t(r);
+  }
+  return true;
 }
+
+// Closes the descriptor on every return path.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
 
 }  // namespace
 
 ElfInfo read_elf(const std::string& path) {
   ElfInfo info;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    info.error = "cannot open " + path;
+  std::string why;
+  Fd f{vt::analyzer::open_regular_file(path, &why)};  // never blocks on a FIFO planted on a library path
+  if (f.fd < 0) {
+    info.error = path + ": " + why;
     return info;
   }
   Elf64_Ehdr eh;
-  if (!read_at(f, 0, &eh, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+  if (!read_at(f.fd, 0, &eh, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
     info.error = "not an ELF file";
     return info;
   }
@@ -40,7 +55,7 @@ ElfInfo read_elf(const std::string& path) {
     return info;
   }
   std::vector<Elf64_Phdr> ph(eh.e_phnum);
-  if (!read_at(f, eh.e_phoff, ph.data(), ph.size() * sizeof(Elf64_Phdr))) {
+  if (!read_at(f.fd, eh.e_phoff, ph.data(), ph.size() * sizeof(Elf64_Phdr))) {
     info.error = "truncated program headers";
     return info;
   }
@@ -48,7 +63,7 @@ ElfInfo read_elf(const std::string& path) {
   for (const Elf64_Phdr& p : ph) {
     if (p.p_type == PT_INTERP && p.p_filesz > 0 && p.p_filesz < 4096) {
       std::string s(p.p_filesz, '\0');
-      if (read_at(f, p.p_offset, &s[0], s.size())) {
+      if (read_at(f.fd, p.p_offset, &s[0], s.size())) {
         info.has_interp = true;
         info.interp = s.c_str();  // stops at the terminating NUL
       }
@@ -60,7 +75,7 @@ ElfInfo read_elf(const std::string& path) {
   info.has_dynamic = true;
   size_t count = std::min<uint64_t>(dyn->p_filesz / sizeof(Elf64_Dyn), 4096);
   std::vector<Elf64_Dyn> d(count);
-  if (!read_at(f, dyn->p_offset, d.data(), count * sizeof(Elf64_Dyn))) return info;
+  if (!read_at(f.fd, dyn->p_offset, d.data(), count * sizeof(Elf64_Dyn))) return info;
   uint64_t strtab_addr = 0, strsz = 0;
   std::vector<uint64_t> needed_offsets;
   for (const Elf64_Dyn& e : d) {
@@ -81,7 +96,7 @@ ElfInfo read_elf(const std::string& path) {
   }
   if (!mapped || strsz == 0 || strsz > (16u << 20)) return info;
   std::string strtab(strsz, '\0');
-  if (!read_at(f, strtab_off, &strtab[0], strsz)) return info;
+  if (!read_at(f.fd, strtab_off, &strtab[0], strsz)) return info;
   for (uint64_t off : needed_offsets)
     if (off < strsz) info.needed.push_back(strtab.c_str() + off);
   return info;

@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "terminal_escape.h"
+
 namespace vt::doctor {
 
 namespace {
@@ -76,9 +78,10 @@ std::string render_text(const Report& r) {
       if (!any) out += "\n" + title + "\n";
       any = true;
       std::string tag = verdict_name(c.verdict);
-      out += "  " + tag + std::string(9 - tag.size(), ' ') + c.message + "\n";
-      for (const std::string& d : c.details) out += "           " + d + "\n";
-      if (!c.advice.empty()) out += "           -> " + c.advice + "\n";
+      // Messages quote paths, environment values and other programs' output: escaped.
+      out += "  " + tag + std::string(9 - tag.size(), ' ') + analyzer::terminal_escape(c.message) + "\n";
+      for (const std::string& d : c.details) out += "           " + analyzer::terminal_escape(d) + "\n";
+      if (!c.advice.empty()) out += "           -> " + analyzer::terminal_escape(c.advice) + "\n";
       ++counts[tag];
     }
   }

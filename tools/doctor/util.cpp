@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "regular_file.h"
+
 namespace vt::doctor {
 
 bool is_dir(const std::string& p) {
@@ -54,11 +56,19 @@ std::vector<std::string> list_dir(const std::string& dir) {
 }
 
 std::optional<std::string> read_text(const std::string& p, size_t limit) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return std::nullopt;
+  std::string why;
+  int fd = vt::analyzer::open_regular_file(p, &why);  // never blocks: a FIFO is not a text file
+  if (fd < 0) return std::nullopt;
   std::string s(limit, '\0');
-  f.read(&s[0], std::streamsize(limit));
-  s.resize(size_t(f.gcount()));
+  size_t n = 0;
+  while (n < limit) {
+    ssize_t r = read(fd, &s[n], limit - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += size_t(r);
+  }
+  close(fd);
+  s.resize(n);
   return s;
 }
 

@@ -1,0 +1,113 @@
+// Numbers at the edge of their types, as a crafted trace can hold them: a site of 2^63 bytes, a
+// device ordinal of 2^31 - 1, a time 2^63 ns after the start. Every command gives a sane answer;
+// under tests/ubsan_cli.sh (a -fsanitize=undefined CLI) any overflow aborts the command.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "../crafted_trace.h"
+#include "harness.h"
+
+namespace {
+
+e2e::Result cli(std::vector<std::string> args) {
+  args.insert(args.begin(), e2e::cli());
+  e2e::Spec s{args, {}};
+  s.preload = false;
+  s.timeout_s = 30;
+  return e2e::run(s);
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+TEST_CASE("a site of 2^63 bytes: diff and check clamp the change, nothing overflows") {
+  std::string dir = e2e::temp_dir();
+  std::string none = dir + "/none.trace", big = dir + "/big.trace";
+  {
+    crafted::CraftedTrace t;
+    t.process({"none"}, "/bin/none");
+    t.write(none);
+  }
+  {
+    crafted::CraftedTrace t;
+    t.process({"big"}, "/bin/big");
+    t.stack(1, {0x400100});
+    t.alloc(0x1000, 1ull << 63, 1);
+    t.write(big);
+  }
+  e2e::Result r = cli({"diff", none, big, "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["peak"]["new_bytes"].get<uint64_t>() == 1ull << 63);
+  CHECK(j["peak"]["change_bytes"].get<int64_t>() == INT64_MAX);  // 2^63 does not fit: clamped
+  REQUIRE(j["sites"].size() == 1);
+  CHECK(j["sites"][0]["peak_change_bytes"].get<int64_t>() == INT64_MAX);
+  r = cli({"diff", big, none, "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["sites"][0]["peak_change_bytes"].get<int64_t>() == -INT64_MAX);
+  r = cli({"diff", none, big});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("peak: 0 B -> 8192 PiB (+8192 PiB)") == 0);
+  r = cli({"diff", big, none});
+  CHECK(r.out.find("(-8192 PiB)") != std::string::npos);
+  r = cli({"check", big, "--baseline", none, "--max-site-growth", "1", "--max-peak", "1GiB"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("FAIL max_peak: peak 8192 PiB (9223372036854775808 bytes)") == 0);
+}
+
+TEST_CASE("a device ordinal of 2^31 - 1 and a time 2^63 ns away export to valid Perfetto JSON") {
+  std::string dir = e2e::temp_dir();
+  std::string path = dir + "/edge.trace", out = dir + "/edge.json";
+  crafted::CraftedTrace t;
+  t.process({"edge"}, "/bin/edge");
+  t.device(INT32_MAX, 16ull << 30, "far GPU");
+  t.alloc(0x1000, 1 << 20, 0, INT32_MAX - 1);  // recorded as ordinal + 1
+  t.write(path);
+  e2e::Result r = cli({"export", path, "--perfetto", out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(slurp(out));
+  bool sort_index = false;
+  for (const auto& e : j["traceEvents"])
+    if (e["name"] == "process_sort_index" && e["pid"] == INT32_MAX) sort_index = e["args"]["sort_index"] == 2147483648ll;
+  CHECK(sort_index);
+
+  // A failed allocation (always drawn, with its time) 2^63 ns after the trace started.
+  std::string far = dir + "/far.trace";
+  std::string bytes;
+  {
+    crafted::CraftedTrace f;
+    f.process({"far"}, "/bin/far");
+    f.alloc(0, 1ull << 40, 0, 0, 2, 1, 2);
+    bytes = f.bytes();
+  }
+  // Move the chunk's base time to 2^63: its records then lie about 2^63 ns after the start
+  // (a signed difference overflows).
+  vt::format::ChunkHeader ch;
+  memcpy(&ch, &bytes[65536], sizeof ch);
+  ch.base_ns = 1ull << 63;
+  memcpy(&bytes[65536], &ch, sizeof ch);
+  {
+    std::ofstream o(far, std::ios::binary | std::ios::trunc);
+    o.write(bytes.data(), std::streamsize(bytes.size()));
+  }
+  r = cli({"export", far, "--perfetto", out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  j = nlohmann::json::parse(slurp(out));
+  bool failed = false;
+  for (const auto& e : j["traceEvents"])
+    if (e.contains("name") && e["name"].get<std::string>().rfind("FAILED", 0) == 0) failed = true;
+  CHECK(failed);
+  r = cli({"report", far});
+  CHECK(r.exit_code == 0);
+}
