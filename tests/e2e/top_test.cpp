@@ -96,7 +96,7 @@ bool exists(const std::string& p) {
 
 }  // namespace
 
-TEST_CASE("top: a summary left by a killed process is not listed and is removed, by top or by the next traced process") {
+TEST_CASE("top: a summary left by a killed process is not listed and is removed, by top or by the next traced process", "[devshm]") {
   std::string dir = e2e::temp_dir(), shm;
   pid_t held = start_holder(dir, &shm);
   REQUIRE(exists(shm));
@@ -128,7 +128,7 @@ TEST_CASE("top: a summary left by a killed process is not listed and is removed,
   CHECK_FALSE(exists(shm));
 }
 
-TEST_CASE("top: a forked child does not keep its dead parent's summary alive") {
+TEST_CASE("top: a forked child does not keep its dead parent's summary alive", "[devshm]") {
   // The child inherits the parent's mapping of the summary, and with it a hold on the writer's
   // lock, unless it drops it at fork: then the parent, killed, would still be listed.
   std::string dir = e2e::temp_dir(), shm;
@@ -144,7 +144,7 @@ TEST_CASE("top: a forked child does not keep its dead parent's summary alive") {
   CHECK_FALSE(exists(shm));
 }
 
-TEST_CASE("top: hostile /dev/shm entries (another user's, empty, a FIFO, a symlink, forged) are not trusted") {
+TEST_CASE("top: hostile /dev/shm entries (another user's, empty, a FIFO, a symlink, forged) are not trusted", "[devshm]") {
   // Planted as another user (nobody) when we are root, else as ourselves: then the empty file,
   // the FIFO and the symlink must still be refused for what they are.
   bool root = geteuid() == 0;
