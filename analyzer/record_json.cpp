@@ -112,6 +112,7 @@ nlohmann::json process_json(const ProcessInfo& p) {
       {"end_monotonic_ns", p.end_monotonic_ns},
       {"closed_cleanly", p.closed_cleanly},
       {"tracing_failed", p.tracing_failed},
+      {"events_lost", p.events_lost},
       {"driver_version", p.driver_version},
       {"devices", devices},
   };

@@ -274,7 +274,12 @@ bool TraceReader::load(std::string* error) {
     note("the trace ended without a clean close (the process was killed, crashed, called _exit or exec, "
          "or is still running); every record written before that is shown",
          false);
-  if (pi.tracing_failed) note("the recorder stopped writing early (disk full or size limit)", true);
+  if (pi.tracing_failed)
+    note("the recorder stopped writing early (disk full, size limit, or the program closed the trace file)", true);
+  pi.events_lost = h.events_lost;
+  if (pi.events_lost)
+    note(std::to_string(pi.events_lost) + " memory events could not be recorded (signal handlers that allocated "
+         "while vramtrace was busy on their thread): figures may be short by them", true);
 
   // The file's shape: a trace cut short (a copy that stopped, a full disk on the way) must not
   // read as complete. The header fills its slot; the chunks the header counts must all be there.

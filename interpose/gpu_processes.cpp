@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -39,6 +40,13 @@ Nvml g_nvml;
 std::atomic<bool> g_ready{false};
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_done{false};  // the loader thread finished, with or without NVML
+// NVML is loaded only once an allocation has failed: loading it opens files (and nvmlInit keeps
+// descriptors open), which on a thread of ours at start-up raced with the program's own open()s
+// and changed the descriptor numbers it got. The sampler thread does the loading (never a
+// program thread, which may hold locks the loader's constructors want) when asked.
+std::atomic<bool> g_wanted{false};
+pthread_mutex_t g_wake_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_wake;
 
 void* load_nvml_now() {
   const char* path = getenv("VRAMTRACE_NVML_LIBRARY");
@@ -55,13 +63,32 @@ void* load_nvml_now() {
   return nullptr;
 }
 
-// The sampler thread: loads NVML once, then keeps the `vramtrace top` summary fresh.
+void init_wake() {
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(&g_wake, &a);
+  pthread_condattr_destroy(&a);
+  pthread_mutex_init(&g_wake_mu, nullptr);
+}
+
+// The sampler thread: keeps the `vramtrace top` summary fresh every 250 ms, and loads NVML once
+// the first failed allocation asks for it.
 void* sampler(void*) {
-  load_nvml_now();
-  g_done.store(true, std::memory_order_release);
   for (;;) {
+    if (g_wanted.load(std::memory_order_acquire) && !g_done.load(std::memory_order_relaxed)) {
+      load_nvml_now();
+      g_done.store(true, std::memory_order_release);
+    }
     update_shm_summary();
-    usleep(250000);
+    timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 250000000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec += 1, until.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&g_wake_mu);
+    if (!g_wanted.load(std::memory_order_relaxed) || g_done.load(std::memory_order_relaxed))
+      pthread_cond_timedwait(&g_wake, &g_wake_mu, &until);
+    pthread_mutex_unlock(&g_wake_mu);
   }
   return nullptr;
 }
@@ -70,6 +97,7 @@ void* sampler(void*) {
 
 void start_gpu_process_sampler() {
   if (g_started.exchange(true)) return;
+  init_wake();
   // The helper thread takes no signal meant for the program.
   sigset_t all, old;
   sigfillset(&all);
@@ -85,9 +113,17 @@ void start_gpu_process_sampler() {
 
 void record_gpu_processes(int device, uint64_t t) {
   OwnWork own;  // usleep and /proc reads below are cancellation points
-  // An early failure may come before NVML finished loading: wait a little, never long (the
-  // loader could itself be waiting for a lock this thread's caller holds).
-  for (int i = 0; i < 50 && g_started.load() && !g_done.load(std::memory_order_acquire); ++i) usleep(5000);
+  // The first failure asks the sampler thread to load NVML and waits for it, a second at most
+  // (once per process; the loader could itself be waiting for a lock this thread's caller holds,
+  // so never longer: that failure then goes without names and a later one gets them).
+  if (g_started.load() && !g_done.load(std::memory_order_acquire)) {
+    if (!g_wanted.exchange(true, std::memory_order_acq_rel)) {
+      pthread_mutex_lock(&g_wake_mu);
+      pthread_cond_signal(&g_wake);
+      pthread_mutex_unlock(&g_wake_mu);
+    }
+    for (int i = 0; i < 200 && !g_done.load(std::memory_order_acquire); ++i) usleep(5000);
+  }
   if (!g_ready.load(std::memory_order_acquire) || device < 0 || !g_api.device_get || !g_api.device_get_uuid) return;
   CUdevice dev;
   CUuuid u;
@@ -126,6 +162,7 @@ void forget_gpu_process_sampler() {
   // The thread did not survive fork; the child starts its own when its trace opens.
   g_started.store(false);
   g_done.store(false);
+  g_wanted.store(false);
 }
 
 }  // namespace vt
