@@ -7,7 +7,6 @@
 namespace vt::analyzer {
 
 namespace {
-constexpr uint64_t kDefaultPoolTag = 0xdefa000000000000ull;  // the device's current pool, handle unseen
 constexpr uint32_t kLocationDevice = 1;
 
 }  // namespace
@@ -73,7 +72,7 @@ __attribute__((always_inline)) inline void LiveState::account(const Alloc& a, in
   DeviceTotals& d = device_slot(a.device);
   d.bytes[int(a.bucket)] += delta;
   if (a.bucket == Bucket::Device) {
-    d.kinds[int(a.kind) & 15] += delta;
+    d.kinds[int(a.kind) & (kKindSlots - 1)] += delta;
     device_all_ += delta;
   }
   if (changed_.empty() || (changed_.back() != a.device &&
@@ -85,7 +84,7 @@ __attribute__((always_inline)) inline void LiveState::account(const Alloc& a, in
 }
 
 PoolState& LiveState::pool_of(uint64_t pool, int device) {
-  uint64_t key = pool ? pool : kDefaultPoolTag | uint32_t(device);
+  uint64_t key = pool ? pool : default_pool_key(device);
   PoolState& p = pools_[key];
   if (p.device < 0) p.device = device;
   return p;
@@ -261,13 +260,13 @@ void LiveState::apply(const Record& r) {
       } else if (id == HookId::cuMemPoolDestroy) {
         pools_.erase(r.aux);
       } else {  // cuMemPoolTrimTo: what is not live goes back to the device
-        uint64_t key = pools_.count(r.aux) ? r.aux : (kDefaultPoolTag | uint32_t(r.device));
+        uint64_t key = pools_.count(r.aux) ? r.aux : default_pool_key(r.device);
         auto it = pools_.find(key);
         if (it != pools_.end()) {
           it->second.extents.clear();
           for (const auto& e : live_) {
             const Alloc& al = e.second;
-            if (al.kind == MemKind::Async && (al.pool ? al.pool : kDefaultPoolTag | uint32_t(al.device)) == key)
+            if (al.kind == MemKind::Async && (al.pool ? al.pool : default_pool_key(al.device)) == key)
               it->second.extents[e.first] = e.first + al.size;
           }
         }

@@ -12,6 +12,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "accounting.h"
 #include "address_map.h"
 #include "trace_reader.h"
 
@@ -92,11 +93,15 @@ class SiteTable {
   std::vector<uint32_t> memo_;  // stack id -> its last row + 1 (0 = none)
 };
 
+// Slots for device bytes by op kind: MemKind values, with room to spare (a kind is masked into it).
+inline constexpr int kKindSlots = 16;
+static_assert(int(MemKind::Context) < kKindSlots);
+
 // Live bytes of one device (-1 = unknown) by bucket, and its device-bucket bytes by op kind.
 struct DeviceTotals {
   int32_t device = -1;
   std::array<uint64_t, kBuckets> bytes{};
-  std::array<uint64_t, 16> kinds{};
+  std::array<uint64_t, kKindSlots> kinds{};
 };
 
 // A pool as far as events show it: the address ranges it handed out since it was created or
