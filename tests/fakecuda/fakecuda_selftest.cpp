@@ -590,7 +590,9 @@ void test_proc_address(const char *log_path) {
   CHECK(found("cuCtxCreate", 12050, 0) == lib_sym("cuCtxCreate_v4"));
   CHECK(found("cuCtxCreate", 12040, 0) == lib_sym("cuCtxCreate_v3"));
   CHECK(found("cuCtxCreate", 3020, 0) == lib_sym("cuCtxCreate_v2"));
-  lookup("cuCtxCreate", 3010, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  CHECK(found("cuCtxCreate", 3010, 0) == lib_sym("cuCtxCreate"));  // the CUDA 2.0 variant
+  CHECK(lib_sym("cuCtxCreate") != lib_sym("cuCtxCreate_v2"));
+  lookup("cuCtxCreate", 1000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
   // Older variants the CUDA 13 runtime asks for by version.
   CHECK(found("cuDevicePrimaryCtxRelease", 7000, 0) == lib_sym("cuDevicePrimaryCtxRelease"));
   CHECK(found("cuDevicePrimaryCtxReset", 10020, 0) == lib_sym("cuDevicePrimaryCtxReset"));
@@ -607,7 +609,8 @@ void test_proc_address(const char *log_path) {
   }
   CHECK(found("cuCtxDestroy", 4000, 0) == lib_sym("cuCtxDestroy_v2"));
   CHECK(found("cuMemHostRegister", 6050, 0) == lib_sym("cuMemHostRegister_v2"));
-  lookup("cuMemHostRegister", 6000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  CHECK(found("cuMemHostRegister", 6000, 0) == lib_sym("cuMemHostRegister"));  // the CUDA 4.0 one
+  lookup("cuMemHostRegister", 3020, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
   CHECK(found("cuDevicePrimaryCtxReset", 11000, 0) == lib_sym("cuDevicePrimaryCtxReset_v2"));
   CHECK(found("cuIpcOpenMemHandle", 11000, 0) == lib_sym("cuIpcOpenMemHandle_v2"));
   CHECK(found("cuCtxSynchronize", 12090, 0) == lib_sym("cuCtxSynchronize"));
