@@ -1,7 +1,8 @@
 // api_legacy.cpp — exported older-ABI variants whose ABI equals (or is a subset of) the
 // current one: they forward to the current implementation, as the CUDA 13 runtime asks for
-// several of them by version. proc_table.cpp checks each against its PFN typedef.
-#include "fc_legacy.h"
+// several of them by version. proc_table.cpp checks each against its PFN typedef. Every other
+// old variant is a NOT_SUPPORTED stub (stubs.cpp).
+#include "fc_api.h"
 
 FC_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
 

@@ -86,13 +86,15 @@ int config_child() {
   cuDriverGetVersion(&version);
   CUresult init = cuInit(0);
   size_t total = 0, freeb = 0;
+  CUresult retain = CUDA_ERROR_NOT_INITIALIZED;
   if (init == CUDA_SUCCESS) {
     CUcontext ctx;
-    cuDevicePrimaryCtxRetain(&ctx, 0);
+    retain = cuDevicePrimaryCtxRetain(&ctx, 0);
     cuCtxSetCurrent(ctx);
     cuMemGetInfo_v2(&freeb, &total);
   }
-  printf("init=%d version=%d total=%zu free=%zu\n", static_cast<int>(init), version, total, freeb);
+  printf("init=%d version=%d retain=%d total=%zu free=%zu\n", static_cast<int>(init), version,
+         static_cast<int>(retain), total, freeb);
   return 0;
 }
 
@@ -126,10 +128,20 @@ void test_config_parsing() {
       {"FAKECUDA_DRIVER_VERSION=x", "version=13000"},
       {"FAKECUDA_DEVICES=0", "init=100 "},  // CUDA_ERROR_NO_DEVICE
       {"FAKECUDA_DEVICES=many", "FAKECUDA_DEVICES"},
+      // A context costs its device memory: 512 MiB unless configured; a device without room for
+      // it cannot create it.
+      {"DEFAULT_CONTEXT=1 FAKECUDA_TOTAL_BYTES=2G", "retain=0 total=2147483648 free=1610612736"},
+      {"FAKECUDA_TOTAL_BYTES=2G FAKECUDA_CONTEXT_BYTES=300MiB", "retain=0 total=2147483648 free=1832910848"},
+      {"DEFAULT_CONTEXT=1 FAKECUDA_TOTAL_BYTES=256MiB", "retain=2 "},  // CUDA_ERROR_OUT_OF_MEMORY
+      {"FAKECUDA_CONTEXT_BYTES=lots", "FAKECUDA_CONTEXT_BYTES"},
+      {"FAKECUDA_MODULE_BYTES=-3", "FAKECUDA_MODULE_BYTES"},
   };
   for (const Case &c : cases) {
+    // No context cost unless the case is about it (a child that sets it last wins).
+    std::string env = strstr(c.env, "CONTEXT") || strstr(c.env, "DEFAULT_CONTEXT") ? "" : "FAKECUDA_CONTEXT_BYTES=0 ";
     std::string out = run_child(std::string("env -u FAKECUDA_DEVICES -u FAKECUDA_TOTAL_BYTES -u FAKECUDA_FOREIGN_BYTES "
-                                            "-u FAKECUDA_DRIVER_VERSION -u FAKECUDA_LOG ") + c.env);
+                                            "-u FAKECUDA_DRIVER_VERSION -u FAKECUDA_LOG -u FAKECUDA_CONTEXT_BYTES "
+                                            "-u FAKECUDA_MODULE_BYTES ") + env + c.env);
     if (out.find(c.expect) == std::string::npos) {
       fprintf(stderr, "FAIL config: with %s expected \"%s\" in output, got: %s\n", c.env, c.expect, out.c_str());
       g_failures++;
@@ -235,14 +247,42 @@ void test_capacity() {
   CHECK(free_mem() == kBaseFree);
 
   CHECK_RC(cuMemAlloc_v2(&a, 0), CUDA_ERROR_INVALID_VALUE);
-  OK(cuMemAlloc_v2(&a, 1));  // rounded to 512 bytes
-  CHECK(free_mem() == kBaseFree - 512);
+  // Device memory is taken in 2 MiB pages: the first small allocation costs a page, the next
+  // ones share it (512-byte aligned) until it is full; the page goes when its last block does.
+  OK(cuMemAlloc_v2(&a, 1));
+  CHECK(free_mem() == kBaseFree - 2 * MiB);
   CUdeviceptr base = 0;
   size_t size = 0;
   OK(cuMemGetAddressRange_v2(&base, &size, a));
   CHECK(base == a && size == 1);
+  OK(cuMemAlloc_v2(&b, 1000));
+  CHECK(b == a + 512);  // the same page, right after
+  CHECK(free_mem() == kBaseFree - 2 * MiB);
+  {
+    std::vector<CUdeviceptr> fill;  // 1 MiB + 512 + 1024 do not fit in one page: a second one
+    for (int i = 0; i < 2; ++i) {
+      CUdeviceptr p = 0;
+      OK(cuMemAlloc_v2(&p, MiB));
+      fill.push_back(p);
+    }
+    CHECK(free_mem() == kBaseFree - 4 * MiB);
+    for (CUdeviceptr p : fill) OK(cuMemFree_v2(p));
+  }
+  CHECK(free_mem() == kBaseFree - 2 * MiB);
   OK(cuMemFree_v2(a));
+  CHECK(free_mem() == kBaseFree - 2 * MiB);  // b still holds the page
   CHECK_RC(cuMemGetAddressRange_v2(&base, &size, a), CUDA_ERROR_NOT_FOUND);
+  OK(cuMemAlloc_v2(&c, 100));
+  CHECK(c == a);  // the freed slot is handed out again
+  OK(cuMemFree_v2(c));
+  OK(cuMemFree_v2(b));
+  CHECK(free_mem() == kBaseFree);
+  // A larger allocation takes whole pages of its own.
+  OK(cuMemAlloc_v2(&a, 3 * MiB + 1));
+  CHECK(a % (2 * MiB) == 0);
+  CHECK(free_mem() == kBaseFree - 4 * MiB);
+  OK(cuMemFree_v2(a));
+  CHECK(free_mem() == kBaseFree);
 
   // An exactly-sized freed range is reused, most recent first.
   OK(cuMemAlloc_v2(&a, 3 * MiB));
@@ -258,7 +298,7 @@ void test_capacity() {
   size_t pitch = 0;
   OK(cuMemAllocPitch_v2(&a, &pitch, 1000, 10, 4));
   CHECK(pitch == 1024);
-  CHECK(free_mem() == kBaseFree - 10240);
+  CHECK(free_mem() == kBaseFree - 2 * MiB);  // 10 KiB: one page
   OK(cuMemFree_v2(a));
   CHECK_RC(cuMemAllocPitch_v2(&a, &pitch, 1000, 10, 3), CUDA_ERROR_INVALID_VALUE);
   CHECK(free_mem() == kBaseFree);
@@ -489,7 +529,7 @@ void test_context_teardown(CUcontext primary0) {
   OK(cuArrayCreate_v2(&arr, &ad));
   void *host;
   OK(cuMemHostAlloc(&host, MiB, 0));
-  CHECK(free_mem() == kBaseFree - 113 * MiB);
+  CHECK(free_mem() == kBaseFree - 114 * MiB);  // 100 + 10 (pool) + 2 (VMM) + a page for the 1 MiB array
   OK(cuCtxDestroy_v2(ctx));
   OK(cuCtxGetCurrent(&cur));
   CHECK(cur == primary0);  // the destroyed context was popped
@@ -807,6 +847,7 @@ int main(int argc, char **argv) {
   setenv("FAKECUDA_TOTAL_BYTES", "1GiB", 1);
   setenv("FAKECUDA_FOREIGN_BYTES", "64M", 1);
   setenv("FAKECUDA_LOG", log_path, 1);
+  setenv("FAKECUDA_CONTEXT_BYTES", "0", 1);  // context costs: test_context_costs, in children
   unsetenv("FAKECUDA_DRIVER_VERSION");
 
   test_before_init();

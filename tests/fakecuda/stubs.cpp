@@ -4,14 +4,12 @@
 // models; their (strong) definitions replace these at link time, so this file needs no list
 // of what is modelled. Generated from entry_points.inc (see gen_entry_points.py).
 //
-// __CUDA_API_VERSION_INTERNAL makes cuda.h declare every exported variant (the _ptsz/_ptds
-// and the old-ABI ones too), so each definition below is checked against the header's own
-// declaration: a wrong parameter list is a "conflicting declaration" error.
-#define __CUDA_API_VERSION_INTERNAL 1
-#define __CUDA_API_VERSION_INTERNAL_ODR 1
-#include <cuda.h>
+// fc_api.h makes cuda.h declare every exported variant (the _ptsz/_ptds and the old-ABI ones
+// too), so each definition below is checked against the header's own declaration: a wrong
+// parameter list is a "conflicting declaration" error.
+#include "fc_api.h"
+
 #include <cudaProfiler.h>
-#include <cudaTypedefs.h>
 #include <cudaProfilerTypedefs.h>
 
 #include "stub_body.h"
