@@ -318,7 +318,8 @@ bool graph_address_range(State &s, CUdeviceptr dptr, CUdeviceptr *base, Bytes *s
   if (it == s.graph_allocs.begin()) return false;
   --it;
   const GraphAlloc &a = it->second;
-  if (dptr >= it->first + a.size || a.state == GraphAllocState::Unmapped) return false;
+  // Only while allocated: mapped to an executable graph between launches is not allocated.
+  if (dptr >= it->first + a.size || a.state != GraphAllocState::Live) return false;
   *base = it->first;
   *size = a.size;
   return true;

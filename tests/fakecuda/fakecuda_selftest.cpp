@@ -3,6 +3,8 @@
 // release threshold), VMM accounting, context teardown, cuGetProcAddress version/flag
 // semantics, IPC, and exact accounting under 8 concurrent threads. Prints every failed
 // check and exits 1 if any failed.
+#include "selftest.h"
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -30,56 +32,10 @@ CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 
 namespace {
 
-std::atomic<int> g_failures{0};
-
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
-      g_failures++;                                                           \
-    }                                                                         \
-  } while (0)
-
-#define CHECK_RC(call, expect)                                                              \
-  do {                                                                                      \
-    CUresult rc_ = (call);                                                                  \
-    if (rc_ != (expect)) {                                                                  \
-      fprintf(stderr, "FAIL %s:%d: %s returned %d, expected %s\n", __FILE__, __LINE__, #call, \
-              static_cast<int>(rc_), #expect);                                              \
-      g_failures++;                                                                         \
-    }                                                                                       \
-  } while (0)
-
-#define OK(call) CHECK_RC(call, CUDA_SUCCESS)
-
-constexpr size_t MiB = 1ull << 20;
-constexpr size_t GiB = 1ull << 30;
-// The configuration main() sets before cuInit.
-constexpr size_t kTotal = 1 * GiB;
-constexpr size_t kForeign = 64 * MiB;
-constexpr size_t kBaseFree = kTotal - kForeign;
-
-size_t free_mem() {
-  size_t f = 0, t = 0;
-  OK(cuMemGetInfo_v2(&f, &t));
-  CHECK(t == kTotal);
-  return f;
-}
-
-void *lib_sym(const char *name) {
-  static void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  return h ? dlsym(h, name) : nullptr;
-}
+using namespace selftest;
 
 // ---- configuration, in child processes (the environment is read once per process) ----
 
-std::string self_path() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  buf[n] = 0;
-  return buf;
-}
 
 int config_child() {
   int version = 0;
@@ -98,7 +54,7 @@ int config_child() {
   return 0;
 }
 
-std::string run_child(const std::string &env) {
+std::string run_config_child(const std::string &env) {
   std::string cmd = env + " '" + self_path() + "' --config-child 2>&1";
   FILE *p = popen(cmd.c_str(), "r");
   if (!p) return "";
@@ -139,7 +95,7 @@ void test_config_parsing() {
   for (const Case &c : cases) {
     // No context cost unless the case is about it (a child that sets it last wins).
     std::string env = strstr(c.env, "CONTEXT") || strstr(c.env, "DEFAULT_CONTEXT") ? "" : "FAKECUDA_CONTEXT_BYTES=0 ";
-    std::string out = run_child(std::string("env -u FAKECUDA_DEVICES -u FAKECUDA_TOTAL_BYTES -u FAKECUDA_FOREIGN_BYTES "
+    std::string out = run_config_child(std::string("env -u FAKECUDA_DEVICES -u FAKECUDA_TOTAL_BYTES -u FAKECUDA_FOREIGN_BYTES "
                                             "-u FAKECUDA_DRIVER_VERSION -u FAKECUDA_LOG -u FAKECUDA_CONTEXT_BYTES "
                                             "-u FAKECUDA_MODULE_BYTES ") + env + c.env);
     if (out.find(c.expect) == std::string::npos) {
@@ -837,6 +793,8 @@ void test_threads(CUcontext primary0) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--config-child") == 0) return config_child();
+  if (argc > 8 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "share") == 0) return share_child(argv + 3);
+  if (argc > 3 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "contexts") == 0) return contexts_child(argv[3]);
 
   test_config_parsing();  // child processes; the environment below is for this process
 
@@ -860,6 +818,17 @@ int main(int argc, char **argv) {
   test_context_teardown(primary0);
   test_proc_address(log_path);
   test_ipc();
+  test_entry_points();
+  test_graphs();
+  test_capture();
+  test_vmm_sharing();
+  test_multicast();
+  test_pool_ipc();
+  test_cross_process();
+  test_cuda13_pools();
+  test_events();
+  test_arrays_external();
+  test_context_costs();
   test_threads(primary0);
   OK(cuDevicePrimaryCtxRelease_v2(0));
   unlink(log_path);
