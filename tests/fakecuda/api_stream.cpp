@@ -1,5 +1,6 @@
 // api_stream.cpp — streams: cuStreamCreate(WithPriority), cuStreamDestroy_v2, cuStreamQuery,
-// cuStreamWaitEvent and cuStreamSynchronize (with their _ptsz exports). Nothing executes, so
+// cuStreamWaitEvent and cuStreamSynchronize (with their _ptsz exports); streams and events go
+// with their context. Nothing executes, so
 // a stream is a context binding plus its capture state (api_capture.cpp); a synchronize is
 // where memory pools give memory above their release threshold back. The calling thread's
 // per-thread default stream (CU_STREAM_PER_THREAD, or 0 through a _ptsz export) has a record
@@ -92,6 +93,8 @@ Stream *stream_record(State &s, CUstream stream, bool ptsz) {
 void stream_release_ctx(State &s, CUcontext ctx) {
   for (auto it = s.streams.begin(); it != s.streams.end();)
     it = it->second.ctx == ctx ? s.streams.erase(it) : std::next(it);
+  for (auto it = s.events.begin(); it != s.events.end();)
+    it = it->second.ctx == ctx ? s.events.erase(it) : std::next(it);
 }
 
 }  // namespace fc

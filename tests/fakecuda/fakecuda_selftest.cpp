@@ -1,8 +1,10 @@
 // fakecuda_selftest.cpp — checks the simulated driver against its contract: configuration
-// from the environment, capacity and OOM, pools (reuse, no-split fragmentation, trim,
-// release threshold), VMM accounting, context teardown, cuGetProcAddress version/flag
-// semantics, IPC, and exact accounting under 8 concurrent threads. Prints every failed
-// check and exits 1 if any failed.
+// from the environment, capacity, 2 MiB pages and OOM, pools (reuse, no-split fragmentation,
+// trim, release threshold), VMM accounting, context teardown, cuGetProcAddress version/flag
+// semantics, IPC, and exact accounting under 8 concurrent threads; then the parts in
+// selftest_*.cpp (every entry point, graphs and capture, sharing, CUDA 13 pools and events,
+// arrays and external memory, context and module costs). Prints every failed check and exits
+// 1 if any failed.
 #include "selftest.h"
 
 #include <cuda.h>
