@@ -206,10 +206,6 @@ CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool ptsz) {
   return free_any(s, it);
 }
 
-bool valid_handle_types(unsigned t) {
-  return t == CU_MEM_HANDLE_TYPE_NONE || t == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-}
-
 // The slot of a (type, location) pair; INVALID_VALUE for pairs without pools.
 CUresult slot_key(const State &s, CUmemAllocationType type, const CUmemLocation &loc, PoolKey *key) {
   if (type != CU_MEM_ALLOCATION_TYPE_PINNED && type != CU_MEM_ALLOCATION_TYPE_MANAGED)
