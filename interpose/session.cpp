@@ -243,11 +243,13 @@ __attribute__((noinline)) void record(const Event& e) {
   record_captured(status, e, frames, n);
 }
 
-void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, uint64_t caller_ip) {
+void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, uint64_t caller_ip, int max_native) {
   int status = g_status.load(std::memory_order_acquire);
   if ((status != kOpen && status != kNullSink) || n < 0 || n >= kMaxVarintFields) return;
   uint64_t frames[kMaxCaptureSlots];
-  int depth = capture_stack(frames, kMaxCaptureSlots, caller_ip);
+  if (max_native < 0) max_native = 0;
+  int cap = max_native < kMaxCaptureSlots - kMaxPythonFrames ? max_native + kMaxPythonFrames : kMaxCaptureSlots;
+  int depth = capture_stack(frames, cap, caller_ip);  // (the unwinder stops at cap - kMaxPythonFrames)
   if (status == kNullSink) return;
   describe_thread(t);
   uint64_t v[kMaxVarintFields];

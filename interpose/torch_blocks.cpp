@@ -36,6 +36,7 @@
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
+#include "stack_capture.h"
 #include "torch_blocks.h"
 #include "trace_format.h"
 
@@ -54,6 +55,12 @@ namespace vt {
 namespace {
 
 constexpr int kCudaType = 1;
+// Native frames of a block event (the configured depth still caps it; an OOM report gets the full
+// depth). Blocks are 10-100x more frequent than driver calls, their user is in the Python frames
+// (captured apart, all of them), and what lies beyond the first 16 native frames of a tensor
+// allocation is torch's dispatcher and the interpreter: unwinding them would cost ~85
+// instructions each (3.10 runs one C eval frame per Python call: 64 frames, 2x the whole budget).
+constexpr int kBlockNativeFrames = 16;
 constexpr int kDevices = 128;  // c10::DeviceIndex is an int8_t
 constexpr const char* kUsageName = "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE";
 constexpr const char* kOomName = "_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE";
@@ -167,7 +174,7 @@ __attribute__((noinline)) void torch_block(void* ptr, int64_t size, size_t total
       announce_on();
       uint64_t f[5] = {uint64_t(index), reinterpret_cast<uint64_t>(ptr), format::zigzag(size), total_allocated,
                        total_reserved};
-      record_layer_event(format::kTagTorchBlock, now_ns(), f, 5, caller);
+      record_layer_event(format::kTagTorchBlock, now_ns(), f, 5, caller, kBlockNativeFrames);
     }
   }
   *err = saved;
@@ -193,7 +200,7 @@ __attribute__((noinline)) void torch_oom(int64_t size, size_t total_allocated, s
       }
       announce_on();
       uint64_t f[6] = {uint64_t(index), format::zigzag(size), total_allocated, total_reserved, free_b, total_b};
-      record_layer_event(format::kTagTorchOom, now_ns(), f, 6, caller);
+      record_layer_event(format::kTagTorchOom, now_ns(), f, 6, caller, kMaxCaptureSlots);
     }
   }
   *err = saved;

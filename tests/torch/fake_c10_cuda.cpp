@@ -288,6 +288,26 @@ FAKE_EXPORT uint64_t fc10_slow_malloc(int dev, uint64_t size, int ms) {
   return device_malloc(*d, size);
 }
 
+// `pairs` malloc/free pairs of `size` bytes (a cached block after the first: block events only, no
+// driver call) and the thread CPU nanoseconds they took (the machine is shared: wall time would
+// count other processes); -1 if one failed (bench/run_torch_bench.sh).
+__attribute__((noinline)) FAKE_EXPORT int fc10_bench_loop(int dev, uint64_t size, int pairs) {
+  DeviceAllocator* d = device(dev);
+  int bad = !d;
+  for (int i = 0; i < pairs && d; ++i) {
+    uint64_t p = device_malloc(*d, size);
+    bad |= !p || device_free(*d, p) != 0;
+  }
+  return bad;
+}
+FAKE_EXPORT double fc10_bench_time(int dev, uint64_t size, int pairs) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  int bad = fc10_bench_loop(dev, size, pairs);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  return bad ? -1.0 : double(b.tv_sec - a.tv_sec) * 1e9 + double(b.tv_nsec - a.tv_nsec);
+}
+
 FAKE_EXPORT int fc10_free(int dev, uint64_t ptr) {
   DeviceAllocator* d = device(dev);
   return d ? device_free(*d, ptr) : -1;
