@@ -3,6 +3,7 @@
 
 #include "record_json.h"
 #include "report_render.h"
+#include "torch_render.h"
 
 namespace vt::analyzer {
 
@@ -107,6 +108,7 @@ json ooms_json(const TraceReport& r) {
                  {"nvml", o.nvml}, {"other_processes", procs_json(o.other_processes)},
                  {"activity", activity_json(o.activity)},
                  {"remedies", o.remedies}});
+    if (o.torch) a.back()["torch"] = torch_oom_json(o.torch_info);  // only PyTorch's OOMs have it
   }
   return a;
 }
@@ -162,6 +164,7 @@ json report_json(const TraceReport& r, const std::string& section) {
                         {"max_growth_bytes", p.max_growth_bytes}});
     j["phases"] = phases;
   }
+  if (section.empty() && r.torch.present) j["torch"] = torch_json(r.torch);  // only where PyTorch was seen
   if (section.empty()) {
     const KernelRecording& k = r.kernels;
     j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "symbolizer.h"
+#include "torch_model.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
@@ -86,6 +87,8 @@ struct OomReport {
   std::vector<Cause> causes;  // ranked
   std::vector<std::string> remedies;
   ActivityAt activity;
+  bool torch = false;     // PyTorch's OutOfMemoryError for this failure: figures and verdict in its terms
+  TorchOomInfo torch_info;
 };
 
 struct PoolFragmentation {
@@ -159,6 +162,7 @@ struct TraceReport {
   std::vector<RegionReport> regions;
   KernelRecording kernels;
   std::vector<PhaseRow> phases;
+  TorchReport torch;  // PyTorch's allocator in its own terms (present only when PyTorch was seen)
 };
 
 struct RankRow {

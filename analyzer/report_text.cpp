@@ -6,6 +6,7 @@
 #include "oom_verdict.h"
 #include "report_render.h"
 #include "terminal_escape.h"
+#include "torch_render.h"
 
 namespace vt::analyzer {
 
@@ -122,6 +123,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << human_bytes(r.pinned_host_peak_bytes) << "\n";
     if (r.managed_peak_bytes) o << "  managed memory peak: " << human_bytes(r.managed_peak_bytes) << "\n";
   }
+  if ((section.empty() || section == "peak") && r.torch.present) torch_text(o, r.torch, secs, r, e);
   if (section.empty() || section == "leaks") {
     o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit"
                         : r.partial      ? "live where the damaged trace stops"
@@ -169,6 +171,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
           o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << human_bytes(g.bytes) << "\n";
       }
       activity_lines(o, x.activity, "     ");
+      if (x.torch) torch_oom_text(o, x, e);
       o << "     requested at:\n";
       stack_lines(o, x.stack, "       ");
       o << "     VERDICT: " << e(x.verdict) << "\n";
@@ -177,10 +180,10 @@ std::string report_text(const TraceReport& r, const std::string& section) {
         snprintf(score, sizeof score, "%.2f", c.score);
         o << "       " << e(c.code) << " (" << score << "): " << e(c.summary) << "\n";
       }
-      o << "     top holders:\n";
+      if (!x.torch) o << "     top holders:\n";  // (PyTorch's OOMs: its tensors by line, above)
       size_t shown = 0;
       for (const SiteGroup& g : x.top_holders) {
-        if (shown++ == 3) break;
+        if (x.torch || shown++ == 3) break;
         o << "       " << human_bytes(g.bytes) << " in " << g.count << ":\n";
         stack_lines(o, g.stack, "         ", 4);
       }

@@ -19,6 +19,7 @@
 //   unaligned     from the 10th report on, the size reported is 1 B larger
 //   bad_reserved  from the 10th report on, total_reserved is 2 MiB too high
 //   cpu_events    every allocation is also reported once for a CPU device (must be ignored)
+//   stray_block   from the 10th report on, addresses are reported 1 TiB off (in no segment)
 // Variants (CMakeLists.txt): FAKE_C10_OLD_SIGNATURE calls the old (ptr, size, device) function;
 // FAKE_C10_ABSENT calls nothing.
 #include <cuda.h>
@@ -75,7 +76,7 @@ struct BySize {
   bool operator()(const Block* a, const Block* b) const { return a->size != b->size ? a->size < b->size : a->ptr < b->ptr; }
 };
 
-enum Mode { kNormal, kBadTotals, kUnaligned, kBadReserved, kCpuEvents };
+enum Mode { kNormal, kBadTotals, kUnaligned, kBadReserved, kCpuEvents, kStrayBlock };
 Mode g_mode = kNormal;
 
 struct DeviceAllocator {
@@ -118,6 +119,7 @@ void report(DeviceAllocator& d, uint64_t ptr, int64_t size) {
   if (n >= 10 && g_mode == kBadTotals) allocated += 512;
   if (n >= 10 && g_mode == kUnaligned) size += size > 0 ? 1 : -1;
   if (n >= 10 && g_mode == kBadReserved) reserved += 2 << 20;
+  if (n >= 10 && g_mode == kStrayBlock) ptr += 1ull << 40;
   c10::Device dev{c10::DeviceType::CUDA, int8_t(d.index)};
 #if defined(FAKE_C10_OLD_SIGNATURE)
   (void)allocated, (void)reserved;
@@ -260,6 +262,7 @@ FAKE_EXPORT int fc10_init(int devices) {
   if (m && strcmp(m, "unaligned") == 0) g_mode = kUnaligned;
   if (m && strcmp(m, "bad_reserved") == 0) g_mode = kBadReserved;
   if (m && strcmp(m, "cpu_events") == 0) g_mode = kCpuEvents;
+  if (m && strcmp(m, "stray_block") == 0) g_mode = kStrayBlock;
   if (cuInit(0) != CUDA_SUCCESS) return -1;
   for (int i = 0; i < devices; ++i) {
     auto* d = new DeviceAllocator;

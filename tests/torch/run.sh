@@ -37,6 +37,19 @@ run_case "$py3" absent threads absent
 run_case "$py3" bad_totals threads default FAKE_C10_MODE=bad_totals
 run_case "$py3" unaligned threads default FAKE_C10_MODE=unaligned
 run_case "$py3" cpu_events threads default FAKE_C10_MODE=cpu_events
+# The report in PyTorch's terms: figures at marks, peaks, each OOM verdict with PyTorch's message.
+run_case "$py3" report_threads threads default
+run_case "$py3" report_fragmented fragmented default FAKECUDA_TOTAL_BYTES=170MiB
+run_case "$py3" report_live_set live_set default FAKECUDA_TOTAL_BYTES=1GiB
+run_case "$py3" report_kept_alive kept_alive default FAKECUDA_TOTAL_BYTES=512MiB
+run_case "$py3" report_outside outside default FAKECUDA_TOTAL_BYTES=1GiB VT_FAKE_NCCL_BYTES=734003200
+# The analysis turns the PyTorch figures off when the records disagree with the driver's view.
+run_case "$py3" bad_reserved threads default FAKE_C10_MODE=bad_reserved
+run_case "$py3" stray_block threads default FAKE_C10_MODE=stray_block
+# No block event from a loaded libc10_cuda.so: said so; a mode that needs none: said so.
+run_case "$py3" unavailable threads absent
+run_case "$py3" unavailable threads oldsig
+run_case "$py3" async threads absent PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
 
 # Without vramtrace the stand-in works on its own: every report reaches libc10.so.
 if [ -z "$filter" ]; then
