@@ -48,6 +48,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     if (is_out_of_memory(*r.op, r.result)) {
       ooms_.on_oom(r, live_, leaks_, activity_.stream());
       cache_flushes_.on_oom(r);
+      fragmentation_.on_oom(r.t_ns, live_);
     }
     return;
   }
@@ -58,7 +59,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   phases_.after(r.t_ns, live_);
   regions_.after(live_.device_bytes_all());
   timeline_.after(r.t_ns, live_);
-  fragmentation_.after(live_);
+  fragmentation_.after(r.t_ns, live_);
   leaks_.after(r.t_ns, live_);
 }
 

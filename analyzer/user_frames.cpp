@@ -1,7 +1,9 @@
 // See user_frames.h.
 #include "user_frames.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace vt::analyzer {
 
@@ -33,7 +35,7 @@ bool machinery_function(const std::string& fn) {
       "c10::OperatorHandle", "at::_ops::", "torch::autograd::THPVariable_", "torch::autograd::dispatch_",
       "c10::reportMemoryUsageToProfiler",
   };
-  static const char* const kNames[] = {"_start", "start_thread", "__clone", "__clone3", "clone3", "main", "Py_RunMain",
+  static const char* const kNames[] = {"_start", "start_thread", "__clone", "__clone3", "clone3", "Py_RunMain",
                                        "Py_BytesMain", "pymain_run_python"};
   for (const char* p : kPrefixes)
     if (starts_with(fn, p)) return true;
@@ -47,6 +49,52 @@ bool machinery_function(const std::string& fn) {
 bool is_machinery_frame(const Frame& f) {
   if (f.python) return false;
   return machinery_function(f.function) || machinery_module(f.module);
+}
+
+std::vector<Frame> user_stack(const std::vector<Frame>& stack, bool all, size_t* hidden) {
+  *hidden = 0;
+  if (all) return stack;
+  std::vector<Frame> out;
+  bool python = false;
+  for (const Frame& f : stack) python |= f.python;
+  for (const Frame& f : stack)
+    if (python ? f.python : !is_machinery_frame(f)) out.push_back(f);
+  if (out.empty()) return stack;
+  *hidden = stack.size() - out.size();
+  return out;
+}
+
+std::string user_stack_key(const std::vector<Frame>& stack, bool all) {
+  size_t hidden = 0;
+  std::string k;
+  for (const Frame& f : user_stack(stack, all, &hidden)) {
+    k += f.python ? "py:" : "";
+    k += f.function;
+    k += '@';
+    k += f.file.empty() ? f.module + "+" + std::to_string(f.offset) : f.file + ":" + std::to_string(f.line);
+    k += ';';
+  }
+  return k;
+}
+
+std::vector<SiteGroup> merge_shown(const std::vector<SiteGroup>& groups, bool all) {
+  if (all) return groups;
+  std::vector<SiteGroup> out;
+  std::map<std::string, size_t> index;
+  for (const SiteGroup& g : groups) {
+    std::string key = g.stack.empty() ? "#" + std::to_string(g.stack_id) : user_stack_key(g.stack, false);
+    key += "|" + g.kind + "|" + std::to_string(g.device);
+    auto [it, added] = index.emplace(key, out.size());
+    if (added) {
+      out.push_back(g);
+    } else {
+      out[it->second].bytes += g.bytes;
+      out[it->second].count += g.count;
+      out[it->second].share += g.share;
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const SiteGroup& a, const SiteGroup& b) { return a.bytes > b.bytes; });
+  return out;
 }
 
 const Frame* user_frame(const std::vector<Frame>& stack) {

@@ -7,12 +7,26 @@
 #include <string>
 #include <vector>
 
+#include "report_model.h"
 #include "symbolizer.h"
 
 namespace vt::analyzer {
 
 // True for a frame of the machinery between the user's code and the allocation.
 bool is_machinery_frame(const Frame& f);
+
+// The frames a person reads first, innermost first: the Python frames when there are any, else
+// the native frames that are not machinery; *hidden gets how many were left out (shown as one
+// "... N native frames" marker). A stack that would show nothing is shown whole. With `all`
+// (--native) every frame, none hidden.
+std::vector<Frame> user_stack(const std::vector<Frame>& stack, bool all, size_t* hidden);
+
+// A key for what user_stack shows (groups that differ only in hidden frames share it).
+std::string user_stack_key(const std::vector<Frame>& stack, bool all);
+
+// Groups as a person sees them: those whose shown frames are the same are one row (bytes and
+// counts summed, the first one's stack and kind kept), biggest first; with `all`, unchanged.
+std::vector<SiteGroup> merge_shown(const std::vector<SiteGroup>& groups, bool all);
 
 // The frame a person would call "where it was made": the innermost Python frame, else the
 // innermost native frame that is not machinery, else the innermost frame; nullptr for an empty stack.
