@@ -9,6 +9,8 @@
 #include <unordered_map>
 
 #include "analysis.h"
+#include "torch_verdict.h"
+#include "user_frames.h"
 
 namespace vt::analyzer {
 
@@ -63,7 +65,7 @@ class Packer {
     auto [it, added] = frame_ids_.emplace(key, int(frames_.size()));
     if (added)
       frames_.push_back({clean(f.function), clean(f.file), f.line, clean(f.module),
-                         (f.python ? 1 : 0) | (f.inlined ? 2 : 0), f.offset});
+                         (f.python ? 1 : 0) | (f.inlined ? 2 : 0) | (is_machinery_frame(f) ? 4 : 0), f.offset});
     return it->second;
   }
   int stack(const std::vector<Frame>& st) {
@@ -155,7 +157,54 @@ struct TraceWriter {
             {"proc", o.process_device_bytes}, {"by_kind", o.process_by_kind}, {"na", o.not_attributable_bytes},
             {"pool_cached", o.pool_cached_bytes}, {"vmm_unmapped", o.vmm_unmapped_bytes}, {"s", pk.stack(o.stack)},
             {"holders", groups(o.top_holders)}, {"grew", growth(o.grew_before)}, {"verdict", clean(o.verdict)},
-            {"causes", causes}, {"remedies", remedies}, {"nvml", o.nvml}, {"others", procs}};
+            {"causes", causes}, {"remedies", remedies}, {"nvml", o.nvml}, {"others", procs},
+            {"torch", o.torch ? torch_oom(o.torch_info) : json(nullptr)}};
+  }
+  // PyTorch's view (present only where PyTorch was seen): figures per device, the tensor
+  // timeline by line, the view at the peak, and each OOM's PyTorch part (in oom()).
+  static json figures(const TorchFigures& f) {
+    return {{"alloc", f.allocated}, {"res", f.reserved}, {"unalloc", f.reserved_unallocated()},
+            {"split", f.inactive_split}, {"largest", f.largest_free_block}, {"segs", f.segments}, {"blocks", f.blocks}};
+  }
+  json torch_view(const TorchView& v) {
+    json segs = json::array();
+    for (size_t i = 0; i < v.segments.size() && i < kHtmlMaxGroups; ++i) {
+      const TorchSegment& g = v.segments[i];
+      segs.push_back({{"addr", g.address}, {"size", g.size}, {"alloc", g.allocated}, {"largest", g.largest_free},
+                      {"blocks", g.blocks}, {"exp", g.expandable}});
+    }
+    return {{"t", rel(v.t_ns)}, {"fig", figures(v.figures)}, {"holders", groups(v.holders)}, {"segs", segs},
+            {"more_segs", v.segments_not_shown + (v.segments.size() > kHtmlMaxGroups ? v.segments.size() - kHtmlMaxGroups : 0)}};
+  }
+  json torch() {
+    const TorchReport& t = r.torch;
+    json devices = json::array();
+    for (const TorchDevice& d : t.devices) {
+      json lines = json::array();
+      for (const TorchLineSeries& s : d.tensors.lines)
+        lines.push_back({{"label", clean(s.line)}, {"s", pk.stack(s.stack)}, {"v", s.values}});
+      json times = json::array();
+      for (uint64_t x : d.tensors.t_ns) times.push_back(rel(x));
+      devices.push_back({{"device", d.device}, {"peak", d.peak_allocated}, {"peak_t", rel(d.peak_allocated_t_ns)},
+                         {"peak_res", d.peak_reserved}, {"peak_res_t", rel(d.peak_reserved_t_ns)},
+                         {"at_peak", torch_view(d.peak)},
+                         {"worst", {{"t", rel(d.worst_fragmentation_t_ns)}, {"fig", figures(d.worst_fragmentation)},
+                                    {"ratio", d.worst_fragmentation_ratio}}},
+                         {"end_alloc", d.end_allocated}, {"end_res", d.end_reserved},
+                         {"tensors", {{"t", times}, {"lines", lines}, {"other", d.tensors.other}}}});
+    }
+    json growth = json::array();
+    for (size_t i = 0; i < t.growth.size() && i < kHtmlMaxGroups; ++i) {
+      const TorchGrowth& g = t.growth[i];
+      growth.push_back({{"b", g.bytes}, {"gb", g.growth_bytes}, {"n", g.count}, {"nh", g.new_highs}, {"t0", rel(g.first_t_ns)},
+                        {"t1", rel(g.last_t_ns)}, {"s", pk.stack(g.stack)}, {"k", "tensor"}, {"d", g.device}});
+    }
+    return {{"mode", clean(t.mode)}, {"layer", clean(t.layer)}, {"detail", clean(t.layer_detail)},
+            {"conf", clean(t.alloc_conf)}, {"devices", devices}, {"growth", growth}};
+  }
+  json torch_oom(const TorchOomInfo& t) {
+    return {{"msg", clean(t.message)}, {"block", t.block_size}, {"tried", t.tried_to_allocate}, {"attempts", t.driver_attempts},
+            {"outside", t.outside_bytes}, {"outside_groups", groups(t.outside)}, {"at", torch_view(t.view)}};
   }
   json frag() {
     const Fragmentation& f = r.fragmentation;
@@ -219,7 +268,8 @@ struct TraceWriter {
                        {"teardown", {{"b", r.teardown_bytes}, {"n", r.teardown_count}, {"groups", groups(r.teardown)}}},
                        {"growth", growth(r.growth)}}},
             {"frag", frag()}, {"ooms", ooms}, {"ooms_total", r.ooms.size()}, {"verdicts", verdicts},
-            {"regions", regions}, {"regions_total", r.regions.size()}};
+            {"regions", regions}, {"regions_total", r.regions.size()},
+            {"torch", r.torch.present ? torch() : json(nullptr)}};
   }
 };
 

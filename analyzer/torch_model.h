@@ -83,6 +83,20 @@ struct TorchMark {
   TorchFigures figures;
 };
 
+// Live tensor bytes by line over time (like memory_viz's Active Memory Timeline, aggregated so
+// that it stays small at millions of blocks): the state at the end of each time bucket.
+struct TorchLineSeries {
+  uint32_t stack_id = 0;
+  std::vector<Frame> stack;
+  std::string line;  // set once symbolized (the user's line)
+  std::vector<uint64_t> values;  // one per time
+};
+struct TorchTensorTimeline {
+  std::vector<uint64_t> t_ns;
+  std::vector<TorchLineSeries> lines;  // the biggest lines (by their highest bytes), biggest first
+  std::vector<uint64_t> other;         // every other line, summed
+};
+
 struct TorchDevice {
   int device = -1;
   uint64_t peak_allocated = 0, peak_allocated_t_ns = 0;  // max_memory_allocated
@@ -96,6 +110,7 @@ struct TorchDevice {
   uint64_t end_allocated = 0, end_reserved = 0;
   // Timeline (max-preserving, like the report's): allocated, reserved, inactive split.
   std::vector<std::pair<uint64_t, uint64_t>> allocated_points, reserved_points, inactive_split_points;
+  TorchTensorTimeline tensors;
 };
 
 struct TorchReport {

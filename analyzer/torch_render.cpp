@@ -14,6 +14,11 @@ namespace {
 
 using nlohmann::json;
 
+std::string line_or_none(const std::vector<Frame>& stack) {
+  std::string s = user_line(stack);
+  return s.empty() ? "(no stack recorded)" : s;
+}
+
 json figures_json(const TorchFigures& f) {
   return {{"allocated_bytes", f.allocated},
           {"reserved_bytes", f.reserved},
@@ -51,6 +56,12 @@ json growth_json(const std::vector<TorchGrowth>& v) {
   return a;
 }
 
+json tensor_timeline_json(const TorchTensorTimeline& tl) {
+  json lines = json::array();
+  for (const TorchLineSeries& s : tl.lines) lines.push_back({{"line", s.line}, {"values", s.values}});
+  return {{"t_ns", tl.t_ns}, {"lines", lines}, {"other", tl.other}};
+}
+
 std::string pct(double v) {
   char b[16];
   snprintf(b, sizeof b, "%.0f%%", v * 100);
@@ -74,7 +85,7 @@ void view_text(std::ostringstream& o, const TorchView& v, const char* indent, st
     char share[16];
     snprintf(share, sizeof share, "%.0f%%", g.share * 100);
     o << in << "  " << human_bytes(g.bytes) << " in " << g.count << " tensor" << (g.count == 1 ? "" : "s") << " (" << share
-      << ")  " << esc(user_line(g.stack)) << "\n";
+      << ")  " << esc(line_or_none(g.stack)) << "\n";
   }
   if (v.holders.empty()) o << in << "  (none)\n";
   if (v.segments.empty()) return;
@@ -114,7 +125,8 @@ json torch_json(const TorchReport& t) {
            {"fragmentation", d.worst_fragmentation_ratio}}},
          {"end", {{"allocated_bytes", d.end_allocated}, {"reserved_bytes", d.end_reserved}}},
          {"timeline",
-          {{"allocated", d.allocated_points}, {"reserved", d.reserved_points}, {"inactive_split", d.inactive_split_points}}}});
+          {{"allocated", d.allocated_points}, {"reserved", d.reserved_points}, {"inactive_split", d.inactive_split_points}}},
+         {"tensor_timeline", tensor_timeline_json(d.tensors)}});
   }
   json marks = json::array();
   for (const TorchMark& m : t.marks) {
@@ -182,7 +194,7 @@ void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)
     o << "  tensor lines whose live bytes kept rising:\n";
     for (const TorchGrowth& g : t.growth)
       o << "    +" << human_bytes(g.growth_bytes) << " to " << human_bytes(g.bytes) << " (" << g.count << " tensors live, "
-        << g.new_highs << " new highs)  " << esc(user_line(g.stack)) << "\n";
+        << g.new_highs << " new highs)  " << esc(line_or_none(g.stack)) << "\n";
   }
 }
 

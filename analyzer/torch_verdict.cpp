@@ -96,6 +96,31 @@ void symbolize_growth(std::vector<TorchGrowth>& v, Symbolizer& sym) {
   for (TorchGrowth& g : v) g.stack = sym.stack(g.stack_id);
 }
 
+// The tensor timeline's sites merged by line: the 12 biggest lines (by their highest bytes) stay
+// lines, the rest join `other`.
+void tensor_lines(TorchTensorTimeline& tl, Symbolizer& sym) {
+  constexpr size_t kLines = 12;
+  std::vector<TorchLineSeries> merged;
+  std::map<std::string, size_t> index;
+  for (TorchLineSeries& s : tl.lines) {
+    s.stack = sym.stack(s.stack_id);
+    s.line = user_line(s.stack);
+    if (s.line.empty()) s.line = "(no stack recorded)";
+    auto [it, added] = index.emplace(s.line, merged.size());
+    if (added) {
+      merged.push_back(std::move(s));
+    } else {
+      for (size_t k = 0; k < s.values.size(); ++k) merged[it->second].values[k] += s.values[k];
+    }
+  }
+  auto high = [](const TorchLineSeries& s) { return s.values.empty() ? 0 : *std::max_element(s.values.begin(), s.values.end()); };
+  std::stable_sort(merged.begin(), merged.end(), [&](const TorchLineSeries& a, const TorchLineSeries& b) { return high(a) > high(b); });
+  for (size_t i = kLines; i < merged.size(); ++i)
+    for (size_t k = 0; k < merged[i].values.size() && k < tl.other.size(); ++k) tl.other[k] += merged[i].values[k];
+  if (merged.size() > kLines) merged.resize(kLines);
+  tl.lines = std::move(merged);
+}
+
 }  // namespace
 
 void finish_torch(const StackStore& stacks, Symbolizer& sym, size_t top, TraceReport* rep) {
@@ -122,7 +147,10 @@ void finish_torch(const StackStore& stacks, Symbolizer& sym, size_t top, TraceRe
                              "PyTorch reports its blocks differently (driver-level figures only)";
     }
   }
-  for (TorchDevice& d : t.devices) symbolize_view(d.peak, sym, top);
+  for (TorchDevice& d : t.devices) {
+    symbolize_view(d.peak, sym, top);
+    tensor_lines(d.tensors, sym);
+  }
   symbolize_growth(t.growth, sym);
   for (OomReport& o : rep->ooms) {
     if (!o.torch) continue;

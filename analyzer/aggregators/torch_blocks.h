@@ -75,9 +75,16 @@ class TorchAggregator {
     uint32_t stack = 0;
     uint32_t site = 0;  // row in sites_
   };
+  struct SiteSnap {
+    uint64_t t = 0, total = 0;
+    std::vector<std::pair<uint32_t, uint64_t>> rows;  // (row in sites_, bytes), bytes > 0
+  };
   struct Dev {
     uint64_t allocated = 0, reserved = 0, inactive = 0, segments = 0, blocks = 0;
     uint64_t freed = 0;  // bytes taken back so far
+    std::vector<SiteSnap> snaps;  // the tensor timeline's finished buckets
+    SiteSnap bucket;              // the current bucket's high so far
+    bool bucket_pending = false;  // the current state is a new bucket high not yet snapshotted
     uint64_t last_block_t = 0;
     std::multiset<uint64_t> gaps;  // free pieces of PyTorch's regions on this device
     uint64_t peak = 0, peak_t = 0, peak_reserved = 0, peak_reserved_t = 0;
@@ -139,6 +146,13 @@ class TorchAggregator {
   bool expandable_seen_ = false;
   uint64_t freed_between(int device, size_t from, size_t to, const std::vector<std::pair<int, uint64_t>>* now) const;
   std::vector<TorchMark> marks_;
+  // The tensor timeline: per device and time bucket, live bytes per site at the bucket's highest
+  // allocated (taken lazily, like the peak: before the first free after a new bucket high).
+  // Buckets start 1 ms wide and double whenever a device has more than 2 x kTensorSnaps.
+  static constexpr size_t kTensorSnaps = 512;
+  SiteSnap site_snapshot(int device, uint64_t t) const;
+  void next_bucket();
+  uint64_t snap_t0_ = 0, snap_width_ = 1'000'000, snap_next_ = 0, last_block_t_ = 0;
   std::vector<PendingOom> ooms_;
 };
 

@@ -60,12 +60,20 @@ function loadData() {
   return JSON.parse(node.textContent);
 }
 
-// Frames are [function, file, line, module, flags(1 python, 2 inlined), offset]; a stack is a
-// list of frame indices, innermost first.
+// Frames are [function, file, line, module, flags(1 python, 2 inlined, 4 machinery: interpreter,
+// FFI, dispatcher, libc, vramtrace), offset]; a stack is a list of frame indices, innermost first.
 const VT = {data: null};
 function frameOf(i) {
   const f = VT.data.frames[i];
-  return {fn: f[0], file: f[1], line: f[2], module: f[3], python: !!(f[4] & 1), inlined: !!(f[4] & 2), offset: f[5]};
+  return {fn: f[0], file: f[1], line: f[2], module: f[3], python: !!(f[4] & 1), inlined: !!(f[4] & 2),
+    machinery: !!(f[4] & 4), offset: f[5]};
+}
+// The frames a person reads first (as the text report): the Python frames when there are any,
+// else those that are not machinery; a stack that would show nothing is shown whole.
+function userFrames(stack) {
+  const python = stack.some((f) => f.python);
+  const shown = stack.filter((f) => (python ? f.python : !f.machinery));
+  return shown.length ? shown : stack;
 }
 function stackOf(i) {
   const s = VT.data.stacks[i];

@@ -6,8 +6,21 @@
   try {
     VT.data = loadData();
     const root = clear(document.getElementById('vt-app'));
+    // Stacks: the user's frames (Python first) or all frames; the choice is kept in the URL hash-free
+    // page state only (a class on body: no redraw needed).
+    const userBtn = el('button', {type: 'button', class: 'active'}, 'user frames');
+    const allBtn = el('button', {type: 'button'}, 'all frames');
+    const setAll = (all) => {
+      document.body.classList.toggle('vt-all-frames', all);
+      userBtn.classList.toggle('active', !all);
+      allBtn.classList.toggle('active', all);
+    };
+    userBtn.addEventListener('click', () => setAll(false));
+    allBtn.addEventListener('click', () => setAll(true));
     const title = el('div', {class: 'topbar'}, el('span', {class: 'brand'}, 'vramtrace'),
-        el('span', {class: 'topbar-sub'}, VT.data.kind === 'job' ? 'job report' : 'memory report'));
+        el('span', {class: 'topbar-sub'}, VT.data.kind === 'job' ? 'job report' : 'memory report'),
+        el('span', {class: 'frames-switch', title: 'stacks: Python and user frames first, or every native frame'},
+            'stacks: ', userBtn, allBtn));
     root.appendChild(title);
     if (VT.data.kind === 'job') renderJob(VT.data, root);
     else renderTrace(VT.data.traces[0], 0, root);

@@ -161,11 +161,12 @@ function oomCard(o, i, ti) {
       el('div', {class: 'verdict'}, el('span', {class: 'verdict-label'}, 'verdict'), el('span', {class: 'verdict-code'}, o.verdict),
           el('span', {class: 'verdict-text'}, verdictText(o.verdict))),
       el('h4', null, 'The device at the failure (' + fmtBytes(T) + ')'), device,
+      o.torch ? torchOomBlock(o.torch) : null,
       el('h4', null, 'Causes, most to blame first'), causes,
       el('h4', null, 'What to do'), el('ul', {class: 'remedies'}, o.remedies.map((m) => el('li', null, m))),
       el('h4', null, 'Requested at'), stackList(stackOf(o.s), 12),
       others,
-      el('h4', null, 'Top holders at the failure'), groupsTable(o.holders, {shareLabel: 'share of live'}),
+      o.torch ? null : [el('h4', null, 'Top holders at the failure'), groupsTable(o.holders, {shareLabel: 'share of live'})],
       o.grew.length ? [el('h4', null, 'Sites that grew before the failure'), groupsTable(o.grew, {growth: true})] : null);
 }
 
@@ -205,10 +206,11 @@ function fragSection(t, ti) {
 
 // One trace's whole report, into `root`. Charts are drawn once in the document (their width).
 function renderTrace(t, ti, root) {
-  const nav = el('nav', {class: 'toc'}, [['timeline', 'timeline'], ['peak', 'peak'], ['leaks', 'leaks'], ['oom', 'OOMs'],
-    ['frag', 'fragmentation']].map(([id, label]) => el('a', {href: '#' + id + '-' + ti}, label)));
-  const parts = [traceHeader(t), summaryCards(t), nav, timelineSection(t, ti), peakSection(t, ti), leaksSection(t, ti),
-    oomSection(t, ti), fragSection(t, ti)];
+  const links = [['timeline', 'timeline'], ['peak', 'peak']].concat(t.torch ? [['torch', 'PyTorch']] : [],
+      [['leaks', 'leaks'], ['oom', 'OOMs'], ['frag', 'fragmentation']]);
+  const nav = el('nav', {class: 'toc'}, links.map(([id, label]) => el('a', {href: '#' + id + '-' + ti}, label)));
+  const parts = [traceHeader(t), summaryCards(t), nav, timelineSection(t, ti), peakSection(t, ti),
+    t.torch ? torchSection(t, ti) : null, leaksSection(t, ti), oomSection(t, ti), fragSection(t, ti)].filter((p) => p);
   parts.forEach((p) => root.appendChild(p));
   parts.forEach((p) => {
     if (p.vtInit) p.vtInit();

@@ -7,15 +7,23 @@ function shareBar(x, cls) {
   return el('span', {class: 'bar ' + (cls || '')}, el('span', {class: 'bar-fill', style: 'width:' + w.toFixed(1) + '%'}));
 }
 
-// A stack, innermost first (as the text report), in an ordered list.
+// A stack, innermost first (as the text report), in an ordered list. Every frame is in the list;
+// those the user's view leaves out are marked, and the page's switch (body.vt-all-frames) shows
+// them or one "... N native frames" line in their place.
 function stackList(stack, max) {
   const list = el('ol', {class: 'stack'});
+  const user = new Set(userFrames(stack));
   const shown = stack.slice(0, max || stack.length);
+  let hidden = 0;
   for (const f of shown) {
     const where = frameWhere(f);
-    list.appendChild(el('li', {class: f.python ? 'py' : null},
+    const folded = !user.has(f);
+    hidden += folded ? 1 : 0;
+    list.appendChild(el('li', {class: (f.python ? 'py' : '') + (folded ? ' folded' : '')},
         el('span', {class: 'fn'}, frameName(f)), where ? el('span', {class: 'where'}, where) : null));
   }
+  if (hidden) list.appendChild(el('li', {class: 'more fold-marker'}, '\u2026 ' + plural(hidden, 'native frame') +
+      ' (\u201call frames\u201d shows them)'));
   if (stack.length > shown.length) list.appendChild(el('li', {class: 'more'}, '\u2026 ' + (stack.length - shown.length) + ' more frames'));
   if (!stack.length) list.appendChild(el('li', {class: 'more'}, '(no stack recorded)'));
   return list;
