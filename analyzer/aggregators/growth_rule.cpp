@@ -18,6 +18,7 @@ void SiteCheckpoints::add(uint64_t t, SiteSnapshot snap) {
     t_.resize(w);
     every_ *= 2;
   }
+  countdown_ = every_;
 }
 
 std::vector<GrowthHit> growing_sites(const std::vector<const SiteSnapshot*>& snaps, uint64_t min_bytes) {

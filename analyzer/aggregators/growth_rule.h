@@ -17,12 +17,9 @@ using SiteSnapshot = absl::flat_hash_map<SiteKey, uint64_t>;  // bytes per site
 
 class SiteCheckpoints {
  public:
-  // After each event: true when a checkpoint is due now (then call add()).
-  bool due() {
-    if (--countdown_) return false;
-    countdown_ = every_;
-    return true;
-  }
+  // After each event: true when a checkpoint is due now (then call add(), which starts the next
+  // countdown, after the cadence may have doubled).
+  bool due() { return --countdown_ == 0; }
   void add(uint64_t t, SiteSnapshot snap);
   const std::vector<uint64_t>& times() const { return t_; }
   const std::vector<SiteSnapshot>& snapshots() const { return snaps_; }
