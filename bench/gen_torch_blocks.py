@@ -6,6 +6,10 @@ dropped), then PAIRS cached malloc/free pairs. Run under libvramtrace.so:
     LD_LIBRARY_PATH=build/lib/fakecuda LD_PRELOAD=build/lib/libvramtrace.so VRAMTRACE_OUTPUT=T.trace \\
       FAKECUDA_CONTEXT_BYTES=0 python3 bench/gen_torch_blocks.py build/tests/torch/default 22000 250000
 """
+import ctypes
+import os
+import sys
+
 lib = ctypes.CDLL(os.path.join(sys.argv[1], "libc10_cuda.so"), mode=os.RTLD_LOCAL | os.RTLD_NOW)
 lib.fc10_malloc.restype = ctypes.c_uint64
 lib.fc10_malloc.argtypes = [ctypes.c_int, ctypes.c_uint64]
