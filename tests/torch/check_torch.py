@@ -78,6 +78,8 @@ def check_blocks(events, forwarded=True, extra_forwards=0):
             fail(f"{addr}: innermost Python frame {f and (f['file'], f['line'], f['function'])}, expected {(file, line, func)}")
     if "PyTorch block events off" in log:
         fail("stderr: " + log)
+    if expect.get("errno_changes"):
+        fail(f"errno changed across {expect['errno_changes']} block reports")
     return blocks
 
 

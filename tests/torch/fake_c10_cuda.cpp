@@ -24,6 +24,8 @@
 // FAKE_C10_ABSENT calls nothing.
 #include <cuda.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +92,7 @@ struct DeviceAllocator {
   uint64_t reports = 0;
 };
 std::vector<DeviceAllocator*> g_devices;
+std::atomic<uint64_t> g_errno_changed{0};  // reports after which errno was not what it was before
 thread_local char t_oom_message[1024];
 
 uint64_t round_size(uint64_t s) { return s < kMinBlockSize ? kMinBlockSize : (s + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize; }
@@ -125,7 +128,10 @@ void report(DeviceAllocator& d, uint64_t ptr, int64_t size) {
   (void)allocated, (void)reserved;
   c10::reportMemoryUsageToProfiler(reinterpret_cast<void*>(ptr), size, dev);
 #elif !defined(FAKE_C10_ABSENT)
+  errno = 4242 + int(n % 7);  // the program's errno must come back as it was (the stand-in libc10 keeps it)
+  int before = errno;
   c10::reportMemoryUsageToProfiler(reinterpret_cast<void*>(ptr), size, allocated, reserved, dev);
+  if (errno != before) g_errno_changed.fetch_add(1);
   if (g_mode == kCpuEvents && size > 0)
     c10::reportMemoryUsageToProfiler(reinterpret_cast<void*>(0x1000), 3, 3, 0, c10::Device{c10::DeviceType::CPU, -1});
 #else
@@ -337,6 +343,7 @@ uint64_t fake_c10_usage_calls();
 uint64_t fake_c10_oom_calls();
 FAKE_EXPORT uint64_t fc10_forwarded_usage() { return fake_c10_usage_calls(); }
 FAKE_EXPORT uint64_t fc10_forwarded_oom() { return fake_c10_oom_calls(); }
+FAKE_EXPORT uint64_t fc10_errno_changes() { return g_errno_changed.load(); }
 
 // The allocator's own figures, as memory_stats() defines them: out[0] allocated, [1] reserved,
 // [2] inactive split (free bytes in segments that hold an allocated block), [3] segments,

@@ -23,6 +23,7 @@ lib.fc10_oom_message.restype = ctypes.c_char_p
 lib.fc10_reports.restype = ctypes.c_uint64
 lib.fc10_forwarded_usage.restype = ctypes.c_uint64
 lib.fc10_forwarded_oom.restype = ctypes.c_uint64
+lib.fc10_errno_changes.restype = ctypes.c_uint64
 vt = ctypes.CDLL(None)                  # vramtrace_region_* when libvramtrace.so is preloaded
 has_regions = hasattr(vt, "vramtrace_region_begin")
 expect = {"blocks": {}, "marks": {}, "ooms": [], "lines": {}}
@@ -213,4 +214,5 @@ assert lib.fc10_init(1) == 0
 expect["reports"] = lib.fc10_reports(0)
 expect["forwarded"] = lib.fc10_forwarded_usage()
 expect["forwarded_oom"] = lib.fc10_forwarded_oom()
+expect["errno_changes"] = lib.fc10_errno_changes()
 json.dump(expect, open(out_path, "w"), indent=1)
