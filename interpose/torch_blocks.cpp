@@ -166,7 +166,8 @@ __attribute__((noinline)) void torch_block(void* ptr, int64_t size, size_t total
   int saved = *err;
   resolve_once();
   if (g_state.load(std::memory_order_relaxed) != kOff && valid(index, size, total_allocated)) {
-    if (g_state.load(std::memory_order_relaxed) == kUnseen) g_state.store(kOn, std::memory_order_relaxed);
+    int unseen = kUnseen;  // (a CAS: a racing fall_back's kOff must not be overwritten)
+    if (g_state.load(std::memory_order_relaxed) == kUnseen) g_state.compare_exchange_strong(unseen, kOn);
     HookScope scope;
     if (__builtin_expect(scope.nested_in_our_work(), 0)) {
       count_lost_events(1);  // a signal handler inside our own work: no chunk to write to
