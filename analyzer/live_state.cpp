@@ -81,7 +81,7 @@ __attribute__((always_inline)) inline void LiveState::account(const Alloc& a, in
 PoolState& LiveState::pool_of(uint64_t pool, int device) {
   uint64_t key = pool ? pool : default_pool_key(device);
   PoolState& p = pools_[key];
-  if (p.device < 0) p.device = device;
+  if (p.device < 0 && !p.placed) p.device = device;  // a pool seen only by its allocations: theirs
   return p;
 }
 
@@ -207,10 +207,11 @@ void LiveState::apply(const Record& r) {
       Alloc a = alloc();
       if (op.kind == MemKind::Async) {  // rule 4: where its pool lives
         a.pool = named_pool(r);
-        auto p = pools_.find(a.pool);
-        if (a.pool && p != pools_.end()) {
-          if (p->second.device >= 0) a.device = p->second.device;
-          a.bucket = p->second.bucket;
+        auto p = a.pool ? pools_.find(a.pool) : pools_.end();
+        if (p != pools_.end() && p->second.placed) {
+          Placement at = from_pool({p->second.device, p->second.bucket}, r.device);
+          a.device = at.device;
+          a.bucket = at.bucket;
         }
       }
       add(r.addr, a, live_);  // rule 3: replaces what was live there
@@ -263,14 +264,16 @@ void LiveState::apply(const Record& r) {
       return;
     }
     case Effect::CreatePool: {
+      if (!is_memory_key(r.aux)) return;
       PoolState& p = pools_[r.aux];
       Placement at = placement_at(r.aux2, r.device);
       p.device = at.device;
       p.bucket = at.bucket;
+      p.placed = true;
       return;
     }
     case Effect::DestroyPool:
-      pools_.erase(r.aux);
+      if (is_memory_key(r.aux)) pools_.erase(r.aux);
       return;
     case Effect::TrimPool: {  // what is not live goes back to the device
       uint64_t key = pools_.count(r.aux) ? r.aux : default_pool_key(r.device);

@@ -110,6 +110,7 @@ struct DeviceTotals {
 struct PoolState {
   int32_t device = -1;
   Bucket bucket = Bucket::Device;  // pinned host for a pool at a host location
+  bool placed = false;  // created in the trace: its allocations count where it lives (rule 4)
   std::map<uint64_t, uint64_t> extents;  // start -> end, merged
   uint64_t live_bytes = 0;
   uint64_t footprint() const;

@@ -5,31 +5,35 @@
 // (analyzer/live_state.cpp: every report) — so that they cannot disagree; the data structures
 // differ (the tracker's are lock-light and heap-free on the hook path), the rules do not.
 // tests/unit/accounting_test.cpp replays the same sequences, fixed and random, through both and
-// compares every figure. The CUDA semantics behind each rule: docs/metrics.md, "Accounting".
+// compares every figure. Header-only: the preload library and the analyzer both include it.
+// The CUDA semantics behind each rule: docs/metrics.md, "Accounting rules".
 //
 // The rules:
 //  1. Only successful calls change memory (a failed call changed nothing in the driver). An OOM is
 //     an acquire that failed with CUDA_ERROR_OUT_OF_MEMORY (is_out_of_memory).
 //  2. Keys: memory of the address-keyed kinds (device, pitch, managed, pinned and registered host,
 //     stream-ordered, arrays, IPC imports) is known by the address its acquire returned and its
-//     release passes; VMM physical memory by its handle (a key space of its own). Key 0 is no
-//     memory (a successful acquire always returns an address; 0 only comes from a damaged trace).
+//     release passes; VMM physical memory by its handle, in a key space of its own (a handle never
+//     matches an address). Key 0 is no memory (a successful acquire always returns an address;
+//     0 only comes from a damaged trace).
 //  3. A second acquire at a live key means its free was not seen: the old allocation is dropped
-//     before the new one counts. A release of a key not live changes nothing.
+//     before the new one counts (a new VMM handle starts unreleased; a mapping at a mapped address
+//     replaces the old mapping). A release of a key that is not live changes nothing.
 //  4. Device and bucket (bucket_of): the event's device (its context's), except that
-//     - VMM physical memory counts where its location says: on that device for a device
-//       location, in the pinned-host bucket (on the event's device) for a host location;
-//     - a stream-ordered allocation counts where its pool lives: a pool created in the trace
-//       is placed by its location like VMM memory (cuMemPoolCreate with a host location makes
-//       pinned memory); cuMemAllocFromPoolAsync names its pool; cuMemAllocAsync takes the
-//       device's current pool, whose handle the trace does not hold, so it counts on the
-//       event's device (default_pool_key), as does an allocation from a pool created before
-//       tracing started.
-//  5. VMM physical memory is freed at the later of cuMemRelease and the unmapping of its last
-//     mapping (cuMemRelease: "the memory allocation will be freed when all outstanding mappings
-//     to the memory are unmapped and when all outstanding references to the handle are also
-//     released"): XLA and others release the handle right after mapping it. cuMemUnmap(va, size)
-//     removes every mapping that starts inside [va, va + size).
+//     - VMM physical memory counts where its location says (placement_at): on that device for a
+//       device location, in the pinned-host bucket of the event's device for a host location;
+//     - a stream-ordered allocation counts where its pool lives (from_pool): a pool created in the
+//       trace is placed by its location like VMM memory (cuMemPoolCreate with a host location
+//       makes pinned memory); cuMemAllocFromPoolAsync names its pool; cuMemAllocAsync takes the
+//       device's current pool, whose handle the trace does not hold, so it counts on the event's
+//       device (default_pool_key), as does an allocation from a pool the trace did not see
+//       created (created before tracing started, or already destroyed).
+//  5. VMM physical memory is freed when its handle has been released AND its last mapping is
+//     unmapped, whichever comes last (cuMemRelease: "the memory allocation will be freed when all
+//     outstanding mappings to the memory are unmapped and when all outstanding references to the
+//     handle are also released"): PyTorch's expandable segments and XLA release the handle right
+//     after mapping it, and the memory stays until the unmap. cuMemUnmap(va, size) removes every
+//     mapping that starts inside [va, va + size).
 //  6. A context teardown (cuCtxDestroy, cuDevicePrimaryCtxReset, the last
 //     cuDevicePrimaryCtxRelease; torn_down_context) frees every address-keyed allocation made in
 //     that context. VMM physical memory belongs to no context (its handle and its location
@@ -60,7 +64,7 @@ constexpr Bucket bucket_of(MemKind k) {
 
 // ---- rule 1 ----
 
-constexpr bool changes_memory(int32_t result) { return result == 0; }
+constexpr bool changes_memory(int32_t result) { return result == 0; }  // CUDA_SUCCESS
 // CUresult of an allocation that failed for lack of memory (CUDA_ERROR_OUT_OF_MEMORY).
 inline constexpr int32_t kResultOutOfMemory = 2;
 constexpr bool is_out_of_memory(const OpInfo& op, int32_t result) {
@@ -116,18 +120,31 @@ constexpr bool is_memory_key(uint64_t key) { return key != 0; }
 
 // ---- rule 4 ----
 
-// A CUmemLocation as the recorder writes it (describe.h): type << 32 | id.
-inline constexpr uint32_t kLocationDevice = 1;  // CU_MEM_LOCATION_TYPE_DEVICE
-constexpr bool location_is_device(uint64_t location) { return uint32_t(location >> 32) == kLocationDevice; }
+// A CUmemLocation as the recorder writes it (interpose/describe.h): type << 32 | id, with the
+// CUmemLocationType values of cuda.h (describe.h checks them against it).
+inline constexpr uint32_t kLocationDevice = 1;            // CU_MEM_LOCATION_TYPE_DEVICE
+inline constexpr uint32_t kLocationHost = 2;              // CU_MEM_LOCATION_TYPE_HOST
+inline constexpr uint32_t kLocationHostNuma = 3;          // CU_MEM_LOCATION_TYPE_HOST_NUMA
+inline constexpr uint32_t kLocationHostNumaCurrent = 4;   // CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
+constexpr uint32_t location_type(uint64_t location) { return uint32_t(location >> 32); }
+constexpr bool location_is_host(uint64_t location) {
+  return location_type(location) >= kLocationHost && location_type(location) <= kLocationHostNumaCurrent;
+}
 
 struct Placement {
   int32_t device;
   Bucket bucket;
 };
-// Where memory at `location` counts (VMM physical memory, a pool's allocations).
+// Where memory at `location` counts (VMM physical memory, a pool's allocations). A location of
+// no known type (a driver newer than this build, or none recorded) counts on the event's device.
 constexpr Placement placement_at(uint64_t location, int32_t event_device) {
-  return location_is_device(location) ? Placement{int32_t(uint32_t(location)), Bucket::Device}
-                                      : Placement{event_device, Bucket::PinnedHost};
+  return location_type(location) == kLocationDevice ? Placement{int32_t(uint32_t(location)), Bucket::Device}
+         : location_is_host(location)               ? Placement{event_device, Bucket::PinnedHost}
+                                                    : Placement{event_device, Bucket::Device};
+}
+// Where an allocation from a pool placed at `pool` counts.
+constexpr Placement from_pool(Placement pool, int32_t event_device) {
+  return {pool.device >= 0 ? pool.device : event_device, pool.bucket};
 }
 
 // The pool a stream-ordered allocation came from: the one it names (cuMemAllocFromPoolAsync:
@@ -156,6 +173,5 @@ template <typename E>
 constexpr uint64_t torn_down_context(HookId op, const E& e) {
   return op == HookId::cuCtxDestroy_v2 ? e.aux : e.aux2;
 }
-constexpr bool freed_by_teardown(MemKind k) { return keyed_by_address(k); }
 
 }  // namespace vt
