@@ -119,8 +119,9 @@ struct PoolState {
 
 class LiveState {
  public:
-  // Applies one event. Returns the device whose device-bucket bytes went down (a release), or -2
-  // when none did; lets the caller snapshot a peak before it is left.
+  // Applies one event by the rules of format/accounting.h (a failed one changes nothing);
+  // changed() then lists the devices whose totals it changed, and the before-drop callback has
+  // run before any device's device-bucket bytes went down (so a peak can be snapshotted first).
   void apply(const Record& r);
 
   // Called before an event lowers the device bytes of `device` (peak bookkeeping).
