@@ -15,7 +15,7 @@
 #include "activity.h"
 #include "activity_format.h"
 #include "activity_stream.h"
-#include "event_fields.h"
+#include "op_table.h"
 #include "live_state.h"
 #include "oom_verdict.h"
 #include "regular_file.h"

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "event_fields.h"
+#include "op_table.h"
 
 namespace vt::analyzer {
 
@@ -15,11 +15,12 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-void put_aux(nlohmann::json& j, AuxMeaning m, uint64_t v) {
-  if (m == AuxMeaning::Location) {
+// One optional field under the name the op table gives it (`unnamed` for an op it does not know).
+void put_field(nlohmann::json& j, Field f, const char* unnamed, uint64_t v) {
+  if (f == Field::Location) {
     j["location"] = {{"type", location_type_name(uint32_t(v >> 32))}, {"id", int32_t(uint32_t(v))}};
   } else {
-    j[aux_name(m)] = v;
+    j[f == Field::None ? unnamed : field_info(f).json] = v;
   }
 }
 
@@ -34,12 +35,12 @@ nlohmann::json event_json(const Record& r) {
   j["result"] = r.result;
   j["device"] = r.device;
   j["context"] = hex(r.context);
-  if (r.has(format::kEvAddr)) j["address"] = r.addr;
-  if (r.has(format::kEvSize)) j["size"] = r.size;
+  OpFields f = r.op ? r.op->fields : OpFields{Field::None, Field::None, Field::None, Field::None};
+  if (r.has(format::kEvAddr)) put_field(j, f.addr, "address", r.addr);
+  if (r.has(format::kEvSize)) put_field(j, f.size, "size", r.size);
   if (r.op && r.op->kind == MemKind::Async) j["stream"] = hex(r.stream);
-  AuxFields af = r.op ? aux_fields(HookId(r.op->code - 1)) : AuxFields{};
-  if (r.has(format::kEvAux)) put_aux(j, af.aux, r.aux);
-  if (r.has(format::kEvAux2)) put_aux(j, af.aux2 == AuxMeaning::None ? AuxMeaning::None : af.aux2, r.aux2);
+  if (r.has(format::kEvAux)) put_field(j, f.aux, "aux", r.aux);
+  if (r.has(format::kEvAux2)) put_field(j, f.aux2, "aux2", r.aux2);
   if (r.has(format::kEvFailed)) {
     j["free_bytes"] = r.free_bytes;
     j["total_bytes"] = r.total_bytes;

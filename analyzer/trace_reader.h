@@ -13,7 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "hook_list.h"
+#include "op_table.h"
 #include "trace_format.h"
 
 namespace vt::analyzer {

@@ -9,10 +9,11 @@
 #include <cstdint>
 
 #include "event.h"
+#include "shm_layout.h"
 
 namespace vt {
 
-inline constexpr int kTrackedDevices = 16;
+using format::kTrackedDevices;  // the devices `vramtrace top` shows a row of
 inline constexpr int kLiveDevice = int(Bucket::Device);
 
 // Applies a successful event (same accounting as the analyzer's replay, simplified: VMM physical

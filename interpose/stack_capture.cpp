@@ -11,7 +11,7 @@
 #include <atomic>
 
 #include "clock.h"
-#include "config.h"
+#include "env_config.h"
 #include "log.h"
 #include "native_stack.h"
 #include "own_work.h"
@@ -19,7 +19,7 @@
 #include "python_frames.h"
 #include "recorder_internal.h"
 #include "stack_index.h"
-#include "trace_format.h"
+#include "payload.h"
 
 namespace vt {
 
@@ -167,16 +167,12 @@ uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) {
 bool python_frames_on() { return g_python.load(std::memory_order_relaxed) == kPythonOn; }
 
 void write_stack_config(uint64_t t) {
-  uint8_t payload[256];
-  uint8_t* q = payload;
-  q = format::put_varint(q, uint64_t(native_stack_depth()));
-  q = format::put_varint(q, uint64_t(g_python.load()));
-  const char* why = g_python_why.load();
-  size_t len = strnlen(why, 200);
-  q = format::put_varint(q, len);
-  memcpy(q, why, len);
-  q += len;
-  write_meta(format::kTagConfig, payload, size_t(q - payload), t);
+  uint8_t buf[256];
+  format::PayloadWriter p(buf, sizeof buf);
+  p.varint(uint64_t(native_stack_depth()));
+  p.varint(uint64_t(g_python.load()));
+  p.string(g_python_why.load(), 200);
+  write_meta(format::kTagConfig, p.data(), p.size(), t);
 }
 
 }  // namespace vt

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "config.h"
+#include "env_config.h"
 #include "regular_file.h"
 
 namespace vt::cli {

@@ -94,7 +94,7 @@ struct CodeInfo {
   uint8_t linetable[4096];  // 3.10: co_linetable (PEP 626); 3.11+: co_linetable (location table)
   uint32_t linetable_len;
   bool truncated;
-  int py_minor;  // the interpreter's minor: selects the line-table format (analyzer::python_line)
+  int py_minor;  // the interpreter's minor: selects the line-table format (format::python_line)
 };
 bool describe_code(uint64_t code, CodeInfo* out);
 

@@ -30,7 +30,7 @@ int format_frames(char* out, int cap) {
   vt::py::CodeInfo info;  // ~5 KB of stack, like the hook would use
   for (int i = 0; i < n; ++i) {
     if (!vt::py::describe_code(raw[i].code, &info)) return -1;
-    int line = vt::analyzer::python_line(info.py_minor, info.linetable, info.linetable_len, info.firstlineno,
+    int line = vt::format::python_line(info.py_minor, info.linetable, info.linetable_len, info.firstlineno,
                                          raw[i].instr);
     int w = std::snprintf(out + o, cap > o ? cap - o : 0, "%s:%d:%s\n", info.filename, line, info.qualname);
     if (w > 0) o += w;
@@ -191,7 +191,7 @@ double bench_describe(int iters, int* frames) {
 
 // Line-table oracle for the exhaustive test against code.co_lines().
 int line_of(int minor, const unsigned char* table, size_t len, int firstlineno, unsigned instr) {
-  return vt::analyzer::python_line(minor, table, len, firstlineno, instr);
+  return vt::format::python_line(minor, table, len, firstlineno, instr);
 }
 
 }  // extern "C"
