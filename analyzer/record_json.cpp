@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "meta_records.h"
 #include "op_table.h"
 
 namespace vt::analyzer {
@@ -48,35 +49,57 @@ nlohmann::json event_json(const Record& r) {
   return j;
 }
 
+namespace {
+
+// A record's fields under the JSON keys its schema gives them (format/meta_records.h).
+class JsonFields {
+ public:
+  explicit JsonFields(nlohmann::json& j) : j_(j) {}
+  template <format::Wire K, class T>
+  void field(const T& m, const char* key, const char*) {
+    if constexpr (K == format::Wire::TextList) {
+      j_[key] = split_argv(m);
+    } else if constexpr (K == format::Wire::Bytes) {  // hex; "" when every byte is 0 (unknown)
+      j_[key] = m.find_first_not_of('\0') == format::Text::npos ? std::string() : hex_bytes(m);
+    } else if constexpr (format::kIsText<T>) {
+      j_[key] = std::string(m);
+    } else if constexpr (K == format::Wire::Triple) {
+      j_[key] = {m[0], m[1], m[2]};
+    } else {
+      j_[key] = m;
+    }
+  }
+
+ private:
+  static std::string hex_bytes(format::Text b) {
+    static const char* d = "0123456789abcdef";
+    std::string s;
+    for (unsigned char c : b) s += {d[c >> 4], d[c & 15]};
+    return s;
+  }
+  nlohmann::json& j_;
+};
+
+template <class Schema, class R>
+void put_record(nlohmann::json& j, const Record& r, bool keep_partial) {
+  R rec;
+  if (!format::decode<Schema>(r.payload, r.payload_len, &rec) && !keep_partial) rec = R{};
+  j["record"] = Schema::kName;
+  JsonFields out(j);
+  Schema::visit(rec, out);
+}
+
+}  // namespace
+
 nlohmann::json meta_json(const Record& r) {
   nlohmann::json j;
   j["t_ns"] = r.t_ns;
   j["tid"] = r.tid;
   switch (r.tag) {
-    case format::kTagProcess: {
-      ProcessInfo p;
-      decode_process_payload(r.payload, r.payload_len, &p);
-      j["record"] = "process";
-      j["argv"] = p.argv;
-      j["exe"] = p.exe;
-      j["driver_version"] = p.driver_version;
-      break;
-    }
-    case format::kTagDevice: {
-      DeviceInfo d;
-      decode_device_payload(r.payload, r.payload_len, &d);
-      j["record"] = "device";
-      j["ordinal"] = d.ordinal;
-      j["name"] = d.name;
-      j["total_bytes"] = d.total_bytes;
-      j["uuid"] = d.uuid;
-      break;
-    }
-    case format::kTagEnd: j["record"] = "end"; break;
-    case format::kTagNote:
-      j["record"] = "note";
-      j["text"] = std::string(reinterpret_cast<const char*>(r.payload), r.payload_len);
-      break;
+    case format::kTagProcess: put_record<format::ProcessSchema, format::ProcessRecord>(j, r, false); break;
+    case format::kTagDevice: put_record<format::DeviceSchema, format::DeviceRecord>(j, r, true); break;
+    case format::kTagEnd: put_record<format::EndSchema, format::EndRecord>(j, r, true); break;
+    case format::kTagNote: put_record<format::NoteSchema, format::NoteRecord>(j, r, true); break;
     default: j["record"] = "unknown"; j["tag"] = r.tag;
   }
   return j;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "file_header.h"
+#include "meta_records.h"
 #include "payload.h"
 #include "regular_file.h"
 
@@ -40,7 +41,7 @@ namespace {
 
 using Bytes = fmt::PayloadReader;
 
-std::string hex(const std::string& b) {
+std::string hex(fmt::Text b) {
   static const char* d = "0123456789abcdef";
   std::string s;
   for (unsigned char c : b) {
@@ -55,47 +56,53 @@ std::string fixed_str(const char* s, size_t cap) { return std::string(s, strnlen
 }  // namespace
 
 bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out) {
-  Bytes b(p, n);
-  int driver = int(b.varint());
-  std::string cmdline = b.str();
-  std::string exe = b.str();
-  if (!b.ok()) return false;
-  out->driver_version = driver;
-  out->exe = exe;
-  out->argv.clear();
+  fmt::ProcessRecord rec;
+  if (!fmt::decode<fmt::ProcessSchema>(p, n, &rec)) return false;
+  out->driver_version = int(rec.driver_version);
+  out->exe = std::string(rec.exe);
+  out->argv = split_argv(rec.argv);
+  return true;
+}
+
+std::vector<std::string> split_argv(std::string_view cmdline) {
+  std::vector<std::string> argv;
   size_t start = 0;
   for (size_t i = 0; i <= cmdline.size(); ++i) {
     if (i == cmdline.size() || cmdline[i] == '\0') {
-      if (i > start || i < cmdline.size()) out->argv.push_back(cmdline.substr(start, i - start));
+      if (i > start || i < cmdline.size()) argv.emplace_back(cmdline.substr(start, i - start));
       start = i + 1;
     }
   }
-  return true;
+  return argv;
 }
 
 bool decode_stack_meta(const Record& r, StackStore* store) {
   Bytes b(r.payload, r.payload_len);
   switch (r.tag) {
     case fmt::kTagStack: {
-      uint32_t id = uint32_t(b.varint());
-      uint64_t n = b.varint();
-      if (!b.ok() || n > 4096) return false;
-      if (store->stacks.count(id)) return true;
-      std::vector<uint64_t> frames(n);
-      for (uint64_t& f : frames) f = b.varint();
+      fmt::StackRecord s;
+      if (!fmt::decode<fmt::StackSchema>(b, &s) || s.frames > fmt::kMaxStackRecordFrames) return false;
+      if (store->stacks.count(s.id)) return true;
+      std::vector<uint64_t> frames(s.frames);
+      fmt::StackFrameRow row;
+      for (uint64_t& f : frames) {
+        fmt::decode<fmt::StackFrameSchema>(b, &row);
+        f = row.frame;
+      }
       if (!b.ok()) return false;
-      store->stacks.emplace(id, std::move(frames));
+      store->stacks.emplace(s.id, std::move(frames));
       return true;
     }
     case fmt::kTagModule: {
+      fmt::ModuleRecord rec;
+      if (!fmt::decode<fmt::ModuleSchema>(b, &rec)) return false;
       ModuleInfo m;
-      m.bias = b.varint();
-      m.lo = b.varint();
-      m.hi = b.varint();
-      m.path = b.str();
-      m.build_id = hex(b.str());
+      m.bias = rec.bias;
+      m.lo = rec.lo;
+      m.hi = rec.hi;
+      m.path = std::string(rec.path);
+      m.build_id = hex(rec.build_id);
       m.t_ns = r.t_ns;
-      if (!b.ok()) return false;
       std::string key(reinterpret_cast<const char*>(&m.lo), sizeof m.lo);
       key.append(reinterpret_cast<const char*>(&m.hi), sizeof m.hi);
       key += m.path;
@@ -104,45 +111,45 @@ bool decode_stack_meta(const Record& r, StackStore* store) {
       return true;
     }
     case fmt::kTagPyCode: {
-      uint32_t id = uint32_t(b.varint());
+      fmt::PyCodeRecord rec;
+      if (!fmt::decode<fmt::PyCodeSchema>(b, &rec)) return false;
       PyCodeInfo c;
-      c.py_minor = int(b.varint());
-      c.first_line = int(b.varint());
-      c.file = b.str();
-      c.qualname = b.str();
-      c.linetable = b.str();
-      if (!b.ok()) return false;
-      store->code.emplace(id, std::move(c));
+      c.py_minor = int(rec.py_minor);
+      c.first_line = int(rec.first_line);
+      c.file = std::string(rec.file);
+      c.qualname = std::string(rec.qualname);
+      c.linetable = std::string(rec.linetable);
+      store->code.emplace(rec.id, std::move(c));
       return true;
     }
     case fmt::kTagThread: {
-      uint32_t tid = uint32_t(b.varint());
-      uint64_t flags = b.varint();
-      std::string name = b.str();
-      if (!b.ok()) return false;
-      ThreadInfo& t = store->threads[tid];
-      t.name = name;
-      t.python = t.python || (flags & 1);
+      fmt::ThreadRecord rec;
+      if (!fmt::decode<fmt::ThreadSchema>(b, &rec)) return false;
+      ThreadInfo& t = store->threads[rec.tid];
+      t.name = std::string(rec.name);
+      t.python = t.python || (rec.flags & fmt::kThreadHasPython);
       return true;
     }
     case fmt::kTagConfig: {
-      store->stack_depth = int(b.varint());
-      store->python_status = int(b.varint());
-      store->python_message = b.str();
-      return b.ok();
+      fmt::ConfigRecord rec;
+      bool ok = fmt::decode<fmt::ConfigSchema>(b, &rec);
+      store->stack_depth = int(rec.stack_depth);  // what was read, even from a damaged record
+      store->python_status = int(rec.python_status);
+      store->python_message = std::string(rec.python_message);
+      return ok;
     }
   }
   return true;
 }
 
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out) {
-  Bytes b(p, n);
-  out->ordinal = int(b.varint());
-  out->total_bytes = b.varint();
-  out->name = b.str();
-  std::string uuid = b.str();
-  out->uuid = uuid.find_first_not_of('\0') == std::string::npos ? std::string() : hex(uuid);
-  return b.ok();
+  fmt::DeviceRecord rec;
+  bool ok = fmt::decode<fmt::DeviceSchema>(p, n, &rec);
+  out->ordinal = int(rec.ordinal);
+  out->total_bytes = rec.total_bytes;
+  out->name = std::string(rec.name);
+  out->uuid = rec.uuid.find_first_not_of('\0') == fmt::Text::npos ? std::string() : hex(rec.uuid);
+  return ok;
 }
 
 std::unique_ptr<TraceReader> TraceReader::open(const std::string& path, std::string* error) {

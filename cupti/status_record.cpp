@@ -1,7 +1,9 @@
 // See status_record.h.
 #include "status_record.h"
 
-#include "activity_format.h"
+#include <cstring>
+
+#include "activity_records.h"
 #include "clock.h"
 #include "payload.h"
 #include "recorder_port.h"
@@ -10,10 +12,12 @@ namespace vt::cupti {
 
 size_t encode_status(uint8_t kind, uint64_t code, int64_t value, const char* text, uint8_t* out, size_t cap) {
   format::PayloadWriter p(out, cap);
-  p.varint(kind);
-  p.varint(code);
-  p.zigzag(value);
-  p.string(text, cap);
+  format::CuptiStatusRecord r;
+  r.kind = kind;
+  r.code = code;
+  r.value = value;
+  r.text = text ? format::Text(text, strnlen(text, cap)) : format::Text();
+  format::encode<format::CuptiStatusSchema>(p, r);
   return p.ok() ? p.size() : 0;
 }
 

@@ -1,6 +1,7 @@
 // The trace records of kernel activity (CUPTI), shared by the writer (cupti/) and the reader
 // (analyzer/activity.cpp). Owns: the tags 0x8A..0x91, the status kinds and codes, the
-// enabled-kind bits. cupti/FORMAT.md is the prose version; keep the two in step.
+// enabled-kind bits; the records' fields are activity_records.h's. docs/trace-format.md ("Kernel
+// activity records", "CUPTI status") is the prose version.
 //
 // Every payload is framed by write_meta (tag, length, dt) and then holds varints only, plus
 // "strings" (varint length + bytes). Times inside payloads are absolute CLOCK_MONOTONIC ns,

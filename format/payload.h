@@ -1,6 +1,7 @@
 // The one writer and the one reader of record payloads: varints, zigzag varints and strings
 // (a varint length, then the bytes), as trace_format.h defines them. Every metadata and activity
-// record is written with PayloadWriter and read with PayloadReader.
+// record is written with PayloadWriter and read with PayloadReader, field by field as its schema
+// says (schema.h).
 //
 // PayloadWriter writes into the caller's fixed buffer (on the stack: it runs on the hook path, so
 // no heap, no formatting, no exceptions). Every put checks the room left: a string is cut to fit;
@@ -47,6 +48,14 @@ class PayloadWriter {
   }
   // A NUL-terminated string, at most `max` bytes of it; nullptr writes an empty string.
   void string(const char* s, size_t max) { bytes(s ? s : "", s ? strnlen(s, max) : 0); }
+  // Bytes with no length before them (a record whose last field is the rest of its payload),
+  // cut to what fits.
+  void raw(const void* data, size_t n) {
+    if (full_) return;
+    if (n > size_t(end_ - p_)) n = size_t(end_ - p_);
+    if (n) memcpy(p_, data, n);
+    p_ += n;
+  }
 
   const uint8_t* data() const { return begin_; }
   size_t size() const { return size_t(p_ - begin_); }
@@ -118,6 +127,7 @@ class PayloadReader {
   const uint8_t* pos() const { return p_; }
   const uint8_t* end() const { return end_; }
   bool at_end() const { return p_ >= end_; }
+  void skip_rest() { p_ = end_; }
   uint8_t byte() { return p_ < end_ ? *p_++ : 0; }  // a raw byte (an event's flags); 0 at the end
   bool ok() const { return ok_; }
 

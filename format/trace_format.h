@@ -59,7 +59,8 @@ static_assert(sizeof(ChunkHeader) == 32);
 inline constexpr uint32_t kChunkPayload = kChunkSize - sizeof(ChunkHeader);
 
 // Record = tag (1 byte) + payload length (varint) + payload. Tags 1..127 are memory-operation
-// events whose tag is the op code from hook_list.h; tags >= 0x80 are metadata.
+// events whose tag is the op code from op_table.h; tags >= 0x80 are metadata (their payloads:
+// meta_records.h and activity_records.h).
 enum Tag : uint8_t {
   kTagProcess = 0x80,  // argv (NUL-separated), exe path, driver version
   kTagDevice = 0x81,   // ordinal, total bytes, name, uuid
@@ -87,16 +88,30 @@ inline uint64_t python_frame(uint32_t code_id, uint32_t instr, bool entry) {
   return kFramePython | (entry ? kFramePyEntry : 0) | (uint64_t(code_id & kFrameCodeMask) << kFrameCodeShift) | instr;
 }
 
-// Event payload: varint dt_ns, flags byte, then the fields present, in this order.
+// Event payload: varint dt_ns, a flags byte, then the fields of each flag present, in bit order.
+// X(enumerator, bit, name, fields): the one statement of the event layout; interpose/recorder.cpp
+// (encode_event) writes and analyzer/trace_reader.cpp (advance) reads exactly this, by hand for
+// speed, and docs/trace-format.md's "Events" table is checked against it
+// (tests/unit/doc_tables_test.cpp).
+#define VT_FOR_EACH_EVENT_FLAG(X)                                                                         \
+  X(kEvContext, 0, "CONTEXT",                                                                             \
+    "varint context handle, varint device ordinal + 1 (0 = unknown). Sent when the thread's current "     \
+    "context differs from the chunk's; otherwise the chunk's current value applies")                      \
+  X(kEvStream, 1, "STREAM",                                                                               \
+    "varint stream handle. Only for stream-ordered ops, only when it changes; initial value 0")           \
+  X(kEvFailed, 2, "FAILED",                                                                               \
+    "varint CUresult, varint device free bytes, varint device total bytes (cuMemGetInfo at the failure; " \
+    "0/0 if it could not be read)")                                                                       \
+  X(kEvAddr, 3, "ADDR", "zigzag varint delta from the chunk's previous address")                          \
+  X(kEvSize, 4, "SIZE", "varint bytes")                                                                   \
+  X(kEvAux, 5, "AUX", "varint, meaning per op (below)")                                                   \
+  X(kEvAux2, 6, "AUX2", "varint, meaning per op (below)")                                                 \
+  X(kEvStack, 7, "STACK", "varint stack id (a `stack` record, below); absent when stacks are off")
+
 enum EventFlag : uint8_t {
-  kEvContext = 1u << 0,  // varint context handle, varint (device ordinal + 1); chunk state
-  kEvStream = 1u << 1,   // varint stream handle; chunk state, sent only when it changes
-  kEvFailed = 1u << 2,   // varint CUresult, varint free bytes, varint total bytes
-  kEvAddr = 1u << 3,     // zigzag varint delta from the chunk's previous address
-  kEvSize = 1u << 4,     // varint size
-  kEvAux = 1u << 5,      // varint: op-specific (flags, pool, handle, location, context...)
-  kEvAux2 = 1u << 6,     // varint: op-specific second value (offset, location)
-  kEvStack = 1u << 7,    // varint stack id (reserved for call stacks)
+#define VT_EVENT_FLAG_ENUM(e, bit, name, fields) e = 1u << bit,
+  VT_FOR_EACH_EVENT_FLAG(VT_EVENT_FLAG_ENUM)
+#undef VT_EVENT_FLAG_ENUM
 };
 
 // ---- varint codec (LEB128) ----

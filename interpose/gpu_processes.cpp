@@ -18,7 +18,7 @@
 #include "own_work.h"
 #include "recorder_internal.h"
 #include "shm_summary.h"
-#include "payload.h"
+#include "meta_records.h"
 
 namespace vt {
 
@@ -132,11 +132,8 @@ void record_gpu_processes(int device, uint64_t t) {
   if (count > 64) count = 64;
   uint8_t buf[64 * 48 + 32];
   format::PayloadWriter p(buf, sizeof buf);
-  p.varint(uint64_t(device));
-  p.varint(count);
+  format::encode<format::GpuProcessesSchema>(p, format::GpuProcessesRecord{uint64_t(device), count});
   for (unsigned i = 0; i < count; ++i) {
-    p.varint(procs[i].pid);
-    p.varint(procs[i].usedGpuMemory);
     char path[64], name[17] = {};
     snprintf(path, sizeof path, "/proc/%u/comm", procs[i].pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -144,7 +141,7 @@ void record_gpu_processes(int device, uint64_t t) {
     if (fd >= 0) close(fd);
     while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == '\0')) --n;
     if (n < 0) n = 0;
-    p.bytes(name, size_t(n));
+    format::encode<format::GpuProcessSchema>(p, format::GpuProcessRow{procs[i].pid, procs[i].usedGpuMemory, format::Text(name, size_t(n))});
   }
   write_meta(format::kTagGpuProcesses, p.data(), p.size(), t);
 }

@@ -13,7 +13,7 @@
 #include "clock.h"
 #include "own_work.h"
 #include "recorder_internal.h"
-#include "payload.h"
+#include "meta_records.h"
 
 namespace vt {
 
@@ -86,13 +86,11 @@ int record_module(dl_phdr_info* info, size_t, void* data) {
   }
   const uint8_t* id = nullptr;
   size_t id_len = build_id(info, &id);
+  format::ModuleRecord r{info->dlpi_addr, lo, hi, format::Text(path, strnlen(path, 4000)),
+                         format::Text(reinterpret_cast<const char*>(id), id_len > 64 ? 64 : id_len)};
   uint8_t buf[4096 + 128];
   format::PayloadWriter p(buf, sizeof buf);
-  p.varint(info->dlpi_addr);
-  p.varint(lo);
-  p.varint(hi);
-  p.string(path, 4000);
-  p.bytes(id, id_len > 64 ? 64 : id_len);
+  format::encode<format::ModuleSchema>(p, r);
   write_meta(format::kTagModule, p.data(), p.size(), st->t);
   return 0;
 }

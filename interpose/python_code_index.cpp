@@ -9,7 +9,7 @@
 
 #include "python_frames.h"
 #include "recorder_internal.h"
-#include "payload.h"
+#include "meta_records.h"
 
 namespace vt {
 
@@ -42,14 +42,13 @@ uint32_t describe_and_write(uint64_t code, uint64_t t) {
   py::CodeInfo info;  // ~5 KiB on the stack, only for a code object seen for the first time
   if (!py::describe_code(code, &info)) return kUndescribable;
   uint32_t id = g_next.fetch_add(1, std::memory_order_relaxed);
+  format::PyCodeRecord r{id, uint32_t(info.py_minor), uint64_t(info.firstlineno),
+                         format::Text(info.filename, strnlen(info.filename, sizeof info.filename)),
+                         format::Text(info.qualname, strnlen(info.qualname, sizeof info.qualname)),
+                         format::Text(reinterpret_cast<const char*>(info.linetable), info.linetable_len)};
   uint8_t buf[sizeof(py::CodeInfo) + 64];
   format::PayloadWriter p(buf, sizeof buf);
-  p.varint(id);
-  p.varint(uint64_t(info.py_minor));
-  p.varint(uint64_t(info.firstlineno));
-  p.bytes(info.filename, strnlen(info.filename, sizeof info.filename));
-  p.bytes(info.qualname, strnlen(info.qualname, sizeof info.qualname));
-  p.bytes(info.linetable, info.linetable_len);
+  format::encode<format::PyCodeSchema>(p, r);
   write_meta(format::kTagPyCode, p.data(), p.size(), t);
   return id;
 }

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "clock.h"
-#include "payload.h"
+#include "meta_records.h"
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
@@ -30,8 +30,7 @@ pthread_mutex_t g_region_mu = PTHREAD_MUTEX_INITIALIZER;
 void write_region(uint8_t kind, const char* name, uint64_t t) {
   uint8_t buf[256];
   format::PayloadWriter p(buf, sizeof buf);
-  p.varint(kind);
-  p.string(name, 200);
+  format::encode<format::RegionSchema>(p, format::RegionRecord{kind, format::Text(name, strnlen(name, 200))});
   write_meta(format::kTagRegion, p.data(), p.size(), t);
 }
 

@@ -19,13 +19,13 @@
 #include "python_frames.h"
 #include "recorder_internal.h"
 #include "stack_index.h"
-#include "payload.h"
+#include "meta_records.h"
 
 namespace vt {
 
 namespace {
 
-enum PythonStatus : int { kPythonOff = 0, kPythonOn = 1, kPythonRefused = 2 };
+using format::kPythonOff, format::kPythonOn, format::kPythonRefused;  // the config record's values
 std::atomic<int> g_python{kPythonOff};
 std::atomic<const char*> g_python_why{""};
 
@@ -39,7 +39,11 @@ void python_status_changed(bool on, const char* why) {
   }
   char text[320];
   int n = snprintf(text, sizeof text, "Python frames %s: %s", on ? "on" : "off", why);
-  if (n > 0) write_meta(format::kTagNote, reinterpret_cast<const uint8_t*>(text), strnlen(text, sizeof text), now_ns());
+  if (n <= 0) return;
+  uint8_t buf[sizeof text];
+  format::PayloadWriter p(buf, sizeof buf);
+  format::encode<format::NoteSchema>(p, format::NoteRecord{format::Text(text, strnlen(text, sizeof text))});
+  write_meta(format::kTagNote, p.data(), p.size(), now_ns());
 }
 
 // Per thread, what makes its repeated Python stacks cheap (issue 14): the walker's memo of frames
@@ -167,11 +171,11 @@ uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) {
 bool python_frames_on() { return g_python.load(std::memory_order_relaxed) == kPythonOn; }
 
 void write_stack_config(uint64_t t) {
+  const char* why = g_python_why.load();
+  format::ConfigRecord r{uint64_t(native_stack_depth()), uint64_t(g_python.load()), format::Text(why, strnlen(why, 200))};
   uint8_t buf[256];
   format::PayloadWriter p(buf, sizeof buf);
-  p.varint(uint64_t(native_stack_depth()));
-  p.varint(uint64_t(g_python.load()));
-  p.string(g_python_why.load(), 200);
+  format::encode<format::ConfigSchema>(p, r);
   write_meta(format::kTagConfig, p.data(), p.size(), t);
 }
 

@@ -8,7 +8,7 @@
 
 #include "module_map.h"
 #include "recorder_internal.h"
-#include "payload.h"
+#include "meta_records.h"
 
 namespace vt {
 
@@ -69,9 +69,8 @@ void write_stack_record(uint32_t id, const uint64_t* key, int key_n, uint64_t t,
   if (n > 256) n = 256;
   uint8_t buf[16 + 256 * format::kMaxVarint];
   format::PayloadWriter p(buf, sizeof buf);
-  p.varint(id);
-  p.varint(uint64_t(n));
-  for (int i = 0; i < n; ++i) p.varint(frames[i]);
+  format::encode<format::StackSchema>(p, format::StackRecord{id, uint32_t(n)});
+  for (int i = 0; i < n; ++i) format::encode<format::StackFrameSchema>(p, format::StackFrameRow{frames[i]});
   write_meta(format::kTagStack, p.data(), p.size(), t);
 }
 

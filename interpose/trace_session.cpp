@@ -31,7 +31,7 @@
 #include "stack_capture.h"
 #include "stack_index.h"
 #include <sys/prctl.h>
-#include "payload.h"
+#include "meta_records.h"
 
 namespace vt {
 
@@ -62,16 +62,15 @@ size_t read_file(const char* path, char* buf, size_t cap) {
 }
 
 void write_process_record(uint64_t t) {
-  uint8_t payload[16384];
-  format::PayloadWriter p(payload, sizeof payload);
   int driver = 0;
   if (g_api.driver_get_version) g_api.driver_get_version(&driver);
-  p.varint(uint64_t(driver));
-  char buf[8192];
-  size_t n = read_file("/proc/self/cmdline", buf, sizeof buf);
-  p.bytes(buf, n);
-  ssize_t e = readlink("/proc/self/exe", buf, sizeof buf);
-  p.bytes(buf, e > 0 ? size_t(e) : 0);
+  char cmdline[8192], exe[8192];
+  size_t n = read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+  ssize_t e = readlink("/proc/self/exe", exe, sizeof exe);
+  format::ProcessRecord r{uint64_t(driver), format::Text(cmdline, n), format::Text(exe, e > 0 ? size_t(e) : 0)};
+  uint8_t payload[16384 + 32];
+  format::PayloadWriter p(payload, sizeof payload);
+  format::encode<format::ProcessSchema>(p, r);
   write_meta(format::kTagProcess, p.data(), p.size(), t);
 }
 
@@ -87,18 +86,17 @@ void write_device_records(uint64_t t) {
   for (int i = 0; i < count; ++i) {
     CUdevice dev = 0;
     if (g_api.device_get(&dev, i) != CUDA_SUCCESS) continue;
-    uint8_t buf[512];
-    format::PayloadWriter p(buf, sizeof buf);
     size_t total = 0;
     char name[256] = {};
     CUuuid uuid = {};
     g_api.device_total_mem(&total, dev);
     g_api.device_get_name(name, sizeof name - 1, dev);
     if (g_api.device_get_uuid) g_api.device_get_uuid(&uuid, dev);
-    p.varint(uint64_t(i));
-    p.varint(total);
-    p.bytes(name, strlen(name));
-    p.bytes(uuid.bytes, sizeof uuid.bytes);
+    format::DeviceRecord r{uint64_t(i), total, format::Text(name, strlen(name)),
+                           format::Text(uuid.bytes, sizeof uuid.bytes)};
+    uint8_t buf[512];
+    format::PayloadWriter p(buf, sizeof buf);
+    format::encode<format::DeviceSchema>(p, r);
     write_meta(format::kTagDevice, p.data(), p.size(), t);
   }
   g_devices.store(kDevicesDone, std::memory_order_release);
@@ -174,11 +172,11 @@ static void describe_thread(uint64_t t) {
   t_described_generation = gen;
   char name[17] = {};
   prctl(PR_GET_NAME, name, 0, 0, 0);
+  format::ThreadRecord r{uint32_t(gettid()), python_frames_on() && py::thread_has_state() ? format::kThreadHasPython : 0,
+                         format::Text(name, strnlen(name, 16))};
   uint8_t buf[64];
   format::PayloadWriter p(buf, sizeof buf);
-  p.varint(uint64_t(gettid()));
-  p.varint(python_frames_on() && py::thread_has_state() ? 1 : 0);  // has a Python thread state
-  p.string(name, 16);
+  format::encode<format::ThreadSchema>(p, r);
   write_meta(format::kTagThread, p.data(), p.size(), t);
 }
 

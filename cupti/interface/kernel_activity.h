@@ -1,5 +1,5 @@
 // Kernel activity (CUPTI) as the rest of libvramtrace sees it: two calls. Everything else in
-// cupti/ is private to this feature. See cupti/FORMAT.md for the records and the policies.
+// cupti/ is private to this feature. The records: format/activity_records.h; the policies: docs/trace-format.md, "Kernel activity".
 // (Not named cupti.h: this directory is on the include path and would shadow the toolkit's.)
 #pragma once
 
