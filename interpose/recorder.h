@@ -1,6 +1,26 @@
 // The recorder: turns Events into trace records. Owns the process's TraceFile, the lazy open on
 // the first acquiring call, the per-thread chunk writers, fork handling and the clean-close mark.
-// Hot path: one relaxed load, a TLS chunk, ~20 bytes of varints, one release store. No locks.
+// Hot path: one acquire load, the stack (unwound with no lock of ours held), a TLS chunk, ~20
+// bytes of varints, one release store, then the live tracker.
+//
+// Locks on the hook path, exactly (docs/interception.md, "Locks"):
+//   every successful event  one spinlock: the live tracker's shard for its key (live_tracker.cpp;
+//                           64 shards by address hash), held for one hash-table insert or erase,
+//                           or a rehash into a fresh mmap when a shard fills. The frees carry
+//                           only an address, so the size must be looked up somewhere shared.
+//   a stack seen first      module_map.cpp's mutex, while checking that every frame's module is
+//                           recorded (and, when one is missing after a dlopen, while rescanning
+//                           with dl_iterate_phdr, which takes the loader's own lock). The stack
+//                           and code tables themselves take no lock (insert-only, CAS); a thread
+//                           that finds an entry another thread is still writing spins and yields
+//                           until its id is published.
+//   a chunk claim that      trace_file.cpp's grow mutex, once per 1 MiB window (16 chunks):
+//   needs a new window      posix_fallocate and mmap of the next window.
+//   the first acquire       the open mutex (trace_session.cpp), once per process and per fork.
+//   the first failure       waits up to 1 s, once per process, for the sampler thread to load
+//                           NVML (gpu_processes.cpp); later failures wait for nothing.
+// None of these is held while unwinding, while calling the driver, or across a call back into
+// the program; the region API (regions.cpp) takes its own mutex, but it is not a hook.
 #pragma once
 
 #include "event.h"
