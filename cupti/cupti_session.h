@@ -1,5 +1,5 @@
 // Internal to cupti/: the hooks exports.cpp and nvtx_injection.cpp need from the session
-// (cupti/session.cpp), which owns the state machine
+// (cupti/cupti_session.cpp), which owns the state machine
 //
 //   idle --start()--> loading --CUPTI up--> active --another client--> aside
 //                        |                    \--exit flush--> stopped

@@ -7,7 +7,7 @@
 
 namespace vt::cupti {
 
-// Called once when the trace opens (interpose/session.cpp, open_trace), on the opening thread,
+// Called once when the trace opens (interpose/trace_session.cpp, open_trace), on the opening thread,
 // with the opening event's time `t`. `enabled` is Config::kernels (VRAMTRACE_KERNELS). Starts a
 // helper thread (signals blocked) that loads libcupti and then flushes it every 100 ms; never
 // blocks the caller, never loads a library on the caller's thread. Writes one kCuptiUnavailable

@@ -6,7 +6,7 @@
 // Nothing here links libpython: the interpreter is found at run time with dlsym(RTLD_DEFAULT),
 // and per-build struct layouts are carried in python_layouts.h (one binary serves them all).
 // Line numbers are NOT computed here: describe_code() copies each code object's raw line table
-// once, and the analyzer turns (table, instr) into a line offline (analyzer/python_lines.h).
+// once, and the analyzer turns (table, instr) into a line offline (format/python_lines.h).
 #pragma once
 
 #include <cstdint>

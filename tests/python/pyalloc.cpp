@@ -3,7 +3,7 @@
 // capture-and-format, the deadlock probe (capture while holding a mutex that a GIL holder waits
 // for), captures from a plain pthread and from a thread with a frameless thread state, the
 // GIL-holding self-test, a line-table oracle for exhaustive checks and a timing loop.
-// Links the walker and analyzer/python_lines.cpp only; never libpython.
+// Links the walker and format/python_lines.cpp only; never libpython.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
