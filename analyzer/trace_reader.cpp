@@ -142,6 +142,33 @@ bool decode_stack_meta(const Record& r, StackStore* store) {
   return true;
 }
 
+bool decode_region(const Record& r, RegionMark* out) {
+  fmt::RegionRecord rec;
+  bool ok = fmt::decode<fmt::RegionSchema>(r.payload, r.payload_len, &rec);
+  out->name = std::string(rec.name);
+  if (!ok || (rec.kind != fmt::kRegionBegin && rec.kind != fmt::kRegionEnd)) return false;
+  out->begin = rec.kind == fmt::kRegionBegin;
+  return true;
+}
+
+bool decode_gpu_processes(const Record& r, GpuProcessList* out) {
+  Bytes b(r.payload, r.payload_len);
+  fmt::GpuProcessesRecord head;
+  if (!fmt::decode<fmt::GpuProcessesSchema>(b, &head)) return false;
+  out->device = int(head.device);
+  out->processes.clear();
+  for (uint64_t i = 0; i < head.count && i < kMaxGpuProcesses; ++i) {
+    fmt::GpuProcessRow row;
+    if (!fmt::decode<fmt::GpuProcessSchema>(b, &row)) return false;
+    GpuProcess g;
+    g.pid = row.pid;
+    g.bytes = row.bytes;
+    g.name = std::string(row.name);
+    out->processes.push_back(std::move(g));
+  }
+  return true;
+}
+
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out) {
   fmt::DeviceRecord rec;
   bool ok = fmt::decode<fmt::DeviceSchema>(p, n, &rec);

@@ -1,7 +1,7 @@
 // The one list of hooked driver functions, and what each one is on the wire. The exported
 // wrappers (interpose/hooks.cpp), the pointer substitution table, the trace's op codes, the
 // reader's op names, the JSON field names of `vramtrace dump` and the op table of
-// docs/trace-format.md (checked by tests/format/doc_tables.cpp) all come from this list.
+// docs/trace-format.md (checked by tests/unit/doc_tables_test.cpp) all come from this list.
 //
 // VT_FOR_EACH_HOOK(X) calls X(code, name, action, kind, params, args, fields):
 //   code    stable op code written to traces (never renumber; append new ones)
@@ -122,26 +122,7 @@ enum class MemKind : uint8_t {
   Context,         // context teardown: every allocation of that context is gone
 };
 
-// How memory of each kind is accounted: device memory (cuMemAlloc, stream-ordered, VMM physical
-// on a device, arrays), managed, pinned host (incl. registered host memory) and imported (IPC).
-// Shared by the in-process live tracker and the analyzer's replay.
-enum class Bucket : uint8_t { Device, Managed, PinnedHost, Imported, kCount };
-inline constexpr int kBuckets = int(Bucket::kCount);
-constexpr Bucket bucket_of(MemKind k) {
-  return k == MemKind::Managed                                           ? Bucket::Managed
-         : k == MemKind::PinnedHost || k == MemKind::RegisteredHost      ? Bucket::PinnedHost
-         : k == MemKind::IpcImport                                       ? Bucket::Imported
-                                                                         : Bucket::Device;
-}
-// Memory known by the address (or array handle) its acquire returned and its release takes;
-// VMM handles, mappings, reservations, pools and contexts are keyed otherwise.
-constexpr bool keyed_by_address(MemKind k) {
-  constexpr uint32_t kAddressed = 1u << unsigned(MemKind::Device) | 1u << unsigned(MemKind::Managed) |
-                                  1u << unsigned(MemKind::PinnedHost) | 1u << unsigned(MemKind::RegisteredHost) |
-                                  1u << unsigned(MemKind::Async) | 1u << unsigned(MemKind::Array) |
-                                  1u << unsigned(MemKind::IpcImport);
-  return unsigned(k) < 32 && (kAddressed >> unsigned(k) & 1);  // one test on the hook's path
-}
+// How each kind is accounted (buckets, keys, devices): format/accounting.h.
 
 // MemKind's names: the `kind` of `vramtrace dump` and of docs/trace-format.md's op table.
 inline const char* kind_name(MemKind k) {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "accounting.h"
 #include "op_table.h"
 
 namespace vt::format {
@@ -36,7 +37,7 @@ inline constexpr char kShmTempPrefix[] = ".vramtrace-new.";  // being created (n
 inline constexpr char kShmMagic[8] = {'V', 'T', 'S', 'H', 'M', '0', '2', '\0'};
 inline constexpr uint32_t kShmVersion = 2;
 // Devices with a row of their own (the live tracker counts higher ordinals in no row of the
-// summary) and the call sites listed. A row has one column per Bucket (op_table.h).
+// summary) and the call sites listed. A row has one column per Bucket (accounting.h).
 inline constexpr int kTrackedDevices = 16;
 inline constexpr int kShmTopSites = 16;
 

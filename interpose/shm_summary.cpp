@@ -58,7 +58,8 @@ void sweep_stale(int dirfd) {
 // Publishes the locked temporary file `temp` as vramtrace.<pid>, or .<pid>.<n> when a live
 // process (another pid namespace sharing /dev/shm) holds that name; a stale holder is removed.
 bool publish(int dirfd, const char* temp, long pid) {
-  for (int n = 0; n < 16; ++n) {
+  constexpr int kNames = 16;  // vramtrace.<pid>, then .<pid>.1 ... .<pid>.15
+  for (int n = 0; n < kNames; ++n) {
     if (n == 0) snprintf(g_name, sizeof g_name, "%s%ld", kShmPrefix, pid);
     else snprintf(g_name, sizeof g_name, "%s%ld.%d", kShmPrefix, pid, n);
     for (int attempt = 0; attempt < 2; ++attempt) {

@@ -32,8 +32,10 @@ TEST_CASE("the self-test traces a child under LD_PRELOAD against the simulated d
 TEST_CASE("the self-test records a failed allocation too: tracing works, the GPU is full") {
   Sandbox s;
   s.use_fake_driver(13000);
+  // Room for the self-test's context (512 MiB in the simulated driver) and nothing more: on a
+  // completely full GPU the context itself could not be created.
   s.set_env("FAKECUDA_TOTAL_BYTES", "1G");
-  s.set_env("FAKECUDA_FOREIGN_BYTES", "1G");
+  s.set_env("FAKECUDA_FOREIGN_BYTES", "512M");
   vt::doctor::Report r = s.run();
   const auto& t = one(r, "tracing.selftest");
   CHECK(t.verdict == Verdict::ok);

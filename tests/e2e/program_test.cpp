@@ -69,9 +69,11 @@ Outcome run_in_fresh_dir(const Case& c, bool traced) {
   s.argv.insert(s.argv.end(), c.steps.begin(), c.steps.end());
   s.env = c.env;
   s.env.push_back({"VRAMTRACE_OUTPUT", "traces"});
-  // NVML's loader thread would search library paths (ld.so's short-lived descriptors) just as
-  // the program opens its first file: a race on descriptor numbers that is not under test here.
+  // NVML's and CUPTI's loader threads search library paths (ld.so's short-lived descriptors)
+  // just as the program opens its first file: a race on descriptor numbers that is not under
+  // test here (docs/security.md, "What is left"). Seen once: first.dat got 5 traced, 4 untraced.
   s.env.push_back({"VRAMTRACE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"});
+  s.env.push_back({"VRAMTRACE_CUPTI_LIBRARY", "/nonexistent/libcupti.so"});
   s.preload = traced;
   s.cwd = cwd;
   s.stderr_to = c.stderr_to;
@@ -138,7 +140,9 @@ vt::format::FileHeader header_of(const std::string& path) {
 }
 
 // The trace holds exactly the calls the program made (handlers' included), minus those counted
-// as lost; acquisitions and releases pair up.
+// as lost; acquisitions and releases pair up. kAnyCountedLoss: how many handler events overflow
+// the queue depends on how signals fall (the stress test); the sum must still be exact.
+constexpr uint64_t kAnyCountedLoss = ~uint64_t(0);
 void expect_every_event(const Outcome& o, uint64_t lost_expected = 0) {
   REQUIRE(o.traces.size() == 1);
   REQUIRE(o.calls > 0);
@@ -147,6 +151,10 @@ void expect_every_event(const Outcome& o, uint64_t lost_expected = 0) {
   INFO(o.traces[0]);
   CHECK(t.info.closed_cleanly);
   CHECK_FALSE(t.info.tracing_failed);
+  if (lost_expected == kAnyCountedLoss) {
+    lost_expected = h.events_lost;
+    CHECK(h.events_lost < uint64_t(o.calls) / 10);  // overflow is the exception, not the rule
+  }
   CHECK(t.data_lost == (lost_expected > 0));  // the reader names the loss as damage
   CHECK(h.events_lost == lost_expected);
   CHECK(t.info.events_lost == lost_expected);
@@ -322,7 +330,9 @@ TEST_CASE("stress: descriptors, cancellations, signal churn and a broken stderr 
                              &ours);
     CHECK(ours.empty());
     CHECK(o.result.exit_code == 7);
-    expect_every_event(o);
+    // A storm of handlers inside one long hook (a first-seen stack) can overflow the queue: then
+    // they are counted, never dropped (the exact overflow is tested deterministically above).
+    expect_every_event(o, kAnyCountedLoss);
   }
   SECTION("the trace file lost midway, the message to a broken pipe") {
     Outcome o = same_program({{"pairs", "10", "signals", "3", "2000", "close-fds", "lose-trace", "open", "a.dat",

@@ -1,7 +1,12 @@
-// api_array.cpp — CUDA arrays: cuArrayCreate_v2, cuArray3DCreate_v2, cuArrayDestroy.
-// An array holds no data here; it only counts width*height*depth*texel bytes against the
-// current context's device.
+// api_array.cpp — CUDA arrays: cuArrayCreate_v2, cuArray3DCreate_v2, cuArrayDestroy, and
+// mipmapped arrays: cuMipmappedArrayCreate, cuMipmappedArrayGetLevel, cuMipmappedArrayDestroy.
+// An array holds no data here; it only takes width*height*depth*texel bytes (rounded to 512 B)
+// of the current context's device, placed in the device's 2 MiB pages like cuMemAlloc. A
+// mipmapped array takes the sum of its levels (each dimension halved per level, at least 1);
+// its levels are arrays that belong to it (cuArrayDestroy refuses them).
 #include "state.h"
+
+#include <algorithm>
 
 using namespace fc;
 
@@ -53,11 +58,24 @@ CUresult create(CUarray *pHandle, size_t w, size_t h, size_t d, CUarray_format f
     return CUDA_ERROR_OUT_OF_MEMORY;
   const Bytes bytes = round_up(w * texel * h * d, kAllocRound);
   const int dev = s.ctxs[ctx].device;
-  if (CUresult r = charge(s.devices[dev], bytes)) return r;
-  CUarray a = reinterpret_cast<CUarray>(new_handle(s, 5));
-  s.arrays[a] = Array{dev, bytes, ctx};
+  Device &dv = s.devices[dev];
+  const CUdeviceptr va = dv.heap.alloc(s.va, &dv, bytes);
+  if (!va) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUarray a = new_handle_as<CUarray>(s, 5);
+  s.arrays[a] = Array{dev, va, ctx, nullptr};
   *pHandle = a;
   return CUDA_SUCCESS;
+}
+
+void free_array_memory(State &s, int device, CUdeviceptr va) {
+  if (va) s.devices[device].heap.free(s.va, &s.devices[device], va);
+}
+
+// Frees a mipmapped array and its levels.
+void destroy_mipmapped(State &s, std::map<CUmipmappedArray, MipmappedArray>::iterator it) {
+  for (CUarray level : it->second.levels) s.arrays.erase(level);
+  free_array_memory(s, it->second.device, it->second.va);
+  s.mipmapped.erase(it);
 }
 
 }  // namespace
@@ -65,14 +83,55 @@ CUresult create(CUarray *pHandle, size_t w, size_t h, size_t d, CUarray_format f
 namespace fc {
 
 void array_release_ctx(State &s, CUcontext ctx) {
+  for (auto it = s.mipmapped.begin(); it != s.mipmapped.end();) {
+    auto next = std::next(it);
+    if (it->second.ctx == ctx) destroy_mipmapped(s, it);
+    it = next;
+  }
   for (auto it = s.arrays.begin(); it != s.arrays.end();) {
     if (it->second.ctx == ctx) {
-      uncharge(s.devices[it->second.device], it->second.charged);
+      free_array_memory(s, it->second.device, it->second.va);
       it = s.arrays.erase(it);
     } else {
       ++it;
     }
   }
+}
+
+CUresult mipmapped_create(State &s, CUcontext ctx, const CUDA_ARRAY3D_DESCRIPTOR &desc, unsigned levels,
+                          bool counted, CUmipmappedArray *out) {
+  if (desc.NumChannels != 1 && desc.NumChannels != 2 && desc.NumChannels != 4) return CUDA_ERROR_INVALID_VALUE;
+  const Bytes texel = texel_bytes(desc.Format, desc.NumChannels);
+  if (texel == 0 || desc.Width == 0 || levels == 0) return CUDA_ERROR_INVALID_VALUE;
+  Bytes w = desc.Width, h = desc.Height ? desc.Height : 1, d = desc.Depth ? desc.Depth : 1;
+  constexpr Bytes kLimit = 1ull << 24;  // the texture dimension limits are far below this
+  if (w > kLimit || h > kLimit || d > kLimit) return CUDA_ERROR_INVALID_VALUE;
+  unsigned max_levels = 1;
+  for (Bytes m = std::max({w, h, d}); m > 1; m >>= 1) max_levels++;
+  if (levels > max_levels) return CUDA_ERROR_INVALID_VALUE;
+  Bytes bytes = 0;
+  for (unsigned l = 0; l < levels; ++l)
+    bytes += round_up(std::max<Bytes>(w >> l, 1) * std::max<Bytes>(h >> l, 1) * std::max<Bytes>(d >> l, 1) * texel,
+                      kAllocRound);
+  const int dev = s.ctxs[ctx].device;
+  CUdeviceptr va = 0;
+  if (counted) {
+    Device &dv = s.devices[dev];
+    va = dv.heap.alloc(s.va, &dv, bytes);
+    if (!va) return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  CUmipmappedArray m = new_handle_as<CUmipmappedArray>(s, 14);
+  MipmappedArray &ma = s.mipmapped[m];
+  ma.device = dev;
+  ma.va = va;
+  ma.ctx = ctx;
+  for (unsigned l = 0; l < levels; ++l) {
+    CUarray level = new_handle_as<CUarray>(s, 5);
+    s.arrays[level] = Array{dev, 0, ctx, m};
+    ma.levels.push_back(level);
+  }
+  *out = m;
+  return CUDA_SUCCESS;
 }
 
 }  // namespace fc
@@ -98,7 +157,40 @@ FC_API CUresult cuArrayDestroy(CUarray hArray) {
   if (CUresult r = current_ctx(s, &ctx)) return r;
   auto it = s.arrays.find(hArray);
   if (it == s.arrays.end()) return CUDA_ERROR_INVALID_HANDLE;
-  uncharge(s.devices[it->second.device], it->second.charged);
+  if (it->second.level_of) return CUDA_ERROR_INVALID_VALUE;  // owned by its mipmapped array
+  free_array_memory(s, it->second.device, it->second.va);
   s.arrays.erase(it);
+  return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                       unsigned int numMipmapLevels) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  if (!pHandle || !pMipmappedArrayDesc) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext ctx;
+  if (CUresult r = current_ctx(s, &ctx)) return r;
+  return mipmapped_create(s, ctx, *pMipmappedArrayDesc, numMipmapLevels, true, pHandle);
+}
+
+FC_API CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  auto it = s.mipmapped.find(hMipmappedArray);
+  if (!pLevelArray || it == s.mipmapped.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (level >= it->second.levels.size()) return CUDA_ERROR_INVALID_VALUE;
+  *pLevelArray = it->second.levels[level];
+  return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  auto it = s.mipmapped.find(hMipmappedArray);
+  if (it == s.mipmapped.end()) return CUDA_ERROR_INVALID_HANDLE;
+  destroy_mipmapped(s, it);
   return CUDA_SUCCESS;
 }

@@ -23,6 +23,9 @@ int attribute_value(CUdevice_attribute a, int dev) {
     case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
       return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED: return 0;  // no IMEX channel
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: return 1;           // HGX H200: NVSwitch
+    case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED: return 0;
     case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
@@ -86,11 +89,6 @@ FC_API CUresult cuInit(unsigned int Flags) {
     c.device = i;
     c.primary = true;
     c.alive = false;
-    d.default_pool = reinterpret_cast<CUmemoryPool>(new_handle(s, 2));
-    Pool &p = s.pools[d.default_pool];
-    p.device = i;
-    p.is_default = true;
-    d.current_pool = d.default_pool;
   }
   s.initialized = true;
   return CUDA_SUCCESS;

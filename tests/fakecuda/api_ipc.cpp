@@ -28,7 +28,7 @@ namespace fc {
 
 void ipc_release_ctx(State &s, CUcontext ctx) {
   for (auto it = s.allocs.begin(); it != s.allocs.end();) {
-    if (it->second.kind == Kind::IpcImport && it->second.ctx == ctx) {
+    if ((it->second.kind == Kind::IpcImport || it->second.kind == Kind::PoolImport) && it->second.ctx == ctx) {
       s.va.free(it->first, it->second.va_size);
       it = s.allocs.erase(it);
     } else {
@@ -70,8 +70,8 @@ FC_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
   memcpy(&b, handle.reserved, sizeof b);
   if (memcmp(b.magic, kMagic, sizeof kMagic) != 0 || b.size == 0) return CUDA_ERROR_INVALID_VALUE;
   for (auto &[addr, a] : s.allocs) {
-    if (a.kind == Kind::IpcImport && a.ctx == ctx && a.ipc_key == b.addr && a.ipc_pid == b.pid) {
-      a.ipc_refs++;
+    if (a.kind == Kind::IpcImport && a.ctx == ctx && a.import_key == b.addr && a.import_pid == b.pid) {
+      a.import_refs++;
       *pdptr = addr;
       return CUDA_SUCCESS;
     }
@@ -85,9 +85,9 @@ FC_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
   a.va_size = va_size;
   a.device = s.ctxs[ctx].device;
   a.ctx = ctx;
-  a.ipc_refs = 1;
-  a.ipc_key = b.addr;
-  a.ipc_pid = b.pid;
+  a.import_refs = 1;
+  a.import_key = b.addr;
+  a.import_pid = b.pid;
   *pdptr = addr;
   return CUDA_SUCCESS;
 }
@@ -100,7 +100,7 @@ FC_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
   if (CUresult r = current_ctx(s, &ctx)) return r;
   auto it = s.allocs.find(dptr);
   if (it == s.allocs.end() || it->second.kind != Kind::IpcImport) return CUDA_ERROR_INVALID_VALUE;
-  if (--it->second.ipc_refs == 0) {
+  if (--it->second.import_refs == 0) {
     s.va.free(dptr, it->second.va_size);
     s.allocs.erase(it);
   }

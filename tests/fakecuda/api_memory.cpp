@@ -1,7 +1,8 @@
 // api_memory.cpp — plain device memory: cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemFree_v2,
 // cuMemAllocManaged, cuMemGetInfo_v2, cuMemGetAddressRange_v2. Device allocations get
-// synthetic addresses and count against the device; managed memory is a real lazy host
-// mapping that counts nowhere (it is not resident until touched).
+// synthetic addresses in the device's 2 MiB pages (page_heap.h) and count against the
+// device; managed memory is a real lazy host mapping that counts nowhere (it is not resident
+// until touched). cuMemAlloc and cuMemFree are "potentially unsafe" while streams capture.
 #include "state.h"
 
 #include <sys/mman.h>
@@ -17,18 +18,12 @@ CUresult alloc_device(State &s, CUcontext ctx, Bytes size, CUdeviceptr *dptr) {
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
   if (size > (1ull << 60)) return CUDA_ERROR_OUT_OF_MEMORY;  // keeps the rounding exact
   const int dev = s.ctxs[ctx].device;
-  Bytes charged = round_up(size, kAllocRound);
-  if (CUresult r = charge(s.devices[dev], charged)) return r;
-  CUdeviceptr addr = s.va.alloc(charged, kAllocRound);
-  if (!addr) {
-    uncharge(s.devices[dev], charged);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
+  Device &d = s.devices[dev];
+  CUdeviceptr addr = d.heap.alloc(s.va, &d, round_up(size, kAllocRound));
+  if (!addr) return CUDA_ERROR_OUT_OF_MEMORY;
   Alloc &a = s.allocs[addr];
   a.kind = Kind::Device;
   a.size = size;
-  a.charged = charged;
-  a.va_size = charged;
   a.device = dev;
   a.ctx = ctx;
   *dptr = addr;
@@ -44,8 +39,8 @@ void free_plain_alloc(State &s, std::map<CUdeviceptr, Alloc>::iterator it) {
   if (a.kind == Kind::Managed) {
     munmap(reinterpret_cast<void *>(it->first), page_round(a.size));
   } else {
-    uncharge(s.devices[a.device], a.charged);
-    s.va.free(it->first, a.va_size);
+    Device &d = s.devices[a.device];
+    d.heap.free(s.va, &d, it->first);
   }
   s.allocs.erase(it);
 }
@@ -60,6 +55,21 @@ void memory_release_ctx(State &s, CUcontext ctx) {
   }
 }
 
+CUresult free_any(State &s, std::map<CUdeviceptr, Alloc>::iterator it) {
+  switch (it->second.kind) {
+    case Kind::Device:
+    case Kind::Managed: free_plain_alloc(s, it); return CUDA_SUCCESS;
+    case Kind::PoolBlock: pool_return_block(s, it); return CUDA_SUCCESS;  // allowed, as on a GPU
+    case Kind::PoolImport: pool_close_import(s, it); return CUDA_SUCCESS;
+    case Kind::ExternalBuffer:  // "must be freed using cuMemFree"
+      s.va.free(it->first, it->second.va_size);
+      s.allocs.erase(it);
+      return CUDA_SUCCESS;
+    case Kind::IpcImport: return CUDA_ERROR_INVALID_VALUE;  // needs cuIpcCloseMemHandle
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
 }  // namespace fc
 
 FC_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
@@ -70,6 +80,7 @@ FC_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   if (!dptr) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;
+  if (CUresult r = check_unsafe_call(s)) return r;
   return alloc_device(s, ctx, bytesize, dptr);
 }
 
@@ -83,6 +94,7 @@ FC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
     return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;
+  if (CUresult r = check_unsafe_call(s)) return r;
   if (WidthInBytes == 0 || Height == 0 || WidthInBytes > (1ull << 40) || Height > (1ull << 40))
     return CUDA_ERROR_INVALID_VALUE;
   Bytes pitch = round_up(WidthInBytes, kAllocRound);  // rows start 512-byte aligned
@@ -98,15 +110,12 @@ FC_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (CUresult r = require_init(s)) return r;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;
+  if (CUresult r = check_unsafe_call(s)) return r;
+  CUresult graph_result;
+  if (graph_free_live(s, dptr, &graph_result)) return graph_result;
   auto it = s.allocs.find(dptr);
   if (it == s.allocs.end()) return CUDA_ERROR_INVALID_VALUE;
-  switch (it->second.kind) {
-    case Kind::Device:
-    case Kind::Managed: free_plain_alloc(s, it); return CUDA_SUCCESS;
-    case Kind::PoolBlock: pool_return_block(s, it); return CUDA_SUCCESS;  // allowed, as on a GPU
-    case Kind::IpcImport: return CUDA_ERROR_INVALID_VALUE;  // needs cuIpcCloseMemHandle
-  }
-  return CUDA_ERROR_INVALID_VALUE;
+  return free_any(s, it);
 }
 
 FC_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
@@ -141,6 +150,7 @@ FC_API CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
   if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;
+  vmm_reap(s);  // memory another process released last
   const Device &d = s.devices[s.ctxs[ctx].device];
   Bytes taken = d.used + d.foreign;
   *free = taken >= d.total ? 0 : d.total - taken;
@@ -160,6 +170,7 @@ FC_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdev
   if (it != s.allocs.begin() && dptr < std::prev(it)->first + std::prev(it)->second.size) {
     base = std::prev(it)->first;
     size = std::prev(it)->second.size;
+  } else if (graph_address_range(s, dptr, &base, &size)) {
   } else {
     // VMM: the answer is the single mapping containing dptr, not the whole reservation.
     auto r = s.reservations.upper_bound(dptr);

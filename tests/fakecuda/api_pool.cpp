@@ -1,13 +1,21 @@
 // api_pool.cpp — stream-ordered allocation and memory pools: cuMemAllocAsync,
-// cuMemAllocFromPoolAsync, cuMemFreeAsync (and their _ptsz exports), cuMemPool*, and
-// cuDevice{GetDefault,Get,Set}MemPool.
+// cuMemAllocFromPoolAsync, cuMemFreeAsync (and their _ptsz exports), cuMemPool*, the
+// per-device pool API (cuDevice{GetDefault,Get,Set}MemPool) and CUDA 13's per-location one
+// (cuMem{GetDefault,Get,Set}MemPool, device/host/host-NUMA locations, pinned or managed).
 //
-// Model: a pool holds whole blocks of physical memory (counted as "used" on its device).
-// An allocation takes the best-fitting free block whole, without splitting, or grows the
-// pool by a new block; so a pool can hold free memory that a larger request cannot use
-// (the "fragmentation" OOM tests rely on this). Freed blocks stay in the pool until a
-// synchronize trims the pool down to its release threshold, or cuMemPoolTrimTo.
+// Model: a pool holds whole blocks (requests rounded to 512 B). An allocation takes the
+// best-fitting free block whole, without splitting, or grows the pool by a new block; so a
+// pool can hold free memory that a larger request cannot use (the "fragmentation" OOM tests
+// rely on this). A device pool's blocks live in its own 2 MiB pages (page_heap.h): its
+// RESERVED_MEM_CURRENT, and what it costs in cuMemGetInfo, is whole pages. Host and managed
+// pools hold real host memory and count against no device. Freed blocks stay in the pool until
+// a stream/event/context synchronize trims it to its release threshold, or cuMemPoolTrimTo.
+// On a capturing stream cuMemAllocAsync/cuMemFreeAsync add graph nodes instead (virtual
+// addresses, no memory).
 #include "state.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -20,35 +28,69 @@ Pool *find_pool(State &s, CUmemoryPool h) {
   return it == s.pools.end() || it->second.destroyed ? nullptr : &it->second;
 }
 
+Bytes host_round(Bytes n) { return round_up(n, static_cast<Bytes>(sysconf(_SC_PAGESIZE))); }
+
 void release_block(State &s, Pool &p, CUdeviceptr addr, Bytes size) {
-  p.reserved -= size;
-  if (p.device >= 0) uncharge(s.devices[p.device], size);
-  s.va.free(addr, size);
+  if (p.device >= 0) {
+    p.heap.free(s.va, &s.devices[p.device], addr);
+  } else {
+    munmap(reinterpret_cast<void *>(addr), host_round(size));
+    p.host_reserved -= size;
+  }
 }
 
-// Releases free blocks, largest first, while the pool keeps at least `keep` reserved.
+Bytes release_gain(const Pool &p, CUdeviceptr addr, Bytes size) {
+  return p.device >= 0 ? p.heap.release_gain(addr) : size;
+}
+
+// Releases free blocks, largest first and oldest first within a size, as long as the pool
+// keeps at least `keep` reserved.
 void trim(State &s, Pool &p, Bytes keep) {
-  auto it = p.free_blocks.end();
-  while (p.reserved > keep && it != p.free_blocks.begin()) {
+  for (auto it = p.free_blocks.end(); it != p.free_blocks.begin();) {
     --it;
     const Bytes size = it->first;
     std::vector<CUdeviceptr> &addrs = it->second;
-    while (!addrs.empty() && p.reserved - size >= keep) {
-      release_block(s, p, addrs.front(), size);  // oldest first: recent ones are warm
-      addrs.erase(addrs.begin());
+    for (size_t i = 0; i < addrs.size();) {
+      const Bytes gain = release_gain(p, addrs[i], size), reserved = p.reserved();
+      if (gain > reserved || reserved - gain < keep) {  // (keep may be ~0: no overflow)
+        ++i;
+        continue;
+      }
+      release_block(s, p, addrs[i], size);
+      addrs.erase(addrs.begin() + static_cast<long>(i));
     }
-    if (addrs.empty()) it = p.free_blocks.erase(it);  // the next --it reaches the smaller sizes
+    if (addrs.empty()) it = p.free_blocks.erase(it);
   }
 }
 
 void note_high(Pool &p) {
-  p.reserved_high = std::max(p.reserved_high, p.reserved);
+  p.reserved_high = std::max(p.reserved_high, p.reserved());
   p.used_high = std::max(p.used_high, p.used);
+}
+
+// A new block of `want` bytes for pool `p`, or 0 (OOM, or above the pool's maxSize).
+CUdeviceptr grow(State &s, Pool &p, Bytes want) {
+  if (p.device >= 0) {
+    Device &d = s.devices[p.device];
+    CUdeviceptr addr = p.heap.alloc(s.va, &d, want);
+    if (addr && p.max_size && p.heap.charged() > p.max_size) {
+      p.heap.free(s.va, &d, addr);
+      return 0;
+    }
+    return addr;
+  }
+  if (p.max_size && p.host_reserved + want > p.max_size) return 0;
+  // Host and managed pool memory is real: programs write into it from the CPU.
+  void *m = mmap(nullptr, host_round(want), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (m == MAP_FAILED) return 0;
+  p.host_reserved += want;
+  return reinterpret_cast<CUdeviceptr>(m);
 }
 
 CUresult pool_alloc(State &s, CUcontext ctx, CUmemoryPool ph, size_t bytesize, CUdeviceptr *dptr) {
   Pool *p = find_pool(s, ph);
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  if (!p || p->imported) return CUDA_ERROR_INVALID_VALUE;
   if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   if (bytesize > (1ull << 60)) return CUDA_ERROR_OUT_OF_MEMORY;
   const Bytes want = round_up(bytesize, kAllocRound);
@@ -62,15 +104,8 @@ CUresult pool_alloc(State &s, CUcontext ctx, CUmemoryPool ph, size_t bytesize, C
     if (fit->second.empty()) p->free_blocks.erase(fit);
   } else {
     block = want;
-    if (p->max_size && p->reserved + block > p->max_size) return CUDA_ERROR_OUT_OF_MEMORY;
-    if (p->device >= 0)
-      if (CUresult r = charge(s.devices[p->device], block)) return r;
-    addr = s.va.alloc(block, kAllocRound);
-    if (!addr) {
-      if (p->device >= 0) uncharge(s.devices[p->device], block);
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    p->reserved += block;
+    addr = grow(s, *p, want);
+    if (!addr) return CUDA_ERROR_OUT_OF_MEMORY;
   }
   p->used += block;
   p->blocks_in_use++;
@@ -78,8 +113,7 @@ CUresult pool_alloc(State &s, CUcontext ctx, CUmemoryPool ph, size_t bytesize, C
   Alloc &a = s.allocs[addr];
   a.kind = Kind::PoolBlock;
   a.size = bytesize;
-  a.charged = block;
-  a.va_size = block;
+  a.block = block;
   a.device = p->device >= 0 ? p->device : s.ctxs[ctx].device;
   a.ctx = ctx;
   a.pool = ph;
@@ -90,7 +124,7 @@ CUresult pool_alloc(State &s, CUcontext ctx, CUmemoryPool ph, size_t bytesize, C
 // Takes an in-use block out of the allocation table and out of its pool's "used".
 Pool &detach_block(State &s, std::map<CUdeviceptr, Alloc>::iterator it) {
   Pool &p = s.pools[it->second.pool];
-  p.used -= it->second.charged;
+  p.used -= it->second.block;
   p.blocks_in_use--;
   return p;
 }
@@ -100,43 +134,138 @@ void drop_pool_if_done(State &s, CUmemoryPool h) {
   if (it != s.pools.end() && it->second.destroyed && it->second.blocks_in_use == 0) s.pools.erase(it);
 }
 
-// `from_pool`: cuMemAllocFromPoolAsync, where `pool` must be given; otherwise the device's
-// current pool is used.
-CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, bool from_pool, CUstream hStream) {
+CUmemLocation device_location(int dev) {
+  CUmemLocation loc{};
+  loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  loc.id = dev;
+  return loc;
+}
+
+// The location of a pool's memory as an allocation node states it.
+CUmemPoolProps node_props(const Pool &p) {
+  CUmemPoolProps props{};
+  props.allocType = p.alloc_type;
+  props.location = p.location;
+  return props;
+}
+
+// `from_pool`: cuMemAllocFromPoolAsync, where `pool` must be given; otherwise the current pool
+// of the stream's device is used.
+CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, bool from_pool, CUstream hStream,
+                     bool ptsz) {
   State &s = state();
   std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!dptr || (from_pool && !pool)) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
   if (CUresult r = stream_ctx(s, hStream, &ctx)) return r;
-  if (!from_pool) pool = s.devices[s.ctxs[ctx].device].current_pool;
+  const int dev = s.ctxs[ctx].device;
+  if (!from_pool) pool = pool_current(s, CU_MEM_ALLOCATION_TYPE_PINNED, device_location(dev));
+  CUresult err = CUDA_SUCCESS;
+  Capture *c = capture_of(s, hStream, ptsz, &err);
+  if (err) return err;
+  if (c) {  // captured: an allocation node, memory only when the graph runs
+    Pool *p = find_pool(s, pool);
+    if (!p || p->imported || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+    CUDA_MEM_ALLOC_NODE_PARAMS params{};
+    params.poolProps = node_props(*p);
+    if (p->alloc_type != CU_MEM_ALLOCATION_TYPE_PINNED || p->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+      params.poolProps.location = device_location(dev);
+    params.bytesize = bytesize;
+    CUgraphNode node;
+    if (CUresult r = graph_add_alloc_node(s, c->graph, c->deps.data(), c->deps.size(), &params, &node)) return r;
+    capture_add(s, *c, node);
+    *dptr = params.dptr;
+    return CUDA_SUCCESS;
+  }
   return pool_alloc(s, ctx, pool, bytesize, dptr);
 }
 
-CUresult free_async(CUdeviceptr dptr, CUstream hStream) {
+CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool ptsz) {
   State &s = state();
   std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   CUcontext ctx;
   if (CUresult r = stream_ctx(s, hStream, &ctx)) return r;
+  CUresult err = CUDA_SUCCESS;
+  Capture *c = capture_of(s, hStream, ptsz, &err);
+  if (err) return err;
+  if (c) {  // captured: a free node; only graph allocations can be freed in a graph
+    CUgraphNode node;
+    if (CUresult r = graph_add_free_node(s, c->graph, c->deps.data(), c->deps.size(), dptr, &node)) {
+      c->invalidated = true;
+      return r;
+    }
+    capture_add(s, *c, node);
+    return CUDA_SUCCESS;
+  }
+  CUresult graph_result;
+  if (graph_free_live(s, dptr, &graph_result)) return graph_result;
   auto it = s.allocs.find(dptr);
   if (it == s.allocs.end()) return CUDA_ERROR_INVALID_VALUE;
-  switch (it->second.kind) {
-    case Kind::PoolBlock: pool_return_block(s, it); return CUDA_SUCCESS;
-    case Kind::Device:
-    case Kind::Managed: free_plain_alloc(s, it); return CUDA_SUCCESS;
-    case Kind::IpcImport: return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_ERROR_INVALID_VALUE;
+  return free_any(s, it);
 }
+
+// The slot of a (type, location) pair; INVALID_VALUE for pairs without pools.
+CUresult slot_key(const State &s, CUmemAllocationType type, const CUmemLocation &loc, PoolKey *key) {
+  if (type != CU_MEM_ALLOCATION_TYPE_PINNED && type != CU_MEM_ALLOCATION_TYPE_MANAGED)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (loc.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      if (check_device(s, loc.id)) return CUDA_ERROR_INVALID_DEVICE;
+      *key = {type, loc.type, loc.id};
+      return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST: *key = {type, loc.type, 0}; return CUDA_SUCCESS;  // id ignored
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      if (loc.id < 0) return CUDA_ERROR_INVALID_VALUE;
+      *key = {type, loc.type, loc.id};
+      return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_NONE:  // managed memory without a preferred location
+      if (type != CU_MEM_ALLOCATION_TYPE_MANAGED) return CUDA_ERROR_INVALID_VALUE;
+      *key = {type, loc.type, 0};
+      return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUmemoryPool make_pool(State &s, CUmemAllocationType type, const CUmemLocation &loc, bool is_default) {
+  CUmemoryPool h = new_handle_as<CUmemoryPool>(s, 2);
+  Pool &p = s.pools[h];
+  p.alloc_type = type;
+  p.location = loc;
+  if (loc.type == CU_MEM_LOCATION_TYPE_HOST) p.location.id = 0;
+  p.device = type == CU_MEM_ALLOCATION_TYPE_PINNED && loc.type == CU_MEM_LOCATION_TYPE_DEVICE ? loc.id : -1;
+  p.is_default = is_default;
+  return h;
+}
+
+PoolSlot &slot(State &s, const PoolKey &key) {
+  PoolSlot &sl = s.pool_slots[key];
+  if (!sl.default_pool) {
+    CUmemLocation loc{};
+    loc.type = static_cast<CUmemLocationType>(std::get<1>(key));
+    loc.id = std::get<2>(key);
+    sl.default_pool = make_pool(s, static_cast<CUmemAllocationType>(std::get<0>(key)), loc, true);
+    sl.current = sl.default_pool;
+  }
+  return sl;
+}
+
+PoolKey pool_key(const Pool &p) { return {p.alloc_type, p.location.type, p.location.id}; }
 
 }  // namespace
 
 namespace fc {
 
+CUmemoryPool pool_current(State &s, CUmemAllocationType type, const CUmemLocation &loc) {
+  PoolKey key;
+  if (slot_key(s, type, loc, &key)) return nullptr;
+  return slot(s, key).current;
+}
+
 void pool_return_block(State &s, std::map<CUdeviceptr, Alloc>::iterator it) {
   const CUdeviceptr addr = it->first;
-  const Bytes block = it->second.charged;
+  const Bytes block = it->second.block;
   const CUmemoryPool h = it->second.pool;
   Pool &p = detach_block(s, it);
   s.allocs.erase(it);
@@ -154,7 +283,7 @@ void pool_release_ctx(State &s, CUcontext ctx) {
     auto next = std::next(it);
     if (it->second.kind == Kind::PoolBlock && it->second.ctx == ctx) {
       const CUdeviceptr addr = it->first;
-      const Bytes block = it->second.charged;
+      const Bytes block = it->second.block;
       const CUmemoryPool h = it->second.pool;
       Pool &p = detach_block(s, it);
       s.allocs.erase(it);
@@ -167,36 +296,36 @@ void pool_release_ctx(State &s, CUcontext ctx) {
 
 void pool_sync_device(State &s, int device) {
   for (auto &[h, p] : s.pools)
-    if (!p.destroyed && (p.device == device || p.device < 0)) trim(s, p, p.release_threshold);
+    if (!p.destroyed && !p.imported && (p.device == device || p.device < 0)) trim(s, p, p.release_threshold);
 }
 
 void pool_trim_device(State &s, int device) {
   for (auto &[h, p] : s.pools)
-    if (!p.destroyed && p.device == device) trim(s, p, 0);
+    if (!p.destroyed && !p.imported && p.device == device) trim(s, p, 0);
 }
 
 }  // namespace fc
 
 FC_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
   maybe_raise("cuMemAllocAsync");
-  return alloc_async(dptr, bytesize, nullptr, false, hStream);
+  return alloc_async(dptr, bytesize, nullptr, false, hStream, false);
 }
 FC_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
-  return alloc_async(dptr, bytesize, nullptr, false, hStream);
+  return alloc_async(dptr, bytesize, nullptr, false, hStream, true);
 }
 
 FC_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                         CUstream hStream) {
-  return alloc_async(dptr, bytesize, pool, true, hStream);
+  return alloc_async(dptr, bytesize, pool, true, hStream, false);
 }
 FC_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                              CUstream hStream) {
-  return alloc_async(dptr, bytesize, pool, true, hStream);
+  return alloc_async(dptr, bytesize, pool, true, hStream, true);
 }
 
-FC_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream); }
+FC_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream, false); }
 FC_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  return free_async(dptr, hStream);
+  return free_async(dptr, hStream, true);
 }
 
 FC_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
@@ -205,25 +334,31 @@ FC_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolPr
   if (CUresult r = require_init(s)) return r;
   if (!pool || !poolProps) return CUDA_ERROR_INVALID_VALUE;
   const CUmemLocation &loc = poolProps->location;
-  int device = -1;
+  const unsigned types = poolProps->handleTypes;
+  if (types & ~unsigned(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) return CUDA_ERROR_NOT_SUPPORTED;  // fabric, win32
   if (poolProps->allocType == CU_MEM_ALLOCATION_TYPE_PINNED) {
     switch (loc.type) {
       case CU_MEM_LOCATION_TYPE_DEVICE:
         if (check_device(s, loc.id)) return CUDA_ERROR_INVALID_VALUE;
-        device = loc.id;
         break;
-      case CU_MEM_LOCATION_TYPE_HOST:
+      case CU_MEM_LOCATION_TYPE_HOST:  // "not IPC capable": handleTypes must be 0
+        if (types) return CUDA_ERROR_INVALID_VALUE;
+        break;
       case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-      case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: break;  // host memory: no device charge
-      default: return CUDA_ERROR_INVALID_VALUE;
+        if (loc.id < 0) return CUDA_ERROR_INVALID_VALUE;
+        break;
+      default: return CUDA_ERROR_INVALID_VALUE;  // HOST_NUMA_CURRENT included, as documented
     }
-  } else if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_MANAGED) {
-    return CUDA_ERROR_INVALID_VALUE;  // managed pools: not resident, never charged
+  } else if (poolProps->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED) {
+    PoolKey key;
+    if (slot_key(s, CU_MEM_ALLOCATION_TYPE_MANAGED, loc, &key)) return CUDA_ERROR_INVALID_VALUE;
+  } else {
+    return CUDA_ERROR_INVALID_VALUE;
   }
-  CUmemoryPool h = reinterpret_cast<CUmemoryPool>(new_handle(s, 2));
+  CUmemoryPool h = make_pool(s, poolProps->allocType, loc, false);
   Pool &p = s.pools[h];
-  p.device = device;
   p.max_size = poolProps->maxSize;
+  p.handle_types = static_cast<CUmemAllocationHandleType>(types);
   *pool = h;
   return CUDA_SUCCESS;
 }
@@ -234,9 +369,9 @@ FC_API CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   if (CUresult r = require_init(s)) return r;
   Pool *p = find_pool(s, pool);
   if (!p || p->is_default) return CUDA_ERROR_INVALID_VALUE;
-  trim(s, *p, 0);
-  for (Device &d : s.devices)
-    if (d.current_pool == pool) d.current_pool = d.default_pool;
+  if (!p->imported) trim(s, *p, 0);
+  for (auto &[key, sl] : s.pool_slots)
+    if (sl.current == pool) sl.current = sl.default_pool;
   // Blocks still in use keep their memory until freed (the real driver defers the same way).
   if (p->blocks_in_use == 0) s.pools.erase(pool);
   else p->destroyed = true;
@@ -249,7 +384,7 @@ FC_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   if (CUresult r = require_init(s)) return r;
   Pool *p = find_pool(s, pool);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
-  trim(s, *p, minBytesToKeep);
+  if (!p->imported) trim(s, *p, minBytesToKeep);
   return CUDA_SUCCESS;
 }
 
@@ -270,7 +405,7 @@ FC_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute att
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->release_threshold = v64(); return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:  // only a reset to 0 (= current) is allowed
       if (v64() != 0) return CUDA_ERROR_INVALID_VALUE;
-      p->reserved_high = p->reserved;
+      p->reserved_high = p->reserved();
       return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
       if (v64() != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -294,12 +429,38 @@ FC_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute att
       *static_cast<int *>(value) = p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
       return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *out = p->release_threshold; return CUDA_SUCCESS;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *out = p->reserved; return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *out = p->reserved(); return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *out = p->reserved_high; return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *out = p->used; return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *out = p->used_high; return CUDA_SUCCESS;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
+}
+
+FC_API CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  Pool *p = find_pool(s, pool);
+  if (!p || (!map && count)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || check_device(s, map[i].location.id))
+      return CUDA_ERROR_INVALID_VALUE;
+    if (map[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;  // access is not simulated
+}
+
+FC_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  Pool *p = find_pool(s, memPool);
+  if (!p || !flags || !location) return CUDA_ERROR_INVALID_VALUE;
+  // A pool's memory is accessible where it resides (a device pool from its device).
+  const bool own = location->type == p->location.type && location->id == p->location.id;
+  *flags = own ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  return CUDA_SUCCESS;
 }
 
 FC_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev) {
@@ -308,7 +469,7 @@ FC_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev) 
   if (CUresult r = require_init(s)) return r;
   if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
-  *pool_out = s.devices[dev].default_pool;
+  *pool_out = slot(s, {CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_DEVICE, dev}).default_pool;
   return CUDA_SUCCESS;
 }
 
@@ -318,7 +479,7 @@ FC_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
   if (CUresult r = require_init(s)) return r;
   if (!pool) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
-  *pool = s.devices[dev].current_pool;
+  *pool = slot(s, {CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_DEVICE, dev}).current;
   return CUDA_SUCCESS;
 }
 
@@ -328,7 +489,43 @@ FC_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   if (CUresult r = require_init(s)) return r;
   if (CUresult r = check_device(s, dev)) return r;
   Pool *p = find_pool(s, pool);
-  if (!p || p->device != dev) return CUDA_ERROR_INVALID_VALUE;
-  s.devices[dev].current_pool = pool;
+  if (!p || p->imported || p->device != dev) return CUDA_ERROR_INVALID_VALUE;
+  slot(s, {CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_DEVICE, dev}).current = pool;
+  return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  if (!pool_out || !location) return CUDA_ERROR_INVALID_VALUE;
+  PoolKey key;
+  if (CUresult r = slot_key(s, type, *location, &key)) return r;
+  *pool_out = slot(s, key).default_pool;
+  return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuMemGetMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  if (!pool_out || !location) return CUDA_ERROR_INVALID_VALUE;
+  PoolKey key;
+  if (CUresult r = slot_key(s, type, *location, &key)) return r;
+  *pool_out = slot(s, key).current;
+  return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  if (!location) return CUDA_ERROR_INVALID_VALUE;
+  PoolKey key;
+  if (CUresult r = slot_key(s, type, *location, &key)) return r;
+  Pool *p = find_pool(s, pool);
+  // "The location and allocation type specified must match those of the pool."
+  if (!p || p->imported || pool_key(*p) != key) return CUDA_ERROR_INVALID_VALUE;
+  slot(s, key).current = pool;
   return CUDA_SUCCESS;
 }

@@ -48,6 +48,19 @@ Config load() {
     if (parse_int(v, 1, 1000000, n)) c.driver_version = static_cast<int>(n);
     else warn("FAKECUDA_DRIVER_VERSION", v, "13000");
   }
+  if (const char *v = getenv("FAKECUDA_CONTEXT_BYTES")) {
+    uint64_t n;
+    if (parse_bytes(v, n) && n <= (1ull << 50)) c.context_bytes = n;
+    else warn("FAKECUDA_CONTEXT_BYTES", v, "512MiB");
+  }
+  if (const char *v = getenv("FAKECUDA_MODULE_BYTES")) {
+    uint64_t n;
+    if (parse_bytes(v, n) && n <= (1ull << 50)) c.module_bytes = n;
+    else warn("FAKECUDA_MODULE_BYTES", v, "2MiB");
+  }
+  if (const char *v = getenv("CUDA_MODULE_LOADING")) {
+    c.lazy_loading = strcasecmp(v, "EAGER") != 0;  // like the driver: anything else is the default
+  }
   if (const char *v = getenv("FAKECUDA_LOG")) c.log_path = v;
   if (const char *v = getenv("FAKECUDA_SIGNAL_SAFE")) c.signal_safe = strcmp(v, "1") == 0;
   if (const char *v = getenv("FAKECUDA_RAISE")) {

@@ -11,6 +11,9 @@ struct Config {
   uint64_t total_bytes = 16ull << 30;         // FAKECUDA_TOTAL_BYTES, capacity of each device
   uint64_t foreign_bytes = 0;                 // FAKECUDA_FOREIGN_BYTES, held by "other processes"
   int driver_version = 13000;                 // FAKECUDA_DRIVER_VERSION
+  uint64_t context_bytes = 512ull << 20;      // FAKECUDA_CONTEXT_BYTES, what a context costs its device
+  uint64_t module_bytes = 2ull << 20;         // FAKECUDA_MODULE_BYTES, what a loaded module costs
+  bool lazy_loading = true;                   // CUDA_MODULE_LOADING (the real driver's variable)
   std::string log_path;                       // FAKECUDA_LOG, cuGetProcAddress request log
   bool signal_safe = false;                   // FAKECUDA_SIGNAL_SAFE=1 (see DriverMutex)
   std::string raise_in;                       // FAKECUDA_RAISE=<entry point>:<every>

@@ -1,8 +1,12 @@
 // fakecuda_selftest.cpp — checks the simulated driver against its contract: configuration
-// from the environment, capacity and OOM, pools (reuse, no-split fragmentation, trim,
-// release threshold), VMM accounting, context teardown, cuGetProcAddress version/flag
-// semantics, IPC, and exact accounting under 8 concurrent threads. Prints every failed
-// check and exits 1 if any failed.
+// from the environment, capacity, 2 MiB pages and OOM, pools (reuse, no-split fragmentation,
+// trim, release threshold), VMM accounting, context teardown, cuGetProcAddress version/flag
+// semantics, IPC, and exact accounting under 8 concurrent threads; then the parts in
+// selftest_*.cpp (every entry point, graphs and capture, sharing, CUDA 13 pools and events,
+// arrays and external memory, context and module costs). Prints every failed check and exits
+// 1 if any failed.
+#include "selftest.h"
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -30,73 +34,29 @@ CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 
 namespace {
 
-std::atomic<int> g_failures{0};
-
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
-      g_failures++;                                                           \
-    }                                                                         \
-  } while (0)
-
-#define CHECK_RC(call, expect)                                                              \
-  do {                                                                                      \
-    CUresult rc_ = (call);                                                                  \
-    if (rc_ != (expect)) {                                                                  \
-      fprintf(stderr, "FAIL %s:%d: %s returned %d, expected %s\n", __FILE__, __LINE__, #call, \
-              static_cast<int>(rc_), #expect);                                              \
-      g_failures++;                                                                         \
-    }                                                                                       \
-  } while (0)
-
-#define OK(call) CHECK_RC(call, CUDA_SUCCESS)
-
-constexpr size_t MiB = 1ull << 20;
-constexpr size_t GiB = 1ull << 30;
-// The configuration main() sets before cuInit.
-constexpr size_t kTotal = 1 * GiB;
-constexpr size_t kForeign = 64 * MiB;
-constexpr size_t kBaseFree = kTotal - kForeign;
-
-size_t free_mem() {
-  size_t f = 0, t = 0;
-  OK(cuMemGetInfo_v2(&f, &t));
-  CHECK(t == kTotal);
-  return f;
-}
-
-void *lib_sym(const char *name) {
-  static void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  return h ? dlsym(h, name) : nullptr;
-}
+using namespace selftest;
 
 // ---- configuration, in child processes (the environment is read once per process) ----
 
-std::string self_path() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  buf[n] = 0;
-  return buf;
-}
 
 int config_child() {
   int version = 0;
   cuDriverGetVersion(&version);
   CUresult init = cuInit(0);
   size_t total = 0, freeb = 0;
+  CUresult retain = CUDA_ERROR_NOT_INITIALIZED;
   if (init == CUDA_SUCCESS) {
     CUcontext ctx;
-    cuDevicePrimaryCtxRetain(&ctx, 0);
+    retain = cuDevicePrimaryCtxRetain(&ctx, 0);
     cuCtxSetCurrent(ctx);
     cuMemGetInfo_v2(&freeb, &total);
   }
-  printf("init=%d version=%d total=%zu free=%zu\n", static_cast<int>(init), version, total, freeb);
+  printf("init=%d version=%d retain=%d total=%zu free=%zu\n", static_cast<int>(init), version,
+         static_cast<int>(retain), total, freeb);
   return 0;
 }
 
-std::string run_child(const std::string &env) {
+std::string run_config_child(const std::string &env) {
   std::string cmd = env + " '" + self_path() + "' --config-child 2>&1";
   FILE *p = popen(cmd.c_str(), "r");
   if (!p) return "";
@@ -126,10 +86,20 @@ void test_config_parsing() {
       {"FAKECUDA_DRIVER_VERSION=x", "version=13000"},
       {"FAKECUDA_DEVICES=0", "init=100 "},  // CUDA_ERROR_NO_DEVICE
       {"FAKECUDA_DEVICES=many", "FAKECUDA_DEVICES"},
+      // A context costs its device memory: 512 MiB unless configured; a device without room for
+      // it cannot create it.
+      {"DEFAULT_CONTEXT=1 FAKECUDA_TOTAL_BYTES=2G", "retain=0 total=2147483648 free=1610612736"},
+      {"FAKECUDA_TOTAL_BYTES=2G FAKECUDA_CONTEXT_BYTES=300MiB", "retain=0 total=2147483648 free=1832910848"},
+      {"DEFAULT_CONTEXT=1 FAKECUDA_TOTAL_BYTES=256MiB", "retain=2 "},  // CUDA_ERROR_OUT_OF_MEMORY
+      {"FAKECUDA_CONTEXT_BYTES=lots", "FAKECUDA_CONTEXT_BYTES"},
+      {"FAKECUDA_MODULE_BYTES=-3", "FAKECUDA_MODULE_BYTES"},
   };
   for (const Case &c : cases) {
-    std::string out = run_child(std::string("env -u FAKECUDA_DEVICES -u FAKECUDA_TOTAL_BYTES -u FAKECUDA_FOREIGN_BYTES "
-                                            "-u FAKECUDA_DRIVER_VERSION -u FAKECUDA_LOG ") + c.env);
+    // No context cost unless the case is about it (a child that sets it last wins).
+    std::string env = strstr(c.env, "CONTEXT") || strstr(c.env, "DEFAULT_CONTEXT") ? "" : "FAKECUDA_CONTEXT_BYTES=0 ";
+    std::string out = run_config_child(std::string("env -u FAKECUDA_DEVICES -u FAKECUDA_TOTAL_BYTES -u FAKECUDA_FOREIGN_BYTES "
+                                            "-u FAKECUDA_DRIVER_VERSION -u FAKECUDA_LOG -u FAKECUDA_CONTEXT_BYTES "
+                                            "-u FAKECUDA_MODULE_BYTES ") + env + c.env);
     if (out.find(c.expect) == std::string::npos) {
       fprintf(stderr, "FAIL config: with %s expected \"%s\" in output, got: %s\n", c.env, c.expect, out.c_str());
       g_failures++;
@@ -235,14 +205,42 @@ void test_capacity() {
   CHECK(free_mem() == kBaseFree);
 
   CHECK_RC(cuMemAlloc_v2(&a, 0), CUDA_ERROR_INVALID_VALUE);
-  OK(cuMemAlloc_v2(&a, 1));  // rounded to 512 bytes
-  CHECK(free_mem() == kBaseFree - 512);
+  // Device memory is taken in 2 MiB pages: the first small allocation costs a page, the next
+  // ones share it (512-byte aligned) until it is full; the page goes when its last block does.
+  OK(cuMemAlloc_v2(&a, 1));
+  CHECK(free_mem() == kBaseFree - 2 * MiB);
   CUdeviceptr base = 0;
   size_t size = 0;
   OK(cuMemGetAddressRange_v2(&base, &size, a));
   CHECK(base == a && size == 1);
+  OK(cuMemAlloc_v2(&b, 1000));
+  CHECK(b == a + 512);  // the same page, right after
+  CHECK(free_mem() == kBaseFree - 2 * MiB);
+  {
+    std::vector<CUdeviceptr> fill;  // 1 MiB + 512 + 1024 do not fit in one page: a second one
+    for (int i = 0; i < 2; ++i) {
+      CUdeviceptr p = 0;
+      OK(cuMemAlloc_v2(&p, MiB));
+      fill.push_back(p);
+    }
+    CHECK(free_mem() == kBaseFree - 4 * MiB);
+    for (CUdeviceptr p : fill) OK(cuMemFree_v2(p));
+  }
+  CHECK(free_mem() == kBaseFree - 2 * MiB);
   OK(cuMemFree_v2(a));
+  CHECK(free_mem() == kBaseFree - 2 * MiB);  // b still holds the page
   CHECK_RC(cuMemGetAddressRange_v2(&base, &size, a), CUDA_ERROR_NOT_FOUND);
+  OK(cuMemAlloc_v2(&c, 100));
+  CHECK(c == a);  // the freed slot is handed out again
+  OK(cuMemFree_v2(c));
+  OK(cuMemFree_v2(b));
+  CHECK(free_mem() == kBaseFree);
+  // A larger allocation takes whole pages of its own.
+  OK(cuMemAlloc_v2(&a, 3 * MiB + 1));
+  CHECK(a % (2 * MiB) == 0);
+  CHECK(free_mem() == kBaseFree - 4 * MiB);
+  OK(cuMemFree_v2(a));
+  CHECK(free_mem() == kBaseFree);
 
   // An exactly-sized freed range is reused, most recent first.
   OK(cuMemAlloc_v2(&a, 3 * MiB));
@@ -258,7 +256,7 @@ void test_capacity() {
   size_t pitch = 0;
   OK(cuMemAllocPitch_v2(&a, &pitch, 1000, 10, 4));
   CHECK(pitch == 1024);
-  CHECK(free_mem() == kBaseFree - 10240);
+  CHECK(free_mem() == kBaseFree - 2 * MiB);  // 10 KiB: one page
   OK(cuMemFree_v2(a));
   CHECK_RC(cuMemAllocPitch_v2(&a, &pitch, 1000, 10, 3), CUDA_ERROR_INVALID_VALUE);
   CHECK(free_mem() == kBaseFree);
@@ -489,7 +487,7 @@ void test_context_teardown(CUcontext primary0) {
   OK(cuArrayCreate_v2(&arr, &ad));
   void *host;
   OK(cuMemHostAlloc(&host, MiB, 0));
-  CHECK(free_mem() == kBaseFree - 113 * MiB);
+  CHECK(free_mem() == kBaseFree - 114 * MiB);  // 100 + 10 (pool) + 2 (VMM) + a page for the 1 MiB array
   OK(cuCtxDestroy_v2(ctx));
   OK(cuCtxGetCurrent(&cur));
   CHECK(cur == primary0);  // the destroyed context was popped
@@ -590,7 +588,9 @@ void test_proc_address(const char *log_path) {
   CHECK(found("cuCtxCreate", 12050, 0) == lib_sym("cuCtxCreate_v4"));
   CHECK(found("cuCtxCreate", 12040, 0) == lib_sym("cuCtxCreate_v3"));
   CHECK(found("cuCtxCreate", 3020, 0) == lib_sym("cuCtxCreate_v2"));
-  lookup("cuCtxCreate", 3010, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  CHECK(found("cuCtxCreate", 3010, 0) == lib_sym("cuCtxCreate"));  // the CUDA 2.0 variant
+  CHECK(lib_sym("cuCtxCreate") != lib_sym("cuCtxCreate_v2"));
+  lookup("cuCtxCreate", 1000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
   // Older variants the CUDA 13 runtime asks for by version.
   CHECK(found("cuDevicePrimaryCtxRelease", 7000, 0) == lib_sym("cuDevicePrimaryCtxRelease"));
   CHECK(found("cuDevicePrimaryCtxReset", 10020, 0) == lib_sym("cuDevicePrimaryCtxReset"));
@@ -607,7 +607,8 @@ void test_proc_address(const char *log_path) {
   }
   CHECK(found("cuCtxDestroy", 4000, 0) == lib_sym("cuCtxDestroy_v2"));
   CHECK(found("cuMemHostRegister", 6050, 0) == lib_sym("cuMemHostRegister_v2"));
-  lookup("cuMemHostRegister", 6000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  CHECK(found("cuMemHostRegister", 6000, 0) == lib_sym("cuMemHostRegister"));  // the CUDA 4.0 one
+  lookup("cuMemHostRegister", 3020, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
   CHECK(found("cuDevicePrimaryCtxReset", 11000, 0) == lib_sym("cuDevicePrimaryCtxReset_v2"));
   CHECK(found("cuIpcOpenMemHandle", 11000, 0) == lib_sym("cuIpcOpenMemHandle_v2"));
   CHECK(found("cuCtxSynchronize", 12090, 0) == lib_sym("cuCtxSynchronize"));
@@ -794,6 +795,8 @@ void test_threads(CUcontext primary0) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--config-child") == 0) return config_child();
+  if (argc > 8 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "share") == 0) return share_child(argv + 3);
+  if (argc > 3 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "contexts") == 0) return contexts_child(argv[3]);
 
   test_config_parsing();  // child processes; the environment below is for this process
 
@@ -804,6 +807,7 @@ int main(int argc, char **argv) {
   setenv("FAKECUDA_TOTAL_BYTES", "1GiB", 1);
   setenv("FAKECUDA_FOREIGN_BYTES", "64M", 1);
   setenv("FAKECUDA_LOG", log_path, 1);
+  setenv("FAKECUDA_CONTEXT_BYTES", "0", 1);  // context costs: test_context_costs, in children
   unsetenv("FAKECUDA_DRIVER_VERSION");
 
   test_before_init();
@@ -816,6 +820,17 @@ int main(int argc, char **argv) {
   test_context_teardown(primary0);
   test_proc_address(log_path);
   test_ipc();
+  test_entry_points();
+  test_graphs();
+  test_capture();
+  test_vmm_sharing();
+  test_multicast();
+  test_pool_ipc();
+  test_cross_process();
+  test_cuda13_pools();
+  test_events();
+  test_arrays_external();
+  test_context_costs();
   test_threads(primary0);
   OK(cuDevicePrimaryCtxRelease_v2(0));
   unlink(log_path);

@@ -1,8 +1,18 @@
-// fc_api.h — what every entry-point file of the simulated driver includes: cuda.h, the
-// FC_API export marker, and declarations for exported names cuda.h does not declare in
-// a normal build (the _ptsz variants), each checked against cudaTypedefs.h.
+// fc_api.h — what every entry-point file of the simulated driver includes first: cuda.h in
+// the mode the driver itself is built in, and the FC_API export marker.
+//
+// __CUDA_API_VERSION_INTERNAL makes cuda.h declare every exported variant under its own
+// name (cuMemAlloc is the CUDA 2.0 one, cuMemAlloc_v2 the current one, cuMemAllocAsync_ptsz
+// the per-thread-stream one) and leaves no renaming macro behind, so each definition in
+// api_*.cpp is checked against the header's declaration of exactly that export.
+// _ODR keeps the enums identical to what applications see (no *_MAX members).
 #pragma once
 
+#if defined(__cuda_cuda_h__) && !defined(__CUDA_API_VERSION_INTERNAL)
+#error "fc_api.h must be included before cuda.h"
+#endif
+#define __CUDA_API_VERSION_INTERNAL 1
+#define __CUDA_API_VERSION_INTERNAL_ODR 1
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -10,18 +20,3 @@
 
 // The library is built with -fvisibility=hidden; only the driver entry points are exported.
 #define FC_API extern "C" __attribute__((visibility("default")))
-
-// Per-thread-default-stream exports. cuda.h only declares them when the application
-// defines CUDA_API_PER_THREAD_DEFAULT_STREAM, so declare them here with the signature of
-// the base function and prove it equals the PFN typedef the real driver is built against.
-FC_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
-FC_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
-FC_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                             CUstream hStream);
-FC_API CUresult cuStreamSynchronize_ptsz(CUstream hStream);
-
-static_assert(std::is_same_v<decltype(&cuMemAllocAsync_ptsz), PFN_cuMemAllocAsync_v11020_ptsz>);
-static_assert(std::is_same_v<decltype(&cuMemFreeAsync_ptsz), PFN_cuMemFreeAsync_v11020_ptsz>);
-static_assert(std::is_same_v<decltype(&cuMemAllocFromPoolAsync_ptsz),
-                             PFN_cuMemAllocFromPoolAsync_v11020_ptsz>);
-static_assert(std::is_same_v<decltype(&cuStreamSynchronize_ptsz), PFN_cuStreamSynchronize_v7000_ptsz>);

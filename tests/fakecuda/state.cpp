@@ -77,6 +77,7 @@ CUresult check_device(const State &s, CUdevice dev) {
 }
 
 CUresult charge(Device &d, Bytes n) {
+  if (n == 0) return CUDA_SUCCESS;
   Bytes taken = d.used + d.foreign;
   if (taken > d.total || n > d.total - taken) return CUDA_ERROR_OUT_OF_MEMORY;
   d.used += n;
@@ -94,7 +95,11 @@ void release_ctx_resources(State &s, CUcontext ctx) {
   vmm_release_ctx(s, ctx);
   array_release_ctx(s, ctx);
   stream_release_ctx(s, ctx);
+  module_release_ctx(s, ctx);
+  external_release_ctx(s, ctx);
 }
+
+uint64_t thread_id() { return static_cast<uint64_t>(pthread_self()); }
 
 std::vector<CUcontext> &ctx_stack() {
   thread_local std::vector<CUcontext> stack;

@@ -56,13 +56,15 @@ srcs=(
   "$repo/analyzer/gate.cpp"
   "$repo/analyzer/folded.cpp"
   "$repo/analyzer/perfetto_export.cpp"
+  "$repo/analyzer/job.cpp"
+  "$repo"/analyzer/aggregators/*.cpp
 )
 # Rebuild when any source or header it depends on is newer than the binary.
 stale=0
 if [ ! -x "$bin" ]; then
   stale=1
 else
-  for f in "${srcs[@]}" "$repo"/analyzer/*.h "$repo"/format/*.h "$repo"/common/*.h; do
+  for f in "${srcs[@]}" "$repo"/analyzer/*.h "$repo"/analyzer/aggregators/*.h "$repo"/format/*.h "$repo"/common/*.h; do
     if [ "$f" -nt "$bin" ]; then stale=1; break; fi
   done
 fi
