@@ -30,7 +30,7 @@
 #include "buffer_pool.h"
 #include "clock.h"
 #include "clock_align.h"
-#include "kernel_activity.h"
+#include "activity_recorder.h"
 #include "flush_loop.h"
 #include "loader.h"
 #include "log.h"

@@ -10,7 +10,7 @@
 
 #include <cupti.h>
 
-#include "kernel_activity.h"
+#include "activity_recorder.h"
 #include "recorder_port.h"  // port::real_dlsym
 #include "library_search.h"
 #include "cupti_session.h"

@@ -2,7 +2,7 @@
 // schema (schema.h): the one statement of its fields' order, wire kinds, JSON keys and the words
 // of docs/trace-format.md's "Metadata records" table. Written by interpose/ (trace_session.cpp,
 // stack_index.cpp, module_map.cpp, python_code_index.cpp, stack_capture.cpp, gpu_processes.cpp,
-// regions.cpp) with format::encode, read by analyzer/trace_reader.cpp with format::decode.
+// region_marks.cpp) with format::encode, read by analyzer/trace_reader.cpp with format::decode.
 // Strings are Text: the writer's buffers, or the reader's view of the mapped file.
 #pragma once
 

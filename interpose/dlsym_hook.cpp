@@ -7,7 +7,7 @@
 #include <cerrno>
 
 #include "driver_api.h"
-#include "kernel_activity.h"
+#include "activity_recorder.h"
 
 extern "C" {
 

@@ -1,5 +1,5 @@
 // The exported live query API (include/vramtrace.h): reads live_tracker.h and marks regions
-// (regions.h). Every entry point leaves errno as it found it. Only libvramtrace.so has these
+// (region_marks.h). Every entry point leaves errno as it found it. Only libvramtrace.so has these
 // exports; the recorder's own objects (and the unit tests linking them) do not.
 #include <cerrno>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include "live_tracker.h"
 #include "python_frames.h"
 #include "recorder.h"
-#include "regions.h"
+#include "region_marks.h"
 #include "trace_format.h"
 #include "vramtrace.h"
 

@@ -23,7 +23,7 @@
 //   the first failure        waits up to 1 s, once per process, for the sampler thread to load
 //                            NVML (gpu_processes.cpp); later failures wait for nothing.
 // None of these is held while unwinding, while calling the driver, or across a call back into
-// the program; the region API (regions.cpp) takes its own mutex, but it is not a hook.
+// the program; the region API (region_marks.cpp) takes its own mutex, but it is not a hook.
 #pragma once
 
 #include "event.h"

@@ -21,7 +21,7 @@
 #include "reentry_guard.h"
 #include "deferred_events.h"
 #include "gpu_processes.h"
-#include "kernel_activity.h"
+#include "activity_recorder.h"
 #include "live_tracker.h"
 #include "python_code_index.h"
 #include "shm_summary.h"

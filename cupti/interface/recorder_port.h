@@ -1,6 +1,6 @@
 // What the kernel recorder (cupti/) needs from the trace recorder it runs inside: four calls,
 // implemented by interpose/ (cupti_port.cpp). cupti/ includes nothing else of interpose/, and
-// interpose/ sees only this folder of cupti/ (kernel_activity.h is the other direction).
+// interpose/ sees only this folder of cupti/ (activity_recorder.h is the other direction).
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 
 #include <cupti.h>
 
-#include "kernel_activity.h"
+#include "activity_recorder.h"
 
 using vt::cupti::swap_dlsym;
 

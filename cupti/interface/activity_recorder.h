@@ -1,5 +1,6 @@
 // Kernel activity (CUPTI) as the rest of libvramtrace sees it: two calls. Everything else in
-// cupti/ is private to this feature. The records: format/activity_records.h; the policies: docs/trace-format.md, "Kernel activity".
+// cupti/ is private to this feature. The records: format/activity_records.h; the policies:
+// docs/trace-format.md, "Kernel activity records".
 // (Not named cupti.h: this directory is on the include path and would shadow the toolkit's.)
 #pragma once
 

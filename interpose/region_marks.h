@@ -1,4 +1,4 @@
-// Named regions of the program in the trace (kTagRegion records): see regions.cpp.
+// Named regions of the program in the trace (kTagRegion records): see region_marks.cpp.
 #pragma once
 
 #include <cstdint>

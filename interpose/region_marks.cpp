@@ -2,7 +2,7 @@
 // public_api.cpp) mark named spans of the program in the trace. A region begun before the trace
 // opens (before the first CUDA memory call) is kept and written when it opens. Takes one mutex
 // (g_region_mu) around the write: regions are rare, and the pending list needs it.
-#include "regions.h"
+#include "region_marks.h"
 
 #include <pthread.h>
 
