@@ -1,7 +1,7 @@
 // Byte counts for people, written and read one way everywhere: the text, HTML and Perfetto
 // reports, `vramtrace check`/`diff`/`top`/`doctor`, the HTML page (analyzer/html/format.js) and
 // the pytest plugin (pytest_plugin/) follow the same rules, proven on the same cases by
-// tests/shared/byte_sizes.txt (C++, JavaScript and Python tests read it).
+// tests/shared/byte_sizes.json (C++, JavaScript and Python tests read it).
 //
 // Writing: below 1 KiB, "N B"; else the largest binary unit (KiB ... PiB) the count reaches, with
 // three significant digits: "1.50 GiB", "12.0 KiB", "512 MiB" (two decimals below 10, one below
