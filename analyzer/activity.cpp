@@ -1,165 +1,57 @@
-// See activity.h. Payload layouts: cupti/FORMAT.md (source of truth cupti/activity_encoder.cpp).
+// See activity.h. The records and their field order: format/activity_records.h.
 #include "activity.h"
 
 #include <cxxabi.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 
+#include "accounting.h"
 #include "activity_format.h"
-#include "trace_format.h"
+#include "activity_records.h"
 
 namespace vt::analyzer {
 
 namespace fmt = vt::format;
 
-namespace {
-
-// Sequential reads from a payload; any overrun makes ok() false. Fields appended by a newer
-// writer are simply not read.
-struct In {
-  const uint8_t* p;
-  const uint8_t* end;
-  bool good = true;
-  In(const Record& r) : p(r.payload), end(r.payload + r.payload_len) {}
-  uint64_t v() {
-    uint64_t x = 0;
-    const uint8_t* q = good ? fmt::get_varint(p, end, &x) : nullptr;
-    if (!q) {
-      good = false;
-      return 0;
-    }
-    p = q;
-    return x;
-  }
-  uint32_t u() { return uint32_t(v()); }
-  int64_t z() { return fmt::unzigzag(v()); }
-  uint64_t t(uint64_t base) { return uint64_t(int64_t(base) + z()); }
-  std::string s() {
-    uint64_t n = v();
-    if (!good || n > uint64_t(end - p)) {
-      good = false;
-      return {};
-    }
-    std::string out(reinterpret_cast<const char*>(p), size_t(n));
-    p += n;
-    return out;
-  }
-};
-
-}  // namespace
-
 bool decode_kernel(const Record& r, uint64_t base, KernelActivity* k) {
-  if (r.tag != fmt::kTagKernel || !r.payload) return false;
-  In in(r);
-  k->name_id = in.u();
-  k->device = in.u();
-  k->context = in.u();
-  k->stream = in.u();
-  k->correlation = in.u();
-  k->start_ns = in.t(base);
-  k->end_ns = k->start_ns + in.v();
-  for (uint32_t& g : k->grid) g = in.u();
-  for (uint32_t& b : k->block) b = in.u();
-  k->static_shared = in.u();
-  k->dynamic_shared = in.u();
-  k->registers = in.u();
-  k->graph_id = in.u();
-  return in.good;
+  return r.tag == fmt::kTagKernel && r.payload && fmt::decode<fmt::KernelSchema>(r.payload, r.payload_len, k, base);
 }
 
 bool decode_copy(const Record& r, uint64_t base, CopyActivity* c) {
-  if ((r.tag != fmt::kTagMemcpy && r.tag != fmt::kTagMemset) || !r.payload) return false;
-  In in(r);
+  if (!r.payload) return false;
   *c = CopyActivity{};
-  if (r.tag == fmt::kTagMemcpy) {
-    c->copy_kind = in.u();
-    c->src_kind = in.u();
-    c->dst_kind = in.u();
-  } else {
-    c->is_memset = true;
-    c->value = in.u();
-  }
-  c->bytes = in.v();
-  c->device = in.u();
-  c->context = in.u();
-  c->stream = in.u();
-  c->correlation = in.u();
-  c->start_ns = in.t(base);
-  c->end_ns = c->start_ns + in.v();
-  c->flags = in.u();
-  if (c->is_memset) c->memory_kind = in.u();
-  c->graph_id = in.u();
-  return in.good;
+  c->is_memset = r.tag == fmt::kTagMemset;
+  if (r.tag == fmt::kTagMemcpy) return fmt::decode<fmt::MemcpySchema>(r.payload, r.payload_len, c, base);
+  return r.tag == fmt::kTagMemset && fmt::decode<fmt::MemsetSchema>(r.payload, r.payload_len, c, base);
 }
 
 bool decode_cupti_memory(const Record& r, uint64_t base, CuptiAllocation* m) {
-  if (r.tag != fmt::kTagCuptiMemory || !r.payload) return false;
-  In in(r);
-  m->release = in.u() == 2;  // CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
-  m->memory_kind = in.u();
-  m->address = in.v();
-  m->bytes = in.v();
-  m->t_ns = in.t(base);
-  m->device = in.u();
-  m->context = in.u();
-  m->stream = in.u();
-  m->correlation = in.u();
-  m->is_async = in.v() != 0;
-  m->pool = in.v();
-  m->pool_type = in.u();
-  m->pc = in.v();
-  return in.good;
+  return r.tag == fmt::kTagCuptiMemory && r.payload &&
+         fmt::decode<fmt::CuptiMemorySchema>(r.payload, r.payload_len, m, base);
 }
 
 bool decode_pool(const Record& r, uint64_t base, PoolActivity* p) {
-  if (r.tag != fmt::kTagMemoryPool || !r.payload) return false;
-  In in(r);
-  p->operation = in.u();
-  p->pool_type = in.u();
-  p->device = in.u();
-  p->address = in.v();
-  p->size = in.v();
-  p->release_threshold = in.v();
-  p->min_bytes_to_keep = in.v();
-  p->utilized = in.v();
-  p->t_ns = in.t(base);
-  p->correlation = in.u();
-  return in.good;
+  return r.tag == fmt::kTagMemoryPool && r.payload && fmt::decode<fmt::PoolSchema>(r.payload, r.payload_len, p, base);
 }
 
 bool decode_nvtx(const Record& r, uint64_t base, NvtxMarker* m) {
-  if (r.tag != fmt::kTagNvtx || !r.payload) return false;
-  In in(r);
-  m->flags = in.u();
-  m->id = in.u();
-  m->t_ns = in.t(base);
-  m->object_kind = in.u();
-  m->object_a = in.u();
-  m->object_b = in.u();
-  m->name = in.s();
-  m->domain = in.s();
-  return in.good;
+  return r.tag == fmt::kTagNvtx && r.payload && fmt::decode<fmt::NvtxSchema>(r.payload, r.payload_len, m, base);
 }
 
 bool decode_status(const Record& r, CuptiStatus* s) {
   if (r.tag != fmt::kTagCuptiStatus || !r.payload) return false;
-  In in(r);
   s->t_ns = r.t_ns;
-  s->kind = uint8_t(in.v());
-  s->code = in.v();
-  s->value = in.z();
-  s->text = in.s();
-  return in.good;
+  return fmt::decode<fmt::CuptiStatusSchema>(r.payload, r.payload_len, s);
 }
 
 bool decode_kernel_name(const Record& r, uint32_t* id, std::string* name) {
-  if (r.tag != fmt::kTagKernelName || !r.payload) return false;
-  In in(r);
-  *id = in.u();
-  *name = in.s();
-  return in.good;
+  fmt::KernelNameRecord n;
+  if (r.tag != fmt::kTagKernelName || !r.payload || !fmt::decode<fmt::KernelNameSchema>(r.payload, r.payload_len, &n))
+    return false;
+  *id = n.id;
+  *name = std::string(n.name);
+  return true;
 }
 
 const char* memcpy_kind_name(uint32_t k) {
@@ -255,9 +147,6 @@ bool ActivityIndex::add_activity(const Record& r) {
 void ActivityIndex::finish(uint64_t trace_end_ns) {
   std::sort(kernels_.begin(), kernels_.end(),
             [](const KernelActivity& a, const KernelActivity& b) { return a.start_ns < b.start_ns; });
-  max_end_.resize(kernels_.size());
-  uint64_t m = 0;
-  for (size_t i = 0; i < kernels_.size(); ++i) max_end_[i] = m = std::max(m, kernels_[i].end_ns);
   std::sort(copies_.begin(), copies_.end(), [](const CopyActivity& a, const CopyActivity& b) { return a.start_ns < b.start_ns; });
   std::sort(memory_.begin(), memory_.end(), [](const CuptiAllocation& a, const CuptiAllocation& b) { return a.t_ns < b.t_ns; });
 
@@ -352,86 +241,6 @@ std::string kernel_display_name(const KernelNames& names, uint32_t id) {
 const std::string& ActivityIndex::kernel_name(uint32_t id) const { return kernel_name_of(names_, id); }
 std::string ActivityIndex::display_name(uint32_t id) const { return kernel_display_name(names_, id); }
 
-std::vector<const KernelActivity*> ActivityIndex::running_at(uint64_t t) const {
-  std::vector<const KernelActivity*> out;
-  // Kernels starting after t cannot contain it; walk back while some earlier kernel still ends
-  // after t (max_end_ is the running maximum, so the walk stops at the first index where none can).
-  size_t hi = size_t(std::upper_bound(kernels_.begin(), kernels_.end(), t,
-                                      [](uint64_t v, const KernelActivity& k) { return v < k.start_ns; }) -
-                     kernels_.begin());
-  for (size_t i = hi; i-- > 0;) {
-    if (max_end_[i] <= t) break;
-    if (kernels_[i].end_ns > t) out.push_back(&kernels_[i]);
-  }
-  std::reverse(out.begin(), out.end());
-  return out;
-}
-
-std::vector<const KernelActivity*> ActivityIndex::last_before(uint64_t t, size_t n) const {
-  std::vector<const KernelActivity*> out;
-  size_t hi = size_t(std::lower_bound(kernels_.begin(), kernels_.end(), t,
-                                      [](const KernelActivity& k, uint64_t v) { return k.start_ns < v; }) -
-                     kernels_.begin());
-  for (size_t i = hi; i-- > 0 && out.size() < n;) out.push_back(&kernels_[i]);
-  return out;
-}
-
-std::vector<const NvtxRange*> ActivityIndex::nvtx_at(uint64_t t) const {
-  std::vector<const NvtxRange*> out;
-  for (const NvtxRange& r : ranges_)
-    if (r.start_ns <= t && t < r.end_ns) out.push_back(&r);
-  return out;  // ranges_ is by thread then start: outermost first within a thread
-}
-
-std::vector<const NvtxRange*> ActivityIndex::top_level_ranges() const {
-  std::vector<const NvtxRange*> out;
-  for (const NvtxRange& r : ranges_)
-    if (r.depth == 0) out.push_back(&r);
-  std::sort(out.begin(), out.end(), [](const NvtxRange* a, const NvtxRange* b) { return a->start_ns < b->start_ns; });
-  return out;
-}
-
-// ---- memory by phase ----
-
-std::vector<PhasePeak> memory_by_phase(const std::vector<const NvtxRange*>& phases, const std::vector<BytesPoint>& tl) {
-  std::vector<PhasePeak> out;
-  out.reserve(phases.size());
-  auto level_at = [&](uint64_t t) -> uint64_t {  // bytes live at t: the last point at or before t
-    auto it = std::upper_bound(tl.begin(), tl.end(), t, [](uint64_t v, const BytesPoint& p) { return v < p.t_ns; });
-    return it == tl.begin() ? 0 : std::prev(it)->bytes;
-  };
-  for (const NvtxRange* r : phases) {
-    PhasePeak p;
-    p.range = r;
-    p.start_bytes = p.peak_bytes = level_at(r->start_ns);
-    p.peak_t_ns = r->start_ns;
-    auto it = std::upper_bound(tl.begin(), tl.end(), r->start_ns, [](uint64_t v, const BytesPoint& q) { return v < q.t_ns; });
-    for (; it != tl.end() && it->t_ns < r->end_ns; ++it)
-      if (it->bytes > p.peak_bytes) {
-        p.peak_bytes = it->bytes;
-        p.peak_t_ns = it->t_ns;
-      }
-    p.end_bytes = r->end_ns > r->start_ns ? level_at(r->end_ns - 1) : p.start_bytes;
-    out.push_back(p);
-  }
-  return out;
-}
-
-std::vector<PhaseSummary> summarize_phases(const std::vector<PhasePeak>& peaks) {
-  std::map<std::string, PhaseSummary> by;
-  for (const PhasePeak& p : peaks) {
-    PhaseSummary& s = by[p.range->name];
-    s.name = p.range->name;
-    s.count++;
-    s.max_peak_bytes = std::max(s.max_peak_bytes, p.peak_bytes);
-    s.max_growth_bytes = std::max(s.max_growth_bytes, p.peak_bytes - p.start_bytes);
-  }
-  std::vector<PhaseSummary> out;
-  for (auto& [name, s] : by) out.push_back(s);
-  sort_phases(&out);
-  return out;
-}
-
 void sort_phases(std::vector<PhaseSummary>* phases) {
   std::sort(phases->begin(), phases->end(), [](const PhaseSummary& a, const PhaseSummary& b) {
     return a.max_peak_bytes != b.max_peak_bytes ? a.max_peak_bytes > b.max_peak_bytes : a.name < b.name;
@@ -441,7 +250,7 @@ void sort_phases(std::vector<PhaseSummary>* phases) {
 // ---- coverage ----
 
 bool intercepted_allocation(const Record& r, InterceptedAllocation* out) {
-  if (!r.is_event() || !r.op || r.result != 0 || r.op->action != Action::Acquire) return false;
+  if (!r.is_event() || !r.op || !changes_memory(r.result) || r.op->action != Action::Acquire) return false;
   if (!r.has(fmt::kEvAddr) || !r.has(fmt::kEvSize)) return false;
   switch (r.op->kind) {
     case MemKind::Device:
@@ -460,41 +269,6 @@ bool intercepted_allocation(const Record& r, InterceptedAllocation* out) {
   out->t_ns = r.t_ns;
   out->device = r.device;
   return true;
-}
-
-CoverageResult check_coverage(const std::vector<InterceptedAllocation>& intercepted, const std::vector<CuptiAllocation>& cupti,
-                              const CoverageOptions& opt) {
-  CoverageResult res;
-  // address -> intercepted allocations at it, in time order; each can match one CUPTI record.
-  std::unordered_map<uint64_t, std::vector<std::pair<const InterceptedAllocation*, bool>>> by_addr;
-  for (const InterceptedAllocation& a : intercepted) by_addr[a.address].push_back({&a, false});
-  for (auto& [addr, v] : by_addr)
-    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.first->t_ns < y.first->t_ns; });
-  for (const CuptiAllocation& c : cupti) {
-    if (c.release) continue;
-    res.cupti_allocations++;
-    auto it = by_addr.find(c.address);
-    std::pair<const InterceptedAllocation*, bool>* best = nullptr;
-    uint64_t best_skew = 0;
-    if (it != by_addr.end())
-      for (auto& cand : it->second) {
-        if (cand.second) continue;
-        uint64_t skew = cand.first->t_ns > c.t_ns ? cand.first->t_ns - c.t_ns : c.t_ns - cand.first->t_ns;
-        if (skew <= opt.max_skew_ns && (!best || skew < best_skew)) {
-          best = &cand;
-          best_skew = skew;
-        }
-      }
-    if (!best) {
-      res.missed.push_back(c);
-      continue;
-    }
-    best->second = true;
-    res.matched++;
-    if (best->first->size != c.bytes) res.size_mismatches++;
-  }
-  res.fraction = res.cupti_allocations ? double(res.matched) / double(res.cupti_allocations) : 1.0;
-  return res;
 }
 
 }  // namespace vt::analyzer

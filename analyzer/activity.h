@@ -1,12 +1,10 @@
-// Kernel activity read back: decoders for the CUPTI records (tags 0x8A..0x91, cupti/FORMAT.md)
-// and ActivityIndex, which answers the questions the reports ask of them:
-//   - which kernels ran at an instant (running_at), which ran just before it (last_before);
-//   - which NVTX ranges enclosed an instant (nesting per thread);
-//   - peak live memory within each top-level NVTX range (memory_by_phase);
-//   - whether interception saw every allocation CUPTI saw (check_coverage).
-// Feed it every record of a trace (add() ignores the others), call finish(), then query.
-// It keeps every record: right for an export, whose output is as long anyway; the report's
-// single pass uses ActivityStream (activity_stream.h), whose memory is bounded by a window.
+// Kernel activity read back: decoders for the CUPTI records (tags 0x8A..0x91:
+// format/activity_records.h),
+// ActivityIndex, which keeps every activity record of a trace (for the Perfetto export: kernels,
+// copies, CUPTI's allocations and pools, NVTX ranges paired and nested per thread, the recorder's
+// status), and the types the report's single pass (ActivityStream, activity_stream.h) answers in:
+// phases, and the coverage cross-check (did interception see every allocation CUPTI saw?).
+// Feed ActivityIndex every record of a trace (add() ignores the others), then call finish().
 // Times are CLOCK_MONOTONIC ns like every t_ns of the trace.
 #pragma once
 
@@ -16,67 +14,19 @@
 #include <vector>
 
 #include "activity_format.h"
+#include "activity_records.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
 
-struct KernelActivity {
-  uint32_t name_id = 0;  // ActivityIndex::kernel_name(); 0 = no name
-  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
-  uint64_t start_ns = 0, end_ns = 0;
-  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-  uint32_t static_shared = 0, dynamic_shared = 0, registers = 0;
-  uint32_t graph_id = 0;
-};
-
-// A memcpy (kTagMemcpy) or a memset (kTagMemset).
-struct CopyActivity {
-  bool is_memset = false;
-  uint32_t copy_kind = 0;         // CUpti_ActivityMemcpyKind (memcpy)
-  uint32_t src_kind = 0, dst_kind = 0;  // CUpti_ActivityMemoryKind (memcpy)
-  uint32_t value = 0;             // memset value
-  uint32_t memory_kind = 0;       // memset target memory kind
-  uint64_t bytes = 0;
-  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
-  uint64_t start_ns = 0, end_ns = 0;
-  uint32_t flags = 0;             // CUPTI flags (bit 0: async)
-  uint32_t graph_id = 0;
-};
-
-// An allocation or release as CUPTI saw it (kTagCuptiMemory, from MEMORY2).
-struct CuptiAllocation {
-  bool release = false;
-  uint32_t memory_kind = 0;  // CUpti_ActivityMemoryKind: 1 pageable, 2 pinned, 3 device, 5 managed...
-  uint64_t address = 0, bytes = 0, t_ns = 0;
-  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
-  bool is_async = false;
-  uint64_t pool = 0;       // memory pool address (stream-ordered allocations)
-  uint32_t pool_type = 0;  // CUpti_ActivityMemoryPoolType
-  uint64_t pc = 0;
-};
-
-struct PoolActivity {
-  uint32_t operation = 0;  // 1 created, 2 destroyed, 3 trimmed
-  uint32_t pool_type = 0, device = 0;
-  uint64_t address = 0, size = 0, release_threshold = 0, min_bytes_to_keep = 0, utilized = 0, t_ns = 0;
-  uint32_t correlation = 0;
-};
-
-struct NvtxMarker {
-  uint32_t flags = 0;  // format::kNvtxInstant / kNvtxStart / kNvtxEnd
-  uint32_t id = 0;
-  uint64_t t_ns = 0;
-  uint32_t object_kind = 0;  // CUpti_ActivityObjectKind (2 = thread)
-  uint32_t object_a = 0, object_b = 0;  // thread: process id, thread id; else device, context
-  std::string name, domain;  // name only on start and instant markers
-};
-
-struct CuptiStatus {
-  uint64_t t_ns = 0;
-  uint8_t kind = 0;  // format::CuptiStatusKind
-  uint64_t code = 0;
-  int64_t value = 0;
-  std::string text;
+// The records as the trace holds them (format/activity_records.h: fields, order, meanings).
+using KernelActivity = format::KernelRecord;
+using CopyActivity = format::CopyRecord;  // a memcpy (kTagMemcpy) or a memset (kTagMemset)
+using CuptiAllocation = format::CuptiMemoryRecord;  // an allocation or release CUPTI saw (MEMORY2)
+using PoolActivity = format::PoolRecord;
+using NvtxMarker = format::NvtxRecordOf<std::string>;
+struct CuptiStatus : format::CuptiStatusRecordOf<std::string> {
+  uint64_t t_ns = 0;  // the record's time
 };
 
 // Decoders. `base_ns` is ProcessInfo::start_monotonic_ns (payload times are relative to it).
@@ -157,20 +107,10 @@ class ActivityIndex {
   const std::string& kernel_name(uint32_t id) const;
   std::string display_name(uint32_t id) const;
 
-  // Kernels whose [start, end) contains t, on any device and stream, by start.
-  std::vector<const KernelActivity*> running_at(uint64_t t) const;
-  // The n kernels that started last before t (running or finished), latest first.
-  std::vector<const KernelActivity*> last_before(uint64_t t, size_t n) const;
-  // NVTX ranges containing t ([start, end)), by thread, outermost first.
-  std::vector<const NvtxRange*> nvtx_at(uint64_t t) const;
-  // Ranges of depth 0, by start: the "phases" of memory_by_phase.
-  std::vector<const NvtxRange*> top_level_ranges() const;
-
  private:
   bool add_activity(const Record& r);
   uint64_t base_;
   std::vector<KernelActivity> kernels_;
-  std::vector<uint64_t> max_end_;  // running maximum of end_ns over kernels_ (for running_at)
   std::vector<CopyActivity> copies_;
   std::vector<CuptiAllocation> memory_;
   std::vector<PoolActivity> pools_;
@@ -181,7 +121,7 @@ class ActivityIndex {
   KernelNames names_;
 };
 
-// ---- memory by phase ----
+// ---- phases ----
 
 // One point of a live-bytes timeline: `bytes` holds from t_ns until the next point.
 struct BytesPoint {
@@ -189,25 +129,14 @@ struct BytesPoint {
   uint64_t bytes = 0;
 };
 
-struct PhasePeak {
-  const NvtxRange* range = nullptr;
-  uint64_t start_bytes = 0;  // live when the range began
-  uint64_t peak_bytes = 0;   // the most live at any instant within [start, end)
-  uint64_t peak_t_ns = 0;
-  uint64_t end_bytes = 0;    // live when it ended
-};
-
-// For each phase, the peak of `timeline` (sorted by time) within it.
-std::vector<PhasePeak> memory_by_phase(const std::vector<const NvtxRange*>& phases, const std::vector<BytesPoint>& timeline);
-
-// The same, grouped by range name: how often each phase ran and its highest peak.
+// Device memory per top-level NVTX range, grouped by range name: how often each ran and its
+// highest peak (docs/metrics.md, "Regions, phases and kernels").
 struct PhaseSummary {
   std::string name;
   size_t count = 0;
   uint64_t max_peak_bytes = 0;
   uint64_t max_growth_bytes = 0;  // largest peak - start_bytes over its instances
 };
-std::vector<PhaseSummary> summarize_phases(const std::vector<PhasePeak>& peaks);  // by max peak, descending
 // The report's order of phases: highest peak first, then by name.
 void sort_phases(std::vector<PhaseSummary>* phases);
 
@@ -236,7 +165,5 @@ struct CoverageResult {
   std::vector<CuptiAllocation> missed;  // CUPTI saw it, interception did not
 };
 
-CoverageResult check_coverage(const std::vector<InterceptedAllocation>& intercepted,
-                              const std::vector<CuptiAllocation>& cupti, const CoverageOptions& opt = {});
 
 }  // namespace vt::analyzer

@@ -44,7 +44,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   }
   if (!r.is_event() || !r.op) return;  // other metadata, or an op newer than this reader
   count(r);
-  if (r.result != 0) {  // a failed call changes nothing; an OOM is what the report explains
+  if (!changes_memory(r.result)) {  // rule 1: a failed call changes nothing; an OOM is what the report explains
     if (is_out_of_memory(*r.op, r.result)) {
       ooms_.on_oom(r, live_, leaks_, activity_.stream());
       cache_flushes_.on_oom(r);
@@ -72,7 +72,7 @@ void AnalysisPass::feed(const Record& r) { dispatch(r); }
 __attribute__((always_inline)) inline void AnalysisPass::count(const Record& r) {
   if (events_++ == 0) first_t_ = r.t_ns;
   last_t_ = r.t_ns;
-  if (r.result != 0) failed_++;
+  if (!changes_memory(r.result)) failed_++;
   if (progress_ && (events_ & ((1u << 22) - 1)) == 0)
     fprintf(stderr, "\rvramtrace: %llu million events...", static_cast<unsigned long long>(events_ >> 20));
 }

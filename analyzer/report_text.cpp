@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "oom_verdict.h"
+#include "byte_size.h"
 #include "report_render.h"
 #include "terminal_escape.h"
 #include "torch_render.h"
@@ -59,7 +59,7 @@ void groups(std::ostringstream& o, const std::vector<SiteGroup>& all, bool nativ
   int i = 0;
   std::vector<SiteGroup> v = merge_shown(all, native);
   for (const SiteGroup& g : v) {
-    o << "  #" << ++i << "  " << human_bytes(g.bytes) << " in " << g.count << " allocation" << (g.count == 1 ? "" : "s")
+    o << "  #" << ++i << "  " << format_bytes(g.bytes) << " in " << g.count << " allocation" << (g.count == 1 ? "" : "s")
       << " (" << pct(g.share) << ", " << e(g.kind) << (g.device >= 0 ? ", device " + std::to_string(g.device) : "") << ")\n";
     stack_lines(o, g.stack, "      ", native);
   }
@@ -87,7 +87,7 @@ void header(std::ostringstream& o, const TraceReport& r) {
   for (const std::string& a : p.argv) cmd += (cmd.empty() ? "" : " ") + a;
   o << "  process " << p.pid << " on " << e(p.hostname) << (p.rank >= 0 ? ", rank " + std::to_string(p.rank) : "")
     << ": " << e(cmd) << "\n";
-  for (const DeviceInfo& d : p.devices) o << "  device " << d.ordinal << ": " << e(d.name) << ", " << human_bytes(d.total_bytes) << "\n";
+  for (const DeviceInfo& d : p.devices) o << "  device " << d.ordinal << ": " << e(d.name) << ", " << format_bytes(d.total_bytes) << "\n";
   o << "  " << r.events << " events, " << r.failed_events << " failed, trace "
     << (p.closed_cleanly ? "closed cleanly" : "ended without a clean close") << "\n";
   for (const std::string& pr : r.problems) o << "  note: " << e(pr) << "\n";
@@ -108,9 +108,9 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     o << "\nPEAK\n";
     if (r.peaks.empty()) o << "  no device memory was allocated\n";
     for (const DevicePeak& p : r.peaks) {
-      o << "  device " << p.device << ": " << human_bytes(p.bytes) << " at " << secs(r, p.t_ns);
+      o << "  device " << p.device << ": " << format_bytes(p.bytes) << " at " << secs(r, p.t_ns);
       std::string kinds;
-      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(k) + " " + human_bytes(v);
+      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(k) + " " + format_bytes(v);
       o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
       activity_lines(o, p.activity, "  ");
       groups(o, p.live_set, native);
@@ -118,30 +118,30 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     if (!r.phases.empty()) {
       o << "  memory by phase (top-level NVTX ranges):\n";
       for (const PhaseRow& p : r.phases)
-        o << "    " << human_bytes(p.max_peak_bytes) << " peak  " << e(p.name) << " (" << p.count << "x, up to +"
-          << human_bytes(p.max_growth_bytes) << ")\n";
+        o << "    " << format_bytes(p.max_peak_bytes) << " peak  " << e(p.name) << " (" << p.count << "x, up to +"
+          << format_bytes(p.max_growth_bytes) << ")\n";
     }
     if (!r.regions.empty()) {
       o << "  regions (peak device memory within each):\n";
       for (const RegionReport& g : r.regions)
-        o << "    " << human_bytes(g.peak_bytes) << " (+" << human_bytes(g.peak_bytes - g.start_bytes) << " over its start)  "
+        o << "    " << format_bytes(g.peak_bytes) << " (+" << format_bytes(g.peak_bytes - g.start_bytes) << " over its start)  "
           << e(g.name) << (g.closed ? "" : "  [not ended]") << "\n";
     }
-    if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << human_bytes(r.pinned_host_peak_bytes) << "\n";
-    if (r.managed_peak_bytes) o << "  managed memory peak: " << human_bytes(r.managed_peak_bytes) << "\n";
+    if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << format_bytes(r.pinned_host_peak_bytes) << "\n";
+    if (r.managed_peak_bytes) o << "  managed memory peak: " << format_bytes(r.managed_peak_bytes) << "\n";
   }
   if ((section.empty() || section == "peak") && r.torch.present) torch_text(o, r.torch, secs, r, e);
   if (section.empty() || section == "leaks") {
     o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit"
                         : r.partial      ? "live where the damaged trace stops"
                                          : "live when the trace ended: the process was killed or crashed")
-      << "): " << human_bytes(r.leak_bytes) << " in " << r.leak_count << " allocations\n";
+      << "): " << format_bytes(r.leak_bytes) << " in " << r.leak_count << " allocations\n";
     groups(o, r.leaks, native);
     if (r.teardown_bytes)
-      o << "  released only by context teardown: " << human_bytes(r.teardown_bytes) << " in " << r.teardown_count << " allocations\n";
+      o << "  released only by context teardown: " << format_bytes(r.teardown_bytes) << " in " << r.teardown_count << " allocations\n";
     o << "\nGROWTH (call sites whose live bytes kept rising)\n";
     for (const GrowthSite& g : r.growth) {
-      o << "  +" << human_bytes(g.growth_bytes) << " to " << human_bytes(g.site.bytes) << ", " << g.new_highs
+      o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", " << g.new_highs
         << " new highs between " << secs(r, g.first_t_ns) << " and " << secs(r, g.last_t_ns) << "\n";
       stack_lines(o, g.site.stack, "      ", native);
     }
@@ -151,20 +151,20 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     const Fragmentation& f = r.fragmentation;
     o << "\nFRAGMENTATION\n";
     if (f.vmm_reserved_bytes_max)
-      o << "  VMM: " << human_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << human_bytes(f.vmm_mapped_bytes_at_peak)
-        << " mapped at the peak (max " << human_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
+      o << "  VMM: " << format_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << format_bytes(f.vmm_mapped_bytes_at_peak)
+        << " mapped at the peak (max " << format_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
     for (const PoolFragmentation& p : f.pools) {
-      o << "  pool " << e(p.pool) << " (device " << p.device << "): footprint " << human_bytes(p.footprint_bytes) << ", live "
-        << human_bytes(p.live_bytes) << ", largest free gap " << human_bytes(p.largest_free_gap_bytes)
+      o << "  pool " << e(p.pool) << " (device " << p.device << "): footprint " << format_bytes(p.footprint_bytes) << ", live "
+        << format_bytes(p.live_bytes) << ", largest free gap " << format_bytes(p.largest_free_gap_bytes)
         << ", fragmentation " << pct(p.fragmentation) << (p.worst_t_ns ? " at the end" : "") << "\n";
       if (p.worst_t_ns)
-        o << "    at its worst (" << secs(r, p.worst_t_ns) << "): footprint " << human_bytes(p.worst_footprint_bytes)
-          << ", live " << human_bytes(p.worst_live_bytes) << ", largest free gap "
-          << human_bytes(p.worst_largest_free_gap_bytes) << ", fragmentation " << pct(p.worst_fragmentation) << "\n";
+        o << "    at its worst (" << secs(r, p.worst_t_ns) << "): footprint " << format_bytes(p.worst_footprint_bytes)
+          << ", live " << format_bytes(p.worst_live_bytes) << ", largest free gap "
+          << format_bytes(p.worst_largest_free_gap_bytes) << ", fragmentation " << pct(p.worst_fragmentation) << "\n";
     }
     for (const CacheFlush& c : f.cache_flushes)
-      o << "  at " << secs(r, c.t_ns) << " a " << human_bytes(c.requested_bytes) << " request failed; "
-        << human_bytes(c.freed_bytes) << " of cached segments were freed and the retry "
+      o << "  at " << secs(r, c.t_ns) << " a " << format_bytes(c.requested_bytes) << " request failed; "
+        << format_bytes(c.freed_bytes) << " of cached segments were freed and the retry "
         << (c.retry_succeeded ? "succeeded" : "failed") << "\n";
     if (!f.vmm_reserved_bytes_max && f.pools.empty() && f.cache_flushes.empty()) o << "  nothing to report\n";
   }
@@ -172,20 +172,20 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     o << "\nOUT OF MEMORY (" << r.ooms.size() << " failed allocation" << (r.ooms.size() == 1 ? "" : "s") << ")\n";
     int i = 0;
     for (const OomReport& x : r.ooms) {
-      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << human_bytes(x.requested_bytes) << " on device "
+      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << format_bytes(x.requested_bytes) << " on device "
         << x.device << " failed (CUresult " << x.result << ")\n";
       // This process's own caches (pool free space, unmapped VMM memory) are its own, not "elsewhere".
       uint64_t cached = std::min(x.pool_cached_bytes + x.vmm_unmapped_bytes, x.not_attributable_bytes);
-      o << "     device: " << human_bytes(x.device_free_bytes) << " free of " << human_bytes(x.device_total_bytes)
-        << "; this process: " << human_bytes(x.process_device_bytes) << " live";
+      o << "     device: " << format_bytes(x.device_free_bytes) << " free of " << format_bytes(x.device_total_bytes)
+        << "; this process: " << format_bytes(x.process_device_bytes) << " live";
       if (cached)
-        o << ", " << human_bytes(cached) << " cached by its pools"
-          << (x.pool_largest_free_gap_bytes ? " (largest free gap " + human_bytes(x.pool_largest_free_gap_bytes) + ")" : "");
-      o << "; elsewhere: " << human_bytes(x.not_attributable_bytes - cached) << "\n";
+        o << ", " << format_bytes(cached) << " cached by its pools"
+          << (x.pool_largest_free_gap_bytes ? " (largest free gap " + format_bytes(x.pool_largest_free_gap_bytes) + ")" : "");
+      o << "; elsewhere: " << format_bytes(x.not_attributable_bytes - cached) << "\n";
       if (x.nvml) {
         o << "     other processes on the device (NVML):" << (x.other_processes.empty() ? " none" : "") << "\n";
         for (const GpuProcess& g : x.other_processes)
-          o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << human_bytes(g.bytes) << "\n";
+          o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << format_bytes(g.bytes) << "\n";
       }
       activity_lines(o, x.activity, "     ");
       if (x.torch) torch_oom_text(o, x, e);
@@ -201,7 +201,7 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       size_t shown = 0;
       for (const SiteGroup& g : merge_shown(x.top_holders, native)) {
         if (x.torch || shown++ == 3) break;
-        o << "       " << human_bytes(g.bytes) << " in " << g.count << ":\n";
+        o << "       " << format_bytes(g.bytes) << " in " << g.count << ":\n";
         stack_lines(o, g.stack, "         ", native, 4);
       }
       o << "     what to do:\n";
@@ -228,14 +228,14 @@ std::string job_text(const JobReport& job, const std::string& section, bool nati
   for (const RankRow& r : job.ranks) {
     char line[256];
     snprintf(line, sizeof line, "  %-6s %-10llu %-13s %-13s %-5zu ", r.rank >= 0 ? std::to_string(r.rank).c_str() : "-",
-             static_cast<unsigned long long>(r.pid), human_bytes(r.peak_bytes).c_str(), human_bytes(r.leak_bytes).c_str(),
+             static_cast<unsigned long long>(r.pid), format_bytes(r.peak_bytes).c_str(), format_bytes(r.leak_bytes).c_str(),
              r.ooms);
     o << line << e(r.verdict) << (r.damaged ? (r.verdict.empty() ? "[damaged]" : "  [damaged]") : "") << "\n";
   }
   char imb[64];
   snprintf(imb, sizeof imb, "%.2f", job.imbalance);
-  o << "  peak: max " << human_bytes(job.max_peak) << ", min " << human_bytes(job.min_peak) << ", mean "
-    << human_bytes(job.mean_peak) << "; imbalance (max/mean) " << imb << "\n";
+  o << "  peak: max " << format_bytes(job.max_peak) << ", min " << format_bytes(job.min_peak) << ", mean "
+    << format_bytes(job.mean_peak) << "; imbalance (max/mean) " << imb << "\n";
   for (const TraceReport& t : job.traces) o << "\n" << report_text(t, section, native);
   return o.str();
 }

@@ -1,87 +1,54 @@
 // See torch_records.h.
 #include "torch_records.h"
 
+#include "pytorch_records.h"
+
 namespace vt::analyzer {
 
 namespace {
-
-struct Cursor {
-  const uint8_t* p;
-  const uint8_t* end;
-  bool ok = true;
-  uint64_t v() {
-    uint64_t x = 0;
-    const uint8_t* q = ok ? format::get_varint(p, end, &x) : nullptr;
-    if (!q) {
-      ok = false;
-      return 0;
-    }
-    p = q;
-    return x;
-  }
-  std::string s(size_t cap) {
-    uint64_t n = v();
-    if (!ok || n > size_t(end - p) || n > cap) {
-      ok = false;
-      return {};
-    }
-    std::string out(reinterpret_cast<const char*>(p), size_t(n));
-    p += n;
-    return out;
-  }
-};
-
-Cursor cursor(const Record& r) { return Cursor{r.payload, r.payload + r.payload_len}; }
 
 // Device indexes are a c10::DeviceIndex (int8_t): anything larger is damage.
 bool device_ok(uint64_t d) { return d < 128; }
 
 }  // namespace
 
+// Each decodes with its schema (format/torch_records.h); a payload that ends early is damage.
 bool decode_torch_block(const Record& r, TorchBlock* out) {
-  if (r.tag != format::kTagTorchBlock || !r.payload) return false;
-  Cursor c = cursor(r);
-  uint64_t dev = c.v();
-  out->addr = c.v();
-  out->size = format::unzigzag(c.v());
-  out->total_allocated = c.v();
-  out->total_reserved = c.v();
-  out->stack = uint32_t(c.v());
-  out->device = int(dev);
-  return c.ok && device_ok(dev);
+  format::TorchBlockRecord b;
+  if (r.tag != format::kTagTorchBlock || !r.payload || !format::decode<format::TorchBlockSchema>(r.payload, r.payload_len, &b))
+    return false;
+  *out = {int(b.device), b.address, b.size, b.total_allocated, b.total_reserved, b.stack};
+  return device_ok(b.device);
 }
 
 bool decode_torch_oom(const Record& r, TorchOom* out) {
-  if (r.tag != format::kTagTorchOom || !r.payload) return false;
-  Cursor c = cursor(r);
-  uint64_t dev = c.v();
-  out->size = format::unzigzag(c.v());
-  out->total_allocated = c.v();
-  out->total_reserved = c.v();
-  out->device_free = c.v();
-  out->device_total = c.v();
-  out->stack = uint32_t(c.v());
-  out->device = int(dev);
-  return c.ok && device_ok(dev);
+  format::TorchOomRecord o;
+  if (r.tag != format::kTagTorchOom || !r.payload || !format::decode<format::TorchOomSchema>(r.payload, r.payload_len, &o))
+    return false;
+  *out = {int(o.device), o.size, o.total_allocated, o.total_reserved, o.free_bytes, o.total_bytes, o.stack};
+  return device_ok(o.device);
 }
 
 bool decode_torch_status(const Record& r, TorchStatus* out) {
-  if (r.tag != format::kTagTorchStatus || !r.payload) return false;
-  Cursor c = cursor(r);
-  uint64_t state = c.v();
-  out->forwarded = c.v() == 1;
-  out->message = c.s(4096);
-  out->on = state == format::kTorchOn;
-  return c.ok && (state == format::kTorchOn || state == format::kTorchOff);
+  format::TorchStatusRecord s;
+  if (r.tag != format::kTagTorchStatus || !r.payload ||
+      !format::decode<format::TorchStatusSchema>(r.payload, r.payload_len, &s))
+    return false;
+  out->on = s.state == format::kTorchOn;
+  out->forwarded = s.forwarded == 1;
+  out->message = std::string(s.message);
+  return s.state == format::kTorchOn || s.state == format::kTorchOff;
 }
 
 bool decode_torch_config(const Record& r, TorchConfig* out) {
-  if (r.tag != format::kTagTorchConfig || !r.payload) return false;
-  Cursor c = cursor(r);
-  out->cuda_alloc_conf = c.s(4096);
-  out->alloc_conf = c.s(4096);
-  out->no_caching = c.s(4096);
-  return c.ok;
+  format::TorchConfigRecord c;
+  if (r.tag != format::kTagTorchConfig || !r.payload ||
+      !format::decode<format::TorchConfigSchema>(r.payload, r.payload_len, &c))
+    return false;
+  out->cuda_alloc_conf = std::string(c.cuda_alloc_conf);
+  out->alloc_conf = std::string(c.alloc_conf);
+  out->no_caching = std::string(c.no_caching);
+  return true;
 }
 
 nlohmann::json torch_record_json(const Record& r, uint32_t* stack) {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "byte_size.h"
 #include "oom_verdict.h"
 #include "record_json.h"
 #include "torch_verdict.h"
@@ -69,9 +70,9 @@ std::string pct(double v) {
 }
 
 void figures_line(std::ostringstream& o, const char* indent, const TorchFigures& f) {
-  o << indent << "allocated " << human_bytes(f.allocated) << ", reserved " << human_bytes(f.reserved)
-    << " (reserved but unallocated " << human_bytes(f.reserved_unallocated()) << ", inactive split "
-    << human_bytes(f.inactive_split) << ", largest free block " << human_bytes(f.largest_free_block) << "); "
+  o << indent << "allocated " << format_bytes(f.allocated) << ", reserved " << format_bytes(f.reserved)
+    << " (reserved but unallocated " << format_bytes(f.reserved_unallocated()) << ", inactive split "
+    << format_bytes(f.inactive_split) << ", largest free block " << format_bytes(f.largest_free_block) << "); "
     << f.blocks << " tensors in " << f.segments << " segments\n";
 }
 
@@ -84,7 +85,7 @@ void view_text(std::ostringstream& o, const TorchView& v, const char* indent, st
     if (shown++ == holders) break;
     char share[16];
     snprintf(share, sizeof share, "%.0f%%", g.share * 100);
-    o << in << "  " << human_bytes(g.bytes) << " in " << g.count << " tensor" << (g.count == 1 ? "" : "s") << " (" << share
+    o << in << "  " << format_bytes(g.bytes) << " in " << g.count << " tensor" << (g.count == 1 ? "" : "s") << " (" << share
       << ")  " << esc(line_or_none(g.stack)) << "\n";
   }
   if (v.holders.empty()) o << in << "  (none)\n";
@@ -95,9 +96,9 @@ void view_text(std::ostringstream& o, const TorchView& v, const char* indent, st
     if (shown++ == segments) break;
     char addr[24];
     snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(s.address));
-    o << in << "  " << addr << " " << human_bytes(s.size) << (s.expandable ? " (expandable)" : "") << ": "
-      << human_bytes(s.allocated) << " in " << s.blocks << " tensor" << (s.blocks == 1 ? "" : "s") << ", "
-      << human_bytes(s.free()) << " free, largest free block " << human_bytes(s.largest_free) << "\n";
+    o << in << "  " << addr << " " << format_bytes(s.size) << (s.expandable ? " (expandable)" : "") << ": "
+      << format_bytes(s.allocated) << " in " << s.blocks << " tensor" << (s.blocks == 1 ? "" : "s") << ", "
+      << format_bytes(s.free()) << " free, largest free block " << format_bytes(s.largest_free) << "\n";
   }
   size_t more = v.segments.size() > segments ? v.segments.size() - segments : 0;
   if (more + v.segments_not_shown) o << in << "  ... " << more + v.segments_not_shown << " more segments\n";
@@ -176,8 +177,8 @@ void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)
   if (!t.alloc_conf.empty()) o << "  PYTORCH_CUDA_ALLOC_CONF=" << esc(t.alloc_conf) << "\n";
   if (!t.figures()) return;
   for (const TorchDevice& d : t.devices) {
-    o << "  device " << d.device << ": peak allocated " << human_bytes(d.peak_allocated) << " at "
-      << secs(r, d.peak_allocated_t_ns) << ", peak reserved " << human_bytes(d.peak_reserved) << " at "
+    o << "  device " << d.device << ": peak allocated " << format_bytes(d.peak_allocated) << " at "
+      << secs(r, d.peak_allocated_t_ns) << ", peak reserved " << format_bytes(d.peak_reserved) << " at "
       << secs(r, d.peak_reserved_t_ns) << "\n";
     o << "    at the allocated peak: ";
     figures_line(o, "", d.peak.figures);
@@ -185,15 +186,15 @@ void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)
     const TorchFigures& w = d.worst_fragmentation;
     if (w.reserved_unallocated())
       o << "    fragmentation at its worst (" << secs(r, d.worst_fragmentation_t_ns) << "): "
-        << human_bytes(w.reserved_unallocated()) << " reserved but unallocated, largest free block "
-        << human_bytes(w.largest_free_block) << " (" << pct(d.worst_fragmentation_ratio) << " fragmented), inactive split "
-        << human_bytes(w.inactive_split) << "\n";
-    o << "    at the end: allocated " << human_bytes(d.end_allocated) << ", reserved " << human_bytes(d.end_reserved) << "\n";
+        << format_bytes(w.reserved_unallocated()) << " reserved but unallocated, largest free block "
+        << format_bytes(w.largest_free_block) << " (" << pct(d.worst_fragmentation_ratio) << " fragmented), inactive split "
+        << format_bytes(w.inactive_split) << "\n";
+    o << "    at the end: allocated " << format_bytes(d.end_allocated) << ", reserved " << format_bytes(d.end_reserved) << "\n";
   }
   if (!t.growth.empty()) {
     o << "  tensor lines whose live bytes kept rising:\n";
     for (const TorchGrowth& g : t.growth)
-      o << "    +" << human_bytes(g.growth_bytes) << " to " << human_bytes(g.bytes) << " (" << g.count << " tensors live, "
+      o << "    +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.bytes) << " (" << g.count << " tensors live, "
         << g.new_highs << " new highs)  " << esc(line_or_none(g.stack)) << "\n";
   }
 }
@@ -201,13 +202,13 @@ void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)
 void torch_oom_text(std::ostringstream& o, const OomReport& x, std::string (*esc)(const std::string&)) {
   const TorchOomInfo& t = x.torch_info;
   o << "     PyTorch: " << esc(t.message) << "\n";
-  o << "     request: a block of " << human_bytes(t.block_size) << " (a new segment of " << human_bytes(t.tried_to_allocate)
-    << "); the largest free block was " << human_bytes(t.view.figures.largest_free_block);
+  o << "     request: a block of " << format_bytes(t.block_size) << " (a new segment of " << format_bytes(t.tried_to_allocate)
+    << "); the largest free block was " << format_bytes(t.view.figures.largest_free_block);
   if (t.driver_attempts > 1) o << "; " << t.driver_attempts << " failed cudaMalloc calls (the cache was flushed between)";
   o << "\n";
   o << "     at the failure: ";
   figures_line(o, "", t.view.figures);
-  if (t.outside_bytes) o << "     outside PyTorch in this process: " << human_bytes(t.outside_bytes) << "\n";
+  if (t.outside_bytes) o << "     outside PyTorch in this process: " << format_bytes(t.outside_bytes) << "\n";
   view_text(o, t.view, "     ", esc, 3, 3);
 }
 

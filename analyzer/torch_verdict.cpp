@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "byte_size.h"
 #include "oom_verdict.h"
 #include "user_frames.h"
 
@@ -185,7 +186,7 @@ std::string outside_by_library(const std::vector<SiteGroup>& outside) {
   }
   std::sort(libs.begin(), libs.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string s;
-  for (size_t i = 0; i < libs.size() && i < 4; ++i) s += (i ? ", " : "") + libs[i].first + " " + human_bytes(libs[i].second);
+  for (size_t i = 0; i < libs.size() && i < 4; ++i) s += (i ? ", " : "") + libs[i].first + " " + format_bytes(libs[i].second);
   return s;
 }
 
@@ -211,7 +212,7 @@ void judge_torch_oom(OomReport& o) {
       listed += g.bytes;
       if (named.size() < 200)
         named += (named.empty() ? "" : ", ") + std::string("pid ") + std::to_string(g.pid) +
-                 (g.name.empty() ? "" : " (" + g.name + ")") + " " + human_bytes(g.bytes);
+                 (g.name.empty() ? "" : " (" + g.name + ")") + " " + format_bytes(g.bytes);
     }
     others = std::min(others, listed);
   }
@@ -230,20 +231,20 @@ void judge_torch_oom(OomReport& o) {
   std::vector<Cause> causes;
   if (T && S > T)
     causes.push_back({"request_exceeds_device", 1.0 + double(S) / Td,
-                      "the tensor (" + human_bytes(S) + ") is larger than the whole device (" + human_bytes(T) + ")",
+                      "the tensor (" + format_bytes(S) + ") is larger than the whole device (" + format_bytes(T) + ")",
                       {{"block_bytes", S}, {"device_total_bytes", T}}});
   if (U >= S && L < S) {
     causes.push_back({"fragmentation", 1.0 + double(U) / Td,
-                      "PyTorch holds " + human_bytes(U) + " reserved but unallocated, more than the " + human_bytes(S) +
-                          " requested, but its largest free block is " + human_bytes(L) + ": the cache is fragmented (" +
-                          human_bytes(I) + " is inactive split, free space inside segments that still hold live tensors)",
+                      "PyTorch holds " + format_bytes(U) + " reserved but unallocated, more than the " + format_bytes(S) +
+                          " requested, but its largest free block is " + format_bytes(L) + ": the cache is fragmented (" +
+                          format_bytes(I) + " is inactive split, free space inside segments that still hold live tensors)",
                       {{"reserved_unallocated_bytes", U}, {"largest_free_block_bytes", L}, {"block_bytes", S},
                        {"inactive_split_bytes", I}, {"reserved_bytes", R}}});
   } else if (double(U) >= 0.05 * Td) {
     bool would_fit = X <= F + U;
     causes.push_back({"fragmentation", double(U) / Td + (would_fit ? 0.5 : 0),
-                      human_bytes(U) + " is reserved by PyTorch but unallocated (inactive split " + human_bytes(I) +
-                          ") and its largest free block is " + human_bytes(L) +
+                      format_bytes(U) + " is reserved by PyTorch but unallocated (inactive split " + format_bytes(I) +
+                          ") and its largest free block is " + format_bytes(L) +
                           (would_fit ? "; in one piece it would make room for the request" : ""),
                       {{"reserved_unallocated_bytes", U}, {"largest_free_block_bytes", L}, {"block_bytes", S},
                        {"inactive_split_bytes", I}, {"reserved_bytes", R}}});
@@ -252,14 +253,14 @@ void judge_torch_oom(OomReport& o) {
     bool would_fit = X <= F + O;
     std::string libs = outside_by_library(t.outside);
     causes.push_back({"outside_pytorch", double(O) / Td + (would_fit ? 0.5 : 0),
-                      human_bytes(O) + " of this process's device memory is outside PyTorch's allocator" +
+                      format_bytes(O) + " of this process's device memory is outside PyTorch's allocator" +
                           (libs.empty() ? "" : ": " + libs) + (would_fit ? "; without it the request would fit" : ""),
                       {{"outside_bytes", O}, {"device_free_bytes", F}, {"tried_to_allocate_bytes", X}}});
   }
   if (double(others) >= 0.05 * Td) {
     bool would_fit = X <= F + others;
     causes.push_back({"other_processes", double(others) / Td + (would_fit ? 0.5 : 0),
-                      human_bytes(others) + " of the device is held outside this process" +
+                      format_bytes(others) + " of the device is held outside this process" +
                           (named.empty() ? " (other processes, this process's CUDA context, the driver)" : ": " + named) +
                           (would_fit ? "; without it the request would fit" : ""),
                       {{"other_bytes", others}, {"device_free_bytes", F}, {"tried_to_allocate_bytes", X}}});
@@ -267,10 +268,10 @@ void judge_torch_oom(OomReport& o) {
   if (growth && (double(growth) >= 0.05 * Td || growth * 5 >= A)) {
     bool would_fit = X <= F + growth || S <= U + growth;
     causes.push_back({"leak_growth", double(growth) / double(std::max<uint64_t>(A, 1)) + (would_fit ? 0.5 : 0),
-                      human_bytes(growth) + " of live tensors grew steadily before the failure while the loop freed "
+                      format_bytes(growth) + " of live tensors grew steadily before the failure while the loop freed "
                       "its temporaries" +
                           (top_growth ? ", most at " + line_of(top_growth->stack) + " (+" +
-                                            human_bytes(top_growth->growth_bytes) + ", " + std::to_string(top_growth->count) +
+                                            format_bytes(top_growth->growth_bytes) + ", " + std::to_string(top_growth->count) +
                                             " tensors live)"
                                       : "") +
                           ": tensors kept alive across iterations",
@@ -280,7 +281,7 @@ void judge_torch_oom(OomReport& o) {
     uint64_t stable = A > growth ? A - growth : 0;
     bool too_big = double(stable) + double(S) > double(T) - double(others) - double(O);
     causes.push_back({"live_set_too_large", double(stable) / Td + (too_big ? 0.3 : 0),
-                      "live tensors hold " + human_bytes(A) + " (" + std::to_string(t.view.figures.blocks) + " blocks)" +
+                      "live tensors hold " + format_bytes(A) + " (" + std::to_string(t.view.figures.blocks) + " blocks)" +
                           (top_holder.empty() ? "" : ", the most at " + top_holder) +
                           (too_big ? "; with the request they do not fit on the device" : ""),
                       {{"allocated_bytes", A}, {"block_bytes", S}, {"device_total_bytes", T}}});
@@ -292,13 +293,13 @@ void judge_torch_oom(OomReport& o) {
   const std::string req = line_of(o.stack.empty() ? std::vector<Frame>{} : o.stack);
   o.remedies.clear();
   if (o.verdict == "request_exceeds_device") {
-    o.remedies = {"One tensor of " + human_bytes(S) + " cannot fit on a " + human_bytes(T) +
+    o.remedies = {"One tensor of " + format_bytes(S) + " cannot fit on a " + format_bytes(T) +
                       " device whatever the allocator does: split the work (smaller batch or chunks, sharding across "
                       "devices, CPU offload).",
                   "Check the shape computed at " + req + ": an unexpectedly huge tensor is often a shape bug."};
   } else if (o.verdict == "fragmentation") {
     o.remedies = {"Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments then grow in place and free space "
-                  "does not stay split between live tensors (" + human_bytes(I) + " inactive split at the failure).",
+                  "does not stay split between live tensors (" + format_bytes(I) + " inactive split at the failure).",
                   "Or limit splitting of large blocks: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:" +
                       std::to_string(std::max<uint64_t>(S >> 20, 20)) +
                       "; garbage_collection_threshold:0.8 releases cached blocks before the cache fills.",
@@ -308,20 +309,20 @@ void judge_torch_oom(OomReport& o) {
                       "made, keeps the segments whole."};
   } else if (o.verdict == "outside_pytorch") {
     std::string libs = outside_by_library(t.outside);
-    o.remedies = {human_bytes(O) + " of device memory belongs to other libraries of this process" +
+    o.remedies = {format_bytes(O) + " of device memory belongs to other libraries of this process" +
                       (libs.empty() ? "" : " (" + libs + ")") +
                       ", which PyTorch cannot release: NCCL buffers (NCCL_BUFFSIZE, fewer communicators or "
                       "channels), cuBLAS/cuDNN workspaces (CUBLAS_WORKSPACE_CONFIG), another framework's pool in the same "
                       "process (JAX: XLA_PYTHON_CLIENT_PREALLOCATE=false, CuPy: its memory pool's free_all_blocks()).",
                   "torch.cuda.empty_cache() cannot free this memory: it is not in PyTorch's cache."};
   } else if (o.verdict == "other_processes") {
-    o.remedies = {"Other processes hold " + human_bytes(others) + " of this GPU" + (named.empty() ? "" : " (" + named + ")") +
+    o.remedies = {"Other processes hold " + format_bytes(others) + " of this GPU" + (named.empty() ? "" : " (" + named + ")") +
                       ": stop them, or pick a free GPU with CUDA_VISIBLE_DEVICES (nvidia-smi or `vramtrace top` shows "
                       "who holds what).",
                   "When sharing a GPU on purpose, cap each process: torch.cuda.set_per_process_memory_fraction."};
   } else if (o.verdict == "leak_growth") {
     std::string where = top_growth ? line_of(top_growth->stack) : "a line";
-    o.remedies = {where + " kept " + human_bytes(top_growth ? top_growth->growth_bytes : growth) +
+    o.remedies = {where + " kept " + format_bytes(top_growth ? top_growth->growth_bytes : growth) +
                       " of tensors alive across iterations: a tensor that outlives its step (a loss summed without "
                       ".item(), an output kept with its graph: .detach() it, a list that collects outputs): `del` it or "
                       "keep a Python number.",

@@ -33,6 +33,7 @@
 #include "loaded_symbol.h"
 #include "log.h"
 #include "own_work.h"
+#include "pytorch_records.h"
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
@@ -99,13 +100,13 @@ inline void resolve_once() {
 
 void write_status(uint8_t state, const char* message) {
   uint8_t payload[320];
-  uint8_t* q = payload;
-  q = format::put_varint(q, state);
-  q = format::put_varint(q, g_real_usage.load(std::memory_order_relaxed) ? 1 : 0);
-  size_t n = strnlen(message, 256);
-  q = format::put_varint(q, n);
-  memcpy(q, message, n);
-  write_meta(format::kTagTorchStatus, payload, size_t(q - payload) + n, now_ns());
+  format::PayloadWriter w(payload, sizeof payload);
+  format::TorchStatusRecord rec;
+  rec.state = state;
+  rec.forwarded = g_real_usage.load(std::memory_order_relaxed) ? 1 : 0;
+  rec.message = format::Text(message, strnlen(message, 256));
+  format::encode<format::TorchStatusSchema>(w, rec);
+  write_meta(format::kTagTorchStatus, payload, w.size(), now_ns());
 }
 
 // Once per trace (a forked child writes its own): the block layer is on, and where calls go.
@@ -173,6 +174,7 @@ __attribute__((noinline)) void torch_block(void* ptr, int64_t size, size_t total
       count_lost_events(1);  // a signal handler inside our own work: no chunk to write to
     } else if (recording()) {
       announce_on();
+      // TorchBlockSchema's order (format/pytorch_records.h); the recorder appends the stack id.
       uint64_t f[5] = {uint64_t(index), reinterpret_cast<uint64_t>(ptr), format::zigzag(size), total_allocated,
                        total_reserved};
       record_layer_event(format::kTagTorchBlock, now_ns(), f, 5, caller, kBlockNativeFrames);
@@ -200,6 +202,7 @@ __attribute__((noinline)) void torch_oom(int64_t size, size_t total_allocated, s
         scope.real_call_end();
       }
       announce_on();
+      // TorchOomSchema's order (format/pytorch_records.h); the recorder appends the stack id.
       uint64_t f[6] = {uint64_t(index), format::zigzag(size), total_allocated, total_reserved, free_b, total_b};
       record_layer_event(format::kTagTorchOom, now_ns(), f, 6, caller, kMaxCaptureSlots);
     }
@@ -217,14 +220,14 @@ void write_torch_config(uint64_t t) {
   }
   if (!any) return;  // PyTorch's defaults (or no PyTorch): traces without it stay as they were
   uint8_t payload[3 * (format::kMaxVarint + 512)];
-  uint8_t* q = payload;
-  for (const char* v : values) {
-    size_t n = v ? strnlen(v, 512) : 0;
-    q = format::put_varint(q, n);
-    memcpy(q, v ? v : "", n);
-    q += n;
-  }
-  write_meta(format::kTagTorchConfig, payload, size_t(q - payload), t);
+  format::PayloadWriter w(payload, sizeof payload);
+  auto text = [](const char* v) { return format::Text(v ? v : "", v ? strnlen(v, 512) : 0); };
+  format::TorchConfigRecord rec;
+  rec.cuda_alloc_conf = text(values[0]);
+  rec.alloc_conf = text(values[1]);
+  rec.no_caching = text(values[2]);
+  format::encode<format::TorchConfigSchema>(w, rec);
+  write_meta(format::kTagTorchConfig, payload, w.size(), t);
 }
 
 }  // namespace vt

@@ -1,6 +1,6 @@
 // `vramtrace top [--interval S] [--once]`: each GPU's memory (total, per process, free) from
 // NVML, and for processes traced by vramtrace their live bytes by kind and their top call sites
-// right now, read from each process's shared-memory summary (interpose/shm_summary.h: only the
+// right now, read from each process's shared-memory summary (format/shm_layout.h: only the
 // caller's own, live ones; stale ones are removed) and symbolized from its trace. Every string
 // shown (paths, GPU and process names, frames) is escaped for the terminal. Refreshes in place on
 // a terminal; --once prints one snapshot.
@@ -22,8 +22,8 @@
 #include "commands.h"
 #include "compare.h"
 #include "gpu_info.h"
-#include "oom_verdict.h"
-#include "shm_summary.h"
+#include "byte_size.h"
+#include "shm_layout.h"
 #include "symbolizer.h"
 #include "terminal_escape.h"
 #include "trace_reader.h"
@@ -32,12 +32,12 @@ namespace vt::cli {
 
 namespace {
 
-using analyzer::human_bytes;
+using namespace format;  // the summary's layout: ShmSummary, kShm*, inspect_shm_entry
 
 std::string e(const std::string& s) { return analyzer::terminal_escape(s); }
 
 // A summary's byte counts are the writer's; a negative one (never written by vramtrace) shows as 0.
-std::string bytes(int64_t v) { return human_bytes(v > 0 ? uint64_t(v) : 0); }
+std::string bytes(int64_t v) { return format_bytes(v > 0 ? uint64_t(v) : 0); }
 
 std::string user_name(uid_t uid) {
   struct passwd pw, *res = nullptr;
@@ -77,13 +77,13 @@ std::string snapshot(std::map<std::string, Labels>& cache) {
   std::vector<GpuInfo> gpus = read_gpus(&why);
   if (gpus.empty()) o << "GPUs: " << e(why) << "\n";
   for (const GpuInfo& g : gpus) {
-    o << "GPU " << g.index << "  " << e(g.name) << "   used " << human_bytes(g.used) << " of " << human_bytes(g.total)
-      << ", free " << human_bytes(g.free) << "\n";
+    o << "GPU " << g.index << "  " << e(g.name) << "   used " << format_bytes(g.used) << " of " << format_bytes(g.total)
+      << ", free " << format_bytes(g.free) << "\n";
     for (const GpuProcessInfo& p : g.processes)
-      o << "    pid " << p.pid << "  " << (p.name.empty() ? "?" : e(p.name)) << "  " << human_bytes(p.bytes) << "\n";
+      o << "    pid " << p.pid << "  " << (p.name.empty() ? "?" : e(p.name)) << "  " << format_bytes(p.bytes) << "\n";
   }
 
-  // Summaries in /dev/shm (interpose/shm_summary.h): only this user's regular files of the
+  // Summaries in /dev/shm (format/shm_layout.h): only this user's regular files of the
   // right size and version whose writer still holds its lock; stale ones are removed.
   uid_t uid = geteuid();
   std::string user = user_name(uid);
@@ -107,13 +107,14 @@ std::string snapshot(std::map<std::string, Labels>& cache) {
       ++shown;
       o << "  pid " << s.pid << (s.pid_namespace && my_ns && s.pid_namespace != my_ns ? " (another pid namespace)" : "")
         << "  " << e(s.trace_path) << "\n";
-      for (int dev = 0; dev < 16; ++dev) {
+      for (int dev = 0; dev < kTrackedDevices; ++dev) {
         const int64_t* l = s.live[dev];
-        if (!l[0] && !l[1] && !l[2] && !l[3] && !s.peak[dev]) continue;
-        o << "    device " << dev << ": " << bytes(l[0]) << " live (peak " << bytes(s.peak[dev]) << ")";
-        if (l[2]) o << ", pinned host " << bytes(l[2]);
-        if (l[1]) o << ", managed " << bytes(l[1]);
-        if (l[3]) o << ", imported " << bytes(l[3]);
+        auto at = [l](Bucket b) { return l[int(b)]; };
+        if (std::all_of(l, l + kBuckets, [](int64_t v) { return v == 0; }) && !s.peak[dev]) continue;
+        o << "    device " << dev << ": " << bytes(at(Bucket::Device)) << " live (peak " << bytes(s.peak[dev]) << ")";
+        if (at(Bucket::PinnedHost)) o << ", pinned host " << bytes(at(Bucket::PinnedHost));
+        if (at(Bucket::Managed)) o << ", managed " << bytes(at(Bucket::Managed));
+        if (at(Bucket::Imported)) o << ", imported " << bytes(at(Bucket::Imported));
         o << "\n";
       }
       bool header = false;

@@ -2,16 +2,32 @@
 // and stable colours per module or site.
 'use strict';
 
-// "1.50 GiB", "512 MiB", "12.0 KiB", "100 B": three significant digits, like human_bytes().
+// Sizes exactly as the CLI writes them (common/byte_size.h; the same cases are checked here by
+// tests/shared/byte_sizes_test.js): below 1 KiB "N B", else three significant digits in the
+// largest binary unit reached, "1.50 GiB", "12.0 KiB", "512 MiB", rounded half to even on the
+// exact value. BigInt arithmetic, so the rounding is exact; a Number is rounded to whole bytes
+// first (the page's means and axis ticks), a negative or non-number one counts as 0.
 function fmtBytes(b) {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-  let v = Number(b) || 0, u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
+  let n = 0n;
+  if (typeof b === 'bigint') n = b > 0n ? b : 0n;
+  else if (typeof b === 'string' && /^[0-9]+$/.test(b)) n = BigInt(b);
+  else {
+    const v = Number(b);
+    n = Number.isFinite(v) && v > 0 ? BigInt(Math.round(v)) : 0n;
   }
-  if (u === 0) return v + ' B';
-  return (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)) + ' ' + units[u];
+  if (n < 1024n) return n + ' B';
+  let u = 1;
+  while (u < 5 && (n >> BigInt(10 * (u + 1))) !== 0n) u++;
+  const div = 1n << BigInt(10 * u);
+  const decimals = n >= 100n * div ? 0 : n >= 10n * div ? 1 : 2;
+  const scale = [1n, 10n, 100n][decimals];
+  let q = (n * scale) / div;
+  const r = (n * scale) % div;
+  if (2n * r > div || (2n * r === div && (q & 1n) === 1n)) q++;  // half to even
+  let text = (q / scale).toString();
+  if (decimals) text += '.' + (q % scale).toString().padStart(decimals, '0');
+  return text + ' ' + units[u];
 }
 function fmtPct(x) {
   const p = (Number(x) || 0) * 100;
@@ -34,14 +50,15 @@ function basename(p) {
   return i < 0 ? String(p || '') : p.slice(i + 1);
 }
 
-// "function  file:line", or "function  module+0xoffset" when the source is unknown.
+// Frames are the report's: {function, file, line, module, python, offset (native), inlined?}.
+// "file:line", or "module+0xoffset" when the source is unknown.
 function frameWhere(f) {
   if (f.file) return f.file + (f.line > 0 ? ':' + f.line : '');
   if (f.python) return '';
   return basename(f.module) + '+0x' + Number(f.offset || 0).toString(16);
 }
 function frameName(f) {
-  return (f.python ? 'py: ' : '') + (f.fn || '??') + (f.inlined ? ' (inlined)' : '');
+  return (f.python ? 'py: ' : '') + (f.function || '??') + (f.inlined ? ' (inlined)' : '');
 }
 // A C++ name without its parameter list and anonymous namespaces, for one-line labels (the
 // full name is in tooltips and stacks): "(anonymous namespace)::emit(Worker&, Event&)" -> "emit".
@@ -64,7 +81,7 @@ function shortFn(fn) {
 }
 function frameShort(f) {
   const w = f.file ? basename(f.file) + (f.line > 0 ? ':' + f.line : '') : frameWhere(f);
-  return (f.python ? 'py: ' : '') + shortFn(f.fn) + (f.inlined ? ' (inlined)' : '') + (w ? '  ' + w : '');
+  return (f.python ? 'py: ' : '') + shortFn(f.function) + (f.inlined ? ' (inlined)' : '') + (w ? '  ' + w : '');
 }
 
 // The frame that names an allocation site in one line: the innermost Python frame (the
@@ -74,25 +91,25 @@ const SYSTEM_MODULE = /^\/(usr\/)?lib(64|32)?\/|\/libcudart[^/]*$/;
 function siteFrame(stack) {
   if (!stack.length) return null;
   return stack.find((f) => f.python) ||
-      stack.find((f) => f.fn && f.fn !== '??' && !SYSTEM_MODULE.test(f.module || '')) || stack[0];
+      stack.find((f) => f.function && f.function !== '??' && !SYSTEM_MODULE.test(f.module || '')) || stack[0];
 }
-function siteLabel(stackIndex) {
-  const f = siteFrame(stackOf(stackIndex));
+function siteLabel(stack) {
+  const f = siteFrame(stack || []);
   return f ? frameShort(f) : '(no stack recorded)';
 }
 // Labels for several sites side by side: where two would read the same (a shared helper
 // called from different places), the callers are added until they differ (up to 3).
-function siteLabels(stackIndices) {
-  const stacks = stackIndices.map(stackOf);
+function siteLabels(stacks) {
+  stacks = stacks.map((st) => st || []);
   const starts = stacks.map((st) => Math.max(0, st.indexOf(siteFrame(st))));
-  const labels = stackIndices.map(siteLabel);
+  const labels = stacks.map(siteLabel);
   for (let depth = 1; depth <= 3; depth++) {
     const seen = new Map();
     labels.forEach((l) => seen.set(l, (seen.get(l) || 0) + 1));
     if ([...seen.values()].every((n) => n === 1)) break;
     labels.forEach((l, i) => {
       const caller = stacks[i][starts[i] + depth];
-      if (seen.get(l) > 1 && caller) labels[i] = l + ' \u2190 ' + shortFn(caller.fn);
+      if (seen.get(l) > 1 && caller) labels[i] = l + ' \u2190 ' + shortFn(caller.function);
     });
   }
   return labels;
@@ -112,9 +129,10 @@ function siteColor(i) {
 // Icicle colours: warm for native code, by module; cool for Python; grey for "other".
 function frameColor(f) {
   if (!f) return '#c9c9c9';
-  if (f.python) return 'hsl(' + (190 + hashHue(f.file || f.fn) % 50) + ',55%,68%)';
-  const hue = 10 + (hashHue(basename(f.module) || f.file) * 7 + hashHue(f.fn)) % 45;
-  return 'hsl(' + hue + ',75%,' + (60 + hashHue(f.fn) % 14) + '%)';
+  const fn = f.function || '';
+  if (f.python) return 'hsl(' + (190 + hashHue(f.file || fn) % 50) + ',55%,68%)';
+  const hue = 10 + (hashHue(basename(f.module) || f.file || '') * 7 + hashHue(fn)) % 45;
+  return 'hsl(' + hue + ',75%,' + (60 + hashHue(fn) % 14) + '%)';
 }
 
 const VERDICT_TEXT = {

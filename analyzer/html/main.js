@@ -6,8 +6,8 @@
   try {
     VT.data = loadData();
     const root = clear(document.getElementById('vt-app'));
-    // Stacks: the user's frames (Python first) or all frames; the choice is kept in the URL hash-free
-    // page state only (a class on body: no redraw needed).
+    // Stacks: the user's frames (Python first, as the text report) or every frame; a class on
+    // body switches them (every frame is in the page, no redraw).
     const userBtn = el('button', {type: 'button', class: 'active'}, 'user frames');
     const allBtn = el('button', {type: 'button'}, 'all frames');
     const setAll = (all) => {
@@ -18,12 +18,12 @@
     userBtn.addEventListener('click', () => setAll(false));
     allBtn.addEventListener('click', () => setAll(true));
     const title = el('div', {class: 'topbar'}, el('span', {class: 'brand'}, 'vramtrace'),
-        el('span', {class: 'topbar-sub'}, VT.data.kind === 'job' ? 'job report' : 'memory report'),
+        el('span', {class: 'topbar-sub'}, isJob(VT.data) ? 'job report' : 'memory report'),
         el('span', {class: 'frames-switch', title: 'stacks: Python and user frames first, or every native frame'},
             'stacks: ', userBtn, allBtn));
     root.appendChild(title);
-    if (VT.data.kind === 'job') renderJob(VT.data, root);
-    else renderTrace(VT.data.traces[0], 0, root);
+    if (isJob(VT.data)) renderJob(VT.data, root);
+    else renderTrace(traceContext(VT.data, '', 0), root);
     // A link to a section (report.html#oom-0) works although the sections are built here.
     let target = null;
     try {

@@ -7,7 +7,7 @@ build=$(realpath "${1:?usage: run.sh BUILD_DIR}")
 here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
 $py -c "import pytest" 2>/dev/null || { echo "FAIL: pytest is not installed for $py (apt-get install python3-pytest)"; exit 1; }
-export PYTHONPATH="$here/../../python" LD_LIBRARY_PATH="$build/lib/fakecuda" PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH="$here/../../pytest_plugin" LD_LIBRARY_PATH="$build/lib/fakecuda" PYTHONDONTWRITEBYTECODE=1
 out=$(mktemp -d)
 fail() { echo "FAIL: $*"; echo "--- output:"; cat "$out/log"; exit 1; }
 
@@ -15,9 +15,9 @@ fail() { echo "FAIL: $*"; echo "--- output:"; cat "$out/log"; exit 1; }
 rc=$?
 [ $rc -eq 1 ] || fail "expected pytest to exit 1 (one failure), got $rc"
 grep -q "1 failed, 2 passed" "$out/log" || fail "expected '1 failed, 2 passed'"
-grep -q "peak GPU memory 200.00 MiB (209715200 bytes) exceeds limit_vram 100.00 MiB (104857600 bytes)" "$out/log" || fail "no limit message"
+grep -q "peak GPU memory 200 MiB (209715200 bytes) exceeds limit_vram 100 MiB (104857600 bytes)" "$out/log" || fail "no limit message"
 grep -q "FAILED .*test_over_limit" "$out/log" || fail "test_over_limit did not fail"
-grep -q "10.00 MiB  .*test_under_limit" "$out/log" || fail "--vram-report lacks test_under_limit's peak"
+grep -q "10.0 MiB  .*test_under_limit" "$out/log" || fail "--vram-report lacks test_under_limit's peak"
 trace=$(ls "$out"/*.trace | head -1)
 regions=$("$build/bin/vramtrace" report "$trace" --format json | $py -c 'import json,sys; print(" ".join(r["name"].split("::")[-1] for r in json.load(sys.stdin)["regions"]))')
 [ "$regions" = "test_under_limit test_over_limit test_unmarked" ] || fail "regions in the trace: '$regions'"
