@@ -8,6 +8,7 @@
 #include "accounting.h"
 #include "analysis_pass.h"
 #include "oom_verdict.h"
+#include "torch_verdict.h"
 
 namespace vt::analyzer {
 
@@ -18,7 +19,8 @@ AnalysisPass::AnalysisPass(const ProcessInfo& process, const AnalysisOptions& op
       peaks_(live_, activity_.stream()),
       ooms_(process.pid, opt.top),
       phases_(activity_.stream()),
-      timeline_(opt.timeline_points) {}
+      timeline_(opt.timeline_points),
+      torch_(opt.top, opt.timeline_points) {}
 
 // The dispatch, inlined into both loops below (a call per record costs ~7 instructions).
 __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& r) {
@@ -30,7 +32,14 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   }
   if (r.tag == format::kTagRegion) {
     RegionMark mark;
-    if (decode_region(r, &mark)) regions_.on_mark(r.t_ns, mark, live_.device_bytes_all());
+    if (decode_region(r, &mark)) {
+      regions_.on_mark(r.t_ns, mark, live_.device_bytes_all());
+      torch_.on_mark(r.t_ns, mark);
+    }
+    return;
+  }
+  if (is_torch_record(r.tag)) {  // PyTorch's block layer
+    torch_.on_record(r, live_);
     return;
   }
   if (!r.is_event() || !r.op) return;  // other metadata, or an op newer than this reader
@@ -39,16 +48,18 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     if (is_out_of_memory(*r.op, r.result)) {
       ooms_.on_oom(r, live_, leaks_, activity_.stream());
       cache_flushes_.on_oom(r);
+      fragmentation_.on_oom(r.t_ns, live_);
     }
     return;
   }
   cache_flushes_.before(r, live_);
   live_.apply(r);  // snapshots a pending peak before a device's bytes go down
+  torch_.after(r);
   peaks_.after(r.t_ns);
   phases_.after(r.t_ns, live_);
   regions_.after(live_.device_bytes_all());
   timeline_.after(r.t_ns, live_);
-  fragmentation_.after(live_);
+  fragmentation_.after(r.t_ns, live_);
   leaks_.after(r.t_ns, live_);
 }
 
@@ -83,12 +94,13 @@ void AnalysisPass::finish(TraceReport* rep) {
   activity_.finish(rep->last_t_ns, [this](int device) { return peaks_.activity_query(device); },
                    ooms_.activity_queries(), rep);
   phases_.finish(rep);  // after the activity stream's finish
+  torch_.finish(rep);   // after the OOMs and their activity: it adds to them
 }
 
 namespace {
 
 // Stacks are symbolized once, for what the report shows; then every OOM is judged.
-void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt, TraceReport* rep) {
+void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt, size_t top, TraceReport* rep) {
   Symbolizer sym(stacks, opt);
   auto fill = [&](std::vector<SiteGroup>& v) {
     for (SiteGroup& g : v) g.stack = sym.stack(g.stack_id);
@@ -103,6 +115,7 @@ void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt,
     for (GrowthSite& g : o.grew_before) g.site.stack = sym.stack(g.site.stack_id);
     judge_oom(o);
   }
+  finish_torch(stacks, sym, top, rep);  // PyTorch's terms, where PyTorch was seen
 }
 
 }  // namespace
@@ -120,7 +133,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   out->damage = reader->damage();
   out->partial = reader->data_lost();
   pass.finish(out);
-  symbolize_and_judge(reader->stacks(), opt.symbols, out);
+  symbolize_and_judge(reader->stacks(), opt.symbols, opt.top, out);
   return true;
 }
 

@@ -2,7 +2,8 @@
 // live, whose) and to the aggregators that turn it into a report's figures, each in
 // aggregators/ with its own job. This file is only the dispatch: which record goes where, and in
 // which order (a cache flush looks at the state before an event, everything else after it; a
-// peak is snapshotted before its bytes go down, inside the replay). analyze_trace runs it over a
+// peak is snapshotted before its bytes go down, inside the replay; PyTorch's block records go to
+// their own aggregator, which follows the segments after each event). analyze_trace runs it over a
 // TraceReader; tests feed it synthetic records.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include "aggregators/phases.h"
 #include "aggregators/regions.h"
 #include "aggregators/timeline.h"
+#include "aggregators/torch_blocks.h"
 #include "live_state.h"
 #include "report_model.h"
 
@@ -54,6 +56,7 @@ class AnalysisPass {
   PhaseAggregator phases_;
   TimelineAggregator timeline_;
   FragmentationAggregator fragmentation_;
+  TorchAggregator torch_;
 };
 
 }  // namespace vt::analyzer

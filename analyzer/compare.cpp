@@ -1,6 +1,8 @@
 // See compare.h.
 #include "compare.h"
 
+#include "user_frames.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -34,7 +36,9 @@ uint64_t magnitude(int64_t change) { return change < 0 ? 0 - uint64_t(change) : 
 
 std::string signed_bytes(int64_t change) { return (change < 0 ? "-" : "+") + format_bytes(magnitude(change)); }
 
-std::string site_key(const std::vector<Frame>& stack) {
+std::string site_key(const std::vector<Frame>& full, bool native) {
+  size_t hidden = 0;
+  std::vector<Frame> stack = user_stack(full, native, &hidden);  // the frames a person sees
   std::string k;
   for (const Frame& f : stack) {
     if (!k.empty()) k += ';';
@@ -48,7 +52,12 @@ std::string site_key(const std::vector<Frame>& stack) {
   return k.empty() ? "(no stack)" : k;
 }
 
-std::string site_label(const std::vector<Frame>& stack, int callers) {
+std::string site_label(const std::vector<Frame>& full, int callers, bool native) {
+  size_t hidden = 0;
+  std::vector<Frame> stack = user_stack(full, native, &hidden);
+  if (!native)
+    for (const Frame& f : stack)
+      if (f.python) return user_line(full);  // "train.py:18 in train_step"
   std::string s;
   for (const Frame& f : stack) {
     if (f.function == "??") continue;
@@ -61,7 +70,7 @@ std::string site_label(const std::vector<Frame>& stack, int callers) {
   return stack.empty() ? "(no stack)" : "?? in " + stack[0].module.substr(stack[0].module.rfind('/') + 1);
 }
 
-RunDiff diff_runs(const TraceReport& base, const TraceReport& now) {
+RunDiff diff_runs(const TraceReport& base, const TraceReport& now, bool native) {
   RunDiff d;
   d.base_peak = base.peaks.empty() ? 0 : base.peaks[0].bytes;
   d.new_peak = now.peaks.empty() ? 0 : now.peaks[0].bytes;
@@ -70,11 +79,11 @@ RunDiff diff_runs(const TraceReport& base, const TraceReport& now) {
   std::map<std::string, SiteChange> sites;
   auto add = [&](const std::vector<SiteGroup>& groups, bool is_new, bool is_leak) {
     for (const SiteGroup& g : groups) {
-      std::string k = site_key(g.stack);
+      std::string k = site_key(g.stack, native);
       SiteChange& c = sites[k];
       if (c.key.empty() || is_new) {
         c.key = k;
-        c.label = site_label(g.stack);
+        c.label = site_label(g.stack, 0, native);
         c.stack = g.stack;
       }
       uint64_t& slot = is_leak ? (is_new ? c.new_leak : c.base_leak) : (is_new ? c.new_peak : c.base_peak);

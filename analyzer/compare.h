@@ -13,9 +13,9 @@
 namespace vt::analyzer {
 
 // The identity of a call site across runs.
-std::string site_key(const std::vector<Frame>& stack);
+std::string site_key(const std::vector<Frame>& stack, bool native = false);
 // A short human name for a site: its innermost meaningful frame, and `callers` more after " < ".
-std::string site_label(const std::vector<Frame>& stack, int callers = 0);
+std::string site_label(const std::vector<Frame>& stack, int callers = 0, bool native = false);
 
 // Byte counts are unsigned and saturate: a crafted trace can claim 2^64 - 1 bytes. Changes are
 // signed, clamped to [-INT64_MAX, INT64_MAX] (so their magnitude always fits).
@@ -40,7 +40,7 @@ struct RunDiff {
   std::vector<SiteChange> sites;  // largest absolute change first
 };
 
-RunDiff diff_runs(const TraceReport& base, const TraceReport& now);
+RunDiff diff_runs(const TraceReport& base, const TraceReport& now, bool native = false);
 
 // `vramtrace diff` output: JSON (schema vramtrace.diff/1, docs/report-schema.md) and text (at
 // most 30 changed sites, strings escaped for a terminal).

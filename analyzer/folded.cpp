@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "terminal_escape.h"
+#include "user_frames.h"
 
 namespace vt::analyzer {
 
@@ -54,8 +55,10 @@ std::string folded_frame(const Frame& f) {
   return out;
 }
 
-std::string folded_stack(const std::vector<Frame>& stack) {
-  if (stack.empty()) return "[no stack recorded]";
+std::string folded_stack(const std::vector<Frame>& full, bool native) {
+  if (full.empty()) return "[no stack recorded]";
+  size_t hidden = 0;
+  std::vector<Frame> stack = user_stack(full, native, &hidden);  // the user's frames (user_frames.h)
   std::string out;
   for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
     if (!out.empty()) out += ';';
@@ -64,14 +67,14 @@ std::string folded_stack(const std::vector<Frame>& stack) {
   return out;
 }
 
-std::string folded_peak(const TraceReport& r) {
+std::string folded_peak(const TraceReport& r, bool native) {
   std::string out;
   bool per_device = r.peaks.size() > 1;
   for (const DevicePeak& p : r.peaks) {
     std::string prefix = per_device ? "[device " + std::to_string(p.device) + "];" : "";
     uint64_t listed = 0;
-    for (const SiteGroup& g : p.live_set) {
-      add_line(out, prefix, folded_stack(g.stack), g.bytes);
+    for (const SiteGroup& g : merge_shown(p.live_set, native)) {
+      add_line(out, prefix, folded_stack(g.stack, native), g.bytes);
       listed += g.bytes;
     }
     add_line(out, prefix, "[other sites]", p.bytes > listed ? p.bytes - listed : 0);
@@ -79,14 +82,14 @@ std::string folded_peak(const TraceReport& r) {
   return out;
 }
 
-std::string folded_leaks(const TraceReport& r) {
+std::string folded_leaks(const TraceReport& r, bool native) {
   std::set<std::pair<std::string, int>> buckets;
   for (const SiteGroup& g : r.leaks) buckets.insert({g.kind, g.device});
   bool rooted = buckets.size() > 1;
   std::string out;
   uint64_t listed = 0;
-  for (const SiteGroup& g : r.leaks) {
-    add_line(out, rooted ? root_frame(g) + ";" : "", folded_stack(g.stack), g.bytes);
+  for (const SiteGroup& g : merge_shown(r.leaks, native)) {
+    add_line(out, rooted ? root_frame(g) + ";" : "", folded_stack(g.stack, native), g.bytes);
     listed += g.bytes;
   }
   add_line(out, "", "[other sites]", r.leak_bytes > listed ? r.leak_bytes - listed : 0);

@@ -1,7 +1,9 @@
 // Stacks in the "folded" format of flamegraph.pl, speedscope and inferno: one line per stack,
 // frames outermost-first separated by ';', a space, then the bytes. Each frame is rendered by
 // folded_frame(): `function (file:line)`, Python frames prefixed `py:`, inlined frames suffixed
-// `_[i]` (flamegraph.pl's inline annotation), unresolved frames `?? (module+0xoffset)`.
+// `_[i]` (flamegraph.pl's inline annotation), unresolved frames `?? (module+0xoffset)`. Stacks
+// show the user's frames (user_frames.h: Python frames where there are any, machinery left out;
+// sites that differ only in what is left out are one line); `native` keeps every frame.
 #pragma once
 
 #include <string>
@@ -14,19 +16,19 @@ namespace vt::analyzer {
 // The live set at each device's peak. Bytes of the sites beyond --top are one line,
 // `[other sites]`, so the lines add up to the peak. With more than one device, every stack
 // starts with a `[device N]` frame.
-std::string folded_peak(const TraceReport& r);
+std::string folded_peak(const TraceReport& r, bool native = false);
 
 // What was still allocated at the end (the leak groups, teardown excluded), with an
 // `[other sites]` line for the groups beyond --top so that the lines add up to leaks.bytes.
 // When the groups span more than one (bucket, device), stacks start with `[device N]`,
 // `[pinned_host]`, `[managed]` or `[imported]`.
-std::string folded_leaks(const TraceReport& r);
+std::string folded_leaks(const TraceReport& r, bool native = false);
 
 // One frame's text, safe for the format: ';' becomes ':', control characters (newlines, tabs)
 // become spaces, and the text is never empty.
 std::string folded_frame(const Frame& f);
 
 // A stack (innermost first, as in the report) as frames outermost-first joined by ';'.
-std::string folded_stack(const std::vector<Frame>& stack);
+std::string folded_stack(const std::vector<Frame>& stack, bool native = false);
 
 }  // namespace vt::analyzer

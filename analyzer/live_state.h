@@ -152,6 +152,13 @@ class LiveState {
   const AllocMap& vmm_handles() const { return handles_; }
   const absl::flat_hash_map<uint64_t, PoolState>& pools() const { return pools_; }
 
+  // VMM: mapped ranges (va -> size, physical handle) and reserved ranges (va -> size).
+  struct Mapping {
+    uint64_t size, handle;
+  };
+  const std::map<uint64_t, Mapping>& mappings() const { return mappings_; }
+  const std::map<uint64_t, uint64_t>& reservations() const { return reservations_; }
+
   uint64_t reserved_va() const { return reserved_total_; }
   uint64_t mapped_va() const { return mapped_total_; }
   uint64_t handle_bytes_unmapped(int device) const;
@@ -179,9 +186,6 @@ class LiveState {
 
   AllocMap live_;     // by address (or array handle)
   AllocMap handles_;  // VMM physical handles
-  struct Mapping {
-    uint64_t size, handle;
-  };
   struct HandleUse {  // a VMM handle's mappings, and whether it was released (rule 5)
     uint32_t mappings = 0;
     bool released = false;

@@ -1,6 +1,8 @@
 // See oom_verdict.h.
 #include "oom_verdict.h"
 
+#include "user_frames.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -21,6 +23,9 @@ void used_nvml_total(uint64_t listed, const OomReport& o, uint64_t& others, uint
 }
 
 std::string where(const std::vector<Frame>& stack) {
+  // The user's Python line when there is one ("train.py:18 in train_step"), not the FFI call.
+  for (const Frame& f : stack)
+    if (f.python) return user_line(stack);
   for (const Frame& f : stack)
     if (f.function != "??" && f.function.find("vt::") == std::string::npos) {
       std::string s = f.function;

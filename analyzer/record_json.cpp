@@ -5,6 +5,7 @@
 
 #include "meta_records.h"
 #include "op_table.h"
+#include "user_frames.h"
 
 namespace vt::analyzer {
 
@@ -112,6 +113,7 @@ nlohmann::json stack_json(const std::vector<Frame>& frames) {
                         {"module", f.module}, {"python", f.python}};
     if (!f.python) j["offset"] = f.offset;
     if (f.inlined) j["inlined"] = true;
+    if (!f.python && is_machinery_frame(f)) j["machinery"] = true;  // what the user's view leaves out
     out.push_back(std::move(j));
   }
   return out;

@@ -89,6 +89,9 @@ class PageLimits {
         {"phases", kHtmlMaxGroups},          {"running_kernels", kHtmlMaxGroups}, {"ooms", kHtmlMaxOoms},
         {"stack", kHtmlMaxFrames},           {"argv", kHtmlMaxArgs},            {"problems", kHtmlMaxProblems},
         {"damage", kHtmlMaxProblems},
+        // PyTorch's view (docs/report-schema.md, "torch"): tensors by line, segments, outside PyTorch.
+        {"holders", kHtmlMaxGroups},         {"segments", kHtmlMaxGroups},      {"outside", kHtmlMaxGroups},
+        {"marks", kHtmlMaxGroups},
     };
     auto it = kLimits.find(key);
     return it == kLimits.end() ? ~size_t(0) : it->second;

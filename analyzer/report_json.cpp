@@ -3,6 +3,7 @@
 
 #include "record_json.h"
 #include "report_render.h"
+#include "torch_render.h"
 
 namespace vt::analyzer {
 
@@ -71,7 +72,12 @@ json frag_json(const TraceReport& r) {
   for (const PoolFragmentation& p : f.pools)
     pools.push_back({{"pool", p.pool}, {"device", p.device}, {"footprint_bytes", p.footprint_bytes},
                      {"live_bytes", p.live_bytes}, {"largest_free_gap_bytes", p.largest_free_gap_bytes},
-                     {"fragmentation", p.fragmentation}});
+                     {"fragmentation", p.fragmentation},
+                     {"worst", p.worst_t_ns ? json{{"t_ns", p.worst_t_ns}, {"footprint_bytes", p.worst_footprint_bytes},
+                                                   {"live_bytes", p.worst_live_bytes},
+                                                   {"largest_free_gap_bytes", p.worst_largest_free_gap_bytes},
+                                                   {"fragmentation", p.worst_fragmentation}}
+                                            : json(nullptr)}});
   json flushes = json::array();
   for (const CacheFlush& c : f.cache_flushes)
     flushes.push_back({{"t_ns", c.t_ns}, {"requested_bytes", c.requested_bytes}, {"freed_bytes", c.freed_bytes},
@@ -101,12 +107,14 @@ json ooms_json(const TraceReport& r) {
                  {"requested_bytes", o.requested_bytes}, {"device_free_bytes", o.device_free_bytes},
                  {"device_total_bytes", o.device_total_bytes}, {"process_device_bytes", o.process_device_bytes},
                  {"process_by_kind", o.process_by_kind}, {"not_attributable_bytes", o.not_attributable_bytes},
-                 {"pool_cached_bytes", o.pool_cached_bytes}, {"vmm_unmapped_bytes", o.vmm_unmapped_bytes},
+                 {"pool_cached_bytes", o.pool_cached_bytes}, {"pool_largest_free_gap_bytes", o.pool_largest_free_gap_bytes},
+                 {"vmm_unmapped_bytes", o.vmm_unmapped_bytes},
                  {"stack", stack_json(o.stack)}, {"top_holders", groups_json(o.top_holders)},
                  {"grew_before", growth_json(o.grew_before)}, {"verdict", o.verdict}, {"causes", causes},
                  {"nvml", o.nvml}, {"other_processes", procs_json(o.other_processes)},
                  {"activity", activity_json(o.activity)},
                  {"remedies", o.remedies}});
+    if (o.torch) a.back()["torch"] = torch_oom_json(o.torch_info);  // only PyTorch's OOMs have it
   }
   return a;
 }
@@ -162,6 +170,7 @@ json report_json(const TraceReport& r, const std::string& section) {
                         {"max_growth_bytes", p.max_growth_bytes}});
     j["phases"] = phases;
   }
+  if (section.empty() && r.torch.present) j["torch"] = torch_json(r.torch);  // only where PyTorch was seen
   if (section.empty()) {
     const KernelRecording& k = r.kernels;
     j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "symbolizer.h"
+#include "torch_model.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
@@ -75,6 +76,7 @@ struct OomReport {
   std::map<std::string, uint64_t> process_by_kind;
   uint64_t not_attributable_bytes = 0;           // total - free - process (others + driver + caches)
   uint64_t pool_cached_bytes = 0;                // inferred free memory held by this process's pools
+  uint64_t pool_largest_free_gap_bytes = 0;      // the largest free piece of any of them at the failure
   uint64_t vmm_unmapped_bytes = 0;               // physical handles not mapped anywhere
   std::vector<SiteGroup> top_holders;
   std::vector<GrowthSite> grew_before;
@@ -86,6 +88,8 @@ struct OomReport {
   std::vector<Cause> causes;  // ranked
   std::vector<std::string> remedies;
   ActivityAt activity;
+  bool torch = false;     // PyTorch's OutOfMemoryError for this failure: figures and verdict in its terms
+  TorchOomInfo torch_info;
 };
 
 struct PoolFragmentation {
@@ -93,6 +97,9 @@ struct PoolFragmentation {
   int device = -1;
   uint64_t footprint_bytes = 0, live_bytes = 0, largest_free_gap_bytes = 0;
   double fragmentation = 0;  // 1 - largest_free_gap / (footprint - live), 0 when nothing is free
+  // At its worst moment, when that was worse than at the end (worst_t_ns 0: the end was the worst).
+  uint64_t worst_t_ns = 0, worst_footprint_bytes = 0, worst_live_bytes = 0, worst_largest_free_gap_bytes = 0;
+  double worst_fragmentation = 0;
 };
 
 struct CacheFlush {  // a failed allocation, frees (a caching allocator emptying its cache), a retry
@@ -159,6 +166,7 @@ struct TraceReport {
   std::vector<RegionReport> regions;
   KernelRecording kernels;
   std::vector<PhaseRow> phases;
+  TorchReport torch;  // PyTorch's allocator in its own terms (present only when PyTorch was seen)
 };
 
 struct RankRow {

@@ -14,8 +14,10 @@ inline constexpr const char* kReportSchema = "vramtrace.report/1";
 
 nlohmann::json report_json(const TraceReport& r, const std::string& section = "");
 nlohmann::json job_json(const JobReport& j, const std::string& section = "");
-std::string report_text(const TraceReport& r, const std::string& section = "");
-std::string job_text(const JobReport& j, const std::string& section = "");
+// `native`: every frame of every stack (--native); else the user's frames first, the interpreter,
+// FFI, dispatcher, libc and vramtrace frames folded into one marker (user_frames.h).
+std::string report_text(const TraceReport& r, const std::string& section = "", bool native = false);
+std::string job_text(const JobReport& j, const std::string& section = "", bool native = false);
 
 // The top-level `problems` array: [{"path", "kind": "damaged"|"unreadable", "message"}].
 nlohmann::json problems_json(const std::vector<TraceProblem>& v);

@@ -1,11 +1,14 @@
 // See report_render.h: the text form, for people. Sizes in human units, times in seconds from
 // the start of the trace.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include "byte_size.h"
 #include "report_render.h"
 #include "terminal_escape.h"
+#include "torch_render.h"
+#include "user_frames.h"
 
 namespace vt::analyzer {
 
@@ -28,7 +31,10 @@ std::string pct(double v) {
   return b;
 }
 
-void stack_lines(std::ostringstream& o, const std::vector<Frame>& stack, const char* indent, size_t max = 8) {
+// The user's frames first (user_frames.h), the machinery folded into one marker; `native`: all.
+void stack_lines(std::ostringstream& o, const std::vector<Frame>& full, const char* indent, bool native, size_t max = 8) {
+  size_t hidden = 0;
+  std::vector<Frame> stack = user_stack(full, native, &hidden);
   size_t shown = 0;
   for (const Frame& f : stack) {
     if (shown++ == max) {
@@ -45,15 +51,17 @@ void stack_lines(std::ostringstream& o, const std::vector<Frame>& stack, const c
     if (f.inlined) o << " (inlined)";
     o << "\n";
   }
-  if (stack.empty()) o << indent << "(no stack recorded)\n";
+  if (hidden) o << indent << "... " << hidden << " native frame" << (hidden == 1 ? "" : "s") << " (--native shows them)\n";
+  if (full.empty()) o << indent << "(no stack recorded)\n";
 }
 
-void groups(std::ostringstream& o, const std::vector<SiteGroup>& v) {
+void groups(std::ostringstream& o, const std::vector<SiteGroup>& all, bool native) {
   int i = 0;
+  std::vector<SiteGroup> v = merge_shown(all, native);
   for (const SiteGroup& g : v) {
     o << "  #" << ++i << "  " << format_bytes(g.bytes) << " in " << g.count << " allocation" << (g.count == 1 ? "" : "s")
       << " (" << pct(g.share) << ", " << e(g.kind) << (g.device >= 0 ? ", device " + std::to_string(g.device) : "") << ")\n";
-    stack_lines(o, g.stack, "      ");
+    stack_lines(o, g.stack, "      ", native);
   }
   if (v.empty()) o << "  (none)\n";
 }
@@ -93,7 +101,7 @@ void header(std::ostringstream& o, const TraceReport& r) {
 
 }  // namespace
 
-std::string report_text(const TraceReport& r, const std::string& section) {
+std::string report_text(const TraceReport& r, const std::string& section, bool native) {
   std::ostringstream o;
   header(o, r);
   if (section.empty() || section == "peak") {
@@ -105,7 +113,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
       for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(k) + " " + format_bytes(v);
       o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
       activity_lines(o, p.activity, "  ");
-      groups(o, p.live_set);
+      groups(o, p.live_set, native);
     }
     if (!r.phases.empty()) {
       o << "  memory by phase (top-level NVTX ranges):\n";
@@ -122,19 +130,20 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << format_bytes(r.pinned_host_peak_bytes) << "\n";
     if (r.managed_peak_bytes) o << "  managed memory peak: " << format_bytes(r.managed_peak_bytes) << "\n";
   }
+  if ((section.empty() || section == "peak") && r.torch.present) torch_text(o, r.torch, secs, r, e);
   if (section.empty() || section == "leaks") {
     o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit"
                         : r.partial      ? "live where the damaged trace stops"
                                          : "live when the trace ended: the process was killed or crashed")
       << "): " << format_bytes(r.leak_bytes) << " in " << r.leak_count << " allocations\n";
-    groups(o, r.leaks);
+    groups(o, r.leaks, native);
     if (r.teardown_bytes)
       o << "  released only by context teardown: " << format_bytes(r.teardown_bytes) << " in " << r.teardown_count << " allocations\n";
     o << "\nGROWTH (call sites whose live bytes kept rising)\n";
     for (const GrowthSite& g : r.growth) {
       o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", " << g.new_highs
         << " new highs between " << secs(r, g.first_t_ns) << " and " << secs(r, g.last_t_ns) << "\n";
-      stack_lines(o, g.site.stack, "      ");
+      stack_lines(o, g.site.stack, "      ", native);
     }
     if (r.growth.empty()) o << "  (none)\n";
   }
@@ -144,10 +153,15 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     if (f.vmm_reserved_bytes_max)
       o << "  VMM: " << format_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << format_bytes(f.vmm_mapped_bytes_at_peak)
         << " mapped at the peak (max " << format_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
-    for (const PoolFragmentation& p : f.pools)
+    for (const PoolFragmentation& p : f.pools) {
       o << "  pool " << e(p.pool) << " (device " << p.device << "): footprint " << format_bytes(p.footprint_bytes) << ", live "
         << format_bytes(p.live_bytes) << ", largest free gap " << format_bytes(p.largest_free_gap_bytes)
-        << ", fragmentation " << pct(p.fragmentation) << "\n";
+        << ", fragmentation " << pct(p.fragmentation) << (p.worst_t_ns ? " at the end" : "") << "\n";
+      if (p.worst_t_ns)
+        o << "    at its worst (" << secs(r, p.worst_t_ns) << "): footprint " << format_bytes(p.worst_footprint_bytes)
+          << ", live " << format_bytes(p.worst_live_bytes) << ", largest free gap "
+          << format_bytes(p.worst_largest_free_gap_bytes) << ", fragmentation " << pct(p.worst_fragmentation) << "\n";
+    }
     for (const CacheFlush& c : f.cache_flushes)
       o << "  at " << secs(r, c.t_ns) << " a " << format_bytes(c.requested_bytes) << " request failed; "
         << format_bytes(c.freed_bytes) << " of cached segments were freed and the retry "
@@ -160,29 +174,35 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     for (const OomReport& x : r.ooms) {
       o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << format_bytes(x.requested_bytes) << " on device "
         << x.device << " failed (CUresult " << x.result << ")\n";
+      // This process's own caches (pool free space, unmapped VMM memory) are its own, not "elsewhere".
+      uint64_t cached = std::min(x.pool_cached_bytes + x.vmm_unmapped_bytes, x.not_attributable_bytes);
       o << "     device: " << format_bytes(x.device_free_bytes) << " free of " << format_bytes(x.device_total_bytes)
-        << "; this process: " << format_bytes(x.process_device_bytes) << " live; elsewhere: "
-        << format_bytes(x.not_attributable_bytes) << "\n";
+        << "; this process: " << format_bytes(x.process_device_bytes) << " live";
+      if (cached)
+        o << ", " << format_bytes(cached) << " cached by its pools"
+          << (x.pool_largest_free_gap_bytes ? " (largest free gap " + format_bytes(x.pool_largest_free_gap_bytes) + ")" : "");
+      o << "; elsewhere: " << format_bytes(x.not_attributable_bytes - cached) << "\n";
       if (x.nvml) {
         o << "     other processes on the device (NVML):" << (x.other_processes.empty() ? " none" : "") << "\n";
         for (const GpuProcess& g : x.other_processes)
           o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << format_bytes(g.bytes) << "\n";
       }
       activity_lines(o, x.activity, "     ");
+      if (x.torch) torch_oom_text(o, x, e);
       o << "     requested at:\n";
-      stack_lines(o, x.stack, "       ");
+      stack_lines(o, x.stack, "       ", native);
       o << "     VERDICT: " << e(x.verdict) << "\n";
       for (const Cause& c : x.causes) {
         char score[16];
         snprintf(score, sizeof score, "%.2f", c.score);
         o << "       " << e(c.code) << " (" << score << "): " << e(c.summary) << "\n";
       }
-      o << "     top holders:\n";
+      if (!x.torch) o << "     top holders:\n";  // (PyTorch's OOMs: its tensors by line, above)
       size_t shown = 0;
-      for (const SiteGroup& g : x.top_holders) {
-        if (shown++ == 3) break;
+      for (const SiteGroup& g : merge_shown(x.top_holders, native)) {
+        if (x.torch || shown++ == 3) break;
         o << "       " << format_bytes(g.bytes) << " in " << g.count << ":\n";
-        stack_lines(o, g.stack, "         ", 4);
+        stack_lines(o, g.stack, "         ", native, 4);
       }
       o << "     what to do:\n";
       for (const std::string& m : x.remedies) o << "       - " << e(m) << "\n";
@@ -191,7 +211,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
   return o.str();
 }
 
-std::string job_text(const JobReport& job, const std::string& section) {
+std::string job_text(const JobReport& job, const std::string& section, bool native) {
   std::ostringstream o;
   size_t damaged = 0;
   for (const TraceReport& t : job.traces) damaged += t.damaged();
@@ -216,7 +236,7 @@ std::string job_text(const JobReport& job, const std::string& section) {
   snprintf(imb, sizeof imb, "%.2f", job.imbalance);
   o << "  peak: max " << format_bytes(job.max_peak) << ", min " << format_bytes(job.min_peak) << ", mean "
     << format_bytes(job.mean_peak) << "; imbalance (max/mean) " << imb << "\n";
-  for (const TraceReport& t : job.traces) o << "\n" << report_text(t, section);
+  for (const TraceReport& t : job.traces) o << "\n" << report_text(t, section, native);
   return o.str();
 }
 

@@ -75,7 +75,17 @@ enum Tag : uint8_t {
   kTagGpuProcesses = 0x89,  // varint device, varint count, count x (varint pid, varint bytes, string name)
   // 0x8A..0x91: kernel activity (CUPTI), see docs/trace-format.md
   kTagRegion = 0x92,   // varint kind (kRegionBegin / kRegionEnd), string name
+  // 0x93..0x96: PyTorch's caching allocator, the block layer (interpose/torch_blocks.cpp)
+  kTagTorchBlock = 0x93,   // varint device, varint address, zigzag size (+ handed out, - taken back),
+                           // varint total allocated, varint total reserved (after it), varint stack id
+  kTagTorchOom = 0x94,     // varint device, zigzag size, varint total allocated, varint total reserved,
+                           // varint device free, varint device total (0 0: unknown), varint stack id
+  kTagTorchStatus = 0x95,  // varint state (kTorchOn / kTorchOff), varint forwarded (1: to the real
+                           // function), string message (where it forwards to, or why it is off)
+  kTagTorchConfig = 0x96,  // string PYTORCH_CUDA_ALLOC_CONF, string PYTORCH_ALLOC_CONF,
+                           // string PYTORCH_NO_CUDA_MEMORY_CACHING (written at open when one is set)
 };
+inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
 inline constexpr uint8_t kRegionBegin = 1, kRegionEnd = 2;
 
 // A stack frame (in kTagStack): a native return address, or a Python frame.

@@ -123,6 +123,17 @@ void encode_event(const Event& e) {
   commit_record(q);
 }
 
+void encode_varint_record(uint8_t tag, uint64_t t, const uint64_t* v, int n) {
+  if (n < 0 || n > kMaxVarintFields) return;
+  uint8_t* p = begin_record(2 + fmt::kMaxVarint * size_t(n + 1), t);
+  if (!p) return;
+  uint8_t* q = fmt::put_varint(p + 2, take_dt(t));
+  for (int i = 0; i < n; ++i) q = fmt::put_varint(q, v[i]);
+  p[0] = tag;
+  p[1] = uint8_t(q - (p + 2));
+  commit_record(q);
+}
+
 bool write_meta(uint8_t tag, const uint8_t* payload, size_t len, uint64_t t) {
   if (len > fmt::kChunkPayload - 16) len = fmt::kChunkPayload - 16;
   uint8_t* p = begin_record(len + 16, t);

@@ -32,6 +32,7 @@
 #include "stack_index.h"
 #include <sys/prctl.h>
 #include "meta_records.h"
+#include "torch_blocks.h"
 
 namespace vt {
 
@@ -141,6 +142,7 @@ bool open_trace(uint64_t t) {
       }
       write_process_record(t);
       write_stack_config(t);
+      write_torch_config(t);
       open_shm_summary(g_file.path());
       start_gpu_process_sampler();
       cupti::start(cfg.kernels, t);
@@ -222,6 +224,21 @@ __attribute__((noinline)) void record(const Event& e) {
   uint64_t caller = e.caller_ip ? e.caller_ip : reinterpret_cast<uint64_t>(__builtin_return_address(0));
   int n = capture_stack(frames, kMaxCaptureSlots, caller);
   record_captured(status, e, frames, n);
+}
+
+void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, uint64_t caller_ip, int max_native) {
+  int status = g_status.load(std::memory_order_acquire);
+  if ((status != kOpen && status != kNullSink) || n < 0 || n >= kMaxVarintFields) return;
+  uint64_t frames[kMaxCaptureSlots];
+  if (max_native < 0) max_native = 0;
+  int cap = max_native < kMaxCaptureSlots - kMaxPythonFrames ? max_native + kMaxPythonFrames : kMaxCaptureSlots;
+  int depth = capture_stack(frames, cap, caller_ip);  // (the unwinder stops at cap - kMaxPythonFrames)
+  if (status == kNullSink) return;
+  describe_thread(t);
+  uint64_t v[kMaxVarintFields];
+  memcpy(v, fields, size_t(n) * sizeof *v);
+  v[n] = stack_id(frames, depth, t);
+  encode_varint_record(tag, t, v, n + 1);
 }
 
 void record_with_stack(const Event& e, const uint64_t* frames, int n) {

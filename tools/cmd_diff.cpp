@@ -1,4 +1,5 @@
-// `vramtrace diff BASE NEW [--format text|json]`: what changed between two runs, per call site.
+// `vramtrace diff BASE NEW [--format text|json] [--native]`: what changed between two runs, per call
+// site (sites as the user's frames show them unless --native).
 #include <iostream>
 
 #include "analysis.h"
@@ -32,7 +33,7 @@ bool load_largest(const std::string& input, analyzer::TraceReport* out, std::str
 
 }  // namespace
 
-int diff_command(const std::string& base_path, const std::string& new_path, const std::string& format) {
+int diff_command(const std::string& base_path, const std::string& new_path, const std::string& format, bool native) {
   if (format != "text" && format != "json") {
     error_line("--format must be text or json, not '" + format + "'");
     return 2;
@@ -43,7 +44,7 @@ int diff_command(const std::string& base_path, const std::string& new_path, cons
     error_line(err);
     return 1;
   }
-  analyzer::RunDiff d = analyzer::diff_runs(base, now);
+  analyzer::RunDiff d = analyzer::diff_runs(base, now, native);
   if (format == "json")
     std::cout << analyzer::json_text(analyzer::diff_json(d, base_path, new_path), 2) << "\n";
   else

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "record_json.h"
 #include "terminal_escape.h"
+#include "torch_records.h"
 #include "trace_reader.h"
 
 namespace vt::cli {
@@ -59,6 +60,13 @@ int dump_command(const std::string& trace, const DumpOptions& opt) {
         if (!t->second.name.empty()) j["thread"] = t->second.name;
         j["thread_kind"] = t->second.python ? "python" : "native";
       }
+      out = to_line(j);
+    } else if (uint32_t stack = 0; analyzer::is_torch_record(r.tag)) {
+      // PyTorch's block layer: events in all but tag, shown like them.
+      nlohmann::json j = analyzer::torch_record_json(r, &stack);
+      if (opt.stacks && stack) j["stack"] = analyzer::stack_json(symbolizer.stack(stack));
+      auto t = threads.find(r.tid);
+      if (t != threads.end() && !t->second.name.empty()) j["thread"] = t->second.name;
       out = to_line(j);
     } else if (opt.with_meta) {
       out = to_line(analyzer::meta_json(r));

@@ -54,12 +54,12 @@ int report_command(const ReportOptions& opt) {
   if (is_job) {
     text = opt.format == "json" ? json_text(analyzer::job_json(job, opt.section))
            : opt.format == "html" ? analyzer::job_html(job)
-                                  : analyzer::job_text(job, opt.section);
+                                  : analyzer::job_text(job, opt.section, opt.native);
   } else {
     const analyzer::TraceReport& rep = job.traces[0];
     text = opt.format == "json" ? json_text(analyzer::report_json(rep, opt.section))
            : opt.format == "html" ? analyzer::report_html(rep)
-                                  : analyzer::report_text(rep, opt.section);
+                                  : analyzer::report_text(rep, opt.section, opt.native);
   }
   return write_out(text, opt.output.empty() ? "-" : opt.output);
 }
@@ -78,7 +78,7 @@ int export_command(const ExportOptions& opt) {
     return 1;
   }
   name_damage(job);
-  return write_out(opt.leaks ? analyzer::folded_leaks(rep) : analyzer::folded_peak(rep), opt.output);
+  return write_out(opt.leaks ? analyzer::folded_leaks(rep, opt.native) : analyzer::folded_peak(rep, opt.native), opt.output);
 }
 
 }  // namespace vt::cli

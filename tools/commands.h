@@ -34,6 +34,7 @@ struct ReportOptions {
   size_t top = 10;
   std::string sysroot;
   std::vector<std::string> debug_dirs;
+  bool native = false;  // --native: every frame (else the user's frames first, machinery folded)
 };
 int report_command(const ReportOptions& opt);
 
@@ -46,6 +47,7 @@ struct ExportOptions {
   size_t top = 1000;  // groups: a flame graph wants more than a report lists
   std::string sysroot;
   std::vector<std::string> debug_dirs;
+  bool native = false;
 };
 int export_command(const ExportOptions& opt);
 
@@ -56,7 +58,7 @@ struct CheckOptions {
   double max_peak_growth = -1, max_site_growth = -1;  // percent; -1 = not set
 };
 int check_command(const CheckOptions& opt);
-int diff_command(const std::string& base, const std::string& now, const std::string& format);
+int diff_command(const std::string& base, const std::string& now, const std::string& format, bool native = false);
 int top_command(double interval, bool once);
 
 // "vramtrace: <msg>" on stderr, escaped for a terminal (messages quote paths and trace strings).

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
                                             "write the peak's (or with --leaks the leaks') stacks, folded; - for stdout");
   perfetto_opt->excludes(folded_opt);
   export_cmd->add_flag("--leaks", exp.leaks, "--folded: the stacks of what was never freed, not the peak's live set");
+  export_cmd->add_flag("--native", exp.native, "--folded: every frame (default: the user's frames, machinery left out)");
   export_cmd->add_option("--top", exp.top, "--folded: call sites to keep (the rest is one [other sites] line)")
       ->capture_default_str()->check(CLI::Range(1, 10000000));
   export_cmd->add_option("--counter-interval-us", counter_us, "memory counters: at most the max and the last sample per interval")
@@ -76,6 +77,8 @@ int main(int argc, char** argv) {
     c->add_option("-o,--output", report.output, "write to this file instead of stdout");
     c->add_option("--sysroot", report.sysroot, "prefix for the traced machine's library paths");
     c->add_option("--debug-dir", report.debug_dirs, "directory with separate debug info (repeatable)");
+    c->add_flag("--native", report.native, "show every frame (default: the user's frames first, the interpreter, FFI, "
+                "dispatcher, libc and vramtrace frames folded)");
     report_cmds.push_back({c, section});
   }
 
@@ -99,6 +102,8 @@ int main(int argc, char** argv) {
   diff_cmd->add_option("base", diff_base, "baseline trace or directory")->required();
   diff_cmd->add_option("new", diff_new, "new trace or directory")->required();
   diff_cmd->add_option("--format", diff_format, "text or json")->capture_default_str();
+  bool diff_native = false;
+  diff_cmd->add_flag("--native", diff_native, "tell sites apart by every frame (default: by the frames the report shows)");
 
   double top_interval = 1.0;
   bool top_once = false;
@@ -173,7 +178,7 @@ int main(int argc, char** argv) {
   if (*check_cmd) return vt::cli::check_command(check);
   if (*top_cmd) return vt::cli::top_command(top_interval, top_once);
   if (*doctor_cmd) return vt::cli::doctor_command(doctor);
-  if (*diff_cmd) return vt::cli::diff_command(diff_base, diff_new, diff_format);
+  if (*diff_cmd) return vt::cli::diff_command(diff_base, diff_new, diff_format, diff_native);
   for (auto& [c, section] : report_cmds)
     if (*c) {
       report.section = section;

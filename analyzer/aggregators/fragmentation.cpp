@@ -7,7 +7,21 @@
 
 namespace vt::analyzer {
 
-void FragmentationAggregator::finish(const LiveState& live, TraceReport* rep) const {
+// Worst = the most free bytes outside the largest free gap (free space no single request larger
+// than that gap can use); the first such moment.
+void FragmentationAggregator::sample(uint64_t t, const LiveState& live) {
+  for (const auto& [key, p] : live.pools()) {
+    uint64_t footprint = p.footprint();
+    uint64_t free_b = footprint > p.live_bytes ? footprint - p.live_bytes : 0;
+    if (!free_b) continue;
+    uint64_t largest = p.largest_free_gap(live.live());
+    uint64_t unusable = free_b > largest ? free_b - largest : 0;
+    Worst& w = worst_[key];
+    if (unusable > w.unusable) w = {t, footprint, p.live_bytes, largest, unusable};
+  }
+}
+
+void FragmentationAggregator::finish(const LiveState& live, TraceReport* rep) {
   Fragmentation& f = rep->fragmentation;
   f.vmm_reserved_bytes_max = reserved_max_;
   f.vmm_mapped_bytes_max = mapped_max_;
@@ -29,6 +43,15 @@ void FragmentationAggregator::finish(const LiveState& live, TraceReport* rep) co
     pf.largest_free_gap_bytes = p.largest_free_gap(live.live());
     uint64_t free_b = pf.footprint_bytes > pf.live_bytes ? pf.footprint_bytes - pf.live_bytes : 0;
     pf.fragmentation = free_b ? 1.0 - double(pf.largest_free_gap_bytes) / double(free_b) : 0;
+    auto w = worst_.find(key);
+    if (w != worst_.end() && w->second.unusable > (free_b > pf.largest_free_gap_bytes ? free_b - pf.largest_free_gap_bytes : 0)) {
+      pf.worst_t_ns = w->second.t;
+      pf.worst_footprint_bytes = w->second.footprint;
+      pf.worst_live_bytes = w->second.live;
+      pf.worst_largest_free_gap_bytes = w->second.largest;
+      uint64_t wf = w->second.footprint - w->second.live;
+      pf.worst_fragmentation = wf ? 1.0 - double(w->second.largest) / double(wf) : 0;
+    }
     f.pools.push_back(pf);
   }
 }

@@ -63,6 +63,14 @@ function loadData() {
   const node = document.getElementById('vt-data');
   return JSON.parse(node.textContent);
 }
+// The frames a person reads first (the text report's rule, analyzer/user_frames.h): the Python
+// frames when there are any, else those not marked `machinery` in the report JSON; a stack that
+// would show nothing is shown whole.
+function userFrames(stack) {
+  const python = stack.some((f) => f.python);
+  const shown = stack.filter((f) => (python ? f.python : !f.machinery));
+  return shown.length ? shown : stack;
+}
 function isJob(data) {
   return Object.prototype.hasOwnProperty.call(data, 'job');
 }

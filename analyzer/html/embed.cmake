@@ -8,7 +8,7 @@
 # string: "</script", "</style", "<!--" or the raw-string delimiter.
 
 # Script order matters: later files use what earlier ones define.
-set(VT_HTML_JS core.js format.js timeline.js icicle.js tables.js sections.js job.js main.js)
+set(VT_HTML_JS core.js format.js timeline.js icicle.js tables.js torch.js sections.js job.js main.js)
 set(VT_HTML_CSS report.css)
 
 if(CMAKE_SCRIPT_MODE_FILE)

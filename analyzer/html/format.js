@@ -141,6 +141,7 @@ const VERDICT_TEXT = {
   leak_growth: 'memory kept growing (a leak)',
   live_set_too_large: 'the live set is too large',
   fragmentation: 'free memory is cached or fragmented',
+  outside_pytorch: 'memory of this process outside PyTorch',
 };
 function verdictText(code) {
   return VERDICT_TEXT[code] || code || '';

@@ -180,11 +180,14 @@ function oomCard(ctx, o, i) {
       el('div', {class: 'verdict'}, el('span', {class: 'verdict-label'}, 'verdict'), el('span', {class: 'verdict-code'}, o.verdict),
           el('span', {class: 'verdict-text'}, verdictText(o.verdict))),
       el('h4', null, 'The device at the failure (' + fmtBytes(T) + ')'), device,
+      o.torch ? torchOomBlock(ctx, o.torch, path + '/torch') : null,
       el('h4', null, 'Causes, most to blame first'), causes,
       el('h4', null, 'What to do'), el('ul', {class: 'remedies'}, o.remedies.map((m) => el('li', null, m))),
       el('h4', null, 'Requested at'), stackList(o.stack, 12, omittedEntries(ctx, path + '/stack')),
       others,
-      el('h4', null, 'Top holders at the failure'), groupsTable(ctx, o.top_holders, path + '/top_holders', {shareLabel: 'share of live'}),
+      // PyTorch's OOMs list its tensors by line (above) instead of the driver-level holders.
+      o.torch ? null : [el('h4', null, 'Top holders at the failure'),
+        groupsTable(ctx, o.top_holders, path + '/top_holders', {shareLabel: 'share of live'})],
       o.grew_before.length ? [el('h4', null, 'Sites that grew before the failure'),
         groupsTable(ctx, o.grew_before, path + '/grew_before', {growth: true})] : null);
 }
@@ -245,10 +248,12 @@ function fragSection(ctx) {
 // One trace's whole report, into `root`. Charts are drawn once in the document (their width).
 function renderTrace(ctx, root) {
   const ti = ctx.index;
-  const nav = el('nav', {class: 'toc'}, [['timeline', 'timeline'], ['peak', 'peak'], ['leaks', 'leaks'], ['oom', 'OOMs'],
-    ['frag', 'fragmentation']].map(([id, label]) => el('a', {href: '#' + id + '-' + ti}, label)));
-  const parts = [traceHeader(ctx), summaryCards(ctx), nav, timelineSection(ctx), peakSection(ctx), leaksSection(ctx),
-    oomSection(ctx), fragSection(ctx)];
+  const torch = !!ctx.r.torch;
+  const links = [['timeline', 'timeline'], ['peak', 'peak']].concat(torch ? [['torch', 'PyTorch']] : [],
+      [['leaks', 'leaks'], ['oom', 'OOMs'], ['frag', 'fragmentation']]);
+  const nav = el('nav', {class: 'toc'}, links.map(([id, label]) => el('a', {href: '#' + id + '-' + ti}, label)));
+  const parts = [traceHeader(ctx), summaryCards(ctx), nav, timelineSection(ctx), peakSection(ctx),
+    torch ? torchSection(ctx) : null, leaksSection(ctx), oomSection(ctx), fragSection(ctx)].filter((p) => p);
   parts.forEach((p) => root.appendChild(p));
   parts.forEach((p) => {
     if (p.vtInit) p.vtInit();

@@ -12,12 +12,20 @@ function shareBar(x, cls) {
 function stackList(stack, max, cut) {
   stack = stack || [];
   const list = el('ol', {class: 'stack'});
+  // Every frame is in the list; those the user's view leaves out are marked `folded`, and the
+  // page's switch (body.vt-all-frames) shows them or one "... N native frames" line instead.
+  const user = new Set(userFrames(stack));
   const shown = stack.slice(0, max || stack.length);
+  let hidden = 0;
   for (const f of shown) {
     const where = frameWhere(f);
-    list.appendChild(el('li', {class: f.python ? 'py' : null},
+    const folded = !user.has(f);
+    hidden += folded ? 1 : 0;
+    list.appendChild(el('li', {class: (f.python ? 'py' : '') + (folded ? ' folded' : '')},
         el('span', {class: 'fn'}, frameName(f)), where ? el('span', {class: 'where'}, where) : null));
   }
+  if (hidden) list.appendChild(el('li', {class: 'more fold-marker'}, '\u2026 ' + plural(hidden, 'native frame') +
+      ' (\u201call frames\u201d shows them)'));
   if (stack.length > shown.length) list.appendChild(el('li', {class: 'more'}, '\u2026 ' + (stack.length - shown.length) + ' more frames'));
   if (cut) list.appendChild(el('li', {class: 'more'}, '(' + plural(cut, 'outer frame') + ' not shown)'));
   if (!stack.length) list.appendChild(el('li', {class: 'more'}, '(no stack recorded)'));

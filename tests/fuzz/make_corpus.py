@@ -27,6 +27,8 @@ ALLOC_ASYNC, FREE_ASYNC, POOL_ASYNC, POOL_CREATE = 10, 12, 14, 16
 MEM_CREATE, MEM_RELEASE, MEM_MAP, MEM_UNMAP, RESERVE, ADDR_FREE = 19, 20, 21, 22, 23, 24
 CTX_DESTROY, PRIMARY_RESET = 30, 31
 PROCESS, DEVICE, END, NOTE, STACK, MODULE, PYCODE, THREAD, CONFIG = range(0x80, 0x89)
+REGION = 0x92
+TORCH_BLOCK, TORCH_OOM, TORCH_STATUS, TORCH_CONFIG = 0x93, 0x94, 0x95, 0x96
 F_CTX, F_STREAM, F_FAILED, F_ADDR, F_SIZE, F_AUX, F_AUX2, F_STACK = (1 << i for i in range(8))
 PY, PY_ENTRY = 1 << 63, 1 << 62
 
@@ -142,6 +144,30 @@ def thread_rec(tid, flags, name):
 
 def config_rec(depth=64, py_status=0, msg=b""):
     return meta(CONFIG, varint(depth) + varint(py_status) + string(msg))
+
+
+def torch_block(dev, addr, size, allocated, reserved, stack=0):
+    return meta(TORCH_BLOCK, b"".join(varint(v) for v in (dev, addr, zigzag(size), allocated, reserved, stack)), dt=3)
+
+
+def torch_events():
+    """PyTorch's block layer over two segments and an expandable one: splits, frees, an OOM."""
+    a, mib = 0x7F0000000000, 1 << 20
+    recs = meta(TORCH_CONFIG, string("expandable_segments:True,max_split_size_mb:64") + string("") + string("0"))
+    recs += meta(TORCH_STATUS, varint(1) + varint(1) + string("forwarding to /opt/torch/lib/libc10.so"))
+    recs += event(ALLOC, ctx=0x10, addr_delta=a, size=20 * mib)
+    allocated = 0
+    for k, size in enumerate((4, 4, 8, -4, 2, -8)):
+        addr = a + [0, 4, 8, 4, 4, 8][k] * mib
+        allocated += size * mib
+        recs += torch_block(0, addr, size * mib, allocated, 20 * mib, stack=0)
+    recs += event(RESERVE, addr_delta=0x1000000000, size=1 << 30)
+    recs += event(MEM_MAP, addr_delta=0, size=20 * mib, aux=5, aux2=0)
+    recs += torch_block(0, a + 0x1000000000, 16 * mib, allocated + 16 * mib, 40 * mib)
+    recs += meta(REGION, varint(1) + string("step"))
+    recs += event(ALLOC, failed=(2, 1 * mib, 64 * mib), size=24 * mib)
+    recs += meta(TORCH_OOM, b"".join(varint(v) for v in (0, zigzag(24 * mib), allocated, 20 * mib, mib, 64 * mib, 0)))
+    return recs
 
 
 def pyframe(code_id, instr, entry=False):
@@ -299,6 +325,20 @@ def seeds():
                                          meta(CONFIG, varint(1)) + meta(THREAD, varint(1)) + events, {})])
     s["module-string-cut"] = trace([(meta(MODULE, varint(1) + varint(2) + varint(3) + varint(100) + b"/lib") +
                                      meta(PYCODE, varint(1) + varint(11) + varint(1) + varint(5)) + events, {})])
+    # PyTorch's block layer: consistent records, then every way they can disagree with the driver.
+    s["torch-blocks"] = trace([(basic + torch_events() + meta(END, b""), {})])
+    big = (1 << 64) - 1
+    s["torch-hostile"] = trace([(basic + event(ALLOC, ctx=0x10, addr_delta=0x7F0000000000, size=2 << 20) +
+                                 torch_block(0, 0x7F0000000000, 1 << 20, 1 << 20, 2 << 20) +
+                                 torch_block(0, 0x7F0000000000 + 512, 1 << 20, 2 << 20, 2 << 20) +
+                                 torch_block(200, big - 10, -(1 << 63), big, big) +
+                                 torch_block(0, big, 1 << 62, 0, 0) + torch_block(0, 0, -512, 0, 0) +
+                                 meta(TORCH_BLOCK, varint(0)) + meta(TORCH_OOM, varint(3)) +
+                                 meta(TORCH_STATUS, varint(9) + varint(1) + string("x" * 40)) +
+                                 meta(TORCH_STATUS, varint(2) + varint(0) + varint(1 << 40)) +
+                                 meta(TORCH_CONFIG, varint(1 << 30)) +
+                                 meta(TORCH_OOM, b"".join(varint(v) for v in (0, zigzag(-(1 << 63)), big, big, big, 0, 7))) +
+                                 event(FREE, addr_delta=0), {})])
     # The real layout: a 64 KiB header and 64 KiB chunks.
     s["layout-64k-valid"] = trace([(basic + events + meta(END, b""), {})], header_size=65536, chunk_size=65536)
     return s

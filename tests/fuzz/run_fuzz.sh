@@ -57,6 +57,10 @@ srcs=(
   "$repo/analyzer/folded.cpp"
   "$repo/analyzer/perfetto_export.cpp"
   "$repo/analyzer/job.cpp"
+  "$repo/analyzer/torch_records.cpp"
+  "$repo/analyzer/torch_render.cpp"
+  "$repo/analyzer/torch_verdict.cpp"
+  "$repo/analyzer/user_frames.cpp"
   "$repo"/analyzer/aggregators/*.cpp
 )
 # Rebuild when any source or header it depends on is newer than the binary.

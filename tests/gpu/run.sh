@@ -61,6 +61,25 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     if [ -n "$want" ] && python3 tests/gpu/check_lines.py "$vt" "$dir" "$want" | tee -a "$results" | grep -q PASS; then :;
     else log "FAIL torch-lines ${conf:-default}"; fails=$((fails+1)); fi
   done
+  # PyTorch's block layer (issue 13; NOT RUN YET on a GPU: written without one): memory_stats() at
+  # marks, the OOM verdicts and PyTorch's message figures, torch.profiler still recording memory,
+  # in the three allocator modes; then the cost of a training step with and without vramtrace.
+  for conf in "" "expandable_segments:True" "backend:cudaMallocAsync"; do
+    for what in marks frag live profiler; do
+      dir=$(mktemp -d)
+      PYTORCH_CUDA_ALLOC_CONF=$conf "$vt" run -o "$dir" -- python3 tests/gpu/torch_blocks.py "$what" "$dir.json" > "$dir.log" 2>&1
+      python3 tests/gpu/check_torch_blocks.py "$vt" "$dir" "$dir.json" "$conf" | tee -a "$results" | tail -1 | grep -q '^PASS' ||
+        fails=$((fails+1))
+    done
+  done
+  dir=$(mktemp -d)
+  python3 tests/gpu/torch_blocks.py steps "$dir/plain.json" >/dev/null 2>&1
+  "$vt" run -o "$dir" -- python3 tests/gpu/torch_blocks.py steps "$dir/traced.json" >/dev/null 2>&1
+  python3 - "$dir/plain.json" "$dir/traced.json" <<'PY' | tee -a "$results"
+import json, sys
+a, b = (json.load(open(p))["ms_per_step"] for p in sys.argv[1:3])
+print(("PASS" if b <= a * 1.02 else "FAIL") + f" torch-step-cost: {a:.3f} ms/step plain, {b:.3f} traced ({(b / a - 1) * 100:+.1f}%, target <= +2%)")
+PY
 else log "SKIP torch (not installed or no GPU)"; fi
 if python3 -c "import cupy" 2>/dev/null; then
   CHECKS=("cuMemAlloc_v2>=1"); check cupy-default python3 tests/gpu/frameworks.py cupy

@@ -74,4 +74,19 @@ PY
   [ -s "$out/$page.png" ] || fail "no screenshot of $page.html"
   pages=$((pages + 1))
 done
+# A PyTorch page (the stand-in caching allocator, tests/torch): its section, the tensor timeline,
+# PyTorch's OOM message, the user-frames switch.
+VRAMTRACE_OUTPUT="$work/torch.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 FAKECUDA_CONTEXT_BYTES=0 \
+  FAKECUDA_TOTAL_BYTES=512MiB python3 "$here/../torch/torch_workload.py" kept_alive "$build/tests/torch/default" \
+  "$work/torch.json" >/dev/null 2>&1 || fail "the PyTorch stand-in workload failed"
+"$build/bin/vramtrace" report "$work/torch.trace" --format html -o "$out/torch.html" || fail "report --format html (torch) failed"
+browse --enable-logging=stderr --v=0 --dump-dom "file://$out/torch.html" >"$work/torch.dom" 2>"$work/torch.log" ||
+  fail "chromium could not load torch.html"
+if grep -F 'CONSOLE' "$work/torch.log" | grep -F "file://$out/torch.html" >"$work/torch.console"; then
+  fail "torch.html logged to the console: $(head -3 "$work/torch.console")"
+fi
+python3 "$here/check_dom.py" torch "$work/torch.dom" >"$work/torch.problems" || fail "torch.html: $(paste -sd';' "$work/torch.problems")"
+browse --screenshot="$out/torch.png" --window-size=1400,1000 --hide-scrollbars --run-all-compositor-stages-before-draw \
+  "file://$out/torch.html" >/dev/null 2>&1 || fail "chromium could not take a screenshot of torch.html"
+pages=$((pages + 1))
 echo "browser_test: ok ($pages pages rendered and driven without console errors; screenshots in $out)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a report page's DOM as Chromium dumped it after the script ran (tests/html/browser_test.sh).
 
-Usage: check_dom.py trace|job DOM_FILE [HOSTILE_TEXT]
+Usage: check_dom.py trace|job|torch DOM_FILE [HOSTILE_TEXT]
 Prints one problem per line and exits 1 when any: the script did not finish (data-vt-status),
 tests/html/interact.js did not run or reported a failure (data-vt-interact), a section is missing or
 empty, an element came from trace text (an <img>, an on* attribute), or HOSTILE_TEXT (trace
@@ -57,6 +57,16 @@ def main():
     if status != "ok":
         problems.append(f"the script did not finish: data-vt-status={status!r}")
     interact = body[0].get("data-vt-interact") if body else None
+    if kind == "torch":  # a PyTorch trace (no interaction script): its own section, the frames switch
+        interact = "ok"
+        need("the PyTorch section", len([a for t, a in dom.tags if t == "section" and a.get("id") == "torch-0"]))
+        need("tensor timeline areas", len([a for a in having("path") if a.get("fill") and len(a.get("d") or "") > 40]), 2)
+        need("PyTorch's OOM message", len(having("div", "torch-msg")))
+        need("the frames switch", len(having("span", "frames-switch")))
+        need("folded frames in stacks", len(having("li", "folded")), 5)
+        need("fold markers", len(having("li", "fold-marker")))
+        if "torch_workload.py:" not in "".join(dom.text):
+            problems.append("no Python line of the workload is shown")
     if interact != "ok":
         problems.append(f"interaction (tests/html/interact.js): {interact or 'did not run'}")
     errors = having(id="vt-errors")
@@ -66,7 +76,7 @@ def main():
     need("trace headers", len(having("header", "trace-header")))
     need("timeline charts with a drawn series",
          len([a for a in having("path", "area-device") if len(a.get("d") or "") > 10]))
-    need("icicle nodes", len(having("g", "node")), 3)
+    need("icicle nodes", len(having("g", "node")), 3 if kind != "torch" else 1)
     need("group tables", len(having("table", "groups")), 2)
     need("OOM cards", len(having("details", "oom")))
     need("verdicts", len(having("span", "verdict-code")))

@@ -397,20 +397,24 @@ TEST_CASE("folded: one line per stack, outermost first, bytes add up to the peak
                 group(300, {})};
   r.peaks = {p};
   std::vector<std::string> stacks;
-  CHECK(check_folded(folded_peak(r), &stacks) == 1000);
+  CHECK(check_folded(folded_peak(r, true), &stacks) == 1000);  // --native: every frame
   REQUIRE(stacks.size() == 3);
   CHECK(stacks[0] ==
         "main (main.cpp:1);?? (libtorch_cuda.so+0xbeef);py:step (train.py:9);inlined_helper (h.h:5)_[i];"
         "alloc:weird\\nname\\tx (/a:b.cpp:3)");  // the terminal rule: visible escapes, ';' -> ':'
   CHECK(stacks[1] == "[no stack recorded]");
   CHECK(stacks[2] == "[other sites]");
+  // By default the user's frames: a stack with Python frames shows those.
+  stacks.clear();
+  CHECK(check_folded(folded_peak(r), &stacks) == 1000);
+  CHECK(stacks[0] == "py:step (train.py:9)");
 
   // Two devices: each stack starts with its device.
   DevicePeak q = p;
   q.device = 1;
   r.peaks.push_back(q);
   stacks.clear();
-  CHECK(check_folded(folded_peak(r), &stacks) == 2000);
+  CHECK(check_folded(folded_peak(r, true), &stacks) == 2000);
   CHECK(stacks[0].rfind("[device 0];main (", 0) == 0);
   CHECK(stacks[3].rfind("[device 1];main (", 0) == 0);
 }
@@ -429,4 +433,18 @@ TEST_CASE("folded: leaks add up to the leaked bytes, rooted by bucket when mixed
   r.leak_bytes = 500;
   CHECK(folded_leaks(r) == "a (a.cpp:1) 500\n");
   CHECK(folded_leaks(TraceReport{}).empty());
+}
+
+TEST_CASE("folded: sites that differ only in folded frames are one line") {
+  TraceReport r;
+  Frame libc = frame("__libc_start_main", "", 0);
+  libc.module = "/lib/x86_64-linux-gnu/libc.so.6";
+  Frame ffi = frame("ffi_call", "", 0);
+  ffi.module = "/lib/x86_64-linux-gnu/libffi.so.8";
+  r.leaks = {group(500, {frame("fill", "a.cpp", 1), ffi, libc}), group(200, {frame("fill", "a.cpp", 1), libc})};
+  r.leak_bytes = 700;
+  CHECK(folded_leaks(r) == "fill (a.cpp:1) 700\n");
+  std::vector<std::string> stacks;
+  CHECK(check_folded(folded_leaks(r, true), &stacks) == 700);
+  CHECK(stacks.size() == 2);
 }

@@ -14,6 +14,7 @@
 #include "activity_records.h"
 #include "meta_records.h"
 #include "op_table.h"
+#include "pytorch_records.h"
 
 namespace fmt = vt::format;
 
@@ -140,6 +141,11 @@ TEST_CASE("docs: every record's payload is its schema") {
       record_row<fmt::ConfigSchema, fmt::ConfigRecord>(),
       record_with_rows<fmt::GpuProcessesSchema, fmt::GpuProcessesRecord, fmt::GpuProcessSchema, fmt::GpuProcessRow>(),
       record_row<fmt::RegionSchema, fmt::RegionRecord>(),
+      // the PyTorch block records table
+      record_row<fmt::TorchBlockSchema, fmt::TorchBlockRecord>(),
+      record_row<fmt::TorchOomSchema, fmt::TorchOomRecord>(),
+      record_row<fmt::TorchStatusSchema, fmt::TorchStatusRecord>(),
+      record_row<fmt::TorchConfigSchema, fmt::TorchConfigRecord>(),
       // the kernel activity table
       record_row<fmt::KernelSchema, fmt::KernelRecord>(),
       record_row<fmt::MemcpySchema, fmt::CopyRecord>(),
@@ -150,11 +156,11 @@ TEST_CASE("docs: every record's payload is its schema") {
       record_row<fmt::CuptiStatusSchema, fmt::CuptiStatusRecord>(),
       record_row<fmt::KernelNameSchema, fmt::KernelNameRecord>(),
   };
-  // Every tag of the format is here once: 0x80..0x92, no gap.
+  // Every tag of the format is here once: 0x80..0x96, no gap.
   std::vector<std::string> tags;
   for (const Row& r : want) tags.push_back(r[0]);
   std::sort(tags.begin(), tags.end());
-  REQUIRE(tags.size() == 0x93 - 0x80);
+  REQUIRE(tags.size() == 0x97 - 0x80);
   for (size_t i = 0; i < tags.size(); ++i) CHECK(tags[i] == tag_hex(uint8_t(0x80 + i)));
   check_table({"tag", "name", "payload after dt"}, want);
 }

@@ -16,7 +16,7 @@ struct Rig {
   FragmentationAggregator frag;
   void feed(const Record& r) {
     live.apply(r);
-    frag.after(live);
+    frag.after(r.t_ns, live);
   }
   Fragmentation finish() {
     TraceReport rep;
@@ -65,4 +65,36 @@ TEST_CASE("fragmentation aggregator: pools by key, named and default, with their
   CHECK(f.pools[1].live_bytes == 1 * MiB);
   CHECK(f.pools[1].largest_free_gap_bytes == 1 * MiB);
   CHECK(f.pools[1].fragmentation == Approx(0.5));
+}
+
+TEST_CASE("fragmentation aggregator: a pool's worst moment is kept when the end is clean") {
+  Rig g;
+  // Four blocks, every other one freed (75% of the free space outside the largest gap at an OOM),
+  // then everything freed and trimmed away: 0% at the end.
+  for (uint64_t i = 0; i < 8; ++i) g.feed(g.rec.async(0x20000000 + i * MiB, 1 * MiB));
+  for (uint64_t i = 0; i < 8; i += 2) g.feed(g.rec.free_async(0x20000000 + i * MiB));
+  Record oom = g.rec.failed(HookId::cuMemAllocAsync, 2 * MiB, 2, 0, 8 * MiB);
+  g.frag.on_oom(oom.t_ns, g.live);
+  for (uint64_t i = 1; i < 8; i += 2) g.feed(g.rec.free_async(0x20000000 + i * MiB));
+  Fragmentation f = g.finish();
+  REQUIRE(f.pools.size() == 1);
+  CHECK(f.pools[0].fragmentation == 0);
+  CHECK(f.pools[0].worst_t_ns == oom.t_ns);
+  CHECK(f.pools[0].worst_footprint_bytes == 8 * MiB);
+  CHECK(f.pools[0].worst_live_bytes == 4 * MiB);
+  CHECK(f.pools[0].worst_largest_free_gap_bytes == 1 * MiB);
+  CHECK(f.pools[0].worst_fragmentation == Approx(0.75));
+}
+
+TEST_CASE("fragmentation aggregator: pools are sampled as the run goes, without an OOM") {
+  Rig g;
+  for (uint64_t i = 0; i < 8; ++i) g.feed(g.rec.async(0x20000000 + i * MiB, 1 * MiB));
+  for (uint64_t i = 0; i < 8; i += 2) g.feed(g.rec.free_async(0x20000000 + i * MiB));
+  for (int k = 0; k < 200; ++k) g.feed(g.rec.alloc(0x90000000, 4096)), g.feed(g.rec.free(0x90000000));  // time passes
+  for (uint64_t i = 1; i < 8; i += 2) g.feed(g.rec.free_async(0x20000000 + i * MiB));
+  Fragmentation f = g.finish();
+  REQUIRE(f.pools.size() == 1);
+  CHECK(f.pools[0].fragmentation == 0);
+  CHECK(f.pools[0].worst_t_ns != 0);
+  CHECK(f.pools[0].worst_fragmentation == Approx(0.75));
 }

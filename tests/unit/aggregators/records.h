@@ -112,6 +112,29 @@ struct Records {
     p.resize(size_t(q - p.data()));
     return meta(fmt::kTagGpuProcesses, std::move(p));
   }
+  // PyTorch's block layer (0x93..0x95): a block handed out (size > 0) or taken back, with the
+  // allocator's totals after it; its OOM report; the recorder's status.
+  Record torch_block(int dev, uint64_t addr, int64_t size, uint64_t allocated, uint64_t reserved, uint32_t stack = 1) {
+    return varints(fmt::kTagTorchBlock, {uint64_t(dev), addr, fmt::zigzag(size), allocated, reserved, stack});
+  }
+  Record torch_oom(int dev, int64_t size, uint64_t allocated, uint64_t reserved, uint64_t free_bytes,
+                   uint64_t total_bytes, uint32_t stack = 9) {
+    return varints(fmt::kTagTorchOom, {uint64_t(dev), fmt::zigzag(size), allocated, reserved, free_bytes, total_bytes, stack});
+  }
+  Record torch_status(bool on, const std::string& message) {
+    std::vector<uint8_t> p(3 * fmt::kMaxVarint + message.size());
+    uint8_t* q = fmt::put_varint(fmt::put_varint(fmt::put_varint(p.data(), on ? 1 : 2), 1), message.size());
+    q = std::copy(message.begin(), message.end(), q);
+    p.resize(size_t(q - p.data()));
+    return meta(fmt::kTagTorchStatus, std::move(p));
+  }
+  Record varints(uint8_t tag, std::initializer_list<uint64_t> v) {
+    std::vector<uint8_t> p(v.size() * fmt::kMaxVarint);
+    uint8_t* q = p.data();
+    for (uint64_t x : v) q = fmt::put_varint(q, x);
+    p.resize(size_t(q - p.data()));
+    return meta(tag, std::move(p));
+  }
   Record meta(uint8_t tag, std::vector<uint8_t> payload) {
     payloads.push_back(std::move(payload));
     Record r;

@@ -1,0 +1,22 @@
+// The PyTorch parts of a report, rendered: the "torch" JSON object and an OOM's "torch" object
+// (docs/report-schema.md), and the text section PYTORCH and an OOM's PyTorch lines. Called by
+// report_json.cpp and report_text.cpp only when PyTorch was seen, so other reports are unchanged.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "report_model.h"
+
+namespace vt::analyzer {
+
+nlohmann::json torch_json(const TorchReport& t);
+nlohmann::json torch_oom_json(const TorchOomInfo& t);
+
+// `secs` turns a trace time into "1.234 s" from the start; `esc` escapes a trace string for a terminal.
+void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)(const TraceReport&, uint64_t),
+                const TraceReport& r, std::string (*esc)(const std::string&));
+void torch_oom_text(std::ostringstream& o, const OomReport& x, std::string (*esc)(const std::string&));
+
+}  // namespace vt::analyzer

@@ -1,0 +1,133 @@
+// See loaded_symbol.h.
+#include "loaded_symbol.h"
+
+#include <elf.h>
+#include <link.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace vt {
+
+namespace {
+
+struct DynTables {
+  const ElfW(Sym)* symtab = nullptr;
+  const char* strtab = nullptr;
+  size_t strsz = 0;
+  const uint32_t* gnu_hash = nullptr;
+  const uint32_t* sysv_hash = nullptr;
+};
+
+// glibc relocates these dynamic entries in place (absolute addresses); some loaders leave them
+// as offsets from the load base. An offset is always below the base of a loaded object.
+uintptr_t absolute(ElfW(Addr) base, ElfW(Addr) v) { return v < base ? base + v : v; }
+
+bool tables_of(const dl_phdr_info* info, DynTables* t) {
+  const ElfW(Dyn)* dyn = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  if (!dyn) return false;
+  ElfW(Addr) base = info->dlpi_addr;
+  for (; dyn->d_tag != DT_NULL; ++dyn) {
+    switch (dyn->d_tag) {
+      case DT_SYMTAB: t->symtab = reinterpret_cast<const ElfW(Sym)*>(absolute(base, dyn->d_un.d_ptr)); break;
+      case DT_STRTAB: t->strtab = reinterpret_cast<const char*>(absolute(base, dyn->d_un.d_ptr)); break;
+      case DT_STRSZ: t->strsz = dyn->d_un.d_val; break;
+      case DT_GNU_HASH: t->gnu_hash = reinterpret_cast<const uint32_t*>(absolute(base, dyn->d_un.d_ptr)); break;
+      case DT_HASH: t->sysv_hash = reinterpret_cast<const uint32_t*>(absolute(base, dyn->d_un.d_ptr)); break;
+      default: break;
+    }
+  }
+  return t->symtab && t->strtab && (t->gnu_hash || t->sysv_hash);
+}
+
+bool defines(const DynTables& t, uint32_t index, const char* name) {
+  const ElfW(Sym)& s = t.symtab[index];
+  if (s.st_name >= t.strsz || s.st_shndx == SHN_UNDEF || s.st_value == 0) return false;
+  unsigned type = ELF64_ST_TYPE(s.st_info), bind = ELF64_ST_BIND(s.st_info);
+  if ((type != STT_FUNC && type != STT_OBJECT) || bind == STB_LOCAL) return false;  // not an IFUNC resolver
+  if (ELF64_ST_VISIBILITY(s.st_other) != STV_DEFAULT && ELF64_ST_VISIBILITY(s.st_other) != STV_PROTECTED) return false;
+  return strcmp(t.strtab + s.st_name, name) == 0;
+}
+
+// The index of `name` in the dynamic symbol table, or 0.
+uint32_t lookup_gnu(const DynTables& t, const char* name) {
+  uint32_t h = 5381;
+  for (const unsigned char* p = reinterpret_cast<const unsigned char*>(name); *p; ++p) h = h * 33 + *p;
+  const uint32_t nbuckets = t.gnu_hash[0], symoffset = t.gnu_hash[1], bloom_size = t.gnu_hash[2],
+                 bloom_shift = t.gnu_hash[3];
+  if (!nbuckets || !bloom_size) return 0;
+  const ElfW(Addr)* bloom = reinterpret_cast<const ElfW(Addr)*>(t.gnu_hash + 4);
+  const uint32_t* buckets = reinterpret_cast<const uint32_t*>(bloom + bloom_size);
+  const uint32_t* chain = buckets + nbuckets;
+  constexpr unsigned kBits = sizeof(ElfW(Addr)) * 8;
+  ElfW(Addr) word = bloom[(h / kBits) % bloom_size];
+  ElfW(Addr) mask = (ElfW(Addr)(1) << (h % kBits)) | (ElfW(Addr)(1) << ((h >> bloom_shift) % kBits));
+  if ((word & mask) != mask) return 0;
+  uint32_t i = buckets[h % nbuckets];
+  if (i < symoffset) return 0;
+  for (;; ++i) {
+    uint32_t h2 = chain[i - symoffset];
+    if ((h | 1) == (h2 | 1) && defines(t, i, name)) return i;
+    if (h2 & 1) return 0;
+  }
+}
+
+uint32_t lookup_sysv(const DynTables& t, const char* name) {
+  uint32_t h = 0;
+  for (const unsigned char* p = reinterpret_cast<const unsigned char*>(name); *p; ++p) {
+    h = (h << 4) + *p;
+    uint32_t g = h & 0xf0000000u;
+    if (g) h ^= g >> 24;
+    h &= ~g;
+  }
+  const uint32_t nbucket = t.sysv_hash[0], nchain = t.sysv_hash[1];
+  if (!nbucket) return 0;
+  const uint32_t* bucket = t.sysv_hash + 2;
+  const uint32_t* chain = bucket + nbucket;
+  for (uint32_t i = bucket[h % nbucket], n = 0; i && i < nchain && n < nchain; i = chain[i], ++n)
+    if (defines(t, i, name)) return i;
+  return 0;
+}
+
+bool contains(const dl_phdr_info* info, const void* p) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && a >= lo && a < lo + ph.p_memsz) return true;
+  }
+  return false;
+}
+
+struct Search {
+  const char* name;
+  const void* skip;
+  void* found = nullptr;
+  const char* path = "";
+};
+
+int visit(dl_phdr_info* info, size_t, void* arg) {
+  auto* s = static_cast<Search*>(arg);
+  if (contains(info, s->skip)) return 0;
+  DynTables t;
+  if (!tables_of(info, &t)) return 0;
+  uint32_t i = t.gnu_hash ? lookup_gnu(t, s->name) : lookup_sysv(t, s->name);
+  if (!i) return 0;
+  s->found = reinterpret_cast<void*>(info->dlpi_addr + t.symtab[i].st_value);
+  s->path = info->dlpi_name ? info->dlpi_name : "";
+  return 1;  // the first in load order wins, as in a global lookup
+}
+
+}  // namespace
+
+void* find_loaded_symbol(const char* name, const void* skip, const char** path) {
+  Search s{name, skip};
+  dl_iterate_phdr(visit, &s);
+  if (path) *path = s.path;
+  return s.found;
+}
+
+}  // namespace vt

@@ -1,0 +1,21 @@
+// Finding a function defined by another loaded object, without the loader's big lock. Owns the
+// walk over the loaded objects (dl_iterate_phdr, which takes only the lock glibc holds while it
+// adds or removes an object from its list, never while constructors run) and the symbol lookup
+// in an object's dynamic symbol table in memory (DT_GNU_HASH, else DT_HASH).
+//
+// Why not dlopen(RTLD_NOLOAD) + dlsym: both take the loader lock, which a thread running a
+// library constructor holds; PyTorch calls our block hooks under its allocator mutex, so a
+// constructor that allocated a tensor would wait for that mutex while we wait for the loader.
+#pragma once
+
+#include <cstddef>
+
+namespace vt {
+
+// The first definition of `name` (a function or object, default visibility) in load order,
+// skipping the object that contains `skip` (our own library). *path gets that object's path
+// (pointing into the loader's data: valid as long as the object stays loaded), *path = "" when
+// none. nullptr when no loaded object defines it.
+void* find_loaded_symbol(const char* name, const void* skip, const char** path);
+
+}  // namespace vt
