@@ -37,6 +37,16 @@ std::string where(const std::vector<Frame>& stack) {
 
 }  // namespace
 
+Cause other_processes_cause(uint64_t others, uint64_t free_bytes, uint64_t request, double device_total,
+                            const std::string& named, const char* request_key, const char* unnamed) {
+  bool would_fit = request <= free_bytes + others;
+  return {"other_processes", double(others) / device_total + (would_fit ? 0.5 : 0),
+          format_bytes(others) + " of the device is held outside this process" +
+              (named.empty() ? " (" + std::string(unnamed) + ")" : ": " + named) +
+              (would_fit ? "; without it the request would fit" : ""),
+          {{"other_bytes", others}, {"device_free_bytes", free_bytes}, {request_key, request}}};
+}
+
 void judge_oom(OomReport& o) {
   const double T = double(std::max<uint64_t>(o.device_total_bytes, 1));
   const uint64_t R = o.requested_bytes, F = o.device_free_bytes, P = o.process_device_bytes;
@@ -67,14 +77,8 @@ void judge_oom(OomReport& o) {
                           format_bytes(o.device_total_bytes) + ")",
                       {{"requested_bytes", R}, {"device_total_bytes", o.device_total_bytes}}});
   }
-  if (double(others) >= 0.05 * T) {
-    bool would_fit = R <= F + others;
-    causes.push_back({"other_processes", double(others) / T + (would_fit ? 0.5 : 0),
-                      format_bytes(others) + " of the device is held outside this process" +
-                          (named.empty() ? " (other processes, the driver)" : ": " + named) +
-                          (would_fit ? "; without it the request would fit" : ""),
-                      {{"other_bytes", others}, {"device_free_bytes", F}, {"requested_bytes", R}}});
-  }
+  if (double(others) >= 0.05 * T)
+    causes.push_back(other_processes_cause(others, F, R, T, named, "requested_bytes", "other processes, the driver"));
   if (F >= R || double(cached) >= 0.05 * T) {
     bool would_fit = R <= F + cached;
     double score = F >= R ? 0.9 : double(cached) / T + (would_fit ? 0.5 : 0);

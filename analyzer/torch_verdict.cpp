@@ -257,14 +257,9 @@ void judge_torch_oom(OomReport& o) {
                           (libs.empty() ? "" : ": " + libs) + (would_fit ? "; without it the request would fit" : ""),
                       {{"outside_bytes", O}, {"device_free_bytes", F}, {"tried_to_allocate_bytes", X}}});
   }
-  if (double(others) >= 0.05 * Td) {
-    bool would_fit = X <= F + others;
-    causes.push_back({"other_processes", double(others) / Td + (would_fit ? 0.5 : 0),
-                      format_bytes(others) + " of the device is held outside this process" +
-                          (named.empty() ? " (other processes, this process's CUDA context, the driver)" : ": " + named) +
-                          (would_fit ? "; without it the request would fit" : ""),
-                      {{"other_bytes", others}, {"device_free_bytes", F}, {"tried_to_allocate_bytes", X}}});
-  }
+  if (double(others) >= 0.05 * Td)
+    causes.push_back(other_processes_cause(others, F, X, Td, named, "tried_to_allocate_bytes",
+                                           "other processes, this process's CUDA context, the driver"));
   if (growth && (double(growth) >= 0.05 * Td || growth * 5 >= A)) {
     bool would_fit = X <= F + growth || S <= U + growth;
     causes.push_back({"leak_growth", double(growth) / double(std::max<uint64_t>(A, 1)) + (would_fit ? 0.5 : 0),
