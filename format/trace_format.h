@@ -75,7 +75,7 @@ enum Tag : uint8_t {
   kTagGpuProcesses = 0x89,  // varint device, varint count, count x (varint pid, varint bytes, string name)
   // 0x8A..0x91: kernel activity (CUPTI), see docs/trace-format.md
   kTagRegion = 0x92,   // varint kind (kRegionBegin / kRegionEnd), string name
-  // 0x93..0x96: PyTorch's caching allocator, the block layer (interpose/torch_blocks.cpp)
+  // 0x93..0x96: PyTorch's caching allocator, the block layer (interpose/torch_hooks.cpp)
   kTagTorchBlock = 0x93,   // varint device, varint address, zigzag size (+ handed out, - taken back),
                            // varint total allocated, varint total reserved (after it), varint stack id
   kTagTorchOom = 0x94,     // varint device, zigzag size, varint total allocated, varint total reserved,

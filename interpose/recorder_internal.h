@@ -18,7 +18,7 @@ extern std::atomic<uint32_t> g_generation;
 void encode_event(const Event& e);
 bool write_meta(uint8_t tag, const uint8_t* payload, size_t len, uint64_t t);
 // A metadata record whose payload is dt and `n` varints, written straight into the thread's chunk
-// (no copy): the hot records of other layers (PyTorch's block events, torch_blocks.cpp).
+// (no copy): the hot records of other layers (PyTorch's block events, torch_hooks.cpp).
 inline constexpr int kMaxVarintFields = 11;  // the payload length stays one varint byte
 void encode_varint_record(uint8_t tag, uint64_t t, const uint64_t* v, int n);
 

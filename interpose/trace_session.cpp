@@ -32,7 +32,7 @@
 #include "stack_index.h"
 #include <sys/prctl.h>
 #include "meta_records.h"
-#include "torch_blocks.h"
+#include "torch_hooks.h"
 
 namespace vt {
 

@@ -13,7 +13,7 @@
 // for the rest of the run, with one line on stderr and a status record (kTagTorchStatus) saying
 // why; the driver-level events go on. What needs the driver's view (total_reserved against the
 // segments, every block inside a segment) is checked by the analyzer (analyzer/aggregators/
-// torch_blocks.h).
+// torch_hooks.h).
 //
 // These hooks run under the allocator's per-device mutex, often without the GIL, on any thread:
 // they take no lock, never the GIL (the stack walk reads the thread's own frames, as for driver
@@ -38,7 +38,7 @@
 #include "recorder_internal.h"
 #include "reentry_guard.h"
 #include "stack_capture.h"
-#include "torch_blocks.h"
+#include "torch_hooks.h"
 #include "trace_format.h"
 
 namespace c10 {

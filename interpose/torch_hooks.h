@@ -1,4 +1,4 @@
-// PyTorch's block layer (torch_blocks.cpp): the bodies of the exported c10 profiler hooks, and
+// PyTorch's block layer (torch_hooks.cpp): the bodies of the exported c10 profiler hooks, and
 // the allocator configuration record written when the trace opens.
 #pragma once
 
