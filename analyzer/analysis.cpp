@@ -38,6 +38,10 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     }
     return;
   }
+  if (r.tag == format::kTagLookup) {  // the recorder's lookup safety net
+    lookups_.on_record(r);
+    return;
+  }
   if (is_torch_record(r.tag)) {  // PyTorch's block layer
     torch_.on_record(r, live_);
     return;
@@ -133,6 +137,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   out->damage = reader->damage();
   out->partial = reader->data_lost();
   pass.finish(out);
+  pass.finish_interception(reader->stacks(), out);
   symbolize_and_judge(reader->stacks(), opt.symbols, opt.top, out);
   return true;
 }

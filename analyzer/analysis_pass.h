@@ -13,6 +13,7 @@
 #include "aggregators/fragmentation.h"
 #include "aggregators/kernel_activity.h"
 #include "aggregators/leaks.h"
+#include "aggregators/lookups.h"
 #include "aggregators/oom.h"
 #include "aggregators/peak.h"
 #include "aggregators/phases.h"
@@ -38,6 +39,10 @@ class AnalysisPass {
   // Fills *rep with every figure of the pass (stacks by id, not yet symbolized; verdicts not yet
   // judged). rep->process must be set first (the end of the run depends on its clean close).
   void finish(TraceReport* rep);
+  // The lookup safety net's part, which needs the modules (after finish).
+  void finish_interception(const StackStore& stacks, TraceReport* rep) {
+    lookups_.finish(stacks, rep->process.version_minor, rep);
+  }
 
  private:
   void dispatch(const Record& r);
@@ -57,6 +62,7 @@ class AnalysisPass {
   TimelineAggregator timeline_;
   FragmentationAggregator fragmentation_;
   TorchAggregator torch_;
+  LookupAggregator lookups_;
 };
 
 }  // namespace vt::analyzer

@@ -101,6 +101,7 @@ nlohmann::json meta_json(const Record& r) {
     case format::kTagDevice: put_record<format::DeviceSchema, format::DeviceRecord>(j, r, true); break;
     case format::kTagEnd: put_record<format::EndSchema, format::EndRecord>(j, r, true); break;
     case format::kTagNote: put_record<format::NoteSchema, format::NoteRecord>(j, r, true); break;
+    case format::kTagLookup: put_record<format::LookupSchema, format::LookupRecord>(j, r, true); break;
     default: j["record"] = "unknown"; j["tag"] = r.tag;
   }
   return j;

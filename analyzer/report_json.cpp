@@ -142,6 +142,14 @@ json problems_json(const std::vector<TraceProblem>& v) {
   return a;
 }
 
+json interception_json(const InterceptionReport& x) {
+  json gaps = json::array();
+  for (const LookupGap& g : x.unhooked)
+    gaps.push_back({{"symbol", g.symbol}, {"category", g.category}, {"version", g.version}, {"flags", g.flags}});
+  return {{"lookups_reached", x.lookups_reached}, {"first_lookup", x.first_lookup}, {"cudart_loaded", x.cudart_loaded},
+          {"cudart_unreached", x.cudart_unreached}, {"unhooked", gaps}};
+}
+
 json report_json(const TraceReport& r, const std::string& section) {
   std::vector<TraceProblem> problems;
   for (const std::string& m : r.damage) problems.push_back({r.path, r.unreadable, m});
@@ -171,6 +179,8 @@ json report_json(const TraceReport& r, const std::string& section) {
     j["phases"] = phases;
   }
   if (section.empty() && r.torch.present) j["torch"] = torch_json(r.torch);  // only where PyTorch was seen
+  // Only when something escaped the hooks.
+  if (section.empty() && r.interception.notable()) j["interception"] = interception_json(r.interception);
   if (section.empty()) {
     const KernelRecording& k = r.kernels;
     j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},

@@ -140,6 +140,22 @@ struct KernelRecording {  // what the CUPTI recorder did
   std::vector<std::string> missed;  // "0xADDR SIZE bytes" for allocations interception missed
 };
 
+// The lookup safety net (aggregators/lookups.h): entry points that escaped the hooks.
+struct LookupGap {
+  std::string symbol;    // as asked for (cuGetProcAddress: the base name)
+  std::string category;  // allocation, free, mapping, pool, graph, sharing, context
+  uint32_t version = 0;  // the CUDA version asked for (0: dlsym)
+  uint64_t flags = 0;
+};
+struct InterceptionReport {
+  bool lookups_reached = false;  // a cuGetProcAddress or dlsym(handle) lookup reached vramtrace
+  std::string first_lookup;
+  std::vector<LookupGap> unhooked;  // in the order first handed out
+  bool cudart_loaded = false;       // libcudart.so* among the modules
+  bool cudart_unreached = false;    // loaded, format 1.1+, and no lookup reached vramtrace
+  bool notable() const { return !unhooked.empty() || cudart_unreached; }
+};
+
 struct TraceReport {
   std::string path;
   ProcessInfo process;
@@ -167,6 +183,7 @@ struct TraceReport {
   KernelRecording kernels;
   std::vector<PhaseRow> phases;
   TorchReport torch;  // PyTorch's allocator in its own terms (present only when PyTorch was seen)
+  InterceptionReport interception;
 };
 
 struct RankRow {

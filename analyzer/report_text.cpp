@@ -80,6 +80,27 @@ void activity_lines(std::ostringstream& o, const ActivityAt& a, const char* inde
   }
 }
 
+// What escaped the hooks (the lookup safety net): said in the header, since every figure below
+// may miss it.
+void interception_lines(std::ostringstream& o, const InterceptionReport& x) {
+  if (x.cudart_unreached)
+    o << "  warning: libcudart was loaded but no driver lookup reached vramtrace: the CUDA runtime found the "
+         "driver another way, and its memory calls may be missing from this report (docs/interception.md)\n";
+  if (x.unhooked.empty()) return;
+  o << "  warning: " << x.unhooked.size() << " memory entry point" << (x.unhooked.size() == 1 ? " was" : "s were")
+    << " handed out unhooked; what the program did with " << (x.unhooked.size() == 1 ? "it" : "them")
+    << " is not in this report:";
+  size_t shown = 0;
+  for (const LookupGap& g : x.unhooked) {
+    if (shown++ == 8) break;
+    o << (shown == 1 ? " " : ", ") << e(g.symbol) << " (" << e(g.category);
+    if (g.version) o << ", CUDA " << g.version / 1000 << "." << g.version % 1000 / 10;
+    o << ")";
+  }
+  if (x.unhooked.size() > 8) o << " and " << x.unhooked.size() - 8 << " more (--format json lists them)";
+  o << "\n";
+}
+
 void header(std::ostringstream& o, const TraceReport& r) {
   const ProcessInfo& p = r.process;
   o << "vramtrace report: " << e(r.path) << "\n";
@@ -97,6 +118,7 @@ void header(std::ostringstream& o, const TraceReport& r) {
     o << "  kernels: " << r.kernels.kernels << " recorded; CUPTI saw " << r.kernels.cupti_allocations
       << " allocations, interception matched " << cov << "\n";
   }
+  interception_lines(o, r.interception);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// The metadata records (tags 0x80..0x89, 0x92: trace_format.h) as typed structs, each with its
+// The metadata records (tags 0x80..0x89, 0x92, 0x97: trace_format.h) as typed structs, each with its
 // schema (schema.h): the one statement of its fields' order, wire kinds, JSON keys and the words
 // of docs/trace-format.md's "Metadata records" table. Written by interpose/ (trace_session.cpp,
 // stack_index.cpp, module_map.cpp, python_code_index.cpp, stack_capture.cpp, gpu_processes.cpp,
-// region_marks.cpp) with format::encode, read by analyzer/trace_reader.cpp with format::decode.
+// region_marks.cpp, lookup_gaps.cpp) with format::encode, read by analyzer/trace_reader.cpp and the
+// aggregators with format::decode.
 // Strings are Text: the writer's buffers, or the reader's view of the mapped file.
 #pragma once
 
@@ -158,5 +159,21 @@ struct RegionRecord {
   F(Varint, kind, "kind", "kind (1 begin, 2 end)")          \
   F(Text, name, "name", "name")
 VT_RECORD_SCHEMA(RegionSchema, kTagRegion, "region", VT_REGION_FIELDS);
+
+struct LookupRecord {
+  uint32_t kind = 0;  // kLookupReached / kLookupGap
+  Text symbol;        // the name asked for (cuGetProcAddress: the base name; dlsym: the export)
+  uint32_t category = 0;  // kLookupCategory*: what the entry point does to memory (a gap's)
+  uint32_t version = 0;   // cuGetProcAddress's CUDA version argument (0: dlsym)
+  uint64_t flags = 0;     // cuGetProcAddress's flags (per-thread default stream...)
+};
+#define VT_LOOKUP_FIELDS(F)                                                                              \
+  F(Varint, kind, "kind", "kind (1 the first lookup that reached vramtrace, 2 a memory-relevant entry point handed out unhooked)") \
+  F(Text, symbol, "symbol", "symbol asked for")                                                          \
+  F(Varint, category, "category",                                                                        \
+    "category (1 allocation, 2 free, 3 mapping, 4 pool, 5 graph, 6 sharing, 7 context: memory_entry_points.txt)") \
+  F(Varint, version, "version", "CUDA version asked for (0: dlsym)")                                    \
+  F(Varint, flags, "flags", "cuGetProcAddress flags")
+VT_RECORD_SCHEMA(LookupSchema, kTagLookup, "lookup", VT_LOOKUP_FIELDS);
 
 }  // namespace vt::format

@@ -16,7 +16,9 @@ namespace vt::format {
 
 inline constexpr char kFileMagic[8] = {'V', 'R', 'A', 'M', 'T', 'R', 'C', '\0'};
 inline constexpr uint32_t kVersionMajor = 1;  // readers refuse a different major
-inline constexpr uint32_t kVersionMinor = 0;  // readers accept newer minors (new tags are skipped)
+inline constexpr uint32_t kVersionMinor = 1;  // readers accept newer minors (new tags are skipped)
+// Minor versions: 1.0 the first; 1.1 adds the PyTorch block records (0x93..0x96) and the lookup
+// record (0x97), whose absence then means "no lookup reached vramtrace".
 inline constexpr uint32_t kChunkSize = 64 * 1024;
 inline constexpr uint32_t kFileHeaderSize = kChunkSize;  // the header fills the first chunk slot
 inline constexpr uint32_t kChunkMagic = 0x4b435456;  // "VTCK"
@@ -84,8 +86,28 @@ enum Tag : uint8_t {
                            // function), string message (where it forwards to, or why it is off)
   kTagTorchConfig = 0x96,  // string PYTORCH_CUDA_ALLOC_CONF, string PYTORCH_ALLOC_CONF,
                            // string PYTORCH_NO_CUDA_MEMORY_CACHING (written at open when one is set)
+  kTagLookup = 0x97,       // varint kind (kLookupReached / kLookupGap), string symbol, varint
+                           // category (kLookupCategory*), varint version, varint flags
 };
 inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
+// kTagLookup: the first lookup that reached vramtrace's cuGetProcAddress or dlsym (cudart's own
+// lookups come through there), or a memory-relevant entry point handed out unhooked.
+inline constexpr uint8_t kLookupReached = 1, kLookupGap = 2;
+// The categories of interpose/memory_entry_points.txt (none and lookup are never recorded).
+enum LookupCategory : uint8_t {
+  kLookupCategoryNone = 0,
+  kLookupCategoryAllocation = 1,
+  kLookupCategoryFree = 2,
+  kLookupCategoryMapping = 3,
+  kLookupCategoryPool = 4,
+  kLookupCategoryGraph = 5,
+  kLookupCategorySharing = 6,
+  kLookupCategoryContext = 7,
+};
+inline const char* lookup_category_name(uint32_t c) {
+  static const char* const kNames[] = {"none", "allocation", "free", "mapping", "pool", "graph", "sharing", "context"};
+  return c < sizeof kNames / sizeof kNames[0] ? kNames[c] : "unknown";
+}
 inline constexpr uint8_t kRegionBegin = 1, kRegionEnd = 2;
 
 // A stack frame (in kTagStack): a native return address, or a Python frame.

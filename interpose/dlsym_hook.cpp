@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "driver_api.h"
+#include "lookup_gaps.h"
 #include "activity_recorder.h"
 
 extern "C" {
@@ -15,7 +16,11 @@ __attribute__((visibility("hidden"))) void* vt_dlsym_handle(void* handle, const 
   void* p = vt::real_dlsym(handle, name);
   int saved = errno;  // what dlsym left; our lookups below must not show
   // Driver entry points all start with "cu"; anything else cannot be substituted.
-  if (p && name && name[0] == 'c' && name[1] == 'u' && vt::driver_resolved()) p = vt::substitute(p);
+  if (p && name && name[0] == 'c' && name[1] == 'u' && vt::driver_resolved()) {
+    void* real = p;
+    p = vt::substitute(real);
+    vt::note_lookup(name, p != real, 0, 0);  // a memory entry point handed out unhooked is recorded
+  }
   // Another CUPTI client looking up libcupti by handle (JAX/XLA, TensorFlow) gets our wrapper.
   if (p && name && name[0] == 'c' && name[1] == 'u' && name[2] == 'p') p = vt::cupti::swap_dlsym(name, p);
   errno = saved;

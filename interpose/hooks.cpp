@@ -17,6 +17,7 @@
 #include "describe.h"
 #include "driver_api.h"
 #include "gpu_processes.h"
+#include "lookup_gaps.h"
 #include "lookup_log.h"
 #include "recorder.h"
 #include "reentry_guard.h"
@@ -63,7 +64,11 @@ CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, A
   CUresult r = call_real<Id>(symbol, pfn, version, flags, rest...);
   int* err = &errno;
   int after = *err;
-  if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = substitute(*pfn);
+  if (r == CUDA_SUCCESS && pfn && *pfn) {
+    void* real = *pfn;
+    *pfn = substitute(real);
+    note_lookup(symbol, *pfn != real, version, flags);  // a memory entry point handed out unhooked is recorded
+  }
   log_lookup(symbol, version, flags, r, pfn ? *pfn : nullptr);
   *err = after;
   return r;

@@ -31,6 +31,7 @@
 #include "stack_capture.h"
 #include "stack_index.h"
 #include <sys/prctl.h>
+#include "lookup_gaps.h"
 #include "meta_records.h"
 #include "torch_hooks.h"
 
@@ -143,6 +144,7 @@ bool open_trace(uint64_t t) {
       write_process_record(t);
       write_stack_config(t);
       write_torch_config(t);
+      write_lookup_records(t);  // the lookups made before the trace opened (cudart's init)
       open_shm_summary(g_file.path());
       start_gpu_process_sampler();
       cupti::start(cfg.kernels, t);

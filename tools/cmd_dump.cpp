@@ -6,9 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "aggregators/lookups.h"
 #include "analysis.h"
 #include "commands.h"
 #include "record_json.h"
+#include "report_render.h"
 #include "terminal_escape.h"
 #include "torch_records.h"
 #include "trace_reader.h"
@@ -92,10 +94,12 @@ int info_command(const std::string& trace) {
   std::map<std::string, uint64_t> by_op;
   uint64_t events = 0, failed = 0, first = 0, last = 0;
   std::vector<std::string> notes;  // the recorder's later messages (e.g. "Python frames off: ...")
+  analyzer::LookupAggregator lookups;  // what escaped the hooks, as the report says it
   while (reader->next(&r)) {
     if (!r.is_event()) {
       if (r.tag == format::kTagNote && notes.size() < 100)  // (a damaged trace may hold any number)
         notes.emplace_back(reinterpret_cast<const char*>(r.payload), r.payload_len);
+      if (r.tag == format::kTagLookup) lookups.on_record(r);
       continue;
     }
     if (events++ == 0) first = r.t_ns;
@@ -118,6 +122,10 @@ int info_command(const std::string& trace) {
   j["python_frames"] = {{"status", py == 1 ? "on" : py == 2 ? "refused" : "off"},
                         {"message", reader->stacks().python_message}};
   j["notes"] = notes;
+  analyzer::TraceReport lookup_view;
+  lookup_view.process = reader->process();
+  lookups.finish(reader->stacks(), reader->process().version_minor, &lookup_view);
+  j["interception"] = analyzer::interception_json(lookup_view.interception);
   j["damage"] = reader->damage();
   std::cout << analyzer::json_text(j, 2) << "\n";
   std::cout.flush();

@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "harness.h"
 
 namespace {
@@ -77,7 +79,9 @@ struct Lookup {
   int version = 0, flags = 0, result = -1;
 };
 
-std::vector<Lookup> lookups_of(const std::string& program) {
+// The program's lookups (from the debug log) and *trace_info, `vramtrace info` of its trace
+// (null when it wrote none).
+std::vector<Lookup> lookups_of(const std::string& program, nlohmann::json* trace_info) {
   std::string dir = e2e::temp_dir();
   std::string log = dir + "/lookups.log";
   e2e::Result r = e2e::run({{program}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_DEBUG_LOOKUPS", log}}});
@@ -92,13 +96,23 @@ std::vector<Lookup> lookups_of(const std::string& program) {
     in >> l.name >> l.version >> l.flags >> l.result >> arrow >> l.module >> l.symbol;
     out.push_back(l);
   }
+  std::vector<std::string> traces;
+  for (const std::string& f : e2e::files_in(dir))
+    if (f.size() > 6 && f.compare(f.size() - 6, 6, ".trace") == 0) traces.push_back(f);
+  REQUIRE(traces.size() <= 1);  // a trace opens at the first allocation (cudart's probes make none)
+  *trace_info = nullptr;
+  if (traces.size() == 1) {
+    e2e::Result info = e2e::run({{e2e::cli(), "info", traces[0]}, {}});
+    REQUIRE(info.exit_code == 0);
+    *trace_info = nlohmann::json::parse(info.out);
+  }
   return out;
 }
 
 }  // namespace
 
 TEST_CASE("every memory-relevant entry point handed out through cuGetProcAddress is hooked or a known gap") {
-  const auto table = read_table(std::string(VT_E2E_SOURCE_DIR) + "/memory_entry_points.txt");
+  const auto table = read_table(std::string(VT_SOURCE_DIR) + "/interpose/memory_entry_points.txt");
   const auto known = read_list(std::string(VT_E2E_SOURCE_DIR) + "/known_unhooked.txt");
   for (const std::string& s : known) {
     INFO("known_unhooked.txt lists " << s);
@@ -113,9 +127,11 @@ TEST_CASE("every memory-relevant entry point handed out through cuGetProcAddress
   std::set<std::string> unhooked, unclassified, wrong_hook, failed, handed_out;
   for (const std::string& program : programs) {
     INFO(program);
-    std::vector<Lookup> lookups = lookups_of(program);
+    nlohmann::json info;
+    std::vector<Lookup> lookups = lookups_of(program, &info);
     const bool sweep = program.find("proc_sweep") != std::string::npos;
     size_t answered = 0;
+    std::set<std::string> escaped;  // base names handed out unhooked, as the trace must record them
     for (const Lookup& l : lookups) {
       if (l.name == "\"\"") continue;  // cudart's probe of the empty name fails by design
       if (l.result != 0) {
@@ -134,9 +150,24 @@ TEST_CASE("every memory-relevant entry point handed out through cuGetProcAddress
         if (l.symbol != symbol) wrong_hook.insert(symbol + " got " + l.symbol);  // e.g. a legacy hook for _ptsz
       } else if (c->second != "none") {
         unhooked.insert(symbol);
+        if (c->second != "lookup") escaped.insert(l.name);
       }
     }
     CHECK(answered >= (sweep ? sizeof kVariants / sizeof kVariants[0] : 430u));
+    // The recorder's safety net saw the same: each escaped name once, with its category, and
+    // that lookups reached vramtrace. proc_sweep allocates, so it must have a trace.
+    if (sweep) REQUIRE(!info.is_null());
+    if (info.is_null()) continue;
+    const nlohmann::json& x = info.at("interception");
+    CHECK(x.at("lookups_reached") == true);
+    CHECK(x.at("cudart_unreached") == false);
+    std::set<std::string> recorded;
+    for (const auto& g : x.at("unhooked")) {
+      CHECK(recorded.insert(g.at("symbol").get<std::string>()).second);  // once per name
+      auto row = table.find(g.at("symbol").get<std::string>());
+      CHECK((row != table.end() && row->second == g.at("category").get<std::string>()));
+    }
+    CHECK(recorded == escaped);
   }
   for (const auto& f : failed) UNSCOPED_INFO("lookup failed: " << f);
   CHECK(failed.empty());  // the simulated driver answers every name

@@ -3,7 +3,8 @@
 // "cuGetProcAddress", then one lookup through it for every variant of the toolkit's PFN
 // typedefs (base name, the variant's CUDA version, flags 2 for a per-thread-stream variant).
 // Under VRAMTRACE_DEBUG_LOOKUPS this logs what a process is handed for each one
-// (tests/e2e/lookup_gaps_test.cpp). Exit 0 when every lookup succeeded, 1 otherwise.
+// (tests/e2e/lookup_gaps_test.cpp); then it allocates and frees 1 MiB so that a trace opens.
+// Exit 0 when every lookup and the allocation succeeded, 1 otherwise.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -49,6 +50,26 @@ int main() {
       fprintf(stderr, "lookup failed: %s %d %llu\n", v.base, v.version, static_cast<unsigned long long>(flags));
       failed++;
     }
+  }
+  // One allocation, so that a trace opens and keeps what the lookups were handed (its lookup
+  // records: interpose/lookup_gaps.h).
+  void *dev_get = nullptr, *retain = nullptr, *set_current = nullptr, *alloc = nullptr, *release = nullptr;
+  get("cuDeviceGet", &dev_get, 12000, 0, &st);
+  get("cuDevicePrimaryCtxRetain", &retain, 12000, 0, &st);
+  get("cuCtxSetCurrent", &set_current, 12000, 0, &st);
+  get("cuMemAlloc", &alloc, 12000, 0, &st);
+  get("cuMemFree", &release, 12000, 0, &st);
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  CUdeviceptr d = 0;
+  if (!dev_get || !retain || !set_current || !alloc || !release ||
+      reinterpret_cast<CUresult (*)(CUdevice*, int)>(dev_get)(&dev, 0) != CUDA_SUCCESS ||
+      reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(retain)(&ctx, dev) != CUDA_SUCCESS ||
+      reinterpret_cast<CUresult (*)(CUcontext)>(set_current)(ctx) != CUDA_SUCCESS ||
+      reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(alloc)(&d, 1 << 20) != CUDA_SUCCESS ||
+      reinterpret_cast<CUresult (*)(CUdeviceptr)>(release)(d) != CUDA_SUCCESS) {
+    fprintf(stderr, "the allocation after the sweep failed\n");
+    failed++;
   }
   printf("%zu lookups, %d failed\n", sizeof kVariants / sizeof kVariants[0], failed);
   return failed ? 1 : 0;

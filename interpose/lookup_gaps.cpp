@@ -1,0 +1,102 @@
+// See lookup_gaps.h.
+#include "lookup_gaps.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "clock.h"
+#include "meta_records.h"
+#include "recorder.h"
+#include "recorder_internal.h"
+#include "reentry_guard.h"
+
+namespace vt {
+
+namespace {
+
+struct EntryPoint {
+  const char* symbol;
+  format::LookupCategory category;
+};
+// Sorted by symbol (strcmp order): generated from memory_entry_points.txt, none/lookup rows left out.
+constexpr EntryPoint kMemoryEntryPoints[] = {
+#include "memory_entry_points.inc"
+};
+constexpr int kEntries = int(sizeof kMemoryEntryPoints / sizeof kMemoryEntryPoints[0]);
+constexpr int kWords = (kEntries + 63) / 64;
+
+// One bit per table row: handed out unhooked. The version and flags of the first sighting are
+// kept for the record (a relaxed race between two first sightings keeps either: both are true).
+std::atomic<uint64_t> g_seen[kWords];
+std::atomic<uint32_t> g_version[kEntries];
+std::atomic<uint64_t> g_flags[kEntries];
+// The first lookup that reached us, and the name it asked for.
+std::atomic<bool> g_reached{false};
+char g_first_symbol[64];
+std::atomic<bool> g_first_ready{false};
+
+int find(const char* symbol) {
+  int lo = 0, hi = kEntries - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    int c = strcmp(symbol, kMemoryEntryPoints[mid].symbol);
+    if (c == 0) return mid;
+    if (c < 0) hi = mid - 1;
+    else lo = mid + 1;
+  }
+  return -1;
+}
+
+void write_record(uint32_t kind, const char* symbol, uint32_t category, uint32_t version, uint64_t flags, uint64_t t) {
+  uint8_t payload[160];
+  format::PayloadWriter w(payload, sizeof payload);
+  format::LookupRecord rec;
+  rec.kind = kind;
+  rec.symbol = format::Text(symbol, strnlen(symbol, 128));
+  rec.category = category;
+  rec.version = version;
+  rec.flags = flags;
+  format::encode<format::LookupSchema>(w, rec);
+  write_meta(format::kTagLookup, payload, w.size(), t);
+}
+
+void write_reached(uint64_t t) {
+  if (g_first_ready.load(std::memory_order_acquire)) write_record(format::kLookupReached, g_first_symbol, 0, 0, 0, t);
+}
+
+void write_gap(int i, uint64_t t) {
+  write_record(format::kLookupGap, kMemoryEntryPoints[i].symbol, kMemoryEntryPoints[i].category,
+               g_version[i].load(std::memory_order_relaxed), g_flags[i].load(std::memory_order_relaxed), t);
+}
+
+}  // namespace
+
+void note_lookup(const char* symbol, bool substituted, int version, uint64_t flags) {
+  if (!symbol || !*symbol) return;
+  if (!g_reached.exchange(true, std::memory_order_acq_rel)) {
+    size_t n = strnlen(symbol, sizeof g_first_symbol - 1);
+    memcpy(g_first_symbol, symbol, n);
+    g_first_symbol[n] = '\0';
+    g_first_ready.store(true, std::memory_order_release);
+    HookScope scope;  // the thread's chunk is ours while writing (a handler inside our work: at open)
+    if (!scope.nested_in_our_work() && recording()) write_reached(now_ns());
+  }
+  if (substituted) return;
+  int i = find(symbol);
+  if (i < 0) return;  // not memory-relevant (or not a CUDA 13 name: the e2e lookup-gap test classifies those)
+  uint64_t bit = uint64_t(1) << (i % 64);
+  if (g_seen[i / 64].load(std::memory_order_relaxed) & bit) return;  // recorded already
+  g_version[i].store(uint32_t(version), std::memory_order_relaxed);
+  g_flags[i].store(flags, std::memory_order_relaxed);
+  if (g_seen[i / 64].fetch_or(bit, std::memory_order_acq_rel) & bit) return;  // another thread was first
+  HookScope scope;
+  if (!scope.nested_in_our_work() && recording()) write_gap(i, now_ns());
+}
+
+void write_lookup_records(uint64_t t) {
+  write_reached(t);
+  for (int i = 0; i < kEntries; ++i)
+    if (g_seen[i / 64].load(std::memory_order_acquire) & (uint64_t(1) << (i % 64))) write_gap(i, t);
+}
+
+}  // namespace vt
