@@ -23,6 +23,19 @@ check() {  # check NAME -- CMD... ; then conditions via CHECKS array
     log "FAIL $name: exit $rc: $(tail -3 "$dir.log" | tr '\n' ' ')"; fails=$((fails+1)); return
   fi
   python3 tests/gpu/check_trace.py "$vt" "$dir" "$name" "${CHECKS[@]}" | tee -a "$results" || fails=$((fails+1))
+  # The lookup safety net on the real driver and runtime: which memory entry points escaped the
+  # hooks (listed, for docs/gpu-validation.md), and a runtime no lookup of which reached us (FAIL).
+  for t in "$dir"/*.trace; do
+    [ -e "$t" ] || continue
+    "$vt" info "$t" 2>/dev/null | python3 -c '
+import json, sys
+x = json.load(sys.stdin)["interception"]
+gaps = ", ".join(g["symbol"] + " (" + g["category"] + ")" for g in x["unhooked"]) or "none"
+print(("FAIL" if x["cudart_unreached"] else "info") + " " + sys.argv[1] + ": lookups reached vramtrace: "
+      + str(x["lookups_reached"]) + "; unhooked memory entry points: " + gaps)
+sys.exit(1 if x["cudart_unreached"] else 0)' "$name" | tee -a "$results"
+    [ "${PIPESTATUS[1]}" = 0 ] || fails=$((fails+1))
+  done
   log "  ($((SECONDS-t0)) s, $(ls "$dir" | wc -l) trace file(s))"
 }
 
