@@ -72,6 +72,7 @@ const char* status_kind_name(uint8_t k) {
     case fmt::kCuptiClock: return "clock";
     case fmt::kCuptiDropped: return "lost_records";
     case fmt::kCuptiStopped: return "stopped";
+    case fmt::kCuptiBuffers: return "buffers";
     default: return "unknown";
   }
 }
@@ -217,6 +218,12 @@ void apply_status(const CuptiStatus& st, RecorderState* state) {
       break;
     case fmt::kCuptiDropped:
       (st.code == fmt::kCuptiLostNoBuffer ? s.refused_buffers : s.lost_records) += st.value > 0 ? uint64_t(st.value) : 0;
+      break;
+    case fmt::kCuptiBuffers:
+      s.buffers_known = true;
+      s.device_buffers = st.code;
+      s.device_buffer_bytes = st.value > 0 ? uint64_t(st.value) : 0;
+      s.activity_buffers = st.text;
       break;
   }
 }

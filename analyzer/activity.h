@@ -80,6 +80,11 @@ struct RecorderState {
   uint64_t refused_buffers = 0;   // buffer requests the pool could not satisfy
   int64_t clock_offset_ns = 0;
   uint64_t clock_window_ns = 0;
+  // What the recorder set up (kCuptiBuffers): CUPTI's device buffers per context at most (0: its
+  // default, up to 250), their size, and whether activity buffers are per process or per thread.
+  bool buffers_known = false;
+  uint64_t device_buffers = 0, device_buffer_bytes = 0;
+  std::string activity_buffers;
 };
 
 // Folds one status record into *state (records in trace order; the last of a kind wins).

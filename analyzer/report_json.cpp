@@ -186,6 +186,11 @@ json report_json(const TraceReport& r, const std::string& section) {
     j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},
                     {"coverage", {{"cupti_allocations", k.cupti_allocations}, {"matched", k.matched},
                                   {"fraction", k.coverage}, {"missed", k.missed}}}};
+    if (!k.activity_buffers.empty())  // traces whose recorder said how CUPTI's buffers were set up
+      j["kernels"]["buffers"] = {{"activity_buffers", k.activity_buffers}, {"device_buffers_per_context", k.device_buffers},
+                                 {"device_buffer_bytes", k.device_buffer_bytes},
+                                 {"device_bytes_per_context", k.device_buffers * k.device_buffer_bytes},
+                                 {"lost_records", k.lost_records}, {"refused_buffers", k.refused_buffers}};
   }
   return j;
 }

@@ -138,6 +138,10 @@ struct KernelRecording {  // what the CUPTI recorder did
   size_t cupti_allocations = 0, matched = 0;
   double coverage = 1.0;
   std::vector<std::string> missed;  // "0xADDR SIZE bytes" for allocations interception missed
+  // CUPTI's own memory, as the recorder configured it (0: unknown / CUPTI's default).
+  uint64_t device_buffers = 0, device_buffer_bytes = 0;  // per context, at most
+  uint64_t lost_records = 0, refused_buffers = 0;
+  std::string activity_buffers;  // "per process", "per thread", "" (a trace from before this)
 };
 
 // The lookup safety net (aggregators/lookups.h): entry points that escaped the hooks.

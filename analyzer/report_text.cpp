@@ -117,6 +117,19 @@ void header(std::ostringstream& o, const TraceReport& r) {
     snprintf(cov, sizeof cov, "%.1f%%", r.kernels.coverage * 100);
     o << "  kernels: " << r.kernels.kernels << " recorded; CUPTI saw " << r.kernels.cupti_allocations
       << " allocations, interception matched " << cov << "\n";
+    const KernelRecording& k = r.kernels;
+    if (!k.activity_buffers.empty()) {
+      o << "  CUPTI's buffers: activity buffers " << e(k.activity_buffers) << "; device buffers ";
+      if (k.device_buffers && k.device_buffer_bytes)
+        o << "at most " << k.device_buffers << " x " << format_bytes(k.device_buffer_bytes) << " = "
+          << format_bytes(k.device_buffers * k.device_buffer_bytes) << " of device memory per context";
+      else
+        o << "as CUPTI defaults (up to 250 of ~3 MB per context)";
+      if (k.lost_records || k.refused_buffers)
+        o << "; " << k.lost_records << (k.lost_records == 1 ? " record" : " records") << " lost, " << k.refused_buffers
+          << (k.refused_buffers == 1 ? " buffer request" : " buffer requests") << " refused";
+      o << "\n";
+    }
   }
   interception_lines(o, r.interception);
 }

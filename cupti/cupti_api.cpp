@@ -34,6 +34,8 @@ bool resolve_api(void* h, CuptiApi* a, const char** missing) {
   };
   get(h, "cuptiSubscribe_v2", &a->subscribe_v2);
   get(h, "cuptiActivityGetNumDroppedRecords", &a->get_dropped);
+  get(h, "cuptiActivitySetAttribute", &a->set_attribute);
+  get(h, "cuptiActivityGetAttribute", &a->get_attribute);
   get(h, "cuptiFinalize", &a->finalize);
   get(h, "InitializeInjectionNvtx2", &a->nvtx_init);
   for (const Req& r : req)

@@ -28,6 +28,8 @@ struct CuptiApi {
   // Optional (absent from older or trimmed builds).
   CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*, CUpti_SubscriberParams*);
   CUptiResult (*get_dropped)(CUcontext, uint32_t, size_t*);
+  CUptiResult (*set_attribute)(CUpti_ActivityAttribute, size_t*, void*);
+  CUptiResult (*get_attribute)(CUpti_ActivityAttribute, size_t*, void*);
   CUptiResult (*finalize)();
   int (*nvtx_init)(NvtxGetExportTable);  // InitializeInjectionNvtx2
 };

@@ -52,9 +52,15 @@ namespace {
 enum State : int { kIdle = 0, kLoading, kActive, kAside, kOff, kStopped };
 
 // 16 x 1 MiB: ~4000 kernel records each, so even a launch-bound program (~100k kernels/s)
-// fills ~3 of them per 100 ms flush; CUDA 13 lends one per launching thread.
+// fills ~3 of them per 100 ms flush. CUDA 13 would lend one per launching thread (autograd per
+// device, pin-memory and NCCL threads exhaust 16): configure_buffers_locked turns per-thread
+// buffers off, so the pool is shared by the process.
 constexpr size_t kBufferSize = size_t(1) << 20;
 constexpr int kBufferCount = 16;
+// CUPTI's own device buffers (timestamps of kernels, copies and sets) cost device memory, ~3 MB
+// each and up to 250 per context by default: they could cause the very OOM being diagnosed. At
+// most 8 per context; when they fill faster than CUPTI drains them, it drops records (counted).
+constexpr size_t kDeviceBuffersPerContext = 8;
 constexpr uint64_t kFlushIntervalNs = 100'000'000;
 
 std::atomic<int> g_state{kIdle};
@@ -212,6 +218,28 @@ bool buffers_ready() {
 
 void at_exit_flush();
 
+// Before the buffer callbacks are registered (CUPTI reads these then): one activity buffer pool
+// for the process, CUPTI's device buffers capped; the status record says what held.
+void configure_buffers_locked() {
+  bool shared = false;
+  size_t device_buffers = 0, device_buffer_bytes = 0;
+  if (g_api_cupti.set_attribute) {
+    uint8_t per_thread = 0;
+    size_t n = sizeof per_thread;
+    shared = g_api_cupti.set_attribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &n, &per_thread) == CUPTI_SUCCESS;
+    size_t limit = kDeviceBuffersPerContext;
+    n = sizeof limit;
+    if (g_api_cupti.set_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &n, &limit) == CUPTI_SUCCESS)
+      device_buffers = limit;
+  }
+  if (g_api_cupti.get_attribute) {
+    size_t bytes = 0, n = sizeof bytes;
+    if (g_api_cupti.get_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &n, &bytes) == CUPTI_SUCCESS)
+      device_buffer_bytes = bytes;
+  }
+  write_status(fmt::kCuptiBuffers, device_buffers, int64_t(device_buffer_bytes), shared ? "per process" : "per thread");
+}
+
 bool init_locked() {
   char var[64];
   if (other_tool_in_env(environ, var, sizeof var)) {
@@ -242,6 +270,7 @@ bool init_locked() {
   if (!g_encoder)  // placement: nothing here may need libstdc++ (libvramtrace links only libc)
     g_encoder = new (g_encoder_mem) Encoder(port::trace_start_ns(), &g_clock, &g_names,
                                             RecordSink{sink_write, nullptr});
+  configure_buffers_locked();
   CUptiResult r = g_api_cupti.register_callbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS) {
     char buf[64], text[256];

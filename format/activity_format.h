@@ -35,6 +35,9 @@ enum CuptiStatusKind : uint8_t {
   kCuptiClock = 4,        // code: sampling window ns; value: offset = CUPTI timestamp - monotonic
   kCuptiDropped = 5,      // code: kCuptiLost*; value: records lost since the last such record
   kCuptiStopped = 6,      // code: 1 = process exit flush, 2 = trace close; value: records written
+  kCuptiBuffers = 7,      // code: CUPTI's device buffers per context at most (0: its default);
+                          // value: bytes per device buffer (0: unknown); text: activity buffers
+                          // "per process" (per-thread buffers off) or "per thread" (CUPTI refused)
 };
 
 enum CuptiUnavailableReason : uint8_t {

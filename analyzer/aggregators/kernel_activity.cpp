@@ -39,6 +39,11 @@ void KernelActivityAggregator::finish(uint64_t last_t, const std::function<Activ
   else
     k.status = "kernel activity unavailable" + (st.detail.empty() ? std::string() : ": " + st.detail);
   if (st.started) {
+    k.device_buffers = st.device_buffers;
+    k.device_buffer_bytes = st.device_buffer_bytes;
+    k.activity_buffers = st.activity_buffers;
+    k.lost_records = st.lost_records;
+    k.refused_buffers = st.refused_buffers;
     const CoverageResult& c = acts_.coverage();  // missed: the first 20 only
     k.cupti_allocations = c.cupti_allocations;
     k.matched = c.matched;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <cupti.h>
 #include <nlohmann/json.hpp>
 
 #include "activity_fixture.h"
@@ -325,4 +326,42 @@ TEST_CASE("the report names kernel activity: status, coverage, what ran at the p
   REQUIRE_FALSE(j["phases"].empty());
   CHECK(j["phases"][0]["name"] == "step");
   CHECK(j["phases"][0]["max_peak_bytes"].get<uint64_t>() > 0);
+}
+
+TEST_CASE("CUPTI's buffers: one activity pool per process and device buffers capped, said in the report") {
+  Run r = run_client("plain");
+  INFO(r.result.out << r.result.err);
+  REQUIRE(r.result.exit_code == 0);
+  auto log = fake_log(r.result.out);
+  // Set before the buffer callbacks are registered (CUPTI reads them then).
+  const size_t reg = index_of(log, "register callbacks");
+  REQUIRE(reg != SIZE_MAX);
+  CHECK(index_of(log, "set attribute " + std::to_string(int(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER)) + " 0") < reg);
+  CHECK(index_of(log, "set attribute " + std::to_string(int(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT)) + " 8") < reg);
+  REQUIRE(r.traces.size() == 1);
+  e2e::Spec rep;
+  rep.argv = {e2e::cli(), "report", r.traces[0], "--format", "json"};
+  rep.preload = false;
+  e2e::Result er = e2e::run(rep);
+  REQUIRE(er.exit_code == 0);
+  nlohmann::json b = nlohmann::json::parse(er.out).at("kernels").at("buffers");
+  CHECK(b.at("activity_buffers") == "per process");
+  CHECK(b.at("device_buffers_per_context") == 8);
+  CHECK(b.at("device_buffer_bytes") == 3 << 20);  // the fake's answer
+  CHECK(b.at("device_bytes_per_context") == 24 << 20);
+  rep.argv = {e2e::cli(), "report", r.traces[0]};
+  er = e2e::run(rep);
+  CHECK(er.out.find("CUPTI's buffers: activity buffers per process; device buffers at most 8 x 3.00 MiB = 24.0 MiB") !=
+        std::string::npos);
+
+  // A libcupti that refuses the attributes: per-thread buffers stay, and the trace says so.
+  Run refused = run_client("plain", {{"FAKECUPTI_NO_ATTRIBUTES", "1"}});
+  REQUIRE(refused.result.exit_code == 0);
+  REQUIRE(refused.traces.size() == 1);
+  rep.argv = {e2e::cli(), "report", refused.traces[0], "--format", "json"};
+  er = e2e::run(rep);
+  REQUIRE(er.exit_code == 0);
+  nlohmann::json rb = nlohmann::json::parse(er.out).at("kernels").at("buffers");
+  CHECK(rb.at("activity_buffers") == "per thread");
+  CHECK(rb.at("device_buffers_per_context") == 0);
 }

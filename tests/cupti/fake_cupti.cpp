@@ -164,6 +164,24 @@ FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequ
   return CUPTI_SUCCESS;
 }
 
+// Attributes: logged as "set attribute A V" (V read as the size given); the device buffer size
+// reads 3 MiB, as CUPTI's default is about that. FAKECUPTI_NO_ATTRIBUTES=1 refuses them all.
+FAKE_EXPORT CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute a, size_t* size, void* value) {
+  if (getenv("FAKECUPTI_NO_ATTRIBUTES")) return CUPTI_ERROR_NOT_SUPPORTED;
+  unsigned long long v = 0;
+  if (size && value && *size <= sizeof v) memcpy(&v, value, *size);
+  log("set attribute %d %llu", int(a), v);
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute a, size_t* size, void* value) {
+  if (getenv("FAKECUPTI_NO_ATTRIBUTES")) return CUPTI_ERROR_NOT_SUPPORTED;
+  if (a != CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE || !size || *size < sizeof(size_t)) return CUPTI_ERROR_INVALID_PARAMETER;
+  size_t v = size_t(3) << 20;
+  memcpy(value, &v, sizeof v);
+  return CUPTI_SUCCESS;
+}
+
 FAKE_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc) {
   log("register timestamp callback");
   return CUPTI_SUCCESS;
