@@ -38,7 +38,7 @@ struct PerfettoOptions {
 
 struct PerfettoStats {
   uint64_t counter_samples = 0, kernels = 0, copies = 0, merged_slices = 0, nvtx_ranges = 0;
-  uint64_t instants = 0, allocations_not_drawn = 0;
+  uint64_t instants = 0, allocations_not_drawn = 0, allocations_merged = 0;
 };
 
 // Writes the JSON for `trace` to `out`. Returns false with one line in *error when the trace
