@@ -92,6 +92,9 @@ struct CounterTrack {
   bool pending = false;
   uint64_t window = 0;
   Sample max, last;
+  uint64_t max_total = 0;  // max.total()
+  bool emitted = false;    // a sample was written; last_emitted holds its values
+  std::array<uint64_t, kBuckets> last_emitted{};
 };
 
 class Exporter {
@@ -252,33 +255,48 @@ class Exporter {
     live_.apply(r);
     for (int dev : live_.changed()) {  // the others kept their values
       const std::array<uint64_t, kBuckets>& v = live_.find_device(dev)->bytes;
-      auto& c = counters_[dev];
-      if (c.pending ? c.last.v == v : (seen_.count(dev) && last_emitted_[dev] == v)) continue;
+      CounterTrack& c = track(dev);
+      if (c.pending ? same(c.last.v, v) : (c.emitted && same(c.last_emitted, v))) continue;
       sample(dev, c, r.t_ns, v);
     }
     instant(r);
   }
 
+  CounterTrack& track(int dev) {  // the events of a stretch of time are mostly on one device
+    if (last_track_ && last_dev_ == dev) return *last_track_;
+    last_dev_ = dev;
+    return *(last_track_ = &counters_[dev]);
+  }
+
   void sample(int dev, CounterTrack& c, uint64_t t, const std::array<uint64_t, kBuckets>& v) {
     uint64_t window = window_of(t);
     if (c.pending && window != c.window) flush_counter(dev, c);
-    CounterTrack::Sample s{t, v};
-    if (!c.pending) {
+    uint64_t total = 0;
+    for (uint64_t x : v) total += x;
+    if (!c.pending || total > c.max_total) {
+      if (!c.pending) c.window = window;
       c.pending = true;
-      c.window = window;
-      c.max = s;
-    } else if (s.total() > c.max.total()) {
-      c.max = s;
+      c.max_total = total;
+      c.max.t = t;
+      c.max.v = v;
     }
-    c.last = s;
-    seen_.insert(dev);
+    c.last.t = t;
+    c.last.v = v;
+  }
+
+  // std::array's == is a memcmp call; four words compare inline (once per event).
+  static bool same(const std::array<uint64_t, kBuckets>& a, const std::array<uint64_t, kBuckets>& b) {
+    bool eq = true;
+    for (int i = 0; i < kBuckets; ++i) eq &= a[size_t(i)] == b[size_t(i)];
+    return eq;
   }
 
   void flush_counter(int dev, CounterTrack& c) {
     if (!c.pending) return;
     emit_counter(dev, c.max);
     if (c.last.t != c.max.t) emit_counter(dev, c.last);
-    last_emitted_[dev] = c.last.v;
+    c.last_emitted = c.last.v;
+    c.emitted = true;
     c.pending = false;
   }
 
@@ -468,9 +486,9 @@ class Exporter {
   uint64_t instant_window_ = 0;
   std::unordered_map<uint32_t, std::string> sites_;  // trace stack id -> quoted user line
   LiveState live_;
-  std::map<int, CounterTrack> counters_;
-  std::map<int, std::array<uint64_t, kBuckets>> last_emitted_;
-  std::set<int> seen_;
+  std::map<int, CounterTrack> counters_;  // nodes stay put: track() remembers the last one
+  int last_dev_ = 0;
+  CounterTrack* last_track_ = nullptr;
   std::set<int64_t> named_pids_;
   std::set<std::pair<int64_t, uint32_t>> streams_;
   std::set<uint32_t> nvtx_threads_;
