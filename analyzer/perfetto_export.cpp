@@ -199,12 +199,15 @@ class Exporter {
     uint32_t stack;  // the trace's stack id
     const OpInfo* op;
     uint64_t size;
-    bool operator==(const InstantKey& o) const { return pid == o.pid && stack == o.stack && op == o.op && size == o.size; }
+    bool failed;  // a failure is never folded into a success's count
+    bool operator==(const InstantKey& o) const {
+      return pid == o.pid && stack == o.stack && op == o.op && size == o.size && failed == o.failed;
+    }
   };
   struct InstantKeyHash {
     size_t operator()(const InstantKey& k) const {
       return std::hash<uint64_t>()(uint64_t(k.pid) * 0x9e3779b97f4a7c15ull ^ (uint64_t(k.stack) << 20) ^ k.size ^
-                                   uint64_t(uintptr_t(k.op)));
+                                   uint64_t(uintptr_t(k.op)) ^ uint64_t(k.failed));
     }
   };
   struct Pending {
@@ -311,9 +314,10 @@ class Exporter {
     stats_.counter_samples++;
   }
 
-  // Failed allocations: one instant each. Allocations of at least the threshold: one instant per
-  // (device, call stack, op, size) per counter interval, at the first of them, with how many
-  // there were in args.count (a loop of equal big allocations stays one mark per interval).
+  // Failed allocations, and allocations of at least the threshold: one instant per (device, call
+  // stack, op, size, failed or not) per counter interval, at the first of them, with how many
+  // there were in args.count (a loop of equal big allocations, or of retries of a failing one,
+  // stays one mark per interval).
   void instant(const Record& r) {
     if (!r.op || r.op->action != Action::Acquire) return;
     bool failed = r.result != 0;
@@ -325,14 +329,10 @@ class Exporter {
     uint32_t stack = opt_.stacks ? r.stack : 0;
     int64_t pid = pid_of(r.device);
     ensure_gpu(pid);
-    if (failed) {
-      drawn_.push_back({r, stack, pid, 1});
-      return;
-    }
     uint64_t window = window_of(r.t_ns);
     if (window != instant_window_) flush_instants();
     instant_window_ = window;
-    InstantKey key{pid, stack, r.op, r.size};
+    InstantKey key{pid, stack, r.op, r.size, failed};
     auto [it, fresh] = pending_index_.try_emplace(key, pending_.size());
     if (fresh) {
       pending_.push_back({r, stack, pid, 1});
@@ -356,8 +356,7 @@ class Exporter {
     if (failed)
       args += ",\"result\":" + std::to_string(r.result) + ",\"free_bytes\":" + std::to_string(r.free_bytes) +
               ",\"total_bytes\":" + std::to_string(r.total_bytes);
-    else
-      args += ",\"count\":" + std::to_string(p.count);
+    args += ",\"count\":" + std::to_string(p.count);
     uint32_t sf = p.stack ? stacks_->leaf(p.stack) : 0;
     if (sf) args += ",\"site\":" + site(p.stack);  // the user's line; the whole stack is "sf"
     std::string name = std::string(failed ? "FAILED " : "") + r.op->name + " " + format_bytes(r.size);

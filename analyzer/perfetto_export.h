@@ -18,8 +18,8 @@
 //   - counters: at most two samples per device per counter_interval (the window's highest total
 //     at its instant, then the window's last value), so peaks are never smoothed away;
 //   - allocations below the threshold are not drawn one by one (the counters include them);
-//   - equal large allocations (device, stack, op, size) in one counter interval are one instant
-//     with args.count;
+//   - equal large (or failed) allocations (device, stack, op, size) in one counter interval are
+//     one instant with args.count;
 //   - kernels and copies shorter than min_slice (default 0: off) merge, per stream, with their
 //     short neighbours less than min_slice apart into one "N kernels" slice.
 #pragma once

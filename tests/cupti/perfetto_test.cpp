@@ -231,3 +231,43 @@ TEST_CASE("equal big allocations in one counter interval are one instant with th
   CHECK(each.instants == 18);
   CHECK(each.allocations_merged == 0);
 }
+
+TEST_CASE("a retry loop of failures is one oom instant per interval, with its count and free/total") {
+  std::string path = fixture::temp_dir() + "/perfetto_retry.trace";
+  int st = fixture::write_trace(path, [] {
+    uint64_t t0 = vt::now_ns();
+    t0 -= t0 % 100'000;
+    for (int i = 0; i < 50; ++i) {  // 50 retries in one interval, then one more in the next
+      vt::Event e = ev(vt::HookId::cuMemAlloc_v2, t0 + 100 + uint64_t(i) * 100, 0, 1ull << 40);
+      e.result = 2;
+      e.free_bytes = 1ull << 30;
+      e.total_bytes = 16ull << 30;
+      vt::record(e);
+    }
+    vt::Event late = ev(vt::HookId::cuMemAlloc_v2, t0 + 150'000, 0, 1ull << 40);
+    late.result = 2;
+    vt::record(late);
+    vt::record(ev(vt::HookId::cuMemAlloc_v2, t0 + 200, 0x7f0000000000ull, 1ull << 40));  // a success of that size: apart
+  });
+  REQUIRE(WIFEXITED(st));
+  vt::analyzer::PerfettoOptions opt;
+  opt.stacks = false;
+  vt::analyzer::PerfettoStats stats;
+  std::ostringstream out;
+  std::string err;
+  REQUIRE(vt::analyzer::export_perfetto(path, out, opt, &stats, &err));
+  json j = json::parse(out.str());
+  std::vector<uint64_t> oom_counts;
+  int ok = 0;
+  for (const json& e : of(j, "i")) {
+    if (e["cat"] == "oom") {
+      oom_counts.push_back(e["args"]["count"]);
+      CHECK(e["name"] == "FAILED cuMemAlloc_v2 1.00 TiB");
+    }
+    if (e["cat"] == "allocation") ok++;
+  }
+  std::sort(oom_counts.begin(), oom_counts.end());
+  CHECK(oom_counts == std::vector<uint64_t>{1, 50});
+  CHECK(ok == 1);
+  CHECK(stats.allocations_merged == 49);
+}

@@ -75,18 +75,17 @@ def check(path, events, budget):
             last_ts[track] = e["ts"]
         if ph == "i" and e.get("cat") in instants:
             instants[e["cat"]] += 1
-            if e["cat"] == "allocation":
-                c = e.get("args", {}).get("count")
-                if not isinstance(c, int) or c < 1:
-                    problems.append(f"event {n}: allocation instant without a count")
-                else:
-                    counted += c
+            c = e.get("args", {}).get("count")
+            if not isinstance(c, int) or c < 1:
+                problems.append(f"event {n}: {e['cat']} instant without a count")
+            else:
+                counted += c
     policy = doc.get("otherData", {}).get("policy", {})
     drawn = instants["allocation"] + instants["oom"]
     if policy.get("instants") != drawn:
         problems.append(f"otherData.policy.instants {policy.get('instants')} but {drawn} instants drawn")
-    if counted - instants["allocation"] != policy.get("allocations_merged"):
-        problems.append(f"counts add up to {counted - instants['allocation']} merged, policy says {policy.get('allocations_merged')}")
+    if counted - drawn != policy.get("allocations_merged"):
+        problems.append(f"counts add up to {counted - drawn} merged, policy says {policy.get('allocations_merged')}")
     if policy.get("stack_frames") != len(frames):
         problems.append(f"policy.stack_frames {policy.get('stack_frames')} but {len(frames)} nodes")
     size = os.path.getsize(path)
