@@ -24,7 +24,21 @@ bool trace_file_name(const std::string& name);
 // Analyses every trace in a directory. A trace that cannot be read at all goes to
 // out->unreadable (path, and the reason in `damage`); the others to out->traces. Returns false
 // with one line in *error only when the directory cannot be listed or holds no trace at all.
+// With opt.accept_summaries, a directory without traces may instead hold each rank's JSON
+// report (analyze_summaries). opt.jobs traces are analysed at once; the result is the same.
 bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* out, std::string* error);
+
+// A directory of per-rank summaries (`vramtrace report TRACE --format json`, one per rank, made
+// on its own node: docs/scale.md) as a job: the rank table and the damage, from the summaries
+// alone; out->summaries keeps each report for the JSON output (job_summaries.cpp). Returns the
+// number of summaries found, 0 when the directory holds none, -1 with one line in *why when it
+// cannot be listed. A file that says it is a report but is not a valid whole one (cut short, a
+// one-section or job report) goes to out->unreadable with the reason, as an unreadable trace.
+int analyze_summaries(const std::string& dir, JobReport* out, std::string* why);
+
+// One row of the job table, and the job's max/min/mean/imbalance over job->ranks.
+RankRow rank_row(const TraceReport& t);
+void job_totals(JobReport* job);
 
 // A trace file or a directory of traces: *is_job says which. A single trace that cannot be read
 // is an error (false); a directory is analyze_job.

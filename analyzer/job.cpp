@@ -1,5 +1,7 @@
 // A directory of traces (a multi-rank job, or a process and its children): which entries are
-// traces, each analysed (analysis.cpp), the ranks compared, the damage listed. See analysis.h.
+// traces, each analysed (analysis.cpp; several at once with -j: job_parallel.h), the ranks
+// compared, the damage listed; a directory of per-rank summaries instead: job_summaries.cpp.
+// See analysis.h.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <cstring>
 
 #include "analysis.h"
+#include "job_parallel.h"
 #include "regular_file.h"
 
 namespace vt::analyzer {
@@ -72,15 +75,38 @@ bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* 
   closedir(d);
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.path < b.path; });
   if (entries.empty()) {
-    *error = dir + ": no vramtrace traces in this directory (files named *.trace or starting with the trace magic)";
+    if (opt.accept_summaries) {  // no traces: per-rank JSON summaries made on each rank's node?
+      std::string why;
+      int found = analyze_summaries(dir, out, &why);
+      if (found > 0) return true;
+      if (found < 0) {
+        *error = why;
+        return false;
+      }
+    }
+    *error = dir + ": no vramtrace traces in this directory (files named *.trace or starting with the trace magic)" +
+             (opt.accept_summaries ? std::string(", nor per-rank summaries (vramtrace report TRACE --format json)") : "");
     return false;
   }
   JobReport& job = *out;
   job = JobReport{};
-  for (const Entry& en : entries) {
-    TraceReport rep;
-    std::string err = en.why.empty() ? std::string() : en.path + ": " + en.why;
-    if (!err.empty() || !analyze_trace(en.path, opt, &rep, &err)) {
+  // Each trace on its own (on opt.jobs threads, job_parallel.h), into its own slot; the job is
+  // then assembled in path order, so the result does not depend on the number of threads.
+  std::vector<TraceReport> reps(entries.size());
+  std::vector<std::string> errs(entries.size());
+  std::vector<char> ok(entries.size(), 0);
+  AnalysisOptions each = opt;
+  if (opt.jobs > 1) each.progress = false;  // one line per trace would overwrite each other
+  for_each_parallel(entries.size(), opt.jobs, [&](size_t i) {
+    const Entry& en = entries[i];
+    errs[i] = en.why.empty() ? std::string() : en.path + ": " + en.why;
+    ok[i] = errs[i].empty() && analyze_trace(en.path, each, &reps[i], &errs[i]);
+  });
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& en = entries[i];
+    TraceReport& rep = reps[i];
+    if (!ok[i]) {
+      std::string& err = errs[i];
       rep = TraceReport{};
       rep.path = en.path;
       // The reader's errors start with the path; the job's own lines name it separately.
@@ -92,30 +118,38 @@ bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* 
     }
     job.traces.push_back(std::move(rep));
   }
-  std::sort(job.traces.begin(), job.traces.end(), [](const TraceReport& a, const TraceReport& b) {
+  std::stable_sort(job.traces.begin(), job.traces.end(), [](const TraceReport& a, const TraceReport& b) {
     return a.process.rank != b.process.rank ? a.process.rank < b.process.rank : a.process.pid < b.process.pid;
   });
-  uint64_t sum = 0;
-  job.min_peak = job.traces.empty() ? 0 : ~0ull;
-  for (const TraceReport& t : job.traces) {
-    RankRow row;
-    row.rank = t.process.rank;
-    row.pid = t.process.pid;
-    row.host = t.process.hostname;
-    row.path = t.path;
-    row.peak_bytes = t.peaks.empty() ? 0 : t.peaks[0].bytes;
-    row.leak_bytes = t.leak_bytes;
-    row.ooms = t.ooms.size();
-    if (!t.ooms.empty()) row.verdict = t.ooms[0].verdict;
-    row.damaged = t.damaged();
-    sum += row.peak_bytes;
-    job.max_peak = std::max(job.max_peak, row.peak_bytes);
-    job.min_peak = std::min(job.min_peak, row.peak_bytes);
-    job.ranks.push_back(row);
-  }
-  job.mean_peak = job.ranks.empty() ? 0 : sum / job.ranks.size();
-  job.imbalance = job.mean_peak ? double(job.max_peak) / double(job.mean_peak) : 0;
+  for (const TraceReport& t : job.traces) job.ranks.push_back(rank_row(t));
+  job_totals(&job);
   return true;
+}
+
+RankRow rank_row(const TraceReport& t) {
+  RankRow row;
+  row.rank = t.process.rank;
+  row.pid = t.process.pid;
+  row.host = t.process.hostname;
+  row.path = t.path;
+  row.peak_bytes = t.peaks.empty() ? 0 : t.peaks[0].bytes;
+  row.leak_bytes = t.leak_bytes;
+  row.ooms = t.ooms.size();
+  if (!t.ooms.empty()) row.verdict = t.ooms[0].verdict;
+  row.damaged = t.damaged();
+  return row;
+}
+
+void job_totals(JobReport* job) {
+  uint64_t sum = 0;
+  job->min_peak = job->ranks.empty() ? 0 : ~0ull;
+  for (const RankRow& row : job->ranks) {
+    sum += row.peak_bytes;
+    job->max_peak = std::max(job->max_peak, row.peak_bytes);
+    job->min_peak = std::min(job->min_peak, row.peak_bytes);
+  }
+  job->mean_peak = job->ranks.empty() ? 0 : sum / job->ranks.size();
+  job->imbalance = job->mean_peak ? double(job->max_peak) / double(job->mean_peak) : 0;
 }
 
 bool analyze_input(const std::string& path, const AnalysisOptions& opt, JobReport* out, bool* is_job, std::string* error) {

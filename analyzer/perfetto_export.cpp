@@ -18,6 +18,8 @@
 #include "activity_format.h"
 #include "activity_stream.h"
 #include "live_state.h"
+#include "perfetto_stacks.h"
+#include "user_frames.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
@@ -90,6 +92,9 @@ struct CounterTrack {
   bool pending = false;
   uint64_t window = 0;
   Sample max, last;
+  uint64_t max_total = 0;  // max.total()
+  bool emitted = false;    // a sample was written; last_emitted holds its values
+  std::array<uint64_t, kBuckets> last_emitted{};
 };
 
 class Exporter {
@@ -106,17 +111,15 @@ class Exporter {
   }
 
   void run() {
-    if (opt_.stacks) reader_.load_stacks();
-    symbolizer_ = std::make_unique<Symbolizer>(reader_.stacks(), opt_.symbolizer);
     names();
-    Record r;
     uint64_t last_t = base_;
-    while (reader_.next(&r)) {
+    while (const Record* next = reader_.next()) {
+      const Record& r = *next;
       last_t = std::max(last_t, r.t_ns);
       if (r.is_event()) {
         on_event(r);
-        InterceptedAllocation a;
-        if (intercepted_allocation(r, &a)) coverage_.intercepted(a);
+        InterceptedAllocation a;  // the cross-check only once CUPTI recorded (as the report does)
+        if (cupti_on_ && intercepted_allocation(r, &a)) coverage_.intercepted(a);
       } else if (r.tag == fmt::kTagCuptiMemory) {
         CuptiAllocation m;
         coverage_.advance(r.t_ns);
@@ -131,10 +134,17 @@ class Exporter {
         on_copy(r);
       } else if (r.tag == fmt::kTagNvtx || r.tag == fmt::kTagCuptiStatus) {
         index_.add(r);  // ranges are paired at the end (an end can come much later)
+        if (!cupti_on_ && r.tag == fmt::kTagCuptiStatus) cupti_on_ = index_.recorder().started;
       }
     }
     uint64_t end = std::max(last_t, reader_.process().end_monotonic_ns);
     for (auto& [dev, c] : counters_) flush_counter(dev, c);
+    flush_instants();
+    // Instants are drawn last, once every stack record has been read (a stack can be referenced
+    // before its record arrives), so no up-front scan of the file: each stack is symbolized once.
+    symbolizer_ = std::make_unique<Symbolizer>(reader_.stacks(), opt_.symbolizer);
+    stacks_ = std::make_unique<PerfettoStacks>(*symbolizer_, opt_.max_frames);
+    for (const Pending& p : drawn_) write_instant(p);
     for (auto& [key, m] : merging_) flush_merge(key, m);
     for (const auto& [r, args] : unnamed_kernels_) kernel_slice(r, args);  // name record never came
     index_.finish(end);
@@ -142,6 +152,8 @@ class Exporter {
     nvtx();
     thread_names();
   }
+
+  void stack_frames(std::ostream& out) const { stacks_->write(out); }
 
   void other_data(std::ostream& out) const {
     nlohmann::json j;
@@ -173,12 +185,37 @@ class Exporter {
                    {"alloc_threshold_bytes", opt_.alloc_threshold_bytes},
                    {"min_slice_ns", opt_.min_slice_ns},
                    {"allocations_not_drawn", stats_.allocations_not_drawn},
+                   {"allocations_merged", stats_.allocations_merged},
+                   {"instants", stats_.instants},
+                   {"stack_frames", stacks_ ? stacks_->nodes() : 0},
                    {"merged_slices", stats_.merged_slices}};
     j["problems"] = reader_.problems();
     out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
 
  private:
+  struct InstantKey {
+    int64_t pid;
+    uint32_t stack;  // the trace's stack id
+    const OpInfo* op;
+    uint64_t size;
+    bool failed;  // a failure is never folded into a success's count
+    bool operator==(const InstantKey& o) const {
+      return pid == o.pid && stack == o.stack && op == o.op && size == o.size && failed == o.failed;
+    }
+  };
+  struct InstantKeyHash {
+    size_t operator()(const InstantKey& k) const {
+      return std::hash<uint64_t>()(uint64_t(k.pid) * 0x9e3779b97f4a7c15ull ^ (uint64_t(k.stack) << 20) ^ k.size ^
+                                   uint64_t(uintptr_t(k.op)) ^ uint64_t(k.failed));
+    }
+  };
+  struct Pending {
+    Record first;  // the first of the interval: its time, address and thread are drawn
+    uint32_t stack;  // 0: drawn without one
+    int64_t pid;
+    uint64_t count;
+  };
   struct MergeKey {
     int64_t pid;
     uint64_t tid;
@@ -202,6 +239,14 @@ class Exporter {
       named_pids_.insert(d.ordinal);
     }
   }
+  // The counter interval holding t; the last one is remembered (a division per event showed in profiles).
+  uint64_t window_of(uint64_t t) {
+    if (!opt_.counter_interval_ns) return t;
+    if (t >= win_lo_ && t - win_lo_ < opt_.counter_interval_ns) return win_;
+    win_ = t / opt_.counter_interval_ns;
+    win_lo_ = win_ * opt_.counter_interval_ns;
+    return win_;
+  }
   int64_t pid_of(int32_t device) { return device < 0 ? host_pid_ : int64_t(device); }
   void ensure_gpu(int64_t pid) {
     if (pid != host_pid_ && named_pids_.insert(pid).second) w_.process_name(pid, "GPU " + std::to_string(pid), 1 + pid);
@@ -213,33 +258,48 @@ class Exporter {
     live_.apply(r);
     for (int dev : live_.changed()) {  // the others kept their values
       const std::array<uint64_t, kBuckets>& v = live_.find_device(dev)->bytes;
-      auto& c = counters_[dev];
-      if (c.pending ? c.last.v == v : (seen_.count(dev) && last_emitted_[dev] == v)) continue;
+      CounterTrack& c = track(dev);
+      if (c.pending ? same(c.last.v, v) : (c.emitted && same(c.last_emitted, v))) continue;
       sample(dev, c, r.t_ns, v);
     }
     instant(r);
   }
 
+  CounterTrack& track(int dev) {  // the events of a stretch of time are mostly on one device
+    if (last_track_ && last_dev_ == dev) return *last_track_;
+    last_dev_ = dev;
+    return *(last_track_ = &counters_[dev]);
+  }
+
   void sample(int dev, CounterTrack& c, uint64_t t, const std::array<uint64_t, kBuckets>& v) {
-    uint64_t window = opt_.counter_interval_ns ? t / opt_.counter_interval_ns : t;
+    uint64_t window = window_of(t);
     if (c.pending && window != c.window) flush_counter(dev, c);
-    CounterTrack::Sample s{t, v};
-    if (!c.pending) {
+    uint64_t total = 0;
+    for (uint64_t x : v) total += x;
+    if (!c.pending || total > c.max_total) {
+      if (!c.pending) c.window = window;
       c.pending = true;
-      c.window = window;
-      c.max = s;
-    } else if (s.total() > c.max.total()) {
-      c.max = s;
+      c.max_total = total;
+      c.max.t = t;
+      c.max.v = v;
     }
-    c.last = s;
-    seen_.insert(dev);
+    c.last.t = t;
+    c.last.v = v;
+  }
+
+  // std::array's == is a memcmp call; four words compare inline (once per event).
+  static bool same(const std::array<uint64_t, kBuckets>& a, const std::array<uint64_t, kBuckets>& b) {
+    bool eq = true;
+    for (int i = 0; i < kBuckets; ++i) eq &= a[size_t(i)] == b[size_t(i)];
+    return eq;
   }
 
   void flush_counter(int dev, CounterTrack& c) {
     if (!c.pending) return;
     emit_counter(dev, c.max);
     if (c.last.t != c.max.t) emit_counter(dev, c.last);
-    last_emitted_[dev] = c.last.v;
+    c.last_emitted = c.last.v;
+    c.emitted = true;
     c.pending = false;
   }
 
@@ -254,6 +314,10 @@ class Exporter {
     stats_.counter_samples++;
   }
 
+  // Failed allocations, and allocations of at least the threshold: one instant per (device, call
+  // stack, op, size, failed or not) per counter interval, at the first of them, with how many
+  // there were in args.count (a loop of equal big allocations, or of retries of a failing one,
+  // stays one mark per interval).
   void instant(const Record& r) {
     if (!r.op || r.op->action != Action::Acquire) return;
     bool failed = r.result != 0;
@@ -262,35 +326,50 @@ class Exporter {
       stats_.allocations_not_drawn++;
       return;
     }
-    nlohmann::json args = {{"op", r.op->name}, {"size", r.size}, {"tid", r.tid}};
-    if (r.has(fmt::kEvAddr)) {
-      char a[24];
-      snprintf(a, sizeof a, "0x%llx", (unsigned long long)r.addr);
-      args["address"] = a;
-    }
-    if (failed) {
-      args["result"] = r.result;
-      args["free_bytes"] = r.free_bytes;
-      args["total_bytes"] = r.total_bytes;
-    }
-    if (opt_.stacks && r.stack) {
-      nlohmann::json frames = nlohmann::json::array();
-      for (const Frame& f : symbolizer_->stack(r.stack)) {
-        if (frames.size() >= opt_.max_frames) break;
-        std::string s = f.function;
-        if (!f.file.empty()) s += " (" + f.file + ":" + std::to_string(f.line) + ")";
-        else if (!f.module.empty()) s += " [" + f.module + "+0x" + hex(f.offset) + "]";
-        frames.push_back(s);
-      }
-      args["stack"] = frames;
-    }
-    std::string name = std::string(failed ? "FAILED " : "") + r.op->name + " " + format_bytes(r.size);
+    uint32_t stack = opt_.stacks ? r.stack : 0;
     int64_t pid = pid_of(r.device);
     ensure_gpu(pid);
+    uint64_t window = window_of(r.t_ns);
+    if (window != instant_window_) flush_instants();
+    instant_window_ = window;
+    InstantKey key{pid, stack, r.op, r.size, failed};
+    auto [it, fresh] = pending_index_.try_emplace(key, pending_.size());
+    if (fresh) {
+      pending_.push_back({r, stack, pid, 1});
+    } else {
+      pending_[it->second].count++;
+      stats_.allocations_merged++;
+    }
+  }
+
+  void flush_instants() {
+    drawn_.insert(drawn_.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+    pending_index_.clear();
+  }
+
+  void write_instant(const Pending& p) {
+    const Record& r = p.first;
+    bool failed = r.result != 0;
+    std::string args = "\"op\":" + quote(r.op->name) + ",\"size\":" + std::to_string(r.size) + ",\"tid\":" + std::to_string(r.tid);
+    if (r.has(fmt::kEvAddr)) args += ",\"address\":\"0x" + hex(r.addr) + "\"";
+    if (failed)
+      args += ",\"result\":" + std::to_string(r.result) + ",\"free_bytes\":" + std::to_string(r.free_bytes) +
+              ",\"total_bytes\":" + std::to_string(r.total_bytes);
+    args += ",\"count\":" + std::to_string(p.count);
+    uint32_t sf = p.stack ? stacks_->leaf(p.stack) : 0;
+    if (sf) args += ",\"site\":" + site(p.stack);  // the user's line; the whole stack is "sf"
+    std::string name = std::string(failed ? "FAILED " : "") + r.op->name + " " + format_bytes(r.size);
     w_.event("\"ph\":\"i\",\"s\":\"p\",\"name\":" + quote(name) + ",\"cat\":\"" + (failed ? "oom" : "allocation") +
-             "\",\"pid\":" + std::to_string(pid) + ",\"tid\":0,\"ts\":" + w_.ts(r.t_ns) +
-             ",\"args\":" + args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+             "\",\"pid\":" + std::to_string(p.pid) + ",\"tid\":0,\"ts\":" + w_.ts(r.t_ns) +
+             (sf ? ",\"sf\":\"" + std::to_string(sf) + "\"" : std::string()) + ",\"args\":{" + args + "}");
     stats_.instants++;
+  }
+
+  const std::string& site(uint32_t stack) {
+    auto [it, fresh] = sites_.try_emplace(stack);
+    if (fresh) it->second = quote(user_line(symbolizer_->stack(stack)));
+    return it->second;
   }
 
   static std::string hex(uint64_t v) {
@@ -399,15 +478,23 @@ class Exporter {
   ActivityIndex index_;
   int64_t host_pid_ = 0;
   std::unique_ptr<Symbolizer> symbolizer_;
+  std::unique_ptr<PerfettoStacks> stacks_;
+  std::vector<Pending> pending_;  // this interval's big allocations, in first-seen order
+  std::vector<Pending> drawn_;    // every instant, written at the end (a few per counter interval)
+  std::unordered_map<InstantKey, size_t, InstantKeyHash> pending_index_;
+  uint64_t instant_window_ = 0;
+  std::unordered_map<uint32_t, std::string> sites_;  // trace stack id -> quoted user line
   LiveState live_;
-  std::map<int, CounterTrack> counters_;
-  std::map<int, std::array<uint64_t, kBuckets>> last_emitted_;
-  std::set<int> seen_;
+  std::map<int, CounterTrack> counters_;  // nodes stay put: track() remembers the last one
+  int last_dev_ = 0;
+  CounterTrack* last_track_ = nullptr;
   std::set<int64_t> named_pids_;
   std::set<std::pair<int64_t, uint32_t>> streams_;
   std::set<uint32_t> nvtx_threads_;
   std::unordered_map<uint32_t, std::string> kernel_names_;
   std::vector<std::pair<KernelActivity, std::string>> unnamed_kernels_;
+  uint64_t win_ = 0, win_lo_ = ~0ull;  // window_of's memory
+  bool cupti_on_ = false;    // allocations go to the coverage cross-check only then
   CoverageStream coverage_;  // a window of allocations, not all of them (activity_stream.h)
   std::map<MergeKey, Merge> merging_;
 };
@@ -423,7 +510,9 @@ bool export_perfetto(const std::string& trace, std::ostream& out, const Perfetto
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
   Exporter ex(*reader, out, opt, stats);
   ex.run();
-  out << "\n],\"otherData\":";
+  out << "\n],\"stackFrames\":";
+  ex.stack_frames(out);
+  out << ",\"otherData\":";
   ex.other_data(out);
   out << "}\n";
   return bool(out);

@@ -1,6 +1,7 @@
 // `vramtrace export --perfetto OUT.json TRACE`: a trace as Chrome trace-event JSON, which
 // Perfetto (ui.perfetto.dev) and chrome://tracing open. One pass over the trace, written as it
-// is read (memory: live allocations, open NVTX ranges, kernel names), so large traces export.
+// is read (memory: live allocations, open NVTX ranges, kernel names, the instants to draw: a
+// few per counter interval), so large traces export.
 //
 // What is drawn (pid = CUDA device ordinal, the host process = its pid):
 //   - counters ("C"): live bytes per device, one series per kind (device, managed, pinned_host,
@@ -8,13 +9,17 @@
 //   - slices ("X"): kernels, memcpys and memsets on a track per (device, stream);
 //   - NVTX ranges ("X") on a track per thread of the host process, NVTX marks ("i");
 //   - instants ("i"): every failed allocation, and allocations of at least alloc_threshold
-//     bytes, with op, size, address, kind and the symbolized call stack in args.
+//     bytes, with op, size, address and the user's line (args.site); the call stack is "sf",
+//     a node of the top-level "stackFrames" prefix tree (perfetto_stacks.h). Instants are written
+//     after the pass, once every stack record has been read.
 // otherData holds the trace's identity, the kernel recorder's state (recorded, stepped aside,
 // lost records) and, when CUPTI reported allocations, the coverage cross-check (CoverageStream).
 // Aggregation, so big traces stay usable (also described in docs/trace-format.md, "Perfetto export"):
 //   - counters: at most two samples per device per counter_interval (the window's highest total
 //     at its instant, then the window's last value), so peaks are never smoothed away;
 //   - allocations below the threshold are not drawn one by one (the counters include them);
+//   - equal large (or failed) allocations (device, stack, op, size) in one counter interval are
+//     one instant with args.count;
 //   - kernels and copies shorter than min_slice (default 0: off) merge, per stream, with their
 //     short neighbours less than min_slice apart into one "N kernels" slice.
 #pragma once
@@ -38,7 +43,7 @@ struct PerfettoOptions {
 
 struct PerfettoStats {
   uint64_t counter_samples = 0, kernels = 0, copies = 0, merged_slices = 0, nvtx_ranges = 0;
-  uint64_t instants = 0, allocations_not_drawn = 0;
+  uint64_t instants = 0, allocations_not_drawn = 0, allocations_merged = 0;
 };
 
 // Writes the JSON for `trace` to `out`. Returns false with one line in *error when the trace

@@ -203,8 +203,10 @@ json job_json(const JobReport& job, const std::string& section) {
                      {"verdict", row.verdict}, {"damaged", row.damaged}});
   json traces = json::array();
   size_t damaged = 0;
-  for (const TraceReport& t : job.traces) {
-    traces.push_back(report_json(t, section));
+  for (size_t i = 0; i < job.traces.size(); ++i) {
+    const TraceReport& t = job.traces[i];
+    // From summaries: each rank's own report, as its node wrote it (job_summaries.cpp).
+    traces.push_back(i < job.summaries.size() ? json::parse(job.summaries[i]) : report_json(t, section));
     damaged += t.damaged();
   }
   return {{"schema", kReportSchema},

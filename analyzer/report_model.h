@@ -206,6 +206,9 @@ struct JobReport {
   std::vector<RankRow> ranks;
   uint64_t max_peak = 0, min_peak = 0, mean_peak = 0;
   double imbalance = 0;  // max / mean peak
+  // A job of per-rank summaries (job_summaries.cpp): `traces` then hold only what the table and
+  // the damage need, and these the ranks' own JSON reports, in the order of `traces`.
+  std::vector<std::string> summaries;
 };
 
 struct AnalysisOptions {
@@ -213,6 +216,8 @@ struct AnalysisOptions {
   size_t timeline_points = 512;
   SymbolizerOptions symbols;
   bool progress = false;       // progress on stderr (a terminal)
+  bool accept_summaries = false;  // a job directory of per-rank JSON reports (`vramtrace report` only)
+  unsigned jobs = 1;           // a job directory: traces analysed at once (job_parallel.h); 1 = one after another
 };
 
 }  // namespace vt::analyzer

@@ -271,6 +271,10 @@ std::string job_text(const JobReport& job, const std::string& section, bool nati
   snprintf(imb, sizeof imb, "%.2f", job.imbalance);
   o << "  peak: max " << format_bytes(job.max_peak) << ", min " << format_bytes(job.min_peak) << ", mean "
     << format_bytes(job.mean_peak) << "; imbalance (max/mean) " << imb << "\n";
+  if (!job.summaries.empty()) {  // the per-rank details live in the summaries themselves
+    o << "  (from per-rank summaries: each rank's report is its summary file; --format json gathers them)\n";
+    return o.str();
+  }
   for (const TraceReport& t : job.traces) o << "\n" << report_text(t, section, native);
   return o.str();
 }

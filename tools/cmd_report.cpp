@@ -1,6 +1,7 @@
-// `vramtrace report TRACE|DIR [--format text|json|html] [--top N] [-o FILE]` and the one-section
-// forms `peak`, `leaks`, `oom`, `frag` (html is always the whole report). A directory is
-// analysed as one job (all its traces). `vramtrace export --folded OUT TRACE [--leaks]`.
+// `vramtrace report TRACE|DIR [--format text|json|html] [--top N] [-o FILE] [-j N]` and the
+// one-section forms `peak`, `leaks`, `oom`, `frag` (html is always the whole report). A directory is
+// analysed as one job (all its traces, -j at once), or, without traces, from per-rank JSON
+// summaries (docs/scale.md). `vramtrace export --folded OUT TRACE [--leaks]`.
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include "terminal_escape.h"
 #include "commands.h"
 #include "folded.h"
+#include "job_parallel.h"
 #include "report_html.h"
 #include "report_render.h"
 
@@ -42,12 +44,18 @@ int report_command(const ReportOptions& opt) {
   a.top = opt.top;
   a.symbols = {opt.sysroot, opt.debug_dirs};
   a.progress = true;
+  a.jobs = opt.jobs ? opt.jobs : analyzer::online_cpus();
+  a.accept_summaries = true;
   analyzer::JobReport job;
   bool is_job = false;
   std::string err, text;
   if (!analyzer::analyze_input(opt.input, a, &job, &is_job, &err)) {
     error_line(err);
     return 1;
+  }
+  if (!job.summaries.empty() && opt.format == "html") {
+    error_line(opt.input + ": html needs the traces (the page draws each rank's timeline); a directory of summaries gives text or json");
+    return 2;
   }
   name_damage(job);
   auto json_text = [](const nlohmann::json& j) { return analyzer::json_text(j, 2) + "\n"; };

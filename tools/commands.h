@@ -35,6 +35,7 @@ struct ReportOptions {
   std::string sysroot;
   std::vector<std::string> debug_dirs;
   bool native = false;  // --native: every frame (else the user's frames first, machinery folded)
+  unsigned jobs = 0;    // -j: traces of a directory analysed at once; 0 = one per online CPU
 };
 int report_command(const ReportOptions& opt);
 

@@ -79,6 +79,8 @@ int main(int argc, char** argv) {
     c->add_option("--debug-dir", report.debug_dirs, "directory with separate debug info (repeatable)");
     c->add_flag("--native", report.native, "show every frame (default: the user's frames first, the interpreter, FFI, "
                 "dispatcher, libc and vramtrace frames folded)");
+    c->add_option("-j,--jobs", report.jobs, "a directory: traces analysed at once (default: the online CPUs; 1: one by one)")
+        ->check(CLI::Range(1u, 4096u));
     report_cmds.push_back({c, section});
   }
 

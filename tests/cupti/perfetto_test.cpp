@@ -191,3 +191,83 @@ TEST_CASE("export to a file, and a missing trace is one error line") {
   CHECK(vt::analyzer::export_perfetto_file("/nonexistent.trace", out + "2", opt, &err) == 1);
   CHECK_FALSE(err.empty());
 }
+
+TEST_CASE("equal big allocations in one counter interval are one instant with their count") {
+  std::string path = fixture::temp_dir() + "/perfetto_big.trace";
+  int st = fixture::write_trace(path, [] {
+    uint64_t t0 = vt::now_ns();
+    t0 -= t0 % 100'000;  // the first interval starts here
+    uint64_t a = 0x7f0000000000ull;
+    for (int i = 0; i < 10; ++i) vt::record(ev(vt::HookId::cuMemAlloc_v2, t0 + 1000 + uint64_t(i) * 1000, a += 1ull << 30, 128ull << 20));
+    for (int i = 0; i < 3; ++i) vt::record(ev(vt::HookId::cuMemAlloc_v2, t0 + 20000 + uint64_t(i) * 1000, a += 1ull << 30, 256ull << 20));
+    for (int i = 0; i < 5; ++i) vt::record(ev(vt::HookId::cuMemAlloc_v2, t0 + 300000 + uint64_t(i) * 1000, a += 1ull << 30, 128ull << 20));
+  });
+  REQUIRE(WIFEXITED(st));
+  vt::analyzer::PerfettoOptions opt;
+  opt.stacks = false;
+  vt::analyzer::PerfettoStats stats;
+  std::ostringstream out;
+  std::string err;
+  REQUIRE(vt::analyzer::export_perfetto(path, out, opt, &stats, &err));
+  json j = json::parse(out.str());
+  std::vector<std::pair<std::string, uint64_t>> drawn;  // (name, count) in time order
+  std::vector<json> inst = of(j, "i");
+  std::sort(inst.begin(), inst.end(), [](const json& x, const json& y) { return x["ts"].get<double>() < y["ts"].get<double>(); });
+  for (const json& e : inst) drawn.push_back({e["name"], e["args"]["count"]});
+  std::vector<std::pair<std::string, uint64_t>> want = {
+      {"cuMemAlloc_v2 128 MiB", 10}, {"cuMemAlloc_v2 256 MiB", 3}, {"cuMemAlloc_v2 128 MiB", 5}};
+  CHECK(drawn == want);
+  CHECK(stats.instants == 3);
+  CHECK(stats.allocations_merged == 9 + 2 + 4);
+  CHECK(j["otherData"]["policy"]["allocations_merged"] == 15);
+  REQUIRE(j.contains("stackFrames"));  // present (empty without stacks): consumers may rely on it
+  // The first of each group is drawn: its time and address.
+  CHECK(inst[0]["args"]["address"] == "0x7f0040000000");
+  // An interval of 0 draws every big allocation.
+  opt.counter_interval_ns = 0;
+  vt::analyzer::PerfettoStats each;
+  std::ostringstream out2;
+  REQUIRE(vt::analyzer::export_perfetto(path, out2, opt, &each, &err));
+  CHECK(each.instants == 18);
+  CHECK(each.allocations_merged == 0);
+}
+
+TEST_CASE("a retry loop of failures is one oom instant per interval, with its count and free/total") {
+  std::string path = fixture::temp_dir() + "/perfetto_retry.trace";
+  int st = fixture::write_trace(path, [] {
+    uint64_t t0 = vt::now_ns();
+    t0 -= t0 % 100'000;
+    for (int i = 0; i < 50; ++i) {  // 50 retries in one interval, then one more in the next
+      vt::Event e = ev(vt::HookId::cuMemAlloc_v2, t0 + 100 + uint64_t(i) * 100, 0, 1ull << 40);
+      e.result = 2;
+      e.free_bytes = 1ull << 30;
+      e.total_bytes = 16ull << 30;
+      vt::record(e);
+    }
+    vt::Event late = ev(vt::HookId::cuMemAlloc_v2, t0 + 150'000, 0, 1ull << 40);
+    late.result = 2;
+    vt::record(late);
+    vt::record(ev(vt::HookId::cuMemAlloc_v2, t0 + 200, 0x7f0000000000ull, 1ull << 40));  // a success of that size: apart
+  });
+  REQUIRE(WIFEXITED(st));
+  vt::analyzer::PerfettoOptions opt;
+  opt.stacks = false;
+  vt::analyzer::PerfettoStats stats;
+  std::ostringstream out;
+  std::string err;
+  REQUIRE(vt::analyzer::export_perfetto(path, out, opt, &stats, &err));
+  json j = json::parse(out.str());
+  std::vector<uint64_t> oom_counts;
+  int ok = 0;
+  for (const json& e : of(j, "i")) {
+    if (e["cat"] == "oom") {
+      oom_counts.push_back(e["args"]["count"]);
+      CHECK(e["name"] == "FAILED cuMemAlloc_v2 1.00 TiB");
+    }
+    if (e["cat"] == "allocation") ok++;
+  }
+  std::sort(oom_counts.begin(), oom_counts.end());
+  CHECK(oom_counts == std::vector<uint64_t>{1, 50});
+  CHECK(ok == 1);
+  CHECK(stats.allocations_merged == 49);
+}

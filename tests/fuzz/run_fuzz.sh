@@ -57,6 +57,9 @@ srcs=(
   "$repo/analyzer/folded.cpp"
   "$repo/analyzer/perfetto_export.cpp"
   "$repo/analyzer/job.cpp"
+  "$repo/analyzer/job_parallel.cpp"
+  "$repo/analyzer/job_summaries.cpp"
+  "$repo/analyzer/perfetto_stacks.cpp"
   "$repo/analyzer/torch_records.cpp"
   "$repo/analyzer/torch_render.cpp"
   "$repo/analyzer/torch_verdict.cpp"
@@ -80,7 +83,7 @@ if [ "$stale" = 1 ]; then
   if ! "$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -DNDEBUG \
       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
       -I"$repo/analyzer" -I"$repo/format" -I"$repo/common" \
-      "${srcs[@]}" -ldw -lelf $absl_libs -o "$bin.tmp"; then
+      "${srcs[@]}" -ldw -lelf $absl_libs -pthread -o "$bin.tmp"; then
     echo "fuzz: build failed (clang with libFuzzer needed: apt-get install clang libclang-rt-dev or libclang-rt-14-dev)" >&2
     exit 2
   fi
