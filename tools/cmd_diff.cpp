@@ -1,10 +1,12 @@
-// `vramtrace diff BASE NEW [--format text|json]`: what changed between two runs, per call site.
+// `vramtrace diff BASE NEW [--format text|json] [--top N] [-o FILE]`: what changed between two
+// runs, per call site.
 #include <iostream>
 
 #include "analysis.h"
 #include "terminal_escape.h"
 #include "commands.h"
 #include "compare.h"
+#include "usage.h"
 
 namespace vt::cli {
 
@@ -32,23 +34,21 @@ bool load_largest(const std::string& input, analyzer::TraceReport* out, std::str
 
 }  // namespace
 
-int diff_command(const std::string& base_path, const std::string& new_path, const std::string& format) {
-  if (format != "text" && format != "json") {
-    error_line("--format must be text or json, not '" + format + "'");
-    return 2;
+int diff_command(const DiffOptions& opt) {
+  if (opt.format != "text" && opt.format != "json") {
+    error_line("--format must be text or json, not '" + opt.format + "'");
+    return kExitUsage;
   }
   analyzer::TraceReport base, now;
   std::string err;
-  if (!load_largest(base_path, &base, &err) || !load_largest(new_path, &now, &err)) {
+  if (!load_largest(opt.base, &base, &err) || !load_largest(opt.now, &now, &err)) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
   analyzer::RunDiff d = analyzer::diff_runs(base, now);
-  if (format == "json")
-    std::cout << analyzer::json_text(analyzer::diff_json(d, base_path, new_path), 2) << "\n";
-  else
-    std::cout << analyzer::diff_text(d);
-  return 0;
+  std::string text = opt.format == "json" ? analyzer::json_text(analyzer::diff_json(d, opt.base, opt.now, opt.top ? opt.top : SIZE_MAX), 2) + "\n"
+                                          : analyzer::diff_text(d, opt.top ? opt.top : 30);
+  return write_out(text, opt.output.empty() ? "-" : opt.output);
 }
 
 }  // namespace vt::cli

@@ -11,6 +11,7 @@
 #include "record_json.h"
 #include "terminal_escape.h"
 #include "trace_reader.h"
+#include "usage.h"
 
 namespace vt::cli {
 
@@ -41,7 +42,7 @@ int dump_command(const std::string& trace, const DumpOptions& opt) {
   auto reader = analyzer::TraceReader::open(trace, &err);
   if (!reader) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
   if (opt.stacks) reader->load_stacks();
   analyzer::Symbolizer symbolizer(reader->stacks(), {opt.sysroot, opt.debug_dirs});
@@ -78,7 +79,7 @@ int info_command(const std::string& trace) {
   auto reader = analyzer::TraceReader::open(trace, &err);
   if (!reader) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
   analyzer::Record r;
   std::map<std::string, uint64_t> by_op;

@@ -1,6 +1,8 @@
 // `vramtrace report TRACE|DIR [--format text|json|html] [--top N] [-o FILE]` and the one-section
 // forms `peak`, `leaks`, `oom`, `frag` (html is always the whole report). A directory is
-// analysed as one job (all its traces). `vramtrace export --folded OUT TRACE [--leaks]`.
+// analysed as one job (all its traces). HTML without -o goes to vramtrace-report.html when
+// stdout is a terminal (75 KB of markup helps nobody there), to stdout when it is redirected.
+// `vramtrace export --folded OUT TRACE [--leaks]`.
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,29 +16,32 @@
 #include "folded.h"
 #include "report_html.h"
 #include "report_render.h"
+#include "usage.h"
 
 namespace vt::cli {
 
-namespace {
-// `text` to stdout ("-") or to the file `path`; exit status 1 with one line when it cannot be written.
 int write_out(const std::string& text, const std::string& path) {
   if (path == "-") {
     std::cout << text;
-    return 0;
+    std::cout.flush();
+    return kExitOk;
   }
   std::ofstream f(path, std::ios::trunc);
   if (!f || !(f << text) || !f.flush()) {
     error_line("cannot write " + path + ": " + strerror(errno));
-    return 1;
+    return kExitUsage;
   }
-  return 0;
+  return kExitOk;
 }
+
+namespace {
+constexpr const char* kDefaultHtml = "vramtrace-report.html";
 }  // namespace
 
 int report_command(const ReportOptions& opt) {
   if (opt.format != "text" && opt.format != "json" && opt.format != "html") {
-    error_line("--format must be text or json or html, not '" + opt.format + "'");
-    return 2;
+    error_line("--format must be text, json or html, not '" + opt.format + "'");
+    return kExitUsage;
   }
   analyzer::AnalysisOptions a;
   a.top = opt.top;
@@ -47,7 +52,7 @@ int report_command(const ReportOptions& opt) {
   std::string err, text;
   if (!analyzer::analyze_input(opt.input, a, &job, &is_job, &err)) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
   name_damage(job);
   auto json_text = [](const nlohmann::json& j) { return analyzer::json_text(j, 2) + "\n"; };
@@ -61,7 +66,12 @@ int report_command(const ReportOptions& opt) {
            : opt.format == "html" ? analyzer::report_html(rep)
                                   : analyzer::report_text(rep, opt.section);
   }
-  return write_out(text, opt.output.empty() ? "-" : opt.output);
+  std::string path = opt.output.empty() ? "-" : opt.output;
+  if (opt.format == "html" && opt.output.empty() && isatty(STDOUT_FILENO)) path = kDefaultHtml;
+  int rc = write_out(text, path);
+  if (rc == kExitOk && path == kDefaultHtml)
+    error_line(std::string("wrote ") + kDefaultHtml + " (open it in a browser; -o FILE names another, -o - prints it)");
+  return rc;
 }
 
 int export_command(const ExportOptions& opt) {
@@ -75,7 +85,7 @@ int export_command(const ExportOptions& opt) {
   std::string err;
   if (!analyzer::analyze_trace(opt.input, a, &rep, &err)) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
   name_damage(job);
   return write_out(opt.leaks ? analyzer::folded_leaks(rep) : analyzer::folded_peak(rep), opt.output);

@@ -33,8 +33,12 @@ namespace {
 
 pid_t g_child = -1;
 
-void forward_signal(int sig) {
-  if (g_child > 0) kill(g_child, sig);
+// A signal the terminal sent (Ctrl-C, Ctrl-backslash, hang-up) went to the whole foreground process group,
+// the child included: passing it on would deliver it twice (a second KeyboardInterrupt in
+// Python's clean-up). One a process sent to us by name (kill, a scheduler, a CI runner's
+// timeout) reaches only us and is passed on.
+void forward_signal(int sig, siginfo_t* info, void*) {
+  if (g_child > 0 && !(info && info->si_code == SI_KERNEL)) kill(g_child, sig);
 }
 
 std::string dir_of(const std::string& p) {
@@ -122,8 +126,9 @@ int run_command(const RunOptions& opt) {
     setenv("VRAMTRACE_OUTPUT", out.value.c_str(), 1);
     if (opt.no_kernels) setenv("VRAMTRACE_KERNELS", "0", 1);
     Config cfg;
-    if (!load_config(&cfg, long(getpid()))) {
-      error_line("run: " + opt.command[0] + " was not run: tracing would be off (the line above says why)");
+    char why[1024] = "";
+    if (!load_config(&cfg, long(getpid()), why, sizeof why)) {
+      error_line(std::string(why) + ": tracing would be off (nothing was run)");
       return 2;
     }
   }
@@ -136,13 +141,13 @@ int run_command(const RunOptions& opt) {
   for (const std::string& a : opt.command) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
 
-  // Terminal signals reach the child directly (same process group); the ones sent to us by
-  // name (kill, a scheduler) are passed on.
-  struct sigaction ignore {}, fwd {}, old_int {}, old_quit {}, old_term {}, old_hup {};
-  ignore.sa_handler = SIG_IGN;
-  fwd.sa_handler = forward_signal;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
+  // We outlive the child to list its traces: INT, QUIT, TERM and HUP are passed on (forward_signal),
+  // the child decides what they mean, and its status is ours.
+  struct sigaction fwd {}, old_int {}, old_quit {}, old_term {}, old_hup {};
+  fwd.sa_sigaction = forward_signal;
+  fwd.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(SIGINT, &fwd, &old_int);
+  sigaction(SIGQUIT, &fwd, &old_quit);
   sigaction(SIGTERM, &fwd, &old_term);
   sigaction(SIGHUP, &fwd, &old_hup);
 

@@ -56,8 +56,17 @@ struct CheckOptions {
   double max_peak_growth = -1, max_site_growth = -1;  // percent; -1 = not set
 };
 int check_command(const CheckOptions& opt);
-int diff_command(const std::string& base, const std::string& now, const std::string& format);
+struct DiffOptions {
+  std::string base, now;
+  std::string format = "text";
+  std::string output;  // file; empty = stdout
+  size_t top = 0;      // call sites listed; 0 = text 30, JSON all
+};
+int diff_command(const DiffOptions& opt);
 int top_command(double interval, bool once);
+
+// `text` to stdout ("-") or to the file `path`; exit status 2 with one line when it cannot be written.
+int write_out(const std::string& text, const std::string& path);
 
 // "vramtrace: <msg>" on stderr, escaped for a terminal (messages quote paths and trace strings).
 void error_line(const std::string& msg);
