@@ -64,7 +64,7 @@ __attribute__((format(printf, 3, 4))) void complain(char* why, size_t cap, const
   if (why && cap)
     snprintf(why, cap, "%s", line);
   else
-    log_line("%s; tracing off", line);
+    log_line_once_per_run("%s; tracing off", line);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "config.h"
 #include "regular_file.h"
+#include "run_once_dir.h"
 #include "run_output.h"
 #include "terminal_escape.h"
 #include "trace_format.h"
@@ -134,6 +135,7 @@ int run_command(const RunOptions& opt) {
   }
 
   std::string session = new_session_id();
+  RunOnceDir said_once(session);  // the CUPTI line, a bad setting: once for the run, not per process
   std::string preload = lib;
   if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
 

@@ -298,3 +298,36 @@ TEST_CASE("Ctrl-C on a terminal stops the traced program once and vramtrace retu
   CHECK(slurp(dir + "/status") == "3\n");
   CHECK(slurp(dir + "/count") == "1\n");
 }
+
+TEST_CASE("a line every process would repeat (CUPTI unavailable) is said once per vramtrace run, per process without run") {
+  std::string dir = e2e::temp_dir();
+  // Four traced processes: a forking one, then one that execs a second program.
+  std::string script = e2e::program("lifecycle") + " fork; " + e2e::program("lifecycle") + " exec";
+  std::vector<std::pair<std::string, std::string>> env = {{"VRAMTRACE_KERNELS", "1"},
+                                                          {"VRAMTRACE_CUPTI_LIBRARY", dir + "/no-such-libcupti.so"}};
+  e2e::Spec s{{e2e::cli(), "run", "-o", dir + "/run/", "--", "sh", "-c", script}, env};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count(r.err, "vramtrace: CUPTI not found; recording memory only\n") == 1);
+  CHECK(has(r.err, "vramtrace: 4 trace files:"));
+  // run's directory for it is gone with the run.
+  CHECK(system("ls -d /dev/shm/.vramtrace-run.* 2>/dev/null | grep -q .") != 0);
+
+  // With LD_PRELOAD alone there is no run to share it: each process that starts CUPTI says it.
+  env.push_back({"VRAMTRACE_OUTPUT", dir});
+  r = e2e::run({{"sh", "-c", script}, env});
+  INFO(r.err);
+  CHECK(count(r.err, "vramtrace: CUPTI not found; recording memory only\n") >= 2);
+  // A session someone set by hand, without run's private directory, changes nothing.
+  env.push_back({"VRAMTRACE_SESSION", "made-up-session"});
+  r = e2e::run({{"sh", "-c", script}, env});
+  INFO(r.err);
+  CHECK(count(r.err, "vramtrace: CUPTI not found; recording memory only\n") >= 2);
+}
