@@ -16,6 +16,7 @@ namespace {
 bool load_largest(const std::string& input, analyzer::TraceReport* out, std::string* err) {
   analyzer::AnalysisOptions a;
   a.top = 1000000;
+  a.symbols = symbol_options("", {});
   analyzer::JobReport job;
   bool is_job = false;
   if (!analyzer::analyze_input(input, a, &job, &is_job, err)) return false;

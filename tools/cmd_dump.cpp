@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,16 @@ void report_problems(const analyzer::TraceReader& r) {
 
 void error_line(const std::string& msg) { std::cerr << "vramtrace: " << analyzer::terminal_escape(msg) << "\n"; }
 
+analyzer::SymbolizerOptions symbol_options(const std::string& sysroot, const std::vector<std::string>& debug_dirs) {
+  analyzer::SymbolizerOptions o{sysroot, debug_dirs, {}};
+  o.warn = [](const std::string& msg) {
+    static std::set<std::string> said;  // a job's traces name the same files
+    if (said.size() > 5 || !said.insert(msg).second) return;
+    error_line(said.size() <= 5 ? "warning: " + msg : "warning: more modules cannot be symbolized (not listed)");
+  };
+  return o;
+}
+
 void name_damage(const analyzer::JobReport& job) {
   for (const analyzer::TraceProblem& p : analyzer::job_problems(job)) error_line(analyzer::problem_line(p));
 }
@@ -45,7 +56,7 @@ int dump_command(const std::string& trace, const DumpOptions& opt) {
     return kExitUsage;
   }
   if (opt.stacks) reader->load_stacks();
-  analyzer::Symbolizer symbolizer(reader->stacks(), {opt.sysroot, opt.debug_dirs});
+  analyzer::Symbolizer symbolizer(reader->stacks(), symbol_options(opt.sysroot, opt.debug_dirs));
   const auto& threads = reader->stacks().threads;
   analyzer::Record r;
   std::string out;

@@ -45,7 +45,7 @@ int report_command(const ReportOptions& opt) {
   }
   analyzer::AnalysisOptions a;
   a.top = opt.top;
-  a.symbols = {opt.sysroot, opt.debug_dirs};
+  a.symbols = symbol_options(opt.sysroot, opt.debug_dirs);
   a.progress = true;
   analyzer::JobReport job;
   bool is_job = false;
@@ -77,7 +77,7 @@ int report_command(const ReportOptions& opt) {
 int export_command(const ExportOptions& opt) {
   analyzer::AnalysisOptions a;
   a.top = opt.top;
-  a.symbols = {opt.sysroot, opt.debug_dirs};
+  a.symbols = symbol_options(opt.sysroot, opt.debug_dirs);
   a.progress = true;
   analyzer::JobReport job;
   job.traces.resize(1);

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "symbolizer.h"
+
 namespace vt::analyzer {
 struct JobReport;  // report_model.h
 }
@@ -70,6 +72,10 @@ int write_out(const std::string& text, const std::string& path);
 
 // "vramtrace: <msg>" on stderr, escaped for a terminal (messages quote paths and trace strings).
 void error_line(const std::string& msg);
+// Symbolizer options whose warnings (a module file missing, another build) are "vramtrace:
+// warning: ..." lines on stderr, each once per command, at most 5 (then one line saying more).
+analyzer::SymbolizerOptions symbol_options(const std::string& sysroot, const std::vector<std::string>& debug_dirs);
+
 // One error line per damaged or unreadable trace of `job` (analysis.h, job_problems).
 void name_damage(const analyzer::JobReport& job);
 

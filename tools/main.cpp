@@ -197,6 +197,7 @@ int main(int argc, char** argv) {
     perfetto.counter_interval_ns = uint64_t(counter_us * 1000);
     perfetto.min_slice_ns = uint64_t(min_slice_us * 1000);
     perfetto.stacks = !no_stacks;
+    perfetto.symbolizer.warn = vt::cli::symbol_options("", {}).warn;
     std::string err;
     int rc = vt::analyzer::export_perfetto_file(trace, perfetto_out, perfetto, &err);
     if (rc) vt::cli::error_line(err);

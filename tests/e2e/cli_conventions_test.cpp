@@ -331,3 +331,29 @@ TEST_CASE("a line every process would repeat (CUPTI unavailable) is said once pe
   INFO(r.err);
   CHECK(count(r.err, "vramtrace: CUPTI not found; recording memory only\n") >= 2);
 }
+
+TEST_CASE("symbolizing with a module missing or of another build is one warning naming the file, once per command") {
+  std::string trace = trace_of({e2e::program("stack_main")});
+  // Nothing under the sysroot: each module whose frames are asked for is named once.
+  e2e::Result r = cli({"report", trace, "--sysroot", "/nonexistent-sysroot"});
+  CHECK(r.exit_code == 0);
+  std::string missing = "vramtrace: warning: /nonexistent-sysroot" + e2e::program("stack_main") +
+                        ": cannot open: No such file or directory; its frames stay module+offset\n";
+  CHECK(has(r.err, missing));
+  CHECK(r.err.find(missing) == r.err.rfind(missing));
+  // Another program at the traced path: its build-id differs, said, and not symbolized as if it were the one.
+  std::string root = e2e::temp_dir();
+  std::string fake = root + e2e::program("stack_main");
+  REQUIRE(system(("mkdir -p $(dirname " + fake + ") && cp " + e2e::program("lifecycle") + " " + fake).c_str()) == 0);
+  r = cli({"dump", trace, "--sysroot", root});
+  CHECK(r.exit_code == 0);
+  CHECK(std::regex_search(r.err, std::regex("vramtrace: warning: " + fake +
+                                            ": another build than the traced one \\(build-id [0-9a-f]+, the trace recorded "
+                                            "[0-9a-f]+\\); its frames stay module\\+offset\n")));
+  CHECK_FALSE(has(r.out, "outer_alloc"));
+  CHECK_FALSE(has(r.out, "\"function\":\"main\""));
+  // The real files: no warning for the program itself.
+  r = cli({"dump", trace});
+  CHECK_FALSE(has(r.err, e2e::program("stack_main") + ":"));
+  CHECK(has(r.out, "outer_alloc"));
+}
