@@ -73,10 +73,32 @@ def pytest_configure(config):
     _api = _Api.load()
 
 
+def _limit_of(item):
+    """The limit_vram marker's size in bytes, None without one; UsageError when it is malformed."""
+    marker = item.get_closest_marker("limit_vram")
+    if marker is None:
+        return None
+    if len(marker.args) != 1 or marker.kwargs:
+        raise pytest.UsageError(f"{item.nodeid}: limit_vram takes one size, e.g. @pytest.mark.limit_vram(\"2 GiB\")")
+    try:
+        return parse_size(marker.args[0])
+    except ValueError as e:
+        raise pytest.UsageError(f"{item.nodeid}: {e}") from None
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # Every marker is checked before anything runs: a typo in a limit stops the run with one line
+    # (pytest's usage error, exit 4), not a traceback from inside the plugin halfway through.
+    for item in items:
+        _limit_of(item)
+
+
+_over = {}  # nodeid -> the failure message of a test over its limit
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    marker = item.get_closest_marker("limit_vram")
-    limit = parse_size(marker.args[0]) if marker and marker.args else None
+    limit = _limit_of(item)
     if _api is None:
         yield
         return
@@ -90,8 +112,20 @@ def pytest_runtest_call(item):
     peak = _api.peak_bytes(-1)
     _peaks[item.nodeid] = peak
     if limit is not None and peak > limit:
-        pytest.fail(f"peak GPU memory {human(peak)} ({peak} bytes) exceeds limit_vram {human(limit)} "
-                    f"({limit} bytes)", pytrace=False)
+        _over[item.nodeid] = (f"peak GPU memory {human(peak)} ({peak} bytes) exceeds limit_vram {human(limit)} "
+                              f"({limit} bytes)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # The limit fails the call phase's report, as an assertion in the test would: raising from
+    # the hook instead sends pytest's progress output into the test's captured teardown.
+    outcome = yield
+    report = outcome.get_result()
+    message = _over.pop(item.nodeid, None) if call.when == "call" else None
+    if message and report.passed:
+        report.outcome = "failed"
+        report.longrepr = message
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
