@@ -357,3 +357,30 @@ TEST_CASE("symbolizing with a module missing or of another build is one warning 
   CHECK_FALSE(has(r.err, e2e::program("stack_main") + ":"));
   CHECK(has(r.out, "outer_alloc"));
 }
+
+TEST_CASE("doctor on the simulated driver says so where the driver is named, and no runtime is called ok there") {
+  // The harness puts the simulated libcuda.so.1 first on LD_LIBRARY_PATH.
+  e2e::Result r = cli({"doctor", "--json", "--python", "/nonexistent/python"});
+  INFO(r.out << r.err);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  bool named = false;
+  for (const auto& c : j["checks"]) {
+    if (c["id"] == "driver.library") {
+      named = true;
+      CHECK(c["verdict"] == "info");
+      CHECK(has(c["message"].get<std::string>(), "SIMULATED driver (tests/fakecuda), not a GPU"));
+      CHECK(has(c["advice"].get<std::string>(), "PyTorch, JAX and CuPy, does not (cudart answers 801"));
+      CHECK(c["data"]["simulated"] == true);
+    }
+    if (c["id"] == "runtimes.cudart" && c["data"]["version"].is_number()) {
+      CHECK(c["verdict"] != "ok");
+      CHECK(has(c["message"].get<std::string>(), "does not run on the simulated driver"));
+    }
+  }
+  CHECK(named);
+  r = cli({"doctor", "--python", "/nonexistent/python"});
+  for (const std::string& l : e2e::lines(r.out)) {
+    INFO(l);
+    CHECK_FALSE((l.rfind("  ok       CUDA ", 0) == 0 && has(l, " runtime at ")));
+  }
+}
