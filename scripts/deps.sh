@@ -3,7 +3,7 @@
 # that the CUDA toolkit headers are present. Sourced by demo.sh and test.sh.
 set -euo pipefail
 packages=(cmake make g++ clang libclang-rt-14-dev chromium libabsl-dev nlohmann-json3-dev catch2 libcli11-dev libunwind-dev
-          libdw-dev libelf-dev libbenchmark-dev python3 python3-pytest pkgconf tmux
+          libdw-dev libelf-dev libbenchmark-dev python3 python3-pytest pkgconf tmux zsh groff-base man-db
           debian-archive-keyring)  # (the keyring: scripts/debian-python.sh verifies the newer suites with it)
 missing=()
 for p in "${packages[@]}"; do

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "perfetto_export.h"
 #include "doctor.h"
+#include "cli_docs.h"
 #include "usage.h"
 
 int main(int argc, char** argv) {
@@ -20,8 +21,6 @@ int main(int argc, char** argv) {
   app.formatter(std::make_shared<vt::cli::UsageFormatter>());
   app.set_version_flag("--version", vt::cli::version_line(), "print the version and exit");
   app.require_subcommand(1);
-  app.footer("Exit status: 0 ok, 1 a check failed (check, doctor), 2 usage error or unreadable input; run returns "
-             "the command's own.\nvramtrace COMMAND --help shows a command's options.");
 
   vt::cli::RunOptions run;
   CLI::App* run_cmd = app.add_subcommand("run", "run a command with tracing: vramtrace run [-o PATH] -- CMD ARGS...");
@@ -125,6 +124,25 @@ int main(int argc, char** argv) {
   doctor_cmd->add_option("--python", doctor.python,
                          "Python interpreter whose frameworks to inspect (default: python3 on PATH)");
 
+
+  // Set after the commands, which would inherit it.
+  app.footer("Exit status: 0 ok, 1 a check failed (check, doctor), 2 usage error or unreadable input; run returns "
+             "the command's own.\nvramtrace COMMAND --help shows a command's options.");
+
+  // For the build (tools/CMakeLists.txt): the man page and completions, from the definitions above.
+  if (argc == 2 && std::string(argv[1]) == "--generate-man") {
+    std::cout << vt::cli::man_page(app, VT_VERSION);
+    return 0;
+  }
+  if (argc == 3 && std::string(argv[1]) == "--generate-completion") {
+    std::string shell = argv[2];
+    if (shell != "bash" && shell != "zsh") {
+      vt::cli::error_line("--generate-completion: bash or zsh, not '" + shell + "'");
+      return vt::cli::kExitUsage;
+    }
+    std::cout << (shell == "bash" ? vt::cli::bash_completion(app) : vt::cli::zsh_completion(app));
+    return 0;
+  }
 
   // Bare `vramtrace`: the usage, as a usage error.
   if (argc < 2) {
