@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 
+#include "accounting.h"
 #include "activity_format.h"
 #include "trace_format.h"
 
@@ -255,9 +255,6 @@ bool ActivityIndex::add_activity(const Record& r) {
 void ActivityIndex::finish(uint64_t trace_end_ns) {
   std::sort(kernels_.begin(), kernels_.end(),
             [](const KernelActivity& a, const KernelActivity& b) { return a.start_ns < b.start_ns; });
-  max_end_.resize(kernels_.size());
-  uint64_t m = 0;
-  for (size_t i = 0; i < kernels_.size(); ++i) max_end_[i] = m = std::max(m, kernels_[i].end_ns);
   std::sort(copies_.begin(), copies_.end(), [](const CopyActivity& a, const CopyActivity& b) { return a.start_ns < b.start_ns; });
   std::sort(memory_.begin(), memory_.end(), [](const CuptiAllocation& a, const CuptiAllocation& b) { return a.t_ns < b.t_ns; });
 
@@ -352,86 +349,6 @@ std::string kernel_display_name(const KernelNames& names, uint32_t id) {
 const std::string& ActivityIndex::kernel_name(uint32_t id) const { return kernel_name_of(names_, id); }
 std::string ActivityIndex::display_name(uint32_t id) const { return kernel_display_name(names_, id); }
 
-std::vector<const KernelActivity*> ActivityIndex::running_at(uint64_t t) const {
-  std::vector<const KernelActivity*> out;
-  // Kernels starting after t cannot contain it; walk back while some earlier kernel still ends
-  // after t (max_end_ is the running maximum, so the walk stops at the first index where none can).
-  size_t hi = size_t(std::upper_bound(kernels_.begin(), kernels_.end(), t,
-                                      [](uint64_t v, const KernelActivity& k) { return v < k.start_ns; }) -
-                     kernels_.begin());
-  for (size_t i = hi; i-- > 0;) {
-    if (max_end_[i] <= t) break;
-    if (kernels_[i].end_ns > t) out.push_back(&kernels_[i]);
-  }
-  std::reverse(out.begin(), out.end());
-  return out;
-}
-
-std::vector<const KernelActivity*> ActivityIndex::last_before(uint64_t t, size_t n) const {
-  std::vector<const KernelActivity*> out;
-  size_t hi = size_t(std::lower_bound(kernels_.begin(), kernels_.end(), t,
-                                      [](const KernelActivity& k, uint64_t v) { return k.start_ns < v; }) -
-                     kernels_.begin());
-  for (size_t i = hi; i-- > 0 && out.size() < n;) out.push_back(&kernels_[i]);
-  return out;
-}
-
-std::vector<const NvtxRange*> ActivityIndex::nvtx_at(uint64_t t) const {
-  std::vector<const NvtxRange*> out;
-  for (const NvtxRange& r : ranges_)
-    if (r.start_ns <= t && t < r.end_ns) out.push_back(&r);
-  return out;  // ranges_ is by thread then start: outermost first within a thread
-}
-
-std::vector<const NvtxRange*> ActivityIndex::top_level_ranges() const {
-  std::vector<const NvtxRange*> out;
-  for (const NvtxRange& r : ranges_)
-    if (r.depth == 0) out.push_back(&r);
-  std::sort(out.begin(), out.end(), [](const NvtxRange* a, const NvtxRange* b) { return a->start_ns < b->start_ns; });
-  return out;
-}
-
-// ---- memory by phase ----
-
-std::vector<PhasePeak> memory_by_phase(const std::vector<const NvtxRange*>& phases, const std::vector<BytesPoint>& tl) {
-  std::vector<PhasePeak> out;
-  out.reserve(phases.size());
-  auto level_at = [&](uint64_t t) -> uint64_t {  // bytes live at t: the last point at or before t
-    auto it = std::upper_bound(tl.begin(), tl.end(), t, [](uint64_t v, const BytesPoint& p) { return v < p.t_ns; });
-    return it == tl.begin() ? 0 : std::prev(it)->bytes;
-  };
-  for (const NvtxRange* r : phases) {
-    PhasePeak p;
-    p.range = r;
-    p.start_bytes = p.peak_bytes = level_at(r->start_ns);
-    p.peak_t_ns = r->start_ns;
-    auto it = std::upper_bound(tl.begin(), tl.end(), r->start_ns, [](uint64_t v, const BytesPoint& q) { return v < q.t_ns; });
-    for (; it != tl.end() && it->t_ns < r->end_ns; ++it)
-      if (it->bytes > p.peak_bytes) {
-        p.peak_bytes = it->bytes;
-        p.peak_t_ns = it->t_ns;
-      }
-    p.end_bytes = r->end_ns > r->start_ns ? level_at(r->end_ns - 1) : p.start_bytes;
-    out.push_back(p);
-  }
-  return out;
-}
-
-std::vector<PhaseSummary> summarize_phases(const std::vector<PhasePeak>& peaks) {
-  std::map<std::string, PhaseSummary> by;
-  for (const PhasePeak& p : peaks) {
-    PhaseSummary& s = by[p.range->name];
-    s.name = p.range->name;
-    s.count++;
-    s.max_peak_bytes = std::max(s.max_peak_bytes, p.peak_bytes);
-    s.max_growth_bytes = std::max(s.max_growth_bytes, p.peak_bytes - p.start_bytes);
-  }
-  std::vector<PhaseSummary> out;
-  for (auto& [name, s] : by) out.push_back(s);
-  sort_phases(&out);
-  return out;
-}
-
 void sort_phases(std::vector<PhaseSummary>* phases) {
   std::sort(phases->begin(), phases->end(), [](const PhaseSummary& a, const PhaseSummary& b) {
     return a.max_peak_bytes != b.max_peak_bytes ? a.max_peak_bytes > b.max_peak_bytes : a.name < b.name;
@@ -441,7 +358,7 @@ void sort_phases(std::vector<PhaseSummary>* phases) {
 // ---- coverage ----
 
 bool intercepted_allocation(const Record& r, InterceptedAllocation* out) {
-  if (!r.is_event() || !r.op || r.result != 0 || r.op->action != Action::Acquire) return false;
+  if (!r.is_event() || !r.op || !changes_memory(r.result) || r.op->action != Action::Acquire) return false;
   if (!r.has(fmt::kEvAddr) || !r.has(fmt::kEvSize)) return false;
   switch (r.op->kind) {
     case MemKind::Device:
@@ -460,41 +377,6 @@ bool intercepted_allocation(const Record& r, InterceptedAllocation* out) {
   out->t_ns = r.t_ns;
   out->device = r.device;
   return true;
-}
-
-CoverageResult check_coverage(const std::vector<InterceptedAllocation>& intercepted, const std::vector<CuptiAllocation>& cupti,
-                              const CoverageOptions& opt) {
-  CoverageResult res;
-  // address -> intercepted allocations at it, in time order; each can match one CUPTI record.
-  std::unordered_map<uint64_t, std::vector<std::pair<const InterceptedAllocation*, bool>>> by_addr;
-  for (const InterceptedAllocation& a : intercepted) by_addr[a.address].push_back({&a, false});
-  for (auto& [addr, v] : by_addr)
-    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.first->t_ns < y.first->t_ns; });
-  for (const CuptiAllocation& c : cupti) {
-    if (c.release) continue;
-    res.cupti_allocations++;
-    auto it = by_addr.find(c.address);
-    std::pair<const InterceptedAllocation*, bool>* best = nullptr;
-    uint64_t best_skew = 0;
-    if (it != by_addr.end())
-      for (auto& cand : it->second) {
-        if (cand.second) continue;
-        uint64_t skew = cand.first->t_ns > c.t_ns ? cand.first->t_ns - c.t_ns : c.t_ns - cand.first->t_ns;
-        if (skew <= opt.max_skew_ns && (!best || skew < best_skew)) {
-          best = &cand;
-          best_skew = skew;
-        }
-      }
-    if (!best) {
-      res.missed.push_back(c);
-      continue;
-    }
-    best->second = true;
-    res.matched++;
-    if (best->first->size != c.bytes) res.size_mismatches++;
-  }
-  res.fraction = res.cupti_allocations ? double(res.matched) / double(res.cupti_allocations) : 1.0;
-  return res;
 }
 
 }  // namespace vt::analyzer

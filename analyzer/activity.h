@@ -1,12 +1,9 @@
-// Kernel activity read back: decoders for the CUPTI records (tags 0x8A..0x91, cupti/FORMAT.md)
-// and ActivityIndex, which answers the questions the reports ask of them:
-//   - which kernels ran at an instant (running_at), which ran just before it (last_before);
-//   - which NVTX ranges enclosed an instant (nesting per thread);
-//   - peak live memory within each top-level NVTX range (memory_by_phase);
-//   - whether interception saw every allocation CUPTI saw (check_coverage).
-// Feed it every record of a trace (add() ignores the others), call finish(), then query.
-// It keeps every record: right for an export, whose output is as long anyway; the report's
-// single pass uses ActivityStream (activity_stream.h), whose memory is bounded by a window.
+// Kernel activity read back: decoders for the CUPTI records (tags 0x8A..0x91, cupti/FORMAT.md),
+// ActivityIndex, which keeps every activity record of a trace (for the Perfetto export: kernels,
+// copies, CUPTI's allocations and pools, NVTX ranges paired and nested per thread, the recorder's
+// status), and the types the report's single pass (ActivityStream, activity_stream.h) answers in:
+// phases, and the coverage cross-check (did interception see every allocation CUPTI saw?).
+// Feed ActivityIndex every record of a trace (add() ignores the others), then call finish().
 // Times are CLOCK_MONOTONIC ns like every t_ns of the trace.
 #pragma once
 
@@ -157,20 +154,10 @@ class ActivityIndex {
   const std::string& kernel_name(uint32_t id) const;
   std::string display_name(uint32_t id) const;
 
-  // Kernels whose [start, end) contains t, on any device and stream, by start.
-  std::vector<const KernelActivity*> running_at(uint64_t t) const;
-  // The n kernels that started last before t (running or finished), latest first.
-  std::vector<const KernelActivity*> last_before(uint64_t t, size_t n) const;
-  // NVTX ranges containing t ([start, end)), by thread, outermost first.
-  std::vector<const NvtxRange*> nvtx_at(uint64_t t) const;
-  // Ranges of depth 0, by start: the "phases" of memory_by_phase.
-  std::vector<const NvtxRange*> top_level_ranges() const;
-
  private:
   bool add_activity(const Record& r);
   uint64_t base_;
   std::vector<KernelActivity> kernels_;
-  std::vector<uint64_t> max_end_;  // running maximum of end_ns over kernels_ (for running_at)
   std::vector<CopyActivity> copies_;
   std::vector<CuptiAllocation> memory_;
   std::vector<PoolActivity> pools_;
@@ -181,7 +168,7 @@ class ActivityIndex {
   KernelNames names_;
 };
 
-// ---- memory by phase ----
+// ---- phases ----
 
 // One point of a live-bytes timeline: `bytes` holds from t_ns until the next point.
 struct BytesPoint {
@@ -189,25 +176,14 @@ struct BytesPoint {
   uint64_t bytes = 0;
 };
 
-struct PhasePeak {
-  const NvtxRange* range = nullptr;
-  uint64_t start_bytes = 0;  // live when the range began
-  uint64_t peak_bytes = 0;   // the most live at any instant within [start, end)
-  uint64_t peak_t_ns = 0;
-  uint64_t end_bytes = 0;    // live when it ended
-};
-
-// For each phase, the peak of `timeline` (sorted by time) within it.
-std::vector<PhasePeak> memory_by_phase(const std::vector<const NvtxRange*>& phases, const std::vector<BytesPoint>& timeline);
-
-// The same, grouped by range name: how often each phase ran and its highest peak.
+// Device memory per top-level NVTX range, grouped by range name: how often each ran and its
+// highest peak (docs/metrics.md, "Regions, phases and kernels").
 struct PhaseSummary {
   std::string name;
   size_t count = 0;
   uint64_t max_peak_bytes = 0;
   uint64_t max_growth_bytes = 0;  // largest peak - start_bytes over its instances
 };
-std::vector<PhaseSummary> summarize_phases(const std::vector<PhasePeak>& peaks);  // by max peak, descending
 // The report's order of phases: highest peak first, then by name.
 void sort_phases(std::vector<PhaseSummary>* phases);
 
@@ -236,7 +212,5 @@ struct CoverageResult {
   std::vector<CuptiAllocation> missed;  // CUPTI saw it, interception did not
 };
 
-CoverageResult check_coverage(const std::vector<InterceptedAllocation>& intercepted,
-                              const std::vector<CuptiAllocation>& cupti, const CoverageOptions& opt = {});
 
 }  // namespace vt::analyzer

@@ -1,5 +1,4 @@
-// See activity_stream.h. The batch definitions it must agree with are in activity.cpp
-// (ActivityIndex, memory_by_phase, check_coverage); tests/cupti/stream_test.cpp compares them.
+// See activity_stream.h (the definitions its answers follow, and where they deliberately differ).
 #include "activity_stream.h"
 
 #include <absl/container/flat_hash_set.h>
@@ -37,7 +36,7 @@ void CoverageStream::advance(uint64_t now) {
   if (now <= now_) return;
   now_ = now;
   // Settled: every intercepted allocation within skew of it is in, and so is every CUPTI record
-  // before it (they are matched in CUPTI time order, as check_coverage does).
+  // before it (they are matched in CUPTI time order).
   while (!pending_.empty() && pending_.front().t + settle_ < now_) {
     std::pop_heap(pending_.begin(), pending_.end(), later);
     match(pending_.back().m);
@@ -57,7 +56,7 @@ void CoverageStream::finish() {
 }
 
 // The unmatched intercepted allocation at m's address closest in time (the earliest of equals,
-// like check_coverage). The chain runs newest to oldest.
+// the definition's choice). The chain runs newest to oldest.
 void CoverageStream::match(const CuptiAllocation& m) {
   Seen* best = nullptr;
   uint64_t best_skew = 0;
@@ -358,9 +357,10 @@ void ActivityStream::apply_sample(const BytesPoint& s) {
   }
 }
 
-// Depth as ActivityIndex::finish computes it: a range is top level when no range is open on its
-// thread as it starts. (Two starts at one instant on one thread nest in arrival order, where the
-// index puts the longer outside: NVTX pushes on one thread cannot share a timestamp.)
+// Depth as ActivityIndex::finish computes it for the export: a range is top level when no range
+// is open on its thread as it starts. (Two starts at one instant on one thread nest in arrival
+// order, where the index puts the longer outside: NVTX pushes on one thread cannot share a
+// timestamp.)
 void ActivityStream::apply_marker(const Marker& m) {
   if (m.kind == kEnd) {
     auto it = open_.find(m.id);

@@ -10,15 +10,24 @@
 //     (CoverageStream).
 // Why a lag: an activity record is written when CUPTI hands its buffer over (the recorder flushes
 // every 100 ms), after the memory events of the same instant; the reader merges by record time.
-// Where the answers can differ from the batch definitions (activity.h), deliberately:
+// The definitions (docs/metrics.md, "Regions, phases and kernels"): the kernels running at an
+// instant are those whose [start, end) contains it, by start; the last before it are the five that
+// started last before it (running or finished), latest first; the enclosing NVTX ranges are those
+// whose [start, end) contains it, by thread, outermost first; a phase is a range with no range
+// open on its thread as it starts, and its peak the highest device bytes within [start, end),
+// counting what was live at its start; coverage matches each CUPTI allocation, in CUPTI time
+// order, with the unmatched intercepted one at its address closest in time (the earliest of
+// equals) within max_skew_ns. tests/cupti/stream_test.cpp checks the answers against these
+// definitions computed directly from what it generated.
+// Where the answers can differ from those definitions, deliberately:
 //   - a record later than kActivityLagNs behind its GPU time: a kernel that ended before an
 //     instant is then not among the last before it (one still running at it always counts, however
 //     long it ran), an NVTX marker is applied after instants it should have enclosed, a CUPTI
 //     allocation may be counted missed;
-//   - phases use the device bytes of all devices in 1 ms buckets, where memory_by_phase got the
-//     report's per-device timeline after coarsening (the same on one device until it coarsens);
+//   - phases use the device bytes of all devices in 1 ms buckets (max-preserving: a bucket stands
+//     at its highest point's time);
 //   - a range that never ends encloses an instant answered before the trace's end even when that
-//     instant turns out to be the trace's last (the index ends it there, exclusive).
+//     instant turns out to be the trace's last (the definition ends it there, exclusive).
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -69,10 +78,11 @@ class SeqRing {
   uint64_t mask_ = 0, head_ = 0, tail_ = 0;
 };
 
-// check_coverage over a stream. Intercepted allocations arrive at their own time; CUPTI's arrive
-// up to `lag` later. A CUPTI allocation is matched once nothing that could change its match can
-// still come (lag past its time), in CUPTI time order like check_coverage, so the result is the
-// same; an intercepted one is forgotten once no CUPTI record still to come could match it.
+// The coverage cross-check over a stream. Intercepted allocations arrive at their own time;
+// CUPTI's arrive up to `lag` later. A CUPTI allocation is matched once nothing that could change
+// its match can still come (lag past its time), in CUPTI time order, so the result is what
+// matching them all at the end would give; an intercepted one is forgotten once no CUPTI record
+// still to come could match it.
 class CoverageStream {
  public:
   explicit CoverageStream(uint64_t lag_ns = kActivityLagNs, const CoverageOptions& opt = {}, size_t keep_missed = 20);
@@ -110,7 +120,7 @@ class CoverageStream {
   CoverageResult res_;
 };
 
-// What ran at one instant, as ActivityIndex::running_at / last_before(t, 5) / nvtx_at give it.
+// What ran at one instant (the definitions above).
 struct ActivityAnswer {
   std::vector<KernelActivity> running;      // by start
   std::vector<KernelActivity> last_before;  // latest start first
@@ -149,7 +159,7 @@ class ActivityStream {
   QueryId watch_moving(uint64_t t) { return add_query(t, true); }
   void move(QueryId q, uint64_t t);
 
-  // Ranges still open end at `trace_end_ns` (or at their start when later), as in ActivityIndex.
+  // Ranges still open end at `trace_end_ns` (or at their start when later).
   void finish(uint64_t trace_end_ns);
 
   const RecorderState& recorder() const { return recorder_; }

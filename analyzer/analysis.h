@@ -1,7 +1,7 @@
-// Turning traces into reports: one streaming pass over a trace (LiveState replays it; this file
-// tracks peaks, the timeline, growth checkpoints, failed allocations and cache flushes), then
-// the groups are symbolized and every OOM judged (oom_verdict.h). A directory of traces (a
-// multi-rank job, or a process and its children) gives a JobReport.
+// Turning traces into reports: one streaming pass over a trace (analysis_pass.h: the replay and
+// the aggregators it feeds), then the groups are symbolized and every OOM judged (oom_verdict.h).
+// A directory of traces (a multi-rank job, or a process and its children) gives a JobReport
+// (job.cpp).
 #pragma once
 
 #include <string>

@@ -6,12 +6,6 @@
 
 namespace vt::analyzer {
 
-namespace {
-constexpr uint64_t kDefaultPoolTag = 0xdefa000000000000ull;  // the device's current pool, handle unseen
-constexpr uint32_t kLocationDevice = 1;
-
-}  // namespace
-
 const char* bucket_name(Bucket b) {
   switch (b) {
     case Bucket::Device: return "device";
@@ -73,7 +67,7 @@ __attribute__((always_inline)) inline void LiveState::account(const Alloc& a, in
   DeviceTotals& d = device_slot(a.device);
   d.bytes[int(a.bucket)] += delta;
   if (a.bucket == Bucket::Device) {
-    d.kinds[int(a.kind) & 15] += delta;
+    d.kinds[int(a.kind) & (kKindSlots - 1)] += delta;
     device_all_ += delta;
   }
   if (changed_.empty() || (changed_.back() != a.device &&
@@ -85,9 +79,9 @@ __attribute__((always_inline)) inline void LiveState::account(const Alloc& a, in
 }
 
 PoolState& LiveState::pool_of(uint64_t pool, int device) {
-  uint64_t key = pool ? pool : kDefaultPoolTag | uint32_t(device);
+  uint64_t key = pool ? pool : default_pool_key(device);
   PoolState& p = pools_[key];
-  if (p.device < 0) p.device = device;
+  if (p.device < 0 && !p.placed) p.device = device;  // a pool seen only by its allocations: theirs
   return p;
 }
 
@@ -146,23 +140,38 @@ void LiveState::drop_context(uint64_t ctx) {
   for (uint64_t addr : gone) remove_alloc(live_.find(addr), live_, true);
 }
 
-void LiveState::maybe_free_handle(uint64_t handle) {
+// Rule 5: a handle's memory goes at the later of its release and its last unmap.
+void LiveState::free_handle_if_done(uint64_t handle) {
+  auto u = handle_use_.find(handle);
+  if (u == handle_use_.end() || u->second.mappings > 0) return;  // still mapped: nothing changes
+  bool freed = handle_freed(u->second.released, 0);
+  handle_use_.erase(u);  // unmapped and not released is the same as no entry
+  if (!freed) return;
   auto it = handles_.find(handle);
-  if (it == handles_.end()) return;
-  if (handle_maps_[handle] > 0) {
-    released_[handle] = true;  // the driver frees it when its last mapping goes
-    return;
+  if (it != handles_.end()) remove_alloc(it, handles_, false);
+}
+
+void LiveState::release_handle(uint64_t handle) {
+  handle_use_[handle].released = true;
+  free_handle_if_done(handle);
+}
+
+void LiveState::unmap(uint64_t va, uint64_t size) {
+  for (auto it = mappings_.lower_bound(va); it != mappings_.end() && unmap_removes(it->first, va, size);) {
+    uint64_t h = it->second.handle;
+    mapped_total_ -= std::min(mapped_total_, it->second.size);
+    it = mappings_.erase(it);
+    auto u = handle_use_.find(h);
+    if (u != handle_use_.end() && u->second.mappings > 0) u->second.mappings--;
+    free_handle_if_done(h);
   }
-  handle_maps_.erase(handle);
-  released_.erase(handle);
-  remove_alloc(it, handles_, false);
 }
 
 uint64_t LiveState::handle_bytes_unmapped(int device) const {
   uint64_t sum = 0;
   for (const auto& e : handles_) {
-    auto m = handle_maps_.find(e.first);
-    if (e.second.device == device && (m == handle_maps_.end() || m->second == 0)) sum += e.second.size;
+    auto u = handle_use_.find(e.first);
+    if (e.second.device == device && (u == handle_use_.end() || u->second.mappings == 0)) sum += e.second.size;
   }
   return sum;
 }
@@ -170,18 +179,19 @@ uint64_t LiveState::handle_bytes_unmapped(int device) const {
 uint64_t LiveState::pool_cached_bytes(int device) const {
   uint64_t sum = 0;
   for (const auto& [key, p] : pools_)
-    if (p.device == device) {
+    if (p.device == device && p.bucket == Bucket::Device) {
       uint64_t f = p.footprint();
       sum += f > p.live_bytes ? f - p.live_bytes : 0;
     }
   return sum;
 }
 
+// Each case is one effect of format/accounting.h; the rules are numbered there.
 void LiveState::apply(const Record& r) {
   changed_.clear();
-  if (!r.op || r.result != 0) return;  // a failed call changed nothing
+  if (!r.op || !changes_memory(r.result)) return;  // rule 1
   const OpInfo& op = *r.op;
-  auto alloc = [&r, &op] {  // what an acquire adds (releases need none)
+  auto alloc = [&r, &op] {  // what an acquire adds, on the event's device (rule 4)
     Alloc a;
     a.size = r.size;
     a.context = r.context;
@@ -191,96 +201,97 @@ void LiveState::apply(const Record& r) {
     a.bucket = bucket_of(op.kind);
     return a;
   };
-  if (keyed_by_address(op.kind)) {
-    if (op.action == Action::Acquire) {
+  switch (effect_of(op)) {
+    case Effect::Allocate: {
+      if (!is_memory_key(r.addr)) return;  // rule 2
       Alloc a = alloc();
-      if (op.kind == MemKind::Async && r.has(format::kEvAux)) {
-        a.pool = r.aux;
-        auto p = pools_.find(r.aux);
-        if (p != pools_.end() && p->second.device >= 0) a.device = p->second.device;
+      if (op.kind == MemKind::Async) {  // rule 4: where its pool lives
+        a.pool = named_pool(r);
+        auto p = a.pool ? pools_.find(a.pool) : pools_.end();
+        if (p != pools_.end() && p->second.placed) {
+          Placement at = from_pool({p->second.device, p->second.bucket}, r.device);
+          a.device = at.device;
+          a.bucket = at.bucket;
+        }
       }
-      add(r.addr, a, live_);
-    } else {
+      add(r.addr, a, live_);  // rule 3: replaces what was live there
+      return;
+    }
+    case Effect::Free: {
+      if (!is_memory_key(r.addr)) return;
       auto it = live_.find(r.addr);
       if (it == live_.end())
-        ++unmatched_frees_;
+        ++unmatched_frees_;  // rule 3: nothing to free
       else
         remove_alloc(it, live_, false);
+      return;
     }
-    return;
-  }
-  switch (op.kind) {
-    case MemKind::VmmPhysical:
-      if (op.action == Action::Acquire) {
-        Alloc a = alloc();
-        uint32_t type = uint32_t(r.aux2 >> 32);
-        if (type == kLocationDevice) {
-          a.device = int32_t(uint32_t(r.aux2));
-        } else {
-          a.bucket = Bucket::PinnedHost;
-        }
-        add(r.aux, a, handles_);
-      } else {
-        maybe_free_handle(r.aux);
-      }
-      break;
-    case MemKind::VmmMapping:
-      if (op.action == Action::Acquire) {
-        mappings_[r.addr] = {r.size, r.aux};
-        handle_maps_[r.aux]++;
-        mapped_total_ += r.size;
-      } else {
-        for (auto it = mappings_.lower_bound(r.addr); it != mappings_.end() && it->first < r.addr + r.size;) {
-          uint64_t h = it->second.handle;
-          mapped_total_ -= std::min(mapped_total_, it->second.size);
-          it = mappings_.erase(it);
-          if (--handle_maps_[h] <= 0 && released_.count(h)) {
-            handle_maps_[h] = 0;
-            maybe_free_handle(h);
-          }
-        }
-      }
-      break;
-    case MemKind::VmmReservation:
-      if (op.action == Action::Acquire) {
-        reservations_[r.addr] = r.size;
-        reserved_total_ += r.size;
-      } else {
-        auto it = reservations_.find(r.addr);
-        if (it != reservations_.end()) {
-          reserved_total_ -= std::min(reserved_total_, it->second);
-          reservations_.erase(it);
-        }
-      }
-      break;
-    case MemKind::Pool: {
-      HookId id = HookId(op.code - 1);
-      if (id == HookId::cuMemPoolCreate) {
-        PoolState& p = pools_[r.aux];
-        p.device = uint32_t(r.aux2 >> 32) == kLocationDevice ? int32_t(uint32_t(r.aux2)) : r.device;
-      } else if (id == HookId::cuMemPoolDestroy) {
-        pools_.erase(r.aux);
-      } else {  // cuMemPoolTrimTo: what is not live goes back to the device
-        uint64_t key = pools_.count(r.aux) ? r.aux : (kDefaultPoolTag | uint32_t(r.device));
-        auto it = pools_.find(key);
-        if (it != pools_.end()) {
-          it->second.extents.clear();
-          for (const auto& e : live_) {
-            const Alloc& al = e.second;
-            if (al.kind == MemKind::Async && (al.pool ? al.pool : kDefaultPoolTag | uint32_t(al.device)) == key)
-              it->second.extents[e.first] = e.first + al.size;
-          }
-        }
-      }
-      break;
+    case Effect::CreateHandle: {
+      if (!is_memory_key(r.aux)) return;
+      Alloc a = alloc();
+      Placement at = placement_at(r.aux2, r.device);  // rule 4
+      a.device = at.device;
+      a.bucket = at.bucket;
+      auto u = handle_use_.find(r.aux);
+      if (u != handle_use_.end()) u->second.released = false;  // rule 3: a new handle; its mappings stay
+      add(r.aux, a, handles_);
+      return;
     }
-    case MemKind::Context: {
-      HookId id = HookId(op.code - 1);
-      uint64_t ctx = id == HookId::cuCtxDestroy_v2 ? r.aux : r.aux2;
-      if (ctx) drop_context(ctx);
-      break;
+    case Effect::ReleaseHandle:
+      if (handles_.find(r.aux) != handles_.end()) release_handle(r.aux);  // rule 5
+      return;
+    case Effect::Map: {
+      auto old = mappings_.find(r.addr);
+      if (old != mappings_.end()) unmap(r.addr, 1);  // rule 3: a mapping there is gone
+      mappings_[r.addr] = {r.size, r.aux};
+      handle_use_[r.aux].mappings++;
+      mapped_total_ += r.size;
+      return;
     }
-    default: break;  // None; the address-keyed kinds returned above
+    case Effect::Unmap:
+      unmap(r.addr, r.size);  // rule 5
+      return;
+    case Effect::Reserve:
+      reservations_[r.addr] = r.size;
+      reserved_total_ += r.size;
+      return;
+    case Effect::Unreserve: {
+      auto it = reservations_.find(r.addr);
+      if (it != reservations_.end()) {
+        reserved_total_ -= std::min(reserved_total_, it->second);
+        reservations_.erase(it);
+      }
+      return;
+    }
+    case Effect::CreatePool: {
+      if (!is_memory_key(r.aux)) return;
+      PoolState& p = pools_[r.aux];
+      Placement at = placement_at(r.aux2, r.device);
+      p.device = at.device;
+      p.bucket = at.bucket;
+      p.placed = true;
+      return;
+    }
+    case Effect::DestroyPool:
+      if (is_memory_key(r.aux)) pools_.erase(r.aux);
+      return;
+    case Effect::TrimPool: {  // what is not live goes back to the device
+      uint64_t key = pools_.count(r.aux) ? r.aux : default_pool_key(r.device);
+      auto it = pools_.find(key);
+      if (it != pools_.end()) {
+        it->second.extents.clear();
+        for (const auto& e : live_) {
+          const Alloc& al = e.second;
+          if (al.kind == MemKind::Async && (al.pool ? al.pool : default_pool_key(al.device)) == key)
+            it->second.extents[e.first] = e.first + al.size;
+        }
+      }
+      return;
+    }
+    case Effect::Teardown:
+      if (uint64_t ctx = torn_down_context(HookId(op.code - 1), r)) drop_context(ctx);  // rule 6
+      return;
+    case Effect::None: return;
   }
 }
 

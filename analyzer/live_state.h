@@ -1,7 +1,8 @@
 // The replay of a trace: which memory is live at each instant, and whose. Applies events in time
-// order and keeps: live allocations by address, VMM handles, mappings and reservations, pools and
-// the address ranges they handed out, contexts, live bytes per device and kind, and live bytes
-// per (stack, device, kind). Memory is bounded by live allocations and distinct stacks.
+// order, by the accounting rules of format/accounting.h (the in-process live tracker applies the
+// same rules), and keeps: live allocations by address, VMM handles, mappings and reservations,
+// pools and the address ranges they handed out, contexts, live bytes per device and kind, and live
+// bytes per (stack, device, kind). Memory is bounded by live allocations and distinct stacks.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "accounting.h"
 #include "address_map.h"
 #include "trace_reader.h"
 
@@ -92,17 +94,23 @@ class SiteTable {
   std::vector<uint32_t> memo_;  // stack id -> its last row + 1 (0 = none)
 };
 
+// Slots for device bytes by op kind: MemKind values, with room to spare (a kind is masked into it).
+inline constexpr int kKindSlots = 16;
+static_assert(int(MemKind::Context) < kKindSlots);
+
 // Live bytes of one device (-1 = unknown) by bucket, and its device-bucket bytes by op kind.
 struct DeviceTotals {
   int32_t device = -1;
   std::array<uint64_t, kBuckets> bytes{};
-  std::array<uint64_t, 16> kinds{};
+  std::array<uint64_t, kKindSlots> kinds{};
 };
 
-// A pool as far as events show it: the address ranges it handed out since it was created or
-// trimmed (its inferred footprint) and the bytes of its live allocations.
+// A pool as far as events show it: where its memory counts, the address ranges it handed out
+// since it was created or trimmed (its inferred footprint) and the bytes of its live allocations.
 struct PoolState {
   int32_t device = -1;
+  Bucket bucket = Bucket::Device;  // pinned host for a pool at a host location
+  bool placed = false;  // created in the trace: its allocations count where it lives (rule 4)
   std::map<uint64_t, uint64_t> extents;  // start -> end, merged
   uint64_t live_bytes = 0;
   uint64_t footprint() const;
@@ -111,8 +119,9 @@ struct PoolState {
 
 class LiveState {
  public:
-  // Applies one event. Returns the device whose device-bucket bytes went down (a release), or -2
-  // when none did; lets the caller snapshot a peak before it is left.
+  // Applies one event by the rules of format/accounting.h (a failed one changes nothing);
+  // changed() then lists the devices whose totals it changed, and the before-drop callback has
+  // run before any device's device-bucket bytes went down (so a peak can be snapshotted first).
   void apply(const Record& r);
 
   // Called before an event lowers the device bytes of `device` (peak bookkeeping).
@@ -146,7 +155,7 @@ class LiveState {
   uint64_t reserved_va() const { return reserved_total_; }
   uint64_t mapped_va() const { return mapped_total_; }
   uint64_t handle_bytes_unmapped(int device) const;
-  uint64_t pool_cached_bytes(int device) const;  // inferred pool footprint minus live async bytes
+  uint64_t pool_cached_bytes(int device) const;  // device pools' inferred footprint minus live bytes
 
   // Freed by a context teardown rather than by a free (reported apart from leaks).
   const std::vector<SiteTable::Row>& teardown() const { return teardown_.rows(); }
@@ -163,7 +172,9 @@ class LiveState {
   }
   DeviceTotals& new_device_slot(int device);
   const DeviceTotals* find_other_device(int device) const;
-  void maybe_free_handle(uint64_t handle);
+  void release_handle(uint64_t handle);
+  void unmap(uint64_t va, uint64_t size);
+  void free_handle_if_done(uint64_t handle);
   PoolState& pool_of(uint64_t pool, int device);
 
   AllocMap live_;     // by address (or array handle)
@@ -171,9 +182,12 @@ class LiveState {
   struct Mapping {
     uint64_t size, handle;
   };
-  std::map<uint64_t, Mapping> mappings_;             // va -> mapping
-  absl::flat_hash_map<uint64_t, int> handle_maps_;   // handle -> mapping count
-  absl::flat_hash_map<uint64_t, bool> released_;     // handle released while still mapped
+  struct HandleUse {  // a VMM handle's mappings, and whether it was released (rule 5)
+    uint32_t mappings = 0;
+    bool released = false;
+  };
+  std::map<uint64_t, Mapping> mappings_;                   // va -> mapping
+  absl::flat_hash_map<uint64_t, HandleUse> handle_use_;    // handles mapped or released, not yet freed
   std::map<uint64_t, uint64_t> reservations_;        // va -> size
   absl::flat_hash_map<uint64_t, PoolState> pools_;
   std::vector<DeviceTotals> slots_;

@@ -10,7 +10,7 @@
 //   - instants ("i"): every failed allocation, and allocations of at least alloc_threshold
 //     bytes, with op, size, address, kind and the symbolized call stack in args.
 // otherData holds the trace's identity, the kernel recorder's state (recorded, stepped aside,
-// lost records) and, when CUPTI reported allocations, the coverage cross-check (check_coverage).
+// lost records) and, when CUPTI reported allocations, the coverage cross-check (CoverageStream).
 // Aggregation, so big traces stay usable (also described in cupti/FORMAT.md):
 //   - counters: at most two samples per device per counter_interval (the window's highest total
 //     at its instant, then the window's last value), so peaks are never smoothed away;

@@ -1,14 +1,14 @@
-// See report_html.h. This file turns the report into the page's data (a compact JSON: frames
-// and stacks interned once, times relative to the trace start, lists capped) and wraps it with
-// the embedded style and script (analyzer/html/, compiled in by analyzer/html/embed.cmake).
+// See report_html.h. This file turns the report into the page's data (the report JSON with the
+// page's limits) and wraps it with the embedded style and script (analyzer/html/, compiled in by
+// analyzer/html/embed.cmake).
 #include "report_html.h"
 
 #include <algorithm>
 #include <map>
 #include <random>
-#include <unordered_map>
 
 #include "analysis.h"
+#include "report_render.h"
 
 namespace vt::analyzer {
 
@@ -53,180 +53,90 @@ std::string clean(const std::string& s, size_t max = kHtmlMaxString) {
   return out;
 }
 
-// Frames and stacks are shared by many lists (the same site leaks, holds the peak and grows),
-// so each is written once and referred to by index.
-class Packer {
+// The page's data is the report JSON (report_json, job_json: docs/report-schema.md) with the
+// page's limits applied in place: every string cleaned, lists cut at their key's limit, a timeline
+// series halved by pairs (keeping the higher) until it fits, and what was cut recorded in
+// `omitted` under the JSON pointer of the list (docs/report-schema.md, "The HTML page's data").
+class PageLimits {
  public:
-  int frame(const Frame& f) {
-    std::string key = f.function + '\0' + f.file + '\0' + std::to_string(f.line) + '\0' + f.module + '\0' +
-                      std::to_string(f.offset) + (f.python ? "p" : "") + (f.inlined ? "i" : "");
-    auto [it, added] = frame_ids_.emplace(key, int(frames_.size()));
-    if (added)
-      frames_.push_back({clean(f.function), clean(f.file), f.line, clean(f.module),
-                         (f.python ? 1 : 0) | (f.inlined ? 2 : 0), f.offset});
-    return it->second;
-  }
-  int stack(const std::vector<Frame>& st) {
-    std::vector<int> ids;
-    for (size_t i = 0; i < st.size() && i < kHtmlMaxFrames; ++i) ids.push_back(frame(st[i]));
-    if (st.size() > kHtmlMaxFrames) {
-      Frame more;
-      more.function = "(" + std::to_string(st.size() - kHtmlMaxFrames) + " outer frames not shown)";
-      ids.push_back(frame(more));
+  explicit PageLimits(json* omitted) : omitted_(omitted) {}
+
+  void apply(json& j, const std::string& ptr) {
+    if (j.is_string()) {
+      j = clean(j.get_ref<const std::string&>());
+    } else if (j.is_array()) {
+      for (size_t i = 0; i < j.size(); ++i) apply(j[i], ptr + "/" + std::to_string(i));
+    } else if (j.is_object()) {
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        std::string at = ptr + "/" + it.key();
+        if (it->is_array()) {
+          if (it.key() == "points")
+            thin(*it, at);
+          else if (size_t max = limit(it.key()); it->size() > max)
+            cut(*it, max, at);
+        }
+        apply(*it, at);
+      }
     }
-    auto [it, added] = stack_ids_.emplace(ids, int(stacks_.size()));
-    if (added) stacks_.push_back(ids);
-    return it->second;
-  }
-  void put(json& data) {
-    data["frames"] = std::move(frames_);
-    data["stacks"] = std::move(stacks_);
   }
 
  private:
-  json frames_ = json::array(), stacks_ = json::array();
-  std::unordered_map<std::string, int> frame_ids_;
-  std::map<std::vector<int>, int> stack_ids_;
-};
-
-struct TraceWriter {
-  Packer& pk;
-  const TraceReport& r;
-  uint64_t base;  // times are written relative to this (the trace start), in ns
-
-  int64_t rel(uint64_t t) const { return int64_t(t - base); }
-
-  json group(const SiteGroup& g) {
-    return {{"b", g.bytes}, {"n", g.count}, {"sh", g.share}, {"k", clean(g.kind)}, {"d", g.device}, {"s", pk.stack(g.stack)}};
-  }
-  // The first kHtmlMaxGroups groups, and what the rest add up to.
-  json groups(const std::vector<SiteGroup>& v) {
-    json a = json::array();
-    uint64_t sites = 0, bytes = 0, count = 0;
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i < kHtmlMaxGroups) {
-        a.push_back(group(v[i]));
-      } else {
-        sites++;
-        bytes += v[i].bytes;
-        count += v[i].count;
-      }
-    }
-    return {{"list", a}, {"more", {{"sites", sites}, {"b", bytes}, {"n", count}}}};
-  }
-  json growth(const std::vector<GrowthSite>& v) {
-    json a = json::array();
-    for (size_t i = 0; i < v.size() && i < kHtmlMaxGroups; ++i) {
-      json g = group(v[i].site);
-      g["gb"] = v[i].growth_bytes;
-      g["nh"] = v[i].new_highs;
-      g["t0"] = rel(v[i].first_t_ns);
-      g["t1"] = rel(v[i].last_t_ns);
-      a.push_back(g);
-    }
-    return a;
-  }
-  // At most 4096 points per series, halving by pairs that keep their maximum (the analysis
-  // gives ~1024; this only guards the page against a larger --timeline setting).
-  json series(const TimelineSeries& s) {
-    std::vector<std::pair<uint64_t, uint64_t>> p = s.points;
-    while (p.size() > 4096) {
-      std::vector<std::pair<uint64_t, uint64_t>> q;
-      for (size_t i = 0; i < p.size(); i += 2)
-        q.push_back(i + 1 < p.size() && p[i + 1].second > p[i].second ? p[i + 1] : p[i]);
-      p.swap(q);
-    }
-    json pts = json::array();
-    for (const auto& [t, b] : p) pts.push_back({rel(t), b});
-    return {{"device", s.device}, {"kind", clean(s.kind)}, {"points", pts}};
-  }
-  json oom(const OomReport& o) {
-    json causes = json::array();
-    for (const Cause& c : o.causes)
-      causes.push_back({{"code", clean(c.code)}, {"score", c.score}, {"summary", clean(c.summary)}, {"ev", c.evidence}});
-    json procs = json::array();
-    for (size_t i = 0; i < o.other_processes.size() && i < kHtmlMaxGroups; ++i)
-      procs.push_back({{"pid", o.other_processes[i].pid}, {"name", clean(o.other_processes[i].name)},
-                       {"b", o.other_processes[i].bytes}});
-    json remedies = json::array();
-    for (const std::string& m : o.remedies) remedies.push_back(clean(m));
-    return {{"t", rel(o.t_ns)}, {"op", clean(o.op)}, {"result", o.result}, {"device", o.device},
-            {"req", o.requested_bytes}, {"free", o.device_free_bytes}, {"total", o.device_total_bytes},
-            {"proc", o.process_device_bytes}, {"by_kind", o.process_by_kind}, {"na", o.not_attributable_bytes},
-            {"pool_cached", o.pool_cached_bytes}, {"vmm_unmapped", o.vmm_unmapped_bytes}, {"s", pk.stack(o.stack)},
-            {"holders", groups(o.top_holders)}, {"grew", growth(o.grew_before)}, {"verdict", clean(o.verdict)},
-            {"causes", causes}, {"remedies", remedies}, {"nvml", o.nvml}, {"others", procs}};
-  }
-  json frag() {
-    const Fragmentation& f = r.fragmentation;
-    json pools = json::array(), flushes = json::array();
-    for (size_t i = 0; i < f.pools.size() && i < kHtmlMaxGroups; ++i) {
-      const PoolFragmentation& p = f.pools[i];
-      pools.push_back({{"pool", clean(p.pool)}, {"device", p.device}, {"footprint", p.footprint_bytes}, {"live", p.live_bytes},
-                       {"gap", p.largest_free_gap_bytes}, {"frag", p.fragmentation}});
-    }
-    for (size_t i = 0; i < f.cache_flushes.size() && i < kHtmlMaxGroups; ++i) {
-      const CacheFlush& c = f.cache_flushes[i];
-      flushes.push_back({{"t", rel(c.t_ns)}, {"req", c.requested_bytes}, {"freed", c.freed_bytes}, {"n", c.freed_count},
-                         {"ok", c.retry_succeeded}});
-    }
-    return {{"vmm", {{"reserved_at_peak", f.vmm_reserved_bytes_at_peak}, {"mapped_at_peak", f.vmm_mapped_bytes_at_peak},
-                     {"reserved_max", f.vmm_reserved_bytes_max}, {"mapped_max", f.vmm_mapped_bytes_max}}},
-            {"pools", pools}, {"pools_total", f.pools.size()}, {"flushes", flushes},
-            {"flushes_total", f.cache_flushes.size()}};
-  }
-  json process() {
-    const ProcessInfo& p = r.process;
-    json argv = json::array(), devices = json::array();
-    for (size_t i = 0; i < p.argv.size() && i < 256; ++i) argv.push_back(clean(p.argv[i]));
-    for (const DeviceInfo& d : p.devices)
-      devices.push_back({{"ordinal", d.ordinal}, {"name", clean(d.name)}, {"total", d.total_bytes}, {"uuid", clean(d.uuid)}});
-    // Wall-clock time of `base` in ms since the epoch, for the header (0 when unknown).
-    double wall_ms = p.start_realtime_ns && p.start_monotonic_ns ? (double(p.start_realtime_ns) + double(int64_t(base - p.start_monotonic_ns))) / 1e6 : 0;
-    return {{"pid", p.pid}, {"ppid", p.ppid}, {"argv", argv}, {"argc", p.argv.size()}, {"exe", clean(p.exe)},
-            {"host", clean(p.hostname)}, {"session", clean(p.session)}, {"rank", p.rank}, {"local_rank", p.local_rank},
-            {"driver", p.driver_version}, {"closed", p.closed_cleanly}, {"tracing_failed", p.tracing_failed},
-            {"devices", devices}, {"wall_ms", wall_ms}};
+  static size_t limit(const std::string& key) {
+    static const std::map<std::string, size_t> kLimits = {
+        {"live_set", kHtmlMaxGroups},        {"groups", kHtmlMaxGroups},        {"growth", kHtmlMaxGroups},
+        {"top_holders", kHtmlMaxGroups},     {"grew_before", kHtmlMaxGroups},   {"other_processes", kHtmlMaxGroups},
+        {"pools", kHtmlMaxGroups},           {"cache_flushes", kHtmlMaxGroups}, {"regions", kHtmlMaxGroups},
+        {"phases", kHtmlMaxGroups},          {"running_kernels", kHtmlMaxGroups}, {"ooms", kHtmlMaxOoms},
+        {"stack", kHtmlMaxFrames},           {"argv", kHtmlMaxArgs},            {"problems", kHtmlMaxProblems},
+        {"damage", kHtmlMaxProblems},
+    };
+    auto it = kLimits.find(key);
+    return it == kLimits.end() ? ~size_t(0) : it->second;
   }
 
-  json trace() {
-    json peaks = json::array();
-    for (const DevicePeak& p : r.peaks)
-      peaks.push_back({{"device", p.device}, {"bytes", p.bytes}, {"t", rel(p.t_ns)}, {"by_kind", p.by_kind},
-                       {"groups", groups(p.live_set)}});
-    json timeline = json::array();
-    for (const TimelineSeries& s : r.timeline) timeline.push_back(series(s));
-    json ooms = json::array();
+  // Keeps the first `max` entries; what the rest add up to goes to omitted[at].
+  void cut(json& list, size_t max, const std::string& at) {
+    json left = {{"entries", list.size() - max}};
+    uint64_t bytes = 0, count = 0;
+    bool has_bytes = false, has_count = false;
     std::map<std::string, uint64_t> verdicts;
-    for (size_t i = 0; i < r.ooms.size(); ++i) {
-      if (i < kHtmlMaxOoms) ooms.push_back(oom(r.ooms[i]));
-      verdicts[clean(r.ooms[i].verdict)]++;
+    for (size_t i = max; i < list.size(); ++i) {
+      const json& e = list[i];
+      if (!e.is_object()) continue;
+      if (auto b = e.find("bytes"); b != e.end() && b->is_number_unsigned()) bytes += b->get<uint64_t>(), has_bytes = true;
+      if (auto c = e.find("count"); c != e.end() && c->is_number_unsigned()) count += c->get<uint64_t>(), has_count = true;
+      if (auto v = e.find("verdict"); v != e.end() && v->is_string()) verdicts[clean(v->get<std::string>())]++;
     }
-    json problems = json::array();
-    for (size_t i = 0; i < r.problems.size() && i < 100; ++i) problems.push_back(clean(r.problems[i]));
-    json regions = json::array();
-    for (size_t i = 0; i < r.regions.size() && i < kHtmlMaxGroups; ++i) {
-      const RegionReport& g = r.regions[i];
-      regions.push_back({{"name", clean(g.name)}, {"t0", rel(g.t_begin)}, {"t1", rel(g.t_end)}, {"closed", g.closed},
-                         {"start", g.start_bytes}, {"end", g.end_bytes}, {"peak", g.peak_bytes}});
-    }
-    return {{"path", clean(r.path)}, {"process", process()}, {"problems", problems}, {"partial", r.partial},
-            {"events", r.events}, {"failed", r.failed_events}, {"unmatched", r.unmatched_frees},
-            {"first", rel(r.first_t_ns)}, {"last", rel(r.last_t_ns)},
-            {"peaks", peaks}, {"pinned_peak", r.pinned_host_peak_bytes}, {"managed_peak", r.managed_peak_bytes},
-            {"timeline", timeline},
-            {"leaks", {{"end", clean(r.end)}, {"b", r.leak_bytes}, {"n", r.leak_count}, {"groups", groups(r.leaks)},
-                       {"teardown", {{"b", r.teardown_bytes}, {"n", r.teardown_count}, {"groups", groups(r.teardown)}}},
-                       {"growth", growth(r.growth)}}},
-            {"frag", frag()}, {"ooms", ooms}, {"ooms_total", r.ooms.size()}, {"verdicts", verdicts},
-            {"regions", regions}, {"regions_total", r.regions.size()}};
+    if (has_bytes) left["bytes"] = bytes;
+    if (has_count) left["count"] = count;
+    if (!verdicts.empty()) left["verdicts"] = verdicts;
+    list.erase(list.begin() + std::ptrdiff_t(max), list.end());
+    (*omitted_)[at] = std::move(left);
   }
+
+  // At most kHtmlMaxPoints [t, bytes] points: adjacent pairs merged, keeping the higher (the
+  // analysis gives ~512; this only guards the page against a larger --timeline setting).
+  void thin(json& points, const std::string& at) {
+    const size_t before = points.size();
+    auto bytes = [](const json& p) { return p.is_array() && p.size() == 2 && p[1].is_number_unsigned() ? p[1].get<uint64_t>() : 0; };
+    while (points.size() > kHtmlMaxPoints) {
+      json q = json::array();
+      for (size_t i = 0; i < points.size(); i += 2)
+        q.push_back(i + 1 < points.size() && bytes(points[i + 1]) > bytes(points[i]) ? points[i + 1] : points[i]);
+      points = std::move(q);
+    }
+    if (points.size() < before) (*omitted_)[at] = {{"entries", before - points.size()}};
+  }
+
+  json* omitted_;
 };
 
-// The same origin as the text report: the process start when it precedes the first event.
-uint64_t time_base(const TraceReport& r) {
-  uint64_t s = r.process.start_monotonic_ns;
-  return s && s < r.first_t_ns ? s : r.first_t_ns;
+// The report JSON with the page's limits, and `omitted` (empty when nothing was cut).
+json limited(json data) {
+  json omitted = json::object();
+  PageLimits(&omitted).apply(data, "");
+  data["omitted"] = std::move(omitted);
+  return data;
 }
 
 std::string nonce() {
@@ -304,16 +214,11 @@ std::string script_safe_json(const json& j) {
   return out;
 }
 
-json html_data(const TraceReport& r) {
-  Packer pk;
-  TraceWriter w{pk, r, time_base(r)};
-  json data = {{"v", 1}, {"kind", "trace"}, {"traces", json::array({w.trace()})}};
-  pk.put(data);
-  return data;
-}
+json html_data(const TraceReport& r) { return limited(report_json(r)); }
 
 json html_job_data(const JobReport& j) {
-  // Full details for the ranks that matter most (OOMs first, then the highest peaks).
+  // Full reports for the ranks that matter most (OOMs first, then the highest peaks); the others
+  // are null in `reports` (their rows stay in `ranks`).
   std::vector<size_t> order;
   for (size_t i = 0; i < j.ranks.size() && i < j.traces.size(); ++i) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -321,31 +226,13 @@ json html_job_data(const JobReport& j) {
     return j.ranks[a].peak_bytes > j.ranks[b].peak_bytes;
   });
   if (order.size() > kHtmlMaxRankDetails) order.resize(kHtmlMaxRankDetails);
-  std::sort(order.begin(), order.end());
-  std::vector<int> detail(j.ranks.size(), -1);
-  Packer pk;
-  json traces = json::array();
-  for (size_t i : order) {
-    detail[i] = int(traces.size());
-    TraceWriter w{pk, j.traces[i], time_base(j.traces[i])};
-    traces.push_back(w.trace());
-  }
-  json ranks = json::array();
-  for (size_t i = 0; i < j.ranks.size(); ++i) {
-    const RankRow& row = j.ranks[i];
-    ranks.push_back({{"rank", row.rank}, {"pid", row.pid}, {"host", clean(row.host)}, {"path", clean(row.path)},
-                     {"peak", row.peak_bytes}, {"leak", row.leak_bytes}, {"ooms", row.ooms},
-                     {"verdict", clean(row.verdict)}, {"detail", detail[i]}});
-  }
-  json problems = json::array();
-  for (const TraceProblem& p : job_problems(j))
-    problems.push_back({{"path", clean(p.path)}, {"kind", p.unreadable ? "unreadable" : "damaged"}, {"message", clean(p.message)}});
-  json data = {{"v", 1}, {"kind", "job"},
-               {"job", {{"traces", j.traces.size()}, {"max", j.max_peak}, {"min", j.min_peak}, {"mean", j.mean_peak},
-                        {"imbalance", j.imbalance}}},
-               {"ranks", ranks}, {"traces", traces}, {"problems", problems}};
-  pk.put(data);
-  return data;
+  std::vector<bool> keep(j.traces.size(), false);
+  for (size_t i : order) keep[i] = true;
+  json data = job_json(j);
+  json& reports = data["reports"];
+  for (size_t i = 0; i < reports.size(); ++i)
+    if (i >= keep.size() || !keep[i]) reports[i] = nullptr;
+  return limited(std::move(data));
 }
 
 std::string report_html(const TraceReport& r) {

@@ -8,8 +8,11 @@
 // with textContent and setAttribute only. A Content-Security-Policy (per-page nonce,
 // default-src 'none') backs this up and keeps the page off the network.
 //
-// Size: the page's data is bounded whatever the trace: groups per list, OOMs, ranks with
-// details and string lengths are capped (limits below); the rest is summed into "other".
+// Data: the page embeds the report JSON (docs/report-schema.md: `report --format json`, or the
+// job's) with the page's limits below applied and what they cut summed up in `omitted`
+// (docs/report-schema.md, "The HTML page's data"); the page's script reads those fields.
+// Size: the page's data is bounded whatever the trace: groups per list, OOMs, frames per stack,
+// timeline points, ranks with full reports and string lengths are capped.
 #pragma once
 
 #include <cstddef>
@@ -23,16 +26,19 @@ namespace vt::analyzer {
 std::string report_html(const TraceReport& r);
 std::string job_html(const JobReport& j);
 
-// What report_html embeds, as JSON (exposed for tests; the format is private to the page).
+// What report_html and job_html embed: report_json(r) / job_json(j) with the page's limits.
 nlohmann::json html_data(const TraceReport& r);
 nlohmann::json html_job_data(const JobReport& j);
 
-// Limits of the embedded data.
-inline constexpr size_t kHtmlMaxGroups = 200;     // per list (live set, leaks, holders, ...)
-inline constexpr size_t kHtmlMaxOoms = 50;        // per trace, the first ones; all are counted
-inline constexpr size_t kHtmlMaxRankDetails = 64; // ranks whose full report is embedded
-inline constexpr size_t kHtmlMaxString = 4096;    // bytes per string (cut on a UTF-8 boundary)
-inline constexpr size_t kHtmlMaxFrames = 128;     // per stack, innermost first; then "... more"
+// Limits of the embedded data (each cut is summed up in `omitted`).
+inline constexpr size_t kHtmlMaxGroups = 200;     // per list (live set, leaks, holders, pools, regions, ...)
+inline constexpr size_t kHtmlMaxOoms = 50;        // per trace, the first ones
+inline constexpr size_t kHtmlMaxFrames = 128;     // per stack, the innermost ones
+inline constexpr size_t kHtmlMaxArgs = 256;       // argv entries
+inline constexpr size_t kHtmlMaxProblems = 100;   // damage notes per list
+inline constexpr size_t kHtmlMaxPoints = 4096;    // per timeline series
+inline constexpr size_t kHtmlMaxRankDetails = 64; // ranks of a job whose full report is embedded
+inline constexpr size_t kHtmlMaxString = 4096;    // bytes per string (valid UTF-8, cut on a boundary, then "…")
 
 // Text for HTML content or a quoted attribute: & < > " ' escaped, invalid UTF-8 replaced.
 std::string html_escape(const std::string& s);

@@ -64,12 +64,6 @@ struct Cause {
   std::map<std::string, uint64_t> evidence;
 };
 
-struct GpuProcess {  // another process on the device, as NVML saw it at the failure
-  uint64_t pid = 0;
-  std::string name;
-  uint64_t bytes = 0;
-};
-
 struct OomReport {
   uint64_t t_ns = 0;
   std::string op;

@@ -165,6 +165,32 @@ bool decode_stack_meta(const Record& r, StackStore* store) {
   return true;
 }
 
+bool decode_region(const Record& r, RegionMark* out) {
+  Bytes b{r.payload, r.payload + r.payload_len};
+  uint64_t kind = b.varint();
+  out->name = b.str();
+  if (!b.ok || (kind != fmt::kRegionBegin && kind != fmt::kRegionEnd)) return false;
+  out->begin = kind == fmt::kRegionBegin;
+  return true;
+}
+
+bool decode_gpu_processes(const Record& r, GpuProcessList* out) {
+  Bytes b{r.payload, r.payload + r.payload_len};
+  uint64_t device = b.varint(), count = b.varint();
+  if (!b.ok) return false;
+  out->device = int(device);
+  out->processes.clear();
+  for (uint64_t i = 0; i < count && i < kMaxGpuProcesses; ++i) {
+    GpuProcess g;
+    g.pid = b.varint();
+    g.bytes = b.varint();
+    g.name = b.str();
+    if (!b.ok) return false;
+    out->processes.push_back(std::move(g));
+  }
+  return true;
+}
+
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out) {
   Bytes b{p, p + n};
   out->ordinal = int(b.varint());

@@ -171,6 +171,31 @@ class TraceReader {
   bool quiet_ = false;
 };
 
+// Typed records for the payloads the analysis reads (the others: ProcessInfo, DeviceInfo and
+// StackStore above; kernel activity: activity.h).
+
+// A region mark (kTagRegion), from vramtrace_region_begin / vramtrace_region_end.
+struct RegionMark {
+  bool begin = false;  // else an end
+  std::string name;
+};
+// False when the payload is cut short or the kind is one this reader does not know.
+bool decode_region(const Record& r, RegionMark* out);
+
+// Another process on a device, as NVML listed it right after a failed allocation.
+struct GpuProcess {
+  uint64_t pid = 0;
+  std::string name;
+  uint64_t bytes = 0;
+};
+struct GpuProcessList {  // kTagGpuProcesses
+  int device = -1;
+  std::vector<GpuProcess> processes;  // at most kMaxGpuProcesses
+};
+inline constexpr uint64_t kMaxGpuProcesses = 1024;
+// False when the payload is damaged (nothing of it is kept).
+bool decode_gpu_processes(const Record& r, GpuProcessList* out);
+
 // Decoders for metadata payloads (exposed for tests).
 bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out);
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out);

@@ -8,7 +8,10 @@
  * Python: ctypes.CDLL(None).vramtrace_live_bytes (AttributeError when not preloaded).
  *
  * Devices are CUDA ordinals. Kinds: 0 device memory (cuMemAlloc, stream-ordered, VMM physical,
- * arrays), 1 managed, 2 pinned host, 3 imported (IPC). */
+ * arrays), 1 managed, 2 pinned host, 3 imported (IPC). The figures follow the report's accounting
+ * rules (docs/metrics.md, "Accounting rules"): VMM memory counts until its handle is released and
+ * its last mapping unmapped, a stream-ordered allocation on the device of its pool. Devices 16 and
+ * above share one figure (ask for any of them). */
 #ifndef VRAMTRACE_H
 #define VRAMTRACE_H
 

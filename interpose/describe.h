@@ -6,6 +6,7 @@
 //   aux2 = VMM mapping offset, or memory location (type << 32 | id)
 #pragma once
 
+#include "accounting.h"
 #include "cuda_decls.h"
 #include "driver_api.h"
 #include "event.h"
@@ -17,7 +18,11 @@ struct Op {};
 
 inline bool ok(CUresult r) { return r == CUDA_SUCCESS; }
 inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
+// The accounting rules (format/accounting.h) read these type values back.
 inline uint64_t location(const CUmemLocation& l) { return uint64_t(uint32_t(l.type)) << 32 | uint32_t(l.id); }
+static_assert(kLocationDevice == CU_MEM_LOCATION_TYPE_DEVICE && kLocationHost == CU_MEM_LOCATION_TYPE_HOST &&
+              kLocationHostNuma == CU_MEM_LOCATION_TYPE_HOST_NUMA &&
+              kLocationHostNumaCurrent == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT);
 
 inline void describe(Op<HookId::cuMemAlloc_v2>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n) {
   e.set_size(n);

@@ -115,26 +115,7 @@ enum class MemKind : uint8_t {
   Context,         // context teardown: every allocation of that context is gone
 };
 
-// How memory of each kind is accounted: device memory (cuMemAlloc, stream-ordered, VMM physical
-// on a device, arrays), managed, pinned host (incl. registered host memory) and imported (IPC).
-// Shared by the in-process live tracker and the analyzer's replay.
-enum class Bucket : uint8_t { Device, Managed, PinnedHost, Imported, kCount };
-inline constexpr int kBuckets = int(Bucket::kCount);
-constexpr Bucket bucket_of(MemKind k) {
-  return k == MemKind::Managed                                           ? Bucket::Managed
-         : k == MemKind::PinnedHost || k == MemKind::RegisteredHost      ? Bucket::PinnedHost
-         : k == MemKind::IpcImport                                       ? Bucket::Imported
-                                                                         : Bucket::Device;
-}
-// Memory known by the address (or array handle) its acquire returned and its release takes;
-// VMM handles, mappings, reservations, pools and contexts are keyed otherwise.
-constexpr bool keyed_by_address(MemKind k) {
-  constexpr uint32_t kAddressed = 1u << unsigned(MemKind::Device) | 1u << unsigned(MemKind::Managed) |
-                                  1u << unsigned(MemKind::PinnedHost) | 1u << unsigned(MemKind::RegisteredHost) |
-                                  1u << unsigned(MemKind::Async) | 1u << unsigned(MemKind::Array) |
-                                  1u << unsigned(MemKind::IpcImport);
-  return unsigned(k) < 32 && (kAddressed >> unsigned(k) & 1);  // one test on the hook's path
-}
+// How each kind is accounted (buckets, keys, devices): format/accounting.h.
 
 enum class HookId : uint8_t {
 #define VT_HOOK_ID(code, name, action, kind, params, args) name,

@@ -1,43 +1,56 @@
-// See live_tracker.h.
+// See live_tracker.h. The rules are format/accounting.h's (numbered there); this file only keeps
+// the state they need in structures fit for the hook path.
 #include "live_tracker.h"
 
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 namespace vt {
 
 namespace {
 
-struct Entry {
-  uint64_t key;  // address or handle; 0 = empty, 1 = deleted
-  uint64_t size;
-  uint64_t context;
-  uint32_t stack;
-  int16_t device;
-  uint8_t bucket;
-};
+// ---- live allocations and VMM handles (rule 2), sharded by key ----
 
-// One shard: an open-addressing table in mmap'ed memory, grown (rehashed) under its lock.
+// A slot's state; addresses and handles are two key spaces (a handle never matches an address).
+enum : uint8_t { kEmpty = 0, kAddress = 1, kHandle = 2, kDeleted = 3 };
+
+struct Entry {
+  uint64_t key;      // address or handle
+  uint64_t size;
+  uint64_t context;  // the allocating context (rule 6); unused for handles
+  uint32_t stack;
+  uint8_t row;       // the device's row (row()) of the counters it counts in
+  uint8_t bucket;
+  uint8_t state;
+};
+static_assert(sizeof(Entry) == 32);
+
+// One shard: an open-addressing table in mmap'ed memory, rebuilt under its lock when live entries
+// and tombstones fill 3/4 of it (doubled only when the live ones need it, so churn over ever new
+// addresses does not grow it).
 struct Shard {
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
   Entry* slots = nullptr;
-  uint64_t cap = 0, used = 0;
+  uint64_t cap = 0, used = 0, live = 0;  // used: live entries and tombstones
 };
 constexpr int kShards = 64;
 Shard g_shards[kShards];
 
-std::atomic<int64_t> g_live[kTrackedDevices + 1][kBuckets];  // last row: unknown device
+std::atomic<int64_t> g_live[kTrackedDevices + 1][kBuckets];  // last row: other devices
 std::atomic<int64_t> g_peak[kTrackedDevices + 1];
 std::atomic<int64_t>* g_sites = nullptr;  // kTrackedStacks counters, mmap'ed on first use
 
+// A spinlock: held only for a few table operations, never across a call that can block (except
+// the mmap of a growing table) or a cancellation point.
 struct Guard {
-  Shard& s;
-  explicit Guard(Shard& sh) : s(sh) {
-    while (s.lock.test_and_set(std::memory_order_acquire)) __builtin_ia32_pause();
+  std::atomic_flag& f;
+  explicit Guard(std::atomic_flag& flag) : f(flag) {
+    while (f.test_and_set(std::memory_order_acquire)) __builtin_ia32_pause();
   }
-  ~Guard() { s.lock.clear(std::memory_order_release); }
+  ~Guard() { f.clear(std::memory_order_release); }
 };
 
 uint64_t mix(uint64_t k) {
@@ -48,103 +61,132 @@ uint64_t mix(uint64_t k) {
 }
 Shard& shard_of(uint64_t key) { return g_shards[mix(key) % kShards]; }
 
-bool grow(Shard& s) {
-  uint64_t cap = s.cap ? s.cap * 2 : 1024;
-  void* m = mmap(nullptr, cap * sizeof(Entry), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return false;
-  Entry* fresh = static_cast<Entry*>(m);
-  uint64_t used = 0;
+void* map_zeroed(size_t bytes) {
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return m == MAP_FAILED ? nullptr : m;
+}
+
+int row(int device) { return device >= 0 && device < kTrackedDevices ? device : kTrackedDevices; }
+
+bool rebuild(Shard& s) {
+  uint64_t cap = !s.cap ? 1024 : (s.live + 1) * 2 > s.cap ? s.cap * 2 : s.cap;
+  Entry* fresh = static_cast<Entry*>(map_zeroed(cap * sizeof(Entry)));
+  if (!fresh) return false;
   for (uint64_t i = 0; i < s.cap; ++i) {
     const Entry& e = s.slots[i];
-    if (e.key <= 1) continue;
+    if (e.state != kAddress && e.state != kHandle) continue;
     uint64_t j = mix(e.key) & (cap - 1);
-    while (fresh[j].key) j = (j + 1) & (cap - 1);
+    while (fresh[j].state != kEmpty) j = (j + 1) & (cap - 1);
     fresh[j] = e;
-    ++used;
   }
   if (s.slots) munmap(s.slots, s.cap * sizeof(Entry));
   s.slots = fresh;
   s.cap = cap;
-  s.used = used;
+  s.used = s.live;
   return true;
 }
 
-// Inserts e; when the key was already live (a free we never saw), *replaced gets the old entry.
-bool insert(const Entry& e, Entry* replaced, bool* had_old) {
+// The per-event helpers below are always inlined into track_event's two hot paths (allocate,
+// free): out of line they cost ~25 instructions per event in calls and spills (callgrind).
+#define VT_HOT inline __attribute__((always_inline))
+
+// Inserts e; when its key was already live (a free we never saw: rule 3), *replaced gets the old
+// entry and *had_old is set.
+VT_HOT bool insert(const Entry& e, Entry* replaced, bool* had_old) {
   Shard& s = shard_of(e.key);
-  Guard g(s);
+  Guard g(s.lock);
   *had_old = false;
-  if ((s.used + 1) * 4 > s.cap * 3 && !grow(s)) return false;
+  if ((s.used + 1) * 4 > s.cap * 3 && !rebuild(s)) return false;
   uint64_t j = mix(e.key) & (s.cap - 1), free_slot = ~0ull;
-  for (; s.slots[j].key; j = (j + 1) & (s.cap - 1)) {
-    if (s.slots[j].key == e.key) {
+  for (; s.slots[j].state != kEmpty; j = (j + 1) & (s.cap - 1)) {
+    if (s.slots[j].state == e.state && s.slots[j].key == e.key) {
       *replaced = s.slots[j];
       *had_old = true;
       s.slots[j] = e;
       return true;
     }
-    if (s.slots[j].key == 1 && free_slot == ~0ull) free_slot = j;
+    if (s.slots[j].state == kDeleted && free_slot == ~0ull) free_slot = j;
   }
   if (free_slot == ~0ull) {
     free_slot = j;
-    ++s.used;  // `used` counts live entries and tombstones: both lengthen probes
+    ++s.used;
   }
+  ++s.live;
   s.slots[free_slot] = e;
   return true;
 }
 
-bool erase(uint64_t key, Entry* out) {
+VT_HOT bool erase(uint64_t key, uint8_t space, Entry* out) {
   Shard& s = shard_of(key);
-  Guard g(s);
+  Guard g(s.lock);
   if (!s.cap) return false;
   uint64_t j = mix(key) & (s.cap - 1);
-  for (uint64_t n = 0; n < s.cap && s.slots[j].key; ++n, j = (j + 1) & (s.cap - 1)) {
-    if (s.slots[j].key == key) {
+  for (uint64_t n = 0; n < s.cap && s.slots[j].state != kEmpty; ++n, j = (j + 1) & (s.cap - 1)) {
+    if (s.slots[j].state == space && s.slots[j].key == key) {
       *out = s.slots[j];
-      s.slots[j].key = 1;  // tombstone
+      s.slots[j].state = kDeleted;
+      --s.live;
       return true;
     }
   }
   return false;
 }
 
-int row(int device) { return device >= 0 && device < kTrackedDevices ? device : kTrackedDevices; }
-
-void account(const Entry& e, int64_t sign) {
-  int r = row(e.device);
-  int64_t now = g_live[r][e.bucket].fetch_add(sign * int64_t(e.size), std::memory_order_relaxed) + sign * int64_t(e.size);
-  if (e.bucket == kLiveDevice) {
-    if (sign > 0) {
-      int64_t p = g_peak[r].load(std::memory_order_relaxed);
-      while (now > p && !g_peak[r].compare_exchange_weak(p, now, std::memory_order_relaxed)) {
-      }
-    }
-    if (!g_sites) {
-      void* m = mmap(nullptr, kTrackedStacks * sizeof(std::atomic<int64_t>), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      std::atomic<int64_t>* expected = nullptr;
-      if (m != MAP_FAILED && !__atomic_compare_exchange_n(&g_sites, &expected, static_cast<std::atomic<int64_t>*>(m),
-                                                          false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        munmap(m, kTrackedStacks * sizeof(std::atomic<int64_t>));
-    }
-    std::atomic<int64_t>* sites = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
-    if (sites) sites[e.stack < kTrackedStacks ? e.stack : 0].fetch_add(sign * int64_t(e.size), std::memory_order_relaxed);
-  }
+__attribute__((noinline)) std::atomic<int64_t>* map_sites() {
+  void* m = map_zeroed(kTrackedStacks * sizeof(std::atomic<int64_t>));
+  if (!m) return nullptr;
+  std::atomic<int64_t>* expected = nullptr;
+  if (__atomic_compare_exchange_n(&g_sites, &expected, static_cast<std::atomic<int64_t>*>(m), false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE))
+    return static_cast<std::atomic<int64_t>*>(m);
+  munmap(m, kTrackedStacks * sizeof(std::atomic<int64_t>));  // another thread's won
+  return expected;
+}
+VT_HOT std::atomic<int64_t>* sites() {
+  std::atomic<int64_t>* p = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
+  return p ? p : map_sites();
 }
 
+VT_HOT void account(const Entry& e, int64_t sign) {
+  const int64_t delta = sign * int64_t(e.size);
+  int64_t now = g_live[e.row][e.bucket].fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (e.bucket != kLiveDevice) return;
+  if (sign > 0) {
+    int64_t p = g_peak[e.row].load(std::memory_order_relaxed);
+    while (now > p && !g_peak[e.row].compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+    }
+  }
+  if (std::atomic<int64_t>* s = sites()) s[e.stack < kTrackedStacks ? e.stack : 0].fetch_add(delta, std::memory_order_relaxed);
+}
 
+VT_HOT void add(const Entry& en) {
+  Entry old;
+  bool had_old = false;
+  if (!insert(en, &old, &had_old)) return;  // out of memory: this allocation goes uncounted
+  if (had_old) account(old, -1);  // before the new one: no peak made of both
+  account(en, +1);
+}
+
+VT_HOT void remove(uint64_t key, uint8_t space) {
+  Entry old;
+  if (erase(key, space, &old)) account(old, -1);
+}
+
+// Rule 6: every address-keyed allocation of the context, collected under each shard's lock in
+// turn and accounted outside it.
 void drop_context(uint64_t ctx) {
   for (Shard& s : g_shards) {
     Entry dropped[64];
     int n;
-    do {  // collect under the lock, account outside it
+    do {
       n = 0;
       {
-        Guard g(s);
+        Guard g(s.lock);
         for (uint64_t i = 0; i < s.cap && n < 64; ++i)
-          if (s.slots[i].key > 1 && s.slots[i].context == ctx) {
+          if (s.slots[i].state == kAddress && s.slots[i].context == ctx) {
             dropped[n++] = s.slots[i];
-            s.slots[i].key = 1;
+            s.slots[i].state = kDeleted;
+            --s.live;
           }
       }
       for (int i = 0; i < n; ++i) account(dropped[i], -1);
@@ -152,46 +194,313 @@ void drop_context(uint64_t ctx) {
   }
 }
 
+// ---- pools (rule 4): where each pool created in this run lives ----
+
+// Slots are written under g_pools_lock (creates and destroys are rare) and read without it by
+// every cuMemAllocFromPoolAsync: `pool` is stored last (release), so a reader that finds its
+// pool also finds where it lives.
+struct PoolSlot {
+  std::atomic<uint64_t> pool{0};   // 0: free
+  std::atomic<uint64_t> where{0};  // uint32 device | bucket << 32
+};
+PoolSlot g_pools[kTrackedPools];
+std::atomic<int> g_pool_slots{0};  // slots ever used
+std::atomic_flag g_pools_lock = ATOMIC_FLAG_INIT;
+
+void pool_created(uint64_t pool, Placement at) {
+  if (!is_memory_key(pool)) return;
+  Guard g(g_pools_lock);
+  int n = g_pool_slots.load(std::memory_order_relaxed);
+  int slot = -1;
+  for (int i = 0; i < n; ++i) {
+    uint64_t p = g_pools[i].pool.load(std::memory_order_relaxed);
+    if (p == pool) {  // created again without a destroy we saw (rule 3): placed anew
+      slot = i;
+      break;
+    }
+    if (p == 0 && slot < 0) slot = i;
+  }
+  if (slot < 0) {
+    if (n == kTrackedPools) return;  // its allocations count on their event's device
+    slot = n;
+    g_pool_slots.store(n + 1, std::memory_order_release);
+  }
+  g_pools[slot].pool.store(0, std::memory_order_relaxed);
+  g_pools[slot].where.store(uint32_t(at.device) | uint64_t(at.bucket) << 32, std::memory_order_relaxed);
+  g_pools[slot].pool.store(pool, std::memory_order_release);
+}
+
+void pool_destroyed(uint64_t pool) {
+  if (!is_memory_key(pool)) return;
+  Guard g(g_pools_lock);
+  int n = g_pool_slots.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    if (g_pools[i].pool.load(std::memory_order_relaxed) == pool) g_pools[i].pool.store(0, std::memory_order_release);
+}
+
+bool pool_placement(uint64_t pool, Placement* at) {
+  int n = g_pool_slots.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (g_pools[i].pool.load(std::memory_order_acquire) == pool) {
+      uint64_t w = g_pools[i].where.load(std::memory_order_relaxed);
+      *at = {int32_t(uint32_t(w)), Bucket(w >> 32)};
+      return true;
+    }
+  return false;
+}
+
+// ---- VMM mappings and handle release (rule 5), under one spinlock ----
+
+struct Mapping {
+  uint64_t va, size, handle;
+};
+struct HandleUse {  // a handle with mappings, or released and still mapped
+  uint64_t handle;  // 0: empty slot
+  uint32_t mappings;
+  uint8_t released;
+};
+
+// A growable array in mmap'ed memory.
+template <typename T>
+struct MmapVec {
+  T* p = nullptr;
+  size_t n = 0, cap = 0;
+  bool reserve_one() {
+    if (n < cap) return true;
+    size_t c = cap ? cap * 2 : 256;
+    T* q = static_cast<T*>(map_zeroed(c * sizeof(T)));
+    if (!q) return false;
+    if (p) {
+      memcpy(q, p, n * sizeof(T));
+      munmap(p, cap * sizeof(T));
+    }
+    p = q;
+    cap = c;
+    return true;
+  }
+  void clear() {
+    if (p) munmap(p, cap * sizeof(T));
+    p = nullptr;
+    n = cap = 0;
+  }
+};
+
+struct Vmm {
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;
+  MmapVec<Mapping> maps;  // sorted by va
+  // Handles in use, open addressing with backward-shift deletion (no tombstones: VMM churn never
+  // degrades it). Load at most 1/2. Handle 0 is no memory (rule 2) and never stored.
+  HandleUse* use = nullptr;
+  size_t use_cap = 0, use_n = 0;
+
+  HandleUse* find(uint64_t h) {
+    if (!use_cap || !h) return nullptr;
+    for (size_t j = mix(h) & (use_cap - 1);; j = (j + 1) & (use_cap - 1)) {
+      if (use[j].handle == h) return &use[j];
+      if (use[j].handle == 0) return nullptr;
+    }
+  }
+  HandleUse* get(uint64_t h) {  // inserting {h, 0, 0} when absent; nullptr when out of memory
+    if (!h) return nullptr;
+    if (HandleUse* u = find(h)) return u;
+    if ((use_n + 1) * 2 > use_cap && !rehash(use_cap ? use_cap * 2 : 256)) return nullptr;
+    size_t j = mix(h) & (use_cap - 1);
+    while (use[j].handle) j = (j + 1) & (use_cap - 1);
+    use[j] = {h, 0, 0};
+    ++use_n;
+    return &use[j];
+  }
+  void drop(HandleUse* u) {
+    size_t i = size_t(u - use);
+    use[i].handle = 0;
+    --use_n;
+    for (size_t j = (i + 1) & (use_cap - 1); use[j].handle; j = (j + 1) & (use_cap - 1)) {
+      size_t home = mix(use[j].handle) & (use_cap - 1);
+      // Move j back into the hole at i unless its home lies cyclically in (i, j].
+      bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+      if (!stays) {
+        use[i] = use[j];
+        use[j].handle = 0;
+        i = j;
+      }
+    }
+  }
+  bool rehash(size_t cap) {
+    HandleUse* fresh = static_cast<HandleUse*>(map_zeroed(cap * sizeof(HandleUse)));
+    if (!fresh) return false;
+    for (size_t i = 0; i < use_cap; ++i)
+      if (use[i].handle) {
+        size_t j = mix(use[i].handle) & (cap - 1);
+        while (fresh[j].handle) j = (j + 1) & (cap - 1);
+        fresh[j] = use[i];
+      }
+    if (use) munmap(use, use_cap * sizeof(HandleUse));
+    use = fresh;
+    use_cap = cap;
+    return true;
+  }
+  size_t lower_bound(uint64_t va) const {
+    size_t lo = 0, hi = maps.n;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (maps.p[mid].va < va)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+  void clear() {
+    maps.clear();
+    if (use) munmap(use, use_cap * sizeof(HandleUse));
+    use = nullptr;
+    use_cap = use_n = 0;
+  }
+};
+Vmm g_vmm;
+
+// After a handle lost a mapping or was released: drops its use entry once it has no mappings
+// (unmapped and not released is the same as no entry). True when the handle is then freed.
+bool settle(HandleUse* u) {
+  if (u->mappings > 0) return false;
+  bool freed = handle_freed(u->released, 0);
+  g_vmm.drop(u);
+  return freed;
+}
+
+// Removes the mappings starting in [va, va + size); the handles this frees go to `freed` (at most
+// `cap`; the caller comes back for the rest). Returns how many. Under g_vmm.lock.
+size_t unmap_locked(uint64_t va, uint64_t size, uint64_t* freed, size_t cap) {
+  size_t k = 0;
+  size_t i = g_vmm.lower_bound(va), j = i;
+  MmapVec<Mapping>& m = g_vmm.maps;
+  for (; j < m.n && unmap_removes(m.p[j].va, va, size) && k < cap; ++j) {
+    if (HandleUse* u = g_vmm.find(m.p[j].handle)) {
+      if (u->mappings > 0) u->mappings--;
+      uint64_t h = u->handle;
+      if (settle(u)) freed[k++] = h;
+    }
+  }
+  memmove(m.p + i, m.p + j, (m.n - j) * sizeof(Mapping));
+  m.n -= j - i;
+  return k;
+}
+
+void vmm_unmap(uint64_t va, uint64_t size) {
+  uint64_t freed[64];
+  size_t k;
+  do {
+    {
+      Guard g(g_vmm.lock);
+      k = unmap_locked(va, size, freed, 64);
+    }
+    for (size_t i = 0; i < k; ++i) remove(freed[i], kHandle);
+  } while (k == 64);
+}
+
+void vmm_map(uint64_t va, uint64_t size, uint64_t handle) {
+  uint64_t freed[1];
+  size_t k = 0;
+  {
+    Guard g(g_vmm.lock);
+    size_t i = g_vmm.lower_bound(va);
+    if (i < g_vmm.maps.n && g_vmm.maps.p[i].va == va) k = unmap_locked(va, 1, freed, 1);  // rule 3
+    HandleUse* u = g_vmm.maps.reserve_one() ? g_vmm.get(handle) : nullptr;
+    if (u) {
+      MmapVec<Mapping>& m = g_vmm.maps;
+      i = g_vmm.lower_bound(va);
+      memmove(m.p + i + 1, m.p + i, (m.n - i) * sizeof(Mapping));
+      m.p[i] = {va, size, handle};
+      m.n++;
+      u->mappings++;
+    }
+  }
+  if (k) remove(freed[0], kHandle);
+}
+
+void vmm_release(uint64_t handle) {
+  {
+    Guard g(g_vmm.lock);
+    HandleUse* u = g_vmm.find(handle);
+    if (u && u->mappings > 0) {
+      u->released = 1;  // freed at its last unmap
+      return;
+    }
+    if (u) g_vmm.drop(u);
+  }
+  remove(handle, kHandle);
+}
+
+void vmm_created(uint64_t handle) {  // rule 3: a new handle is not released, whatever came before
+  Guard g(g_vmm.lock);
+  if (HandleUse* u = g_vmm.find(handle)) u->released = 0;
+}
+
+// Everything but address-keyed allocations and frees (VMM, pools, teardowns): rare, out of line.
+__attribute__((noinline)) void track_other(const Event& e, Effect effect) {
+  switch (effect) {
+    case Effect::CreateHandle: {
+      if (!is_memory_key(e.aux)) return;
+      Placement at = placement_at(e.aux2, e.device);
+      Entry en{};
+      en.key = e.aux;
+      en.size = e.size;
+      en.stack = e.stack;
+      en.row = uint8_t(row(at.device));
+      en.bucket = uint8_t(at.bucket);
+      en.state = kHandle;
+      vmm_created(e.aux);
+      add(en);
+      return;
+    }
+    case Effect::ReleaseHandle:
+      if (is_memory_key(e.aux)) vmm_release(e.aux);
+      return;
+    case Effect::Map: vmm_map(e.addr, e.size, e.aux); return;  // handle 0: only rule 3's unmap
+    case Effect::Unmap: vmm_unmap(e.addr, e.size); return;
+    case Effect::CreatePool: pool_created(e.aux, placement_at(e.aux2, e.device)); return;
+    case Effect::DestroyPool: pool_destroyed(e.aux); return;
+    case Effect::Teardown:
+      if (uint64_t ctx = torn_down_context(e.op, e)) drop_context(ctx);
+      return;
+    case Effect::Allocate:  // track_event's
+    case Effect::Free:
+    case Effect::Reserve:  // rule 7: no memory of their own
+    case Effect::Unreserve:
+    case Effect::TrimPool:
+    case Effect::None: return;
+  }
+}
+
 }  // namespace
 
 void track_event(const Event& e) {
-  if (e.result != 0) return;
+  if (!changes_memory(e.result)) return;  // rule 1
   const OpInfo& op = kOps[int(e.op)];
-  Entry en{};
+  const Effect effect = effect_of(op);
+  if (effect == Effect::Free) {
+    if (is_memory_key(e.addr)) remove(e.addr, kAddress);
+    return;
+  }
+  if (effect != Effect::Allocate) return track_other(e, effect);
+  if (!is_memory_key(e.addr)) return;
+  Entry en;
+  en.key = e.addr;
   en.size = e.size;
   en.context = e.context;
   en.stack = e.stack;
-  en.device = int16_t(e.device);
+  en.row = uint8_t(row(e.device));
   en.bucket = uint8_t(bucket_of(op.kind));
-  if (keyed_by_address(op.kind)) {
-    en.key = e.addr;
-  } else switch (op.kind) {
-    case MemKind::VmmPhysical:
-      en.key = e.aux | (1ull << 63);  // handles and addresses never collide
-      if (uint32_t(e.aux2 >> 32) == 1)
-        en.device = int16_t(uint32_t(e.aux2));
-      else
-        en.bucket = uint8_t(Bucket::PinnedHost);
-      break;
-    case MemKind::Context: {
-      uint64_t ctx = e.op == HookId::cuCtxDestroy_v2 ? e.aux : e.aux2;
-      if (ctx) drop_context(ctx);
-      return;
+  en.state = kAddress;
+  if (op.kind == MemKind::Async) {
+    Placement pool;
+    if (uint64_t p = named_pool(e); p && pool_placement(p, &pool)) {
+      Placement at = from_pool(pool, e.device);
+      en.row = uint8_t(row(at.device));
+      en.bucket = uint8_t(at.bucket);
     }
-    default: return;  // pools, mappings and reservations hold no memory of their own
   }
-  if (en.key <= 1) return;
-  if (op.action == Action::Acquire) {
-    Entry old;
-    bool had_old = false;
-    if (insert(en, &old, &had_old)) {
-      if (had_old) account(old, -1);
-      account(en, +1);
-    }
-  } else {
-    Entry old;
-    if (erase(en.key, &old)) account(old, -1);
-  }
+  add(en);
 }
 
 int64_t live_bytes(int device, int bucket) {
@@ -204,7 +513,7 @@ int64_t live_bytes(int device, int bucket) {
 
 int64_t peak_bytes(int device) {
   if (device >= 0) return g_peak[row(device)].load(std::memory_order_relaxed);
-  int64_t best = 0;  // -1: the highest of all devices
+  int64_t best = 0;  // -1: the highest of all rows
   for (auto& p : g_peak) best = std::max(best, p.load(std::memory_order_relaxed));
   return best;
 }
@@ -215,24 +524,30 @@ void reset_peak(int device) {
 }
 
 int64_t site_bytes(uint32_t stack) {
-  std::atomic<int64_t>* sites = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
-  return sites && stack < kTrackedStacks ? sites[stack].load(std::memory_order_relaxed) : 0;
+  std::atomic<int64_t>* s = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
+  return s && stack < kTrackedStacks ? s[stack].load(std::memory_order_relaxed) : 0;
 }
 
 void forget_live_state() {
-  // The child's trace starts empty; so does what it reports as live.
+  // The child's trace starts empty; so does what it reports as live. Called in the child right
+  // after fork, with one thread: the locks another thread of the parent held are cleared.
   for (Shard& s : g_shards) {
     s.lock.clear();
     if (s.slots) munmap(s.slots, s.cap * sizeof(Entry));
     s.slots = nullptr;
-    s.cap = s.used = 0;
+    s.cap = s.used = s.live = 0;
   }
+  g_vmm.lock.clear();
+  g_vmm.clear();
+  g_pools_lock.clear();
+  for (PoolSlot& p : g_pools) p.pool.store(0);
+  g_pool_slots.store(0);
   for (auto& r : g_live)
     for (auto& b : r) b.store(0);
   for (auto& p : g_peak) p.store(0);
-  std::atomic<int64_t>* sites = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
-  if (sites)
-    for (uint32_t i = 0; i < kTrackedStacks; ++i) sites[i].store(0);
+  std::atomic<int64_t>* s = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
+  if (s)
+    for (uint32_t i = 0; i < kTrackedStacks; ++i) s[i].store(0);
 }
 
 }  // namespace vt

@@ -1,32 +1,53 @@
 // What is live right now, inside the traced process: bytes per device and bucket, the peak per
-// device, and bytes per call site. Fed by the recorder with every successful event; read by the
+// device, and bytes per call site. Fed by the recorder with every event it writes; read by the
 // public API (include/vramtrace.h: the pytest plugin's limits) and the shared-memory summary that
-// `vramtrace top` shows. The traced program's frees carry only an address, so the size of every
-// live allocation is kept in a sharded hash map (a short spinlock per shard, never held while
-// unwinding or writing the trace).
+// `vramtrace top` shows. The accounting rules are the analyzer's (format/accounting.h), so a live
+// figure equals the report's for the same events (tests/unit/accounting_test.cpp replays the
+// same sequences through both and compares every figure).
+//
+// Locks taken by track_event (on the hook path, after the real call returned and after the event
+// was encoded; never while unwinding, never two at once, none held across a system call except
+// the rare mmap that grows a table):
+//   - address-keyed allocations and frees (cuMemAlloc, cuMemFree, the stream-ordered, host,
+//     managed, array and IPC calls): one spinlock, that of the shard of the key (64 shards, so
+//     threads freeing different addresses rarely meet). The traced program's frees carry only an
+//     address, so the size and place of every live allocation must be kept somewhere.
+//   - cuMemAllocFromPoolAsync: additionally reads the pool table without a lock.
+//   - cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap: the VMM spinlock (mappings and the handles'
+//     release state), released before the handle's shard spinlock is taken.
+//   - cuMemPoolCreate, cuMemPoolDestroy: the pool table's spinlock.
+//   - a context teardown: each of the 64 shard spinlocks in turn.
+//   - reservations, trims and lookups: none.
+// Counters are atomics (relaxed). Memory comes from mmap, never malloc: the hook may run inside
+// the program's malloc.
 #pragma once
 
 #include <cstdint>
 
+#include "accounting.h"
 #include "event.h"
 
 namespace vt {
 
-inline constexpr int kTrackedDevices = 16;
+inline constexpr int kTrackedDevices = 16;  // devices 0..15 apart; the others (and -1) share a row
 inline constexpr int kLiveDevice = int(Bucket::Device);
 
-// Applies a successful event (same accounting as the analyzer's replay, simplified: VMM physical
-// memory counts from create to release).
+// Applies an event (a failed one changes nothing: rule 1).
 void track_event(const Event& e);
 
-int64_t live_bytes(int device, int bucket);  // device -1: all devices
-int64_t peak_bytes(int device);              // device bucket; -1: the highest device
+int64_t live_bytes(int device, int bucket);  // device -1: all devices; a device >= 16: the shared row
+int64_t peak_bytes(int device);              // device bucket; -1: the highest row
 void reset_peak(int device);     // -1: every device
 
-// Live device bytes of stack id `stack` (ids above the table size share one slot).
+// Live device bytes of stack id `stack`, all devices (ids above the table size share slot 0).
 int64_t site_bytes(uint32_t stack);
 inline constexpr uint32_t kTrackedStacks = 1u << 16;
 
-void forget_live_state();  // after fork
+// Pools created in the trace that the tracker places (by their location) at once, live at the
+// same time; allocations from pools beyond count on their event's device (the analyzer has no
+// such limit: the figures then differ).
+inline constexpr int kTrackedPools = 256;
+
+void forget_live_state();  // after fork: the child starts with nothing live
 
 }  // namespace vt

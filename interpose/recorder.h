@@ -1,6 +1,13 @@
 // The recorder: turns Events into trace records. Owns the process's TraceFile, the lazy open on
 // the first acquiring call, the per-thread chunk writers, fork handling and the clean-close mark.
-// Hot path: one relaxed load, a TLS chunk, ~20 bytes of varints, one release store. No locks.
+// Hot path: one relaxed load, a TLS chunk, ~20 bytes of varints, one release store; no lock is
+// held while the stack is unwound. Locks an event can take, after unwinding, one at a time:
+//   - the live tracker's shard spinlock, once per successful event (interpose/live_tracker.h
+//     lists which call takes which);
+//   - the module map's mutex, once per stack seen for the first time (its frames are checked
+//     against the modules known; a rescan only when a library was loaded since: module_map.cpp);
+//   - the trace file's growth mutex, once per new 1 MiB window (trace_file.cpp), and the open
+//     mutex on the first acquiring call (the lazy open).
 #pragma once
 
 #include "event.h"

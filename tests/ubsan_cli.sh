@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command-line tests (ctest's e2e and doctor tests) against a vramtrace binary built with
+# The command-line tests (ctest's e2e, doctor and golden tests) against a vramtrace binary built with
 # UndefinedBehaviorSanitizer: configures and builds build-ubsan/ (-DVRAMTRACE_UBSAN=ON, the CLI
 # only: the analyzer, the doctor and tools/), then runs those tests of BUILD_DIR (default build/,
 # already built) with VRAMTRACE_TEST_CLI pointing at it. Every finding is written to
@@ -22,7 +22,7 @@ rm -f "$out"/ubsan.*
 export VRAMTRACE_TEST_CLI=$PWD/$out/bin/vramtrace
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$PWD/$out/ubsan
 rc=0
-(cd "$build" && ctest -j"$jobs" -R '^(e2e|doctor):' --output-on-failure) || rc=$?
+(cd "$build" && ctest -j"$jobs" -R '^(e2e|doctor|golden):' --output-on-failure) || rc=$?
 if ls "$out"/ubsan.* >/dev/null 2>&1; then
   echo "ubsan_cli.sh: undefined behaviour in the CLI:" >&2
   cat "$out"/ubsan.* >&2

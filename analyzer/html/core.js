@@ -54,22 +54,40 @@ function clear(node) {
   return node;
 }
 
-// The embedded report: {kind, frames, stacks, traces, [job, ranks]}.
+// The embedded data is the report JSON (docs/report-schema.md, "The HTML page's data"): one
+// trace's report ({schema, trace, peak, leaks, ooms, ...}) or a job's ({schema, job, ranks,
+// problems, reports}), with the page's limits applied; `omitted` says what they cut, by the JSON
+// pointer of the list that was cut.
+const VT = {data: null};
 function loadData() {
   const node = document.getElementById('vt-data');
   return JSON.parse(node.textContent);
 }
-
-// Frames are [function, file, line, module, flags(1 python, 2 inlined), offset]; a stack is a
-// list of frame indices, innermost first.
-const VT = {data: null};
-function frameOf(i) {
-  const f = VT.data.frames[i];
-  return {fn: f[0], file: f[1], line: f[2], module: f[3], python: !!(f[4] & 1), inlined: !!(f[4] & 2), offset: f[5]};
+function isJob(data) {
+  return Object.prototype.hasOwnProperty.call(data, 'job');
 }
-function stackOf(i) {
-  const s = VT.data.stacks[i];
-  return s ? s.map(frameOf) : [];
+
+// One trace's report as the sections read it: `r` the report, `index` its number on the page
+// (element ids), `rel` its times made relative to the trace start (the text report's origin: the
+// process start when it precedes the first event), and `omitted(path)` what the page's limits cut
+// from the list at `path` inside this report (null when nothing).
+function traceContext(report, pointer, index) {
+  const t = report.trace;
+  const start = Number(t.start_monotonic_ns) || 0, first = Number(t.first_t_ns) || 0;
+  const base = start && start < first ? start : first;
+  return {
+    r: report,
+    index,
+    rel: (ns) => (Number(ns) || 0) - base,
+    omitted: (path) => (VT.data.omitted || {})[pointer + path] || null,
+    // The wall-clock time of the trace start, ms since the epoch (0 when unknown).
+    wallMs: t.start_realtime_ns && start ? (Number(t.start_realtime_ns) + (base - start)) / 1e6 : 0,
+  };
+}
+// How many entries the page's limits cut from a list (0 when none).
+function omittedEntries(ctx, path) {
+  const o = ctx.omitted(path);
+  return o ? Number(o.entries) || 0 : 0;
 }
 
 // One shared tooltip. lines: [[label, value], ...] or strings.

@@ -34,14 +34,15 @@ function basename(p) {
   return i < 0 ? String(p || '') : p.slice(i + 1);
 }
 
-// "function  file:line", or "function  module+0xoffset" when the source is unknown.
+// Frames are the report's: {function, file, line, module, python, offset (native), inlined?}.
+// "file:line", or "module+0xoffset" when the source is unknown.
 function frameWhere(f) {
   if (f.file) return f.file + (f.line > 0 ? ':' + f.line : '');
   if (f.python) return '';
   return basename(f.module) + '+0x' + Number(f.offset || 0).toString(16);
 }
 function frameName(f) {
-  return (f.python ? 'py: ' : '') + (f.fn || '??') + (f.inlined ? ' (inlined)' : '');
+  return (f.python ? 'py: ' : '') + (f.function || '??') + (f.inlined ? ' (inlined)' : '');
 }
 // A C++ name without its parameter list and anonymous namespaces, for one-line labels (the
 // full name is in tooltips and stacks): "(anonymous namespace)::emit(Worker&, Event&)" -> "emit".
@@ -64,7 +65,7 @@ function shortFn(fn) {
 }
 function frameShort(f) {
   const w = f.file ? basename(f.file) + (f.line > 0 ? ':' + f.line : '') : frameWhere(f);
-  return (f.python ? 'py: ' : '') + shortFn(f.fn) + (f.inlined ? ' (inlined)' : '') + (w ? '  ' + w : '');
+  return (f.python ? 'py: ' : '') + shortFn(f.function) + (f.inlined ? ' (inlined)' : '') + (w ? '  ' + w : '');
 }
 
 // The frame that names an allocation site in one line: the innermost Python frame (the
@@ -74,25 +75,25 @@ const SYSTEM_MODULE = /^\/(usr\/)?lib(64|32)?\/|\/libcudart[^/]*$/;
 function siteFrame(stack) {
   if (!stack.length) return null;
   return stack.find((f) => f.python) ||
-      stack.find((f) => f.fn && f.fn !== '??' && !SYSTEM_MODULE.test(f.module || '')) || stack[0];
+      stack.find((f) => f.function && f.function !== '??' && !SYSTEM_MODULE.test(f.module || '')) || stack[0];
 }
-function siteLabel(stackIndex) {
-  const f = siteFrame(stackOf(stackIndex));
+function siteLabel(stack) {
+  const f = siteFrame(stack || []);
   return f ? frameShort(f) : '(no stack recorded)';
 }
 // Labels for several sites side by side: where two would read the same (a shared helper
 // called from different places), the callers are added until they differ (up to 3).
-function siteLabels(stackIndices) {
-  const stacks = stackIndices.map(stackOf);
+function siteLabels(stacks) {
+  stacks = stacks.map((st) => st || []);
   const starts = stacks.map((st) => Math.max(0, st.indexOf(siteFrame(st))));
-  const labels = stackIndices.map(siteLabel);
+  const labels = stacks.map(siteLabel);
   for (let depth = 1; depth <= 3; depth++) {
     const seen = new Map();
     labels.forEach((l) => seen.set(l, (seen.get(l) || 0) + 1));
     if ([...seen.values()].every((n) => n === 1)) break;
     labels.forEach((l, i) => {
       const caller = stacks[i][starts[i] + depth];
-      if (seen.get(l) > 1 && caller) labels[i] = l + ' \u2190 ' + shortFn(caller.fn);
+      if (seen.get(l) > 1 && caller) labels[i] = l + ' \u2190 ' + shortFn(caller.function);
     });
   }
   return labels;
@@ -112,9 +113,10 @@ function siteColor(i) {
 // Icicle colours: warm for native code, by module; cool for Python; grey for "other".
 function frameColor(f) {
   if (!f) return '#c9c9c9';
-  if (f.python) return 'hsl(' + (190 + hashHue(f.file || f.fn) % 50) + ',55%,68%)';
-  const hue = 10 + (hashHue(basename(f.module) || f.file) * 7 + hashHue(f.fn)) % 45;
-  return 'hsl(' + hue + ',75%,' + (60 + hashHue(f.fn) % 14) + '%)';
+  const fn = f.function || '';
+  if (f.python) return 'hsl(' + (190 + hashHue(f.file || fn) % 50) + ',55%,68%)';
+  const hue = 10 + (hashHue(basename(f.module) || f.file || '') * 7 + hashHue(fn)) % 45;
+  return 'hsl(' + hue + ',75%,' + (60 + hashHue(fn) % 14) + '%)';
 }
 
 const VERDICT_TEXT = {

@@ -8,7 +8,8 @@
 const ICICLE_CAP = 3000;
 const ROW = 20;
 
-function icicleTree(peak) {
+// peak: a device's entry of the report's peak.by_device; `path` the JSON pointer of its live_set.
+function icicleTree(ctx, peak, path) {
   const root = {label: 'all device memory at the peak (device ' + peak.device + ')', bytes: peak.bytes, kids: [],
     map: new Map(), frame: null, parent: null, depth: 0, kind: 'root'};
   let nodes = 1, maxDepth = 0;
@@ -30,29 +31,35 @@ function icicleTree(peak) {
   };
   const other = (parent) => child(parent, '\u0000other', () => ({label: 'other (graph size limit)', frame: null, kind: 'other'}));
   let listed = 0;
-  for (const g of peak.groups.list) {
-    listed += g.b;
-    const ids = VT.data.stacks[g.s] || [];
+  peak.live_set.forEach((g, i) => {
+    listed += g.bytes;
+    const frames = g.stack || [];
     let node = root;
-    if (!ids.length) {
+    if (!frames.length) {
       node = child(root, '\u0000nostack', () => ({label: '(no stack recorded)', frame: null, kind: 'other'}));
-      node.bytes += g.b;
-      continue;
+      node.bytes += g.bytes;
+      return;
     }
-    for (let j = ids.length - 1; j >= 0; j--) {
-      const f = frameOf(ids[j]);
+    // A stack the page cut keeps its innermost frames: what is above them is one node.
+    const cut = omittedEntries(ctx, path + '/' + i + '/stack');
+    if (cut) {
+      node = child(root, '\u0000cut' + cut, () => ({label: '(' + plural(cut, 'outer frame') + ' not shown)', frame: null, kind: 'other'}));
+      node.bytes += g.bytes;
+    }
+    for (let j = frames.length - 1; j >= 0; j--) {
+      const f = frames[j];
       // Same function and line = same node; without a source line, the address tells frames apart.
-      const key = f.fn + '\u0000' + f.file + '\u0000' + f.line + '\u0000' + f.module + '\u0000' + f.inlined +
+      const key = f.function + '\u0000' + f.file + '\u0000' + f.line + '\u0000' + f.module + '\u0000' + !!f.inlined +
           (f.file ? '' : '\u0000' + f.offset);
       if (!node.map.has(key) && nodes >= ICICLE_CAP) {
         node = other(node);
-        node.bytes += g.b;
+        node.bytes += g.bytes;
         break;
       }
       node = child(node, key, () => ({label: frameShort(f), frame: f, kind: 'frame'}));
-      node.bytes += g.b;
+      node.bytes += g.bytes;
     }
-  }
+  });
   if (peak.bytes > listed) {
     const n = child(root, '\u0000beyond', () => ({label: 'other sites (beyond --top)', frame: null, kind: 'other'}));
     n.bytes += peak.bytes - listed;
@@ -65,8 +72,8 @@ function icicleTree(peak) {
   return {root, nodes, maxDepth};
 }
 
-function icicle(peak) {
-  const {root, nodes, maxDepth} = icicleTree(peak);
+function icicle(ctx, peak, path) {
+  const {root, nodes, maxDepth} = icicleTree(ctx, peak, path);
   const H = (maxDepth + 1) * ROW + 2;
   const holder = el('div', {class: 'chart icicle-holder'});
   const svg = svgEl('svg', {class: 'icicle', height: H, role: 'img', 'aria-label': 'peak breakdown by call stack'});
@@ -91,7 +98,7 @@ function icicle(peak) {
     }
     lines.push(['bytes', fmtBytes(n.bytes)]);
     lines.push(['share of the peak', fmtPct(n.bytes / Math.max(1, root.bytes))]);
-    if (focus !== root) lines.push(['share of ' + (focus.frame ? shortFn(focus.frame.fn) : focus.label), fmtPct(n.bytes / Math.max(1, focus.bytes))]);
+    if (focus !== root) lines.push(['share of ' + (focus.frame ? shortFn(focus.frame.function) : focus.label), fmtPct(n.bytes / Math.max(1, focus.bytes))]);
     lines.push('click to zoom');
     return lines;
   }
@@ -139,7 +146,7 @@ function icicle(peak) {
       crumbs.appendChild(el('button', {type: 'button', class: 'crumb', onclick: () => {
         focus = a;
         draw();
-      }}, a.frame ? shortFn(a.frame.fn) : a.label));
+      }}, a.frame ? shortFn(a.frame.function) : a.label));
     });
     found.textContent = query ? 'matched: ' + fmtBytes(matchedBytes(root)) + ' (' +
         fmtPct(matchedBytes(root) / Math.max(1, root.bytes)) + ' of the peak)' : '';

@@ -7,10 +7,10 @@
     VT.data = loadData();
     const root = clear(document.getElementById('vt-app'));
     const title = el('div', {class: 'topbar'}, el('span', {class: 'brand'}, 'vramtrace'),
-        el('span', {class: 'topbar-sub'}, VT.data.kind === 'job' ? 'job report' : 'memory report'));
+        el('span', {class: 'topbar-sub'}, isJob(VT.data) ? 'job report' : 'memory report'));
     root.appendChild(title);
-    if (VT.data.kind === 'job') renderJob(VT.data, root);
-    else renderTrace(VT.data.traces[0], 0, root);
+    if (isJob(VT.data)) renderJob(VT.data, root);
+    else renderTrace(traceContext(VT.data, '', 0), root);
     // A link to a section (report.html#oom-0) works although the sections are built here.
     let target = null;
     try {

@@ -12,68 +12,83 @@ function driverVersion(v) {
   return v ? Math.floor(v / 1000) + '.' + Math.floor(v % 1000 / 10) : 'unknown';
 }
 
-function traceHeader(t) {
-  const p = t.process;
-  const cmd = p.argv.join(' ') + (p.argc > p.argv.length ? ' \u2026 (' + p.argc + ' arguments)' : '');
+// Sections take a trace context (traceContext in core.js): ctx.r is the report JSON.
+function traceHeader(ctx) {
+  const t = ctx.r.trace;
+  const argc = t.argv.length + omittedEntries(ctx, '/trace/argv');
+  const cmd = t.argv.join(' ') + (argc > t.argv.length ? ' \u2026 (' + argc + ' arguments)' : '');
   const status = [
-    p.closed ? chip('trace closed cleanly', 'ok') : chip('trace ended without a clean close (crash or kill)', 'bad'),
-    p.tracing_failed ? chip('tracing stopped early (disk full or size limit)', 'bad') : null,
+    t.closed_cleanly ? chip('trace closed cleanly', 'ok') : chip('trace ended without a clean close (crash or kill)', 'bad'),
+    t.tracing_failed ? chip('tracing stopped early (disk full or size limit)', 'bad') : null,
     t.partial ? chip('records lost to damage: figures are lower bounds', 'bad') : null,
   ];
   const rows = [
     ['command', cmd.length <= 400 ? el('code', {class: 'argv'}, cmd || '(unknown)') :
       el('details', {class: 'long'}, el('summary', null, el('code', {class: 'argv'}, cmd.slice(0, 300) + '\u2026'),
           ' (' + fmtCount(cmd.length) + ' characters; click for all)'), el('code', {class: 'argv'}, cmd))],
-    p.exe ? ['executable', el('code', null, p.exe)] : null,
-    ['process', 'pid ' + p.pid + (p.ppid ? ', parent ' + p.ppid : '') + (p.host ? ' on ' + p.host : '') +
-        (p.rank >= 0 ? ', rank ' + p.rank + (p.local_rank >= 0 ? ' (local ' + p.local_rank + ')' : '') : '')],
-    p.session ? ['session', p.session] : null,
-    ['devices', p.devices.length ? el('ul', {class: 'plain'}, p.devices.map((d) =>
-      el('li', null, 'device ' + d.ordinal + ': ' + (d.name || '?') + ', ' + fmtBytes(d.total)))) : 'none recorded'],
-    ['driver', 'CUDA ' + driverVersion(p.driver)],
-    ['events', plural(t.events, 'event') + ', ' + fmtCount(t.failed) + ' failed' +
-        (t.unmatched ? ', ' + plural(t.unmatched, 'free') + ' of unknown addresses' : '')],
-    ['duration', fmtSecs(t.last - Math.min(0, t.first)) + (p.wall_ms ? ', started ' + new Date(p.wall_ms).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '')],
+    t.exe ? ['executable', el('code', null, t.exe)] : null,
+    ['process', 'pid ' + t.pid + (t.ppid ? ', parent ' + t.ppid : '') + (t.hostname ? ' on ' + t.hostname : '') +
+        (t.rank >= 0 ? ', rank ' + t.rank + (t.local_rank >= 0 ? ' (local ' + t.local_rank + ')' : '') : '')],
+    t.session ? ['session', t.session] : null,
+    ['devices', t.devices.length ? el('ul', {class: 'plain'}, t.devices.map((d) =>
+      el('li', null, 'device ' + d.ordinal + ': ' + (d.name || '?') + ', ' + fmtBytes(d.total_bytes)))) : 'none recorded'],
+    ['driver', 'CUDA ' + driverVersion(t.driver_version)],
+    ['events', plural(t.events, 'event') + ', ' + fmtCount(t.failed_events) + ' failed' +
+        (t.unmatched_frees ? ', ' + plural(t.unmatched_frees, 'free') + ' of unknown addresses' : '')],
+    ['duration', fmtSecs(ctx.rel(t.last_t_ns) - Math.min(0, ctx.rel(t.first_t_ns))) +
+        (ctx.wallMs ? ', started ' + new Date(ctx.wallMs).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '')],
     ['trace file', el('code', null, t.path)],
   ];
+  const more = omittedEntries(ctx, '/trace/problems');
   return el('header', {class: 'card trace-header'}, el('div', {class: 'chips'}, status), figures(rows),
-      t.problems.length ? el('ul', {class: 'problems'}, t.problems.map((m) => el('li', null, m))) : null);
+      t.problems.length ? el('ul', {class: 'problems'}, t.problems.map((m) => el('li', null, m)),
+          more ? el('li', null, '\u2026 ' + plural(more, 'more note')) : null) : null);
 }
 
-function summaryCards(t) {
-  const top = t.peaks[0];
-  const firstOom = t.ooms[0];
+function oomCount(ctx) {
+  return ctx.r.ooms.length + omittedEntries(ctx, '/ooms');
+}
+
+function summaryCards(ctx) {
+  const R = ctx.r;
+  const top = R.peak.by_device[0];
+  const firstOom = R.ooms[0];
+  const ooms = oomCount(ctx);
   const card = (label, value, sub, cls) => el('div', {class: 'stat ' + (cls || '')},
       el('div', {class: 'stat-label'}, label), el('div', {class: 'stat-value'}, value), el('div', {class: 'stat-sub'}, sub));
   return el('div', {class: 'stats'},
       card('peak device memory', top ? fmtBytes(top.bytes) : '0 B',
-          top ? 'device ' + top.device + ' at ' + fmtSecs(top.t) : 'no device memory was allocated'),
-      card(t.leaks.end === 'clean_exit' ? 'still allocated at exit' : 'live when the trace ended', fmtBytes(t.leaks.b),
-          plural(t.leaks.n, 'allocation'), t.leaks.b ? 'warn' : ''),
-      card('failed allocations (OOM)', fmtCount(t.ooms_total),
-          firstOom ? 'first: ' + verdictText(firstOom.verdict) : 'none', t.ooms_total ? 'bad' : 'good'),
-      card('pinned host peak', fmtBytes(t.pinned_peak), t.managed_peak ? 'managed peak ' + fmtBytes(t.managed_peak) : 'host memory'));
+          top ? 'device ' + top.device + ' at ' + fmtSecs(ctx.rel(top.t_ns)) : 'no device memory was allocated'),
+      card(R.leaks.end === 'clean_exit' ? 'still allocated at exit' : 'live when the trace ended', fmtBytes(R.leaks.bytes),
+          plural(R.leaks.count, 'allocation'), R.leaks.bytes ? 'warn' : ''),
+      card('failed allocations (OOM)', fmtCount(ooms),
+          firstOom ? 'first: ' + verdictText(firstOom.verdict) : 'none', ooms ? 'bad' : 'good'),
+      card('pinned host peak', fmtBytes(R.peak.pinned_host_bytes),
+          R.peak.managed_bytes ? 'managed peak ' + fmtBytes(R.peak.managed_bytes) : 'host memory'));
 }
 
-function timelineSection(t, ti) {
-  const devices = [...new Set(t.timeline.map((s) => s.device).concat(t.peaks.map((p) => p.device)))].sort((a, b) => a - b);
-  const body = devices.length ? devices.map((d) => timelineChart(t, d, ti)) :
+function timelineSection(ctx) {
+  const R = ctx.r;
+  const devices = [...new Set(R.timeline.map((s) => s.device).concat(R.peak.by_device.map((p) => p.device)))].sort((a, b) => a - b);
+  const body = devices.length ? devices.map((d) => timelineChart(ctx, d)) :
     [el('p', {class: 'none'}, 'No memory was allocated.')];
-  return section('timeline-' + ti, 'Memory over time', el('p', {class: 'sub'},
+  return section('timeline-' + ctx.index, 'Memory over time', el('p', {class: 'sub'},
       'Live memory of this process per device; each point is the highest value in its time bucket, so no peak is hidden.'),
   body);
 }
 
-function peakSection(t, ti) {
-  if (!t.peaks.length) return section('peak-' + ti, 'Peak', el('p', {class: 'none'}, 'No device memory was allocated.'));
-  const panes = t.peaks.map((p) => {
+function peakSection(ctx) {
+  const peaks = ctx.r.peak.by_device;
+  if (!peaks.length) return section('peak-' + ctx.index, 'Peak', el('p', {class: 'none'}, 'No device memory was allocated.'));
+  const panes = peaks.map((p, i) => {
     const kinds = Object.keys(p.by_kind).map((k) => k + ' ' + fmtBytes(p.by_kind[k])).join(', ');
+    const path = '/peak/by_device/' + i + '/live_set';
     return el('div', {class: 'peak-pane'},
-        el('p', {class: 'lead'}, 'Device ' + p.device + ': ', el('strong', null, fmtBytes(p.bytes)), ' at ' + fmtSecs(p.t) +
+        el('p', {class: 'lead'}, 'Device ' + p.device + ': ', el('strong', null, fmtBytes(p.bytes)), ' at ' + fmtSecs(ctx.rel(p.t_ns)) +
             (kinds ? ' (' + kinds + ')' : '')),
-        icicle(p),
+        icicle(ctx, p, path),
         el('h3', null, 'Live at the peak, by call site'),
-        groupsTable(p.groups, {shareLabel: 'share of the peak'}));
+        groupsTable(ctx, p.live_set, path, {shareLabel: 'share of the peak'}));
   });
   let body = panes;
   if (panes.length > 1) {  // one device at a time: tabs
@@ -88,127 +103,152 @@ function peakSection(t, ti) {
         panes[i].querySelectorAll('.icicle-box').forEach((b) => b.vtDraw());
       }
     };
-    t.peaks.forEach((p, i) => tabs.appendChild(el('button', {type: 'button', onclick: () => show(i)},
+    peaks.forEach((p, i) => tabs.appendChild(el('button', {type: 'button', onclick: () => show(i)},
         'device ' + p.device + ': ' + fmtBytes(p.bytes))));
     body = [tabs, panes];
     body.vtInit = () => show(0);
   }
-  const s = section('peak-' + ti, 'Peak: who held the memory', body, regionsTable(t));
+  const s = section('peak-' + ctx.index, 'Peak: who held the memory', body, regionsTable(ctx));
   s.vtInit = body.vtInit;
   return s;
 }
 
 // Named regions (vramtrace_region_begin/end, e.g. one test each) and the peak within each.
-function regionsTable(t) {
-  if (!t.regions.length) return null;
-  const most = Math.max(1, ...t.regions.map((g) => g.peak - g.start));
+function regionsTable(ctx) {
+  const regions = ctx.r.regions;
+  if (!regions.length) return null;
+  const total = regions.length + omittedEntries(ctx, '/regions');
+  const most = Math.max(1, ...regions.map((g) => g.peak_above_start_bytes));
   return [el('h3', null, 'Regions: peak device memory within each'),
     el('table', {class: 'groups'},
         el('thead', null, el('tr', null, ['region', 'from \u2192 to', 'at start', 'peak', 'above start', 'at end'].map((h) => el('th', null, h)))),
-        el('tbody', null, t.regions.map((g) => el('tr', null,
+        el('tbody', null, regions.map((g) => el('tr', null,
             el('td', null, el('span', {class: 'site'}, g.name), g.closed ? null : el('span', {class: 'nframes'}, ' (not ended)')),
-            el('td', {class: 'num'}, fmtSecs(g.t0) + ' \u2192 ' + (g.closed ? fmtSecs(g.t1) : 'end')),
-            el('td', {class: 'num'}, fmtBytes(g.start)), el('td', {class: 'num'}, fmtBytes(g.peak)),
-            el('td', {class: 'share'}, shareBar((g.peak - g.start) / most), ' +', fmtBytes(g.peak - g.start)),
-            el('td', {class: 'num'}, fmtBytes(g.end)))))),
-    t.regions_total > t.regions.length ? el('p', {class: 'sub'}, 'The first ' + t.regions.length + ' of ' +
-        fmtCount(t.regions_total) + ' regions are shown; vramtrace report --format json lists all.') : null];
+            el('td', {class: 'num'}, fmtSecs(ctx.rel(g.t_begin_ns)) + ' \u2192 ' + (g.closed ? fmtSecs(ctx.rel(g.t_end_ns)) : 'end')),
+            el('td', {class: 'num'}, fmtBytes(g.start_bytes)), el('td', {class: 'num'}, fmtBytes(g.peak_bytes)),
+            el('td', {class: 'share'}, shareBar(g.peak_above_start_bytes / most), ' +', fmtBytes(g.peak_above_start_bytes)),
+            el('td', {class: 'num'}, fmtBytes(g.end_bytes)))))),
+    total > regions.length ? el('p', {class: 'sub'}, 'The first ' + regions.length + ' of ' +
+        fmtCount(total) + ' regions are shown; vramtrace report --format json lists all.') : null];
 }
 
-function leaksSection(t, ti) {
-  const L = t.leaks;
+function leaksSection(ctx) {
+  const L = ctx.r.leaks;
   const what = L.end === 'clean_exit' ? 'Still allocated when the process exited (never freed)' :
     'Live when the trace ended: the process crashed or was killed, so this memory was in use, not necessarily leaked';
-  return section('leaks-' + ti, 'Leaks and growth',
-      el('p', {class: 'lead'}, what + ': ', el('strong', null, fmtBytes(L.b)), ' in ' + plural(L.n, 'allocation') + '.'),
-      groupsTable(L.groups, {empty: 'Nothing was left allocated.', shareLabel: 'share of the leaks'}),
-      L.teardown.b ? [el('h3', null, 'Released only by context teardown: ' + fmtBytes(L.teardown.b) + ' in ' +
-          plural(L.teardown.n, 'allocation')), groupsTable(L.teardown.groups)] : null,
+  return section('leaks-' + ctx.index, 'Leaks and growth',
+      el('p', {class: 'lead'}, what + ': ', el('strong', null, fmtBytes(L.bytes)), ' in ' + plural(L.count, 'allocation') + '.'),
+      groupsTable(ctx, L.groups, '/leaks/groups', {empty: 'Nothing was left allocated.', shareLabel: 'share of the leaks'}),
+      L.teardown.bytes ? [el('h3', null, 'Released only by context teardown: ' + fmtBytes(L.teardown.bytes) + ' in ' +
+          plural(L.teardown.count, 'allocation')), groupsTable(ctx, L.teardown.groups, '/leaks/teardown/groups')] : null,
       el('h3', null, 'Growth: call sites whose live memory kept rising'),
-      groupsTable(L.growth, {growth: true, empty: 'No call site kept growing.', shareLabel: 'share'}));
+      groupsTable(ctx, L.growth, '/leaks/growth', {growth: true, empty: 'No call site kept growing.', shareLabel: 'share'}));
 }
 
 function evidenceValue(k, v) {
   return /_bytes$/.test(k) ? fmtBytes(v) : fmtCount(v);
 }
 
-function oomCard(o, i, ti) {
-  const T = o.total, P = o.proc, N = o.na, F = o.free;
-  const cached = Math.min(o.pool_cached + o.vmm_unmapped, N);
+function oomCard(ctx, o, i) {
+  const T = o.device_total_bytes, P = o.process_device_bytes, N = o.not_attributable_bytes, F = o.device_free_bytes;
+  const R = o.requested_bytes;
+  const cached = Math.min(o.pool_cached_bytes + o.vmm_unmapped_bytes, N);
+  const path = '/ooms/' + i;
   const device = partsBar([
     {label: 'this process, live', bytes: P, cls: 'p-proc', always: true},
     {label: 'cached by this process (pools, unmapped VMM)', bytes: cached, cls: 'p-cached'},
     {label: 'elsewhere (other processes, driver)', bytes: N - cached, cls: 'p-others'},
     {label: 'free', bytes: F, cls: 'p-free', always: true},
   ], T, el('div', {class: 'request-row'},
-      el('span', {class: 'request', style: 'width:' + Math.min(100, o.req / Math.max(1, T) * 100).toFixed(2) + '%'}),
-      el('span', {class: 'request-label'}, 'request ' + fmtBytes(o.req) + (o.req > T ? ' (larger than the device)' :
-        o.req > F ? ' (more than the ' + fmtBytes(F) + ' free)' : ''))));
+      el('span', {class: 'request', style: 'width:' + Math.min(100, R / Math.max(1, T) * 100).toFixed(2) + '%'}),
+      el('span', {class: 'request-label'}, 'request ' + fmtBytes(R) + (R > T ? ' (larger than the device)' :
+        R > F ? ' (more than the ' + fmtBytes(F) + ' free)' : ''))));
   const maxScore = Math.max(1, ...o.causes.map((c) => c.score));
   const causes = el('ol', {class: 'causes'}, o.causes.map((c, k) => el('li', {class: k === 0 ? 'top' : null},
       el('div', {class: 'cause-head'}, el('span', {class: 'code'}, c.code), ' ', shareBar(c.score / maxScore, 'score'),
           el('span', {class: 'score'}, ' score ' + c.score.toFixed(2))),
       el('div', {class: 'summary'}, c.summary),
-      el('div', {class: 'evidence'}, Object.keys(c.ev).map((k) => el('span', {class: 'ev'}, k.replace(/_/g, ' ') + ': ' + evidenceValue(k, c.ev[k])))))));
-  const others = o.nvml ? [el('h4', null, 'Other processes on the device (NVML)'), o.others.length ?
+      el('div', {class: 'evidence'}, Object.keys(c.evidence).map((k) => el('span', {class: 'ev'}, k.replace(/_/g, ' ') + ': ' + evidenceValue(k, c.evidence[k])))))));
+  const others = o.nvml ? [el('h4', null, 'Other processes on the device (NVML)'), o.other_processes.length ?
     el('table', {class: 'groups'}, el('thead', null, el('tr', null, el('th', null, 'pid'), el('th', null, 'name'), el('th', null, 'memory'))),
-        el('tbody', null, o.others.map((g) => el('tr', null, el('td', {class: 'num'}, String(g.pid)), el('td', null, g.name || '?'),
-            el('td', {class: 'num'}, fmtBytes(g.b)))))) : el('p', {class: 'none'}, 'none')] : null;
+        el('tbody', null, o.other_processes.map((g) => el('tr', null, el('td', {class: 'num'}, String(g.pid)), el('td', null, g.name || '?'),
+            el('td', {class: 'num'}, fmtBytes(g.bytes)))))) : el('p', {class: 'none'}, 'none')] : null;
   // The first failure open, the others one line each until opened: a run can fail many times.
-  return el('details', {class: 'oom', id: 'oom-' + ti + '-' + i, open: i === 0 ? '' : null},
-      el('summary', null, el('h3', null, '#' + (i + 1) + ' at ' + fmtSecs(o.t) + ': ' + o.op + ' of ' + fmtBytes(o.req) +
+  return el('details', {class: 'oom', id: 'oom-' + ctx.index + '-' + i, open: i === 0 ? '' : null},
+      el('summary', null, el('h3', null, '#' + (i + 1) + ' at ' + fmtSecs(ctx.rel(o.t_ns)) + ': ' + o.op + ' of ' + fmtBytes(R) +
           ' on device ' + o.device + ' failed (CUresult ' + o.result + ')'), el('span', {class: 'oom-verdict'}, o.verdict)),
       el('div', {class: 'verdict'}, el('span', {class: 'verdict-label'}, 'verdict'), el('span', {class: 'verdict-code'}, o.verdict),
           el('span', {class: 'verdict-text'}, verdictText(o.verdict))),
       el('h4', null, 'The device at the failure (' + fmtBytes(T) + ')'), device,
       el('h4', null, 'Causes, most to blame first'), causes,
       el('h4', null, 'What to do'), el('ul', {class: 'remedies'}, o.remedies.map((m) => el('li', null, m))),
-      el('h4', null, 'Requested at'), stackList(stackOf(o.s), 12),
+      el('h4', null, 'Requested at'), stackList(o.stack, 12, omittedEntries(ctx, path + '/stack')),
       others,
-      el('h4', null, 'Top holders at the failure'), groupsTable(o.holders, {shareLabel: 'share of live'}),
-      o.grew.length ? [el('h4', null, 'Sites that grew before the failure'), groupsTable(o.grew, {growth: true})] : null);
+      el('h4', null, 'Top holders at the failure'), groupsTable(ctx, o.top_holders, path + '/top_holders', {shareLabel: 'share of live'}),
+      o.grew_before.length ? [el('h4', null, 'Sites that grew before the failure'),
+        groupsTable(ctx, o.grew_before, path + '/grew_before', {growth: true})] : null);
 }
 
-function oomSection(t, ti) {
-  const counts = Object.keys(t.verdicts).map((k) => chip(k + ': ' + t.verdicts[k], 'verdict-chip'));
-  return section('oom-' + ti, 'Out of memory: ' + plural(t.ooms_total, 'failed allocation'),
-      t.ooms_total ? el('div', {class: 'chips'}, counts) : el('p', {class: 'none'}, 'No allocation failed for lack of memory.'),
-      t.ooms_total > t.ooms.length ? el('p', {class: 'sub'}, 'The first ' + t.ooms.length + ' are shown; vramtrace oom lists all.') : null,
-      t.ooms.map((o, i) => oomCard(o, i, ti)));
+function oomSection(ctx) {
+  const R = ctx.r;
+  const total = oomCount(ctx);
+  // Verdicts of every failure: those shown, and those the page's limit left out.
+  const verdicts = {};
+  R.ooms.forEach((o) => {
+    verdicts[o.verdict] = (verdicts[o.verdict] || 0) + 1;
+  });
+  const left = ctx.omitted('/ooms');
+  if (left && left.verdicts) Object.keys(left.verdicts).forEach((k) => {
+    verdicts[k] = (verdicts[k] || 0) + left.verdicts[k];
+  });
+  const counts = Object.keys(verdicts).sort().map((k) => chip(k + ': ' + verdicts[k], 'verdict-chip'));
+  return section('oom-' + ctx.index, 'Out of memory: ' + plural(total, 'failed allocation'),
+      total ? el('div', {class: 'chips'}, counts) : el('p', {class: 'none'}, 'No allocation failed for lack of memory.'),
+      total > R.ooms.length ? el('p', {class: 'sub'}, 'The first ' + R.ooms.length + ' are shown; vramtrace oom lists all.') : null,
+      R.ooms.map((o, i) => oomCard(ctx, o, i)));
 }
 
-function fragSection(t, ti) {
-  const f = t.frag, v = f.vmm;
+function fragSection(ctx) {
+  const f = ctx.r.fragmentation, v = f.vmm;
   const parts = [];
-  if (v.reserved_max) {
+  if (v.reserved_bytes_max) {
     parts.push(el('h3', null, 'VMM'), figures([
-      ['reserved at the peak', fmtBytes(v.reserved_at_peak)],
-      ['mapped at the peak', fmtBytes(v.mapped_at_peak) + (v.reserved_at_peak ? ' (' + fmtPct(1 - v.mapped_at_peak / v.reserved_at_peak) + ' unmapped)' : '')],
-      ['reserved, maximum', fmtBytes(v.reserved_max)], ['mapped, maximum', fmtBytes(v.mapped_max)]]));
+      ['reserved at the peak', fmtBytes(v.reserved_bytes_at_peak)],
+      ['mapped at the peak', fmtBytes(v.mapped_bytes_at_peak) + (v.reserved_bytes_at_peak ? ' (' + fmtPct(v.unmapped_fraction_at_peak) + ' unmapped)' : '')],
+      ['reserved, maximum', fmtBytes(v.reserved_bytes_max)], ['mapped, maximum', fmtBytes(v.mapped_bytes_max)]]));
   }
+  const more = (path, what) => {
+    const n = omittedEntries(ctx, path);
+    return n ? el('p', {class: 'sub'}, '\u2026 ' + plural(n, what) + ' more (vramtrace report --format json lists all).') : null;
+  };
   if (f.pools.length) {
     parts.push(el('h3', null, 'Stream-ordered pools (at the end of the trace)'), el('table', {class: 'groups'},
         el('thead', null, el('tr', null, ['pool', 'device', 'footprint', 'live', 'largest free gap', 'fragmentation'].map((h) => el('th', null, h)))),
         el('tbody', null, f.pools.map((p) => el('tr', null, el('td', null, el('code', null, p.pool)), el('td', {class: 'num'}, String(p.device)),
-            el('td', {class: 'num'}, fmtBytes(p.footprint)), el('td', {class: 'num'}, fmtBytes(p.live)), el('td', {class: 'num'}, fmtBytes(p.gap)),
-            el('td', {class: 'share'}, shareBar(p.frag, 'frag'), ' ', fmtPct(p.frag)))))));
+            el('td', {class: 'num'}, fmtBytes(p.footprint_bytes)), el('td', {class: 'num'}, fmtBytes(p.live_bytes)),
+            el('td', {class: 'num'}, fmtBytes(p.largest_free_gap_bytes)),
+            el('td', {class: 'share'}, shareBar(p.fragmentation, 'frag'), ' ', fmtPct(p.fragmentation)))))),
+    more('/fragmentation/pools', 'pool'));
   }
-  if (f.flushes.length) {
+  if (f.cache_flushes.length) {
     parts.push(el('h3', null, 'Cache flushes (a failed allocation, frees, a retry)'), el('table', {class: 'groups'},
         el('thead', null, el('tr', null, ['at', 'request', 'freed', 'frees', 'retry'].map((h) => el('th', null, h)))),
-        el('tbody', null, f.flushes.map((c) => el('tr', null, el('td', {class: 'num'}, fmtSecs(c.t)), el('td', {class: 'num'}, fmtBytes(c.req)),
-            el('td', {class: 'num'}, fmtBytes(c.freed)), el('td', {class: 'num'}, fmtCount(c.n)), el('td', null, c.ok ? 'succeeded' : 'failed'))))));
+        el('tbody', null, f.cache_flushes.map((c) => el('tr', null, el('td', {class: 'num'}, fmtSecs(ctx.rel(c.t_ns))),
+            el('td', {class: 'num'}, fmtBytes(c.requested_bytes)), el('td', {class: 'num'}, fmtBytes(c.freed_bytes)),
+            el('td', {class: 'num'}, fmtCount(c.freed_count)), el('td', null, c.retry_succeeded ? 'succeeded' : 'failed'))))),
+    more('/fragmentation/cache_flushes', 'cache flush'));
   }
   if (!parts.length) parts.push(el('p', {class: 'none'}, 'Nothing to report: no VMM reservations, pools or cache flushes.'));
-  return section('frag-' + ti, 'Fragmentation', parts);
+  return section('frag-' + ctx.index, 'Fragmentation', parts);
 }
 
 // One trace's whole report, into `root`. Charts are drawn once in the document (their width).
-function renderTrace(t, ti, root) {
+function renderTrace(ctx, root) {
+  const ti = ctx.index;
   const nav = el('nav', {class: 'toc'}, [['timeline', 'timeline'], ['peak', 'peak'], ['leaks', 'leaks'], ['oom', 'OOMs'],
     ['frag', 'fragmentation']].map(([id, label]) => el('a', {href: '#' + id + '-' + ti}, label)));
-  const parts = [traceHeader(t), summaryCards(t), nav, timelineSection(t, ti), peakSection(t, ti), leaksSection(t, ti),
-    oomSection(t, ti), fragSection(t, ti)];
+  const parts = [traceHeader(ctx), summaryCards(ctx), nav, timelineSection(ctx), peakSection(ctx), leaksSection(ctx),
+    oomSection(ctx), fragSection(ctx)];
   parts.forEach((p) => root.appendChild(p));
   parts.forEach((p) => {
     if (p.vtInit) p.vtInit();

@@ -7,8 +7,10 @@ function shareBar(x, cls) {
   return el('span', {class: 'bar ' + (cls || '')}, el('span', {class: 'bar-fill', style: 'width:' + w.toFixed(1) + '%'}));
 }
 
-// A stack, innermost first (as the text report), in an ordered list.
-function stackList(stack, max) {
+// A stack, innermost first (as the text report), in an ordered list; `cut` outer frames were left
+// out of the page (its limit on frames per stack).
+function stackList(stack, max, cut) {
+  stack = stack || [];
   const list = el('ol', {class: 'stack'});
   const shown = stack.slice(0, max || stack.length);
   for (const f of shown) {
@@ -17,23 +19,27 @@ function stackList(stack, max) {
         el('span', {class: 'fn'}, frameName(f)), where ? el('span', {class: 'where'}, where) : null));
   }
   if (stack.length > shown.length) list.appendChild(el('li', {class: 'more'}, '\u2026 ' + (stack.length - shown.length) + ' more frames'));
+  if (cut) list.appendChild(el('li', {class: 'more'}, '(' + plural(cut, 'outer frame') + ' not shown)'));
   if (!stack.length) list.appendChild(el('li', {class: 'more'}, '(no stack recorded)'));
   return list;
 }
 
 // The site of a group in one line, and its whole stack when opened.
-function siteCell(stackIndex, label) {
-  const stack = stackOf(stackIndex);
+function siteCell(stack, label, cut) {
+  const frames = (stack || []).length + cut;
   return el('details', {class: 'site-details'},
-      el('summary', null, el('span', {class: 'site'}, label || siteLabel(stackIndex)), el('span', {class: 'nframes'}, ' ' + plural(stack.length, 'frame'))),
-      stackList(stack));
+      el('summary', null, el('span', {class: 'site'}, label || siteLabel(stack)), el('span', {class: 'nframes'}, ' ' + plural(frames, 'frame'))),
+      stackList(stack, 0, cut));
 }
 
-// groups: {list: [{b, n, sh, k, d, s}], more: {sites, b, n}}; opts.growth adds growth columns.
-function groupsTable(groups, opts) {
+// A list of Groups (or Growths, opts.growth: growth columns) of the report at `path` in ctx's
+// report: [{bytes, count, share, kind, device, stack}, ...]; what the page's limits cut from it
+// is summed up in a last row.
+function groupsTable(ctx, list, path, opts) {
   opts = opts || {};
-  const list = groups.list || groups;
-  if (!list.length) return el('p', {class: 'none'}, opts.empty || '(none)');
+  list = list || [];
+  const more = ctx.omitted(path);
+  if (!list.length && !more) return el('p', {class: 'none'}, opts.empty || '(none)');
   // Growth rows carry a site's highest live bytes and its rise, not a count or a share.
   const head = opts.growth ? ['#', 'highest', 'grew by', 'new highs', 'from \u2192 to', 'kind', 'device'] :
     ['#', 'bytes', 'allocations', opts.shareLabel || 'share', 'kind', 'device'];
@@ -41,24 +47,23 @@ function groupsTable(groups, opts) {
   const table = el('table', {class: 'groups' + (opts.cls ? ' ' + opts.cls : '')},
       el('thead', null, el('tr', null, head.map((h) => el('th', null, h)))));
   const body = el('tbody');
-  const labels = siteLabels(list.map((g) => g.s));
+  const labels = siteLabels(list.map((g) => g.stack));
   list.forEach((g, i) => {
-    const cells = [el('td', {class: 'num'}, String(i + 1)), el('td', {class: 'num'}, fmtBytes(g.b))];
+    const cells = [el('td', {class: 'num'}, String(i + 1)), el('td', {class: 'num'}, fmtBytes(g.bytes))];
     if (opts.growth) {
-      cells.push(el('td', {class: 'num'}, '+' + fmtBytes(g.gb)), el('td', {class: 'num'}, String(g.nh)),
-          el('td', {class: 'num'}, fmtSecs(g.t0) + ' \u2192 ' + fmtSecs(g.t1)));
+      cells.push(el('td', {class: 'num'}, '+' + fmtBytes(g.growth_bytes)), el('td', {class: 'num'}, String(g.new_highs)),
+          el('td', {class: 'num'}, fmtSecs(ctx.rel(g.first_t_ns)) + ' \u2192 ' + fmtSecs(ctx.rel(g.last_t_ns))));
     } else {
-      cells.push(el('td', {class: 'num'}, fmtCount(g.n)), el('td', {class: 'share'}, shareBar(g.sh), ' ', fmtPct(g.sh)));
+      cells.push(el('td', {class: 'num'}, fmtCount(g.count)), el('td', {class: 'share'}, shareBar(g.share), ' ', fmtPct(g.share)));
     }
-    cells.push(el('td', null, g.k), el('td', {class: 'num'}, g.d >= 0 ? String(g.d) : '-'),
-        el('td', {class: 'site-cell'}, siteCell(g.s, labels[i])));
+    cells.push(el('td', null, g.kind), el('td', {class: 'num'}, g.device >= 0 ? String(g.device) : '-'),
+        el('td', {class: 'site-cell'}, siteCell(g.stack, labels[i], omittedEntries(ctx, path + '/' + i + '/stack'))));
     body.appendChild(el('tr', null, cells));
   });
-  const more = groups.more;
-  if (more && more.sites) {
+  if (more && more.entries) {
+    const what = more.bytes !== undefined ? ': ' + fmtBytes(more.bytes) + (more.count !== undefined ? ' in ' + plural(more.count, 'allocation') : '') : '';
     body.appendChild(el('tr', {class: 'more'}, el('td', {colspan: head.length},
-        '\u2026 ' + plural(more.sites, 'more site') + ': ' + fmtBytes(more.b) + ' in ' + plural(more.n, 'allocation') +
-        ' (not embedded in this page; see vramtrace report --format json)')));
+        '\u2026 ' + plural(more.entries, 'more site') + what + ' (not embedded in this page; see vramtrace report --format json)')));
   }
   table.appendChild(body);
   return table;

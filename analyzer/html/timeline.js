@@ -56,29 +56,39 @@ let chartIds = 0;
 
 // What a bucket held when the trace ended, when the report knows it: the leak groups are all
 // listed (none beyond --top). Otherwise null, and the last point's value is held to the end.
-function finalBytes(trace, device, kind) {
-  const L = trace.leaks, list = L.groups.list;
-  if (L.groups.more.sites || list.reduce((s, g) => s + g.b, 0) !== L.b) return null;
-  return list.filter((g) => g.d === device && g.k === kind).reduce((s, g) => s + g.b, 0);
+function finalBytes(ctx, device, kind) {
+  const L = ctx.r.leaks, list = L.groups;
+  if (ctx.omitted('/leaks/groups') || list.reduce((s, g) => s + g.bytes, 0) !== L.bytes) return null;
+  return list.filter((g) => g.device === device && g.kind === kind).reduce((s, g) => s + g.bytes, 0);
 }
 
-function timelineChart(trace, device, traceIndex) {
+// Everything below reads times relative to the trace start (ctx.rel), in ns.
+function timelineChart(ctx, device) {
+  const R = ctx.r, rel = ctx.rel, traceIndex = ctx.index;
+  const first = rel(R.trace.first_t_ns), lastT = rel(R.trace.last_t_ns);
   // Each series ends with its value at the end of the trace where known (see finalBytes).
-  const series = trace.timeline.filter((s) => s.device === device).map((s) => {
-    const last = s.points[s.points.length - 1], end = finalBytes(trace, device, s.kind);
-    if (!last || end === null || trace.last <= last[0]) return s;
-    return {device: s.device, kind: s.kind, points: s.points.concat([[trace.last, end]])};
+  const series = R.timeline.filter((s) => s.device === device).map((s) => {
+    const points = s.points.map((p) => [rel(p[0]), p[1]]);
+    const last = points[points.length - 1], end = finalBytes(ctx, device, s.kind);
+    if (last && end !== null && lastT > last[0]) points.push([lastT, end]);
+    return {device: s.device, kind: s.kind, points};
   });
   const dev = series.find((s) => s.kind === 'device') || {points: []};
   const hosts = series.filter((s) => s.kind !== 'device' && s.points.length);
-  const peak = trace.peaks.find((p) => p.device === device);
-  const info = trace.process.devices.find((d) => d.ordinal === device);
-  const ooms = trace.ooms.map((o, i) => [o, i]).filter(([o]) => o.device === device);
-  const growth = trace.leaks.growth.filter((g) => g.d === device).slice(0, 6);
-  const flushes = trace.frag.flushes;
+  const peakReport = R.peak.by_device.find((p) => p.device === device);
+  const peak = peakReport ? {bytes: peakReport.bytes, t: rel(peakReport.t_ns), live_set: peakReport.live_set} : null;
+  const info = R.trace.devices.find((d) => d.ordinal === device);
+  const ooms = R.ooms.map((o, i) => [{t: rel(o.t_ns), op: o.op, req: o.requested_bytes, proc: o.process_device_bytes,
+    verdict: o.verdict, device: o.device}, i]).filter(([o]) => o.device === device);
+  const growth = R.leaks.growth.filter((g) => g.device === device).slice(0, 6).map((g) =>
+    ({t0: rel(g.first_t_ns), t1: rel(g.last_t_ns), bytes: g.bytes, growth_bytes: g.growth_bytes, new_highs: g.new_highs, stack: g.stack}));
+  const flushes = R.fragmentation.cache_flushes.map((f) =>
+    ({t: rel(f.t_ns), freed: f.freed_bytes, req: f.requested_bytes, ok: f.retry_succeeded}));
+  const regions = R.regions.map((g) => ({name: g.name, t0: rel(g.t_begin_ns), t1: rel(g.t_end_ns), closed: g.closed,
+    peak: g.peak_bytes, above: g.peak_above_start_bytes}));
 
   // Full x range: the trace, widened to every point and annotation.
-  let xs = [trace.first, trace.last];
+  let xs = [first, lastT];
   for (const s of series) if (s.points.length) xs.push(s.points[0][0], s.points[s.points.length - 1][0]);
   ooms.forEach(([o]) => xs.push(o.t));
   if (peak) xs.push(peak.t);
@@ -92,7 +102,7 @@ function timelineChart(trace, device, traceIndex) {
   full1 += pad;
   let yMax = peak ? peak.bytes : 0;
   for (const s of series) for (const p of s.points) yMax = Math.max(yMax, p[1]);
-  const capacity = info ? info.total : 0;
+  const capacity = info ? info.total_bytes : 0;
   const showCapacity = capacity > 0 && capacity <= yMax * 1.6;
   if (showCapacity) yMax = Math.max(yMax, capacity);
   ooms.forEach(([o]) => {
@@ -102,7 +112,6 @@ function timelineChart(trace, device, traceIndex) {
 
   const view = {x0: full0, x1: full1};
   const clipId = 'vt-clip-' + (++chartIds);
-  const regions = trace.regions;
   // Above the plot: a lane of OOM markers, one lane per growing site, one for the regions.
   const regionY = 15 + 7 * growth.length;
   const M = {l: 72, r: 190, t: 24 + 7 * growth.length + (regions.length ? 16 : 0), b: 34}, H = 276 + M.t;
@@ -118,11 +127,11 @@ function timelineChart(trace, device, traceIndex) {
   const segs = [];
   if (peak) {
     let listed = 0;
-    const top = peak.groups.list.slice(0, 8);
-    const labels = siteLabels(top.map((g) => g.s));
+    const top = peak.live_set.slice(0, 8);
+    const labels = siteLabels(top.map((g) => g.stack));
     top.forEach((g, i) => {
-      segs.push({label: labels[i], bytes: g.b, color: siteColor(i), g});
-      listed += g.b;
+      segs.push({label: labels[i], bytes: g.bytes, color: siteColor(i), g});
+      listed += g.bytes;
     });
     if (peak.bytes > listed) segs.push({label: 'other sites', bytes: peak.bytes - listed, color: '#bbb'});
   }
@@ -138,7 +147,7 @@ function timelineChart(trace, device, traceIndex) {
     d += px(i0) + ',' + py(i0);
     for (let i = i0 + 1; i <= i1; i++) d += 'L' + px(i) + ',' + py(i - 1) + 'L' + px(i) + ',' + py(i);
     // The last value holds to the end of the trace (the last bucket ends there).
-    const end = i1 === points.length - 1 && trace.last > points[i1][0] ? X(trace.last).toFixed(1) : px(i1);
+    const end = i1 === points.length - 1 && lastT > points[i1][0] ? X(lastT).toFixed(1) : px(i1);
     d += 'L' + end + ',' + py(i1);
     if (area) d += 'L' + end + ',' + Y(0).toFixed(1) + 'Z';
     return d;
@@ -170,13 +179,13 @@ function timelineChart(trace, device, traceIndex) {
     growth.forEach((g, k) => {
       const x0 = X(g.t0), x1 = X(g.t1);
       layer.appendChild(svgEl('rect', {x: x0, y: 15 + k * 7, width: Math.max(2, x1 - x0), height: 5, class: 'growth-span'},
-          svgEl('title', null, 'grew by ' + fmtBytes(g.gb) + ' to ' + fmtBytes(g.b) + ' (' + g.nh + ' new highs): ' +
-              siteLabel(g.s))));
+          svgEl('title', null, 'grew by ' + fmtBytes(g.growth_bytes) + ' to ' + fmtBytes(g.bytes) + ' (' + g.new_highs +
+              ' new highs): ' + siteLabel(g.stack))));
     });
     for (const g of regions) {
-      const x0 = X(g.t0), x1 = X(g.closed ? g.t1 : trace.last), w = Math.max(2, x1 - x0);
+      const x0 = X(g.t0), x1 = X(g.closed ? g.t1 : lastT), w = Math.max(2, x1 - x0);
       const band = svgEl('g', {class: 'region'}, svgEl('rect', {x: x0, y: regionY, width: w, height: 12}),
-          svgEl('title', null, g.name + ': peak ' + fmtBytes(g.peak) + ' (+' + fmtBytes(g.peak - g.start) + ' over its start)'));
+          svgEl('title', null, g.name + ': peak ' + fmtBytes(g.peak) + ' (+' + fmtBytes(g.above) + ' over its start)'));
       const chars = Math.floor((w - 6) / 5.6);
       if (chars >= 3) band.appendChild(svgEl('text', {x: x0 + 3, y: regionY + 9}, g.name.length > chars ? g.name.slice(0, chars - 1) + '\u2026' : g.name));
       layer.appendChild(band);
@@ -253,8 +262,8 @@ function timelineChart(trace, device, traceIndex) {
   function siteTipLines(s, total) {
     const lines = [['bytes', fmtBytes(s.bytes) + ' (' + fmtPct(s.bytes / total) + ' of the peak)']];
     if (s.g) {
-      lines.push(['allocations', fmtCount(s.g.n)]);
-      stackOf(s.g.s).slice(0, 6).forEach((f) => lines.push(frameShort(f)));
+      lines.push(['allocations', fmtCount(s.g.count)]);
+      (s.g.stack || []).slice(0, 6).forEach((f) => lines.push(frameShort(f)));
     }
     return lines;
   }

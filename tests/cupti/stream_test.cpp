@@ -1,12 +1,13 @@
 // ActivityStream and CoverageStream, the report's one pass over kernel activity: records written
-// after the memory events they explain (CUPTI batches them), answers equal to ActivityIndex /
-// memory_by_phase / check_coverage on the same records, and memory that stays bounded however
+// after the memory events they explain (CUPTI batches them), answers equal to their definitions
+// (activity_stream.h) computed directly from what the test generated, and memory that stays bounded however
 // many records go through. Records are made by the production encoder from synthetic CUPTI
 // structs (clock offset 0: CUPTI time = trace time).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <random>
 
 #include "activity_fixture.h"
@@ -64,11 +65,124 @@ std::vector<std::string> names_of(const ActivityStream& s, const std::vector<Ker
   return out;
 }
 
-std::vector<std::string> names_of(const ActivityIndex& ix, const std::vector<const KernelActivity*>& v) {
-  std::vector<std::string> out;
-  for (const KernelActivity* k : v) out.push_back(ix.display_name(k->name_id));
-  return out;
-}
+// What the test generated, to compute the answers from by their definitions (activity_stream.h).
+struct Truth {
+  struct Kernel {
+    std::string name;  // as displayed (demangled)
+    uint64_t start, end;
+  };
+  struct Range {
+    std::string name;
+    uint32_t thread;
+    uint64_t start, end;  // end: the trace's end when it never ended
+    bool open;
+  };
+  std::vector<Kernel> kernels;
+  std::vector<Range> ranges;
+  std::vector<BytesPoint> timeline;
+  std::vector<InterceptedAllocation> intercepted;
+  std::vector<CuptiAllocation> cupti;  // in the order the stream is given them
+
+  std::vector<std::string> running_at(uint64_t t) const {
+    std::vector<const Kernel*> v;
+    for (const Kernel& k : kernels)
+      if (k.start <= t && t < k.end) v.push_back(&k);
+    std::stable_sort(v.begin(), v.end(), [](const Kernel* a, const Kernel* b) { return a->start < b->start; });
+    std::vector<std::string> out;
+    for (const Kernel* k : v) out.push_back(k->name);
+    return out;
+  }
+  std::vector<std::string> last_before(uint64_t t, size_t n) const {
+    std::vector<const Kernel*> v;
+    for (const Kernel& k : kernels)
+      if (k.start < t) v.push_back(&k);
+    std::stable_sort(v.begin(), v.end(), [](const Kernel* a, const Kernel* b) { return a->start > b->start; });
+    std::vector<std::string> out;
+    for (size_t i = 0; i < v.size() && i < n; ++i) out.push_back(v[i]->name);
+    return out;
+  }
+  // By thread, outermost first (at one start the longer is outside).
+  std::vector<const Range*> sorted_ranges() const {
+    std::vector<const Range*> v;
+    for (const Range& r : ranges) v.push_back(&r);
+    std::sort(v.begin(), v.end(), [](const Range* a, const Range* b) {
+      if (a->thread != b->thread) return a->thread < b->thread;
+      if (a->start != b->start) return a->start < b->start;
+      return a->end > b->end;
+    });
+    return v;
+  }
+  std::vector<std::string> nvtx_at(uint64_t t) const {
+    std::vector<std::string> out;
+    for (const Range* r : sorted_ranges())
+      if (r->start <= t && t < r->end) out.push_back(r->name);
+    return out;
+  }
+  // Top-level ranges (nothing open on their thread as they start), their peak within
+  // [start, end) counting what was live at the start, grouped by name.
+  std::vector<PhaseSummary> phases() const {
+    auto level_at = [&](uint64_t t) {
+      uint64_t v = 0;
+      for (const BytesPoint& p : timeline)
+        if (p.t_ns <= t) v = p.bytes;
+      return v;
+    };
+    std::map<std::string, PhaseSummary> by;
+    std::vector<const Range*> v = sorted_ranges();
+    for (size_t i = 0; i < v.size(); ++i) {
+      bool inside = false;
+      for (size_t j = 0; j < i; ++j)
+        if (v[j]->thread == v[i]->thread && v[j]->end > v[i]->start) inside = true;
+      if (inside) continue;
+      uint64_t start = level_at(v[i]->start), peak = start;
+      for (const BytesPoint& p : timeline)
+        if (p.t_ns > v[i]->start && p.t_ns < v[i]->end) peak = std::max(peak, p.bytes);
+      PhaseSummary& s = by[v[i]->name];
+      s.name = v[i]->name;
+      s.count++;
+      s.max_peak_bytes = std::max(s.max_peak_bytes, peak);
+      s.max_growth_bytes = std::max(s.max_growth_bytes, peak - start);
+    }
+    std::vector<PhaseSummary> out;
+    for (auto& [name, s] : by) out.push_back(s);
+    std::sort(out.begin(), out.end(), [](const PhaseSummary& a, const PhaseSummary& b) {
+      return a.max_peak_bytes != b.max_peak_bytes ? a.max_peak_bytes > b.max_peak_bytes : a.name < b.name;
+    });
+    return out;
+  }
+  // Each CUPTI allocation in CUPTI time order (ties: as given) takes the unmatched intercepted one
+  // at its address closest in time within the skew (the earliest of equals).
+  CoverageResult coverage(uint64_t max_skew_ns) const {
+    CoverageResult res;
+    std::vector<const CuptiAllocation*> order;
+    for (const CuptiAllocation& c : cupti)
+      if (!c.release) order.push_back(&c);
+    std::stable_sort(order.begin(), order.end(), [](const CuptiAllocation* a, const CuptiAllocation* b) { return a->t_ns < b->t_ns; });
+    std::vector<const InterceptedAllocation*> seen;
+    for (const InterceptedAllocation& a : intercepted) seen.push_back(&a);
+    std::stable_sort(seen.begin(), seen.end(), [](const InterceptedAllocation* a, const InterceptedAllocation* b) { return a->t_ns < b->t_ns; });
+    std::vector<bool> used(seen.size());
+    for (const CuptiAllocation* c : order) {
+      res.cupti_allocations++;
+      size_t best = SIZE_MAX;
+      uint64_t best_skew = 0;
+      for (size_t i = 0; i < seen.size(); ++i) {
+        if (used[i] || seen[i]->address != c->address) continue;
+        uint64_t skew = seen[i]->t_ns > c->t_ns ? seen[i]->t_ns - c->t_ns : c->t_ns - seen[i]->t_ns;
+        if (skew <= max_skew_ns && (best == SIZE_MAX || skew < best_skew)) best = i, best_skew = skew;
+      }
+      if (best == SIZE_MAX) {
+        res.missed.push_back(*c);
+        continue;
+      }
+      used[best] = true;
+      res.matched++;
+      if (seen[best]->size != c->bytes) res.size_mismatches++;
+    }
+    res.fraction = res.cupti_allocations ? double(res.matched) / double(res.cupti_allocations) : 1.0;
+    return res;
+  }
+};
 
 // Everything a stream is fed, stamped with the time it arrives (its record time).
 struct Arrival {
@@ -168,20 +282,16 @@ TEST_CASE("the peak and an OOM are answered from kernel records written after th
   CHECK(rep.phases[0].max_peak_bytes == (3 << 20) + 4096);
   CHECK(rep.phases[0].max_growth_bytes == 2 << 20);
 
-  // The same answers as the index that holds every record.
-  actfix::Loaded l = actfix::load(path);
-  const ActivityIndex& ix = *l.index;
-  std::vector<std::string> running;
-  for (const KernelActivity* k : ix.running_at(rep.ooms[0].t_ns)) running.push_back(ix.display_name(k->name_id));
-  CHECK(names(oom.running) == running);
-  CHECK(names(peak.last_before) == names_of(ix, ix.last_before(rep.peaks[0].t_ns, 5)));
 }
 
 // Random kernels, nested NVTX ranges on two threads, memory samples, queries that stay put (OOMs)
 // and queries that move (a device's rising peak), CUPTI allocations: all fed in record-time order
 // with lags up to 300 ms; every answer must equal the batch definitions' on the same records.
-TEST_CASE("streamed answers equal ActivityIndex, memory_by_phase and check_coverage") {
+TEST_CASE("streamed answers equal the definitions computed from what was generated") {
   std::mt19937_64 rng(GENERATE(1, 2, 3, 4));
+  Truth truth;
+  std::vector<size_t> open_ranges;                             // in truth.ranges
+  std::vector<std::pair<uint64_t, CuptiAllocation>> cupti_sent;  // (record time, record)
   auto rnd = [&](uint64_t lo, uint64_t hi) { return lo + rng() % (hi - lo + 1); };
   const uint64_t T0 = 1'000'000'000'000ull, span = 30'000 * kMs;
   std::vector<Arrival> in;
@@ -204,7 +314,9 @@ TEST_CASE("streamed answers equal ActivityIndex, memory_by_phase and check_cover
     start += rnd(1, 3 * kMs);
     uint64_t dur = rnd(0, 9) == 0 ? rnd(kMs, 3000 * kMs) : rnd(1000, 2 * kMs);
     rt = start + dur + rnd(0, 300 * kMs);
-    enc.kernel(kNames[rnd(0, 3)], start, start + dur, uint32_t(rnd(1, 4)), uint32_t(i));
+    const char* name = kNames[rnd(0, 3)];
+    enc.kernel(name, start, start + dur, uint32_t(rnd(1, 4)), uint32_t(i));
+    truth.kernels.push_back({demangle(name), start, start + dur});
   }
   // NVTX: per thread, top-level ranges with up to two nested ones; records in time order per
   // thread; some zero-length; the last range of thread 2 never ends.
@@ -219,7 +331,8 @@ TEST_CASE("streamed answers equal ActivityIndex, memory_by_phase and check_cover
     while (c < T0 + span) {
       uint32_t top = id++;
       uint64_t s = c + rnd(1, 40 * kMs);
-      mark(kStart, top, s, kPhases[rnd(0, 2)]);
+      const char* phase = kPhases[rnd(0, 2)];
+      mark(kStart, top, s, phase);
       uint64_t inner = s;
       for (uint64_t k = rnd(0, 2); k > 0; --k) {
         uint32_t child = id++;
@@ -228,19 +341,25 @@ TEST_CASE("streamed answers equal ActivityIndex, memory_by_phase and check_cover
         uint64_t cs = inner + rnd(1, 20 * kMs), ce = rnd(0, 5) == 0 ? cs : cs + rnd(1, 50 * kMs);
         mark(kStart, child, cs, "inner");
         mark(kEnd, child, ce, nullptr);
+        truth.ranges.push_back({"inner", thread, cs, ce, false});
         inner = ce;
       }
       c = inner + rnd(1, 100 * kMs);
-      if (thread == 12 && c >= T0 + span) break;  // never ends
+      if (thread == 12 && c >= T0 + span) {  // never ends
+        open_ranges.push_back(truth.ranges.size());
+        truth.ranges.push_back({phase, thread, s, 0, true});
+        break;
+      }
       mark(kEnd, top, c, nullptr);
+      truth.ranges.push_back({phase, thread, s, c, false});
     }
   }
   // Memory: samples >= 1 ms apart (one per timeline bucket); OOM queries; each device's peak
   // query moving as it rises; allocations seen by interception and by CUPTI (some reused
   // addresses, some skewed past 50 ms, some CUPTI-only).
-  std::vector<BytesPoint> timeline;
+  std::vector<BytesPoint>& timeline = truth.timeline;
   std::vector<uint64_t> query_t;
-  std::vector<InterceptedAllocation> intercepted;
+  std::vector<InterceptedAllocation>& intercepted = truth.intercepted;
   size_t moving[2] = {SIZE_MAX, SIZE_MAX};
   uint64_t high[2] = {0, 0};
   uint64_t t = T0 + kMs;
@@ -289,21 +408,27 @@ TEST_CASE("streamed answers equal ActivityIndex, memory_by_phase and check_cover
         uint64_t skew = rnd(0, 9) == 0 ? rnd(50 * kMs + 1, 80 * kMs) : rnd(0, 40 * kMs);
         uint64_t ct = rnd(0, 1) ? t + skew : t - skew;
         rt = std::max(t, ct) + rnd(0, 300 * kMs);
-        enc.memory(true, address, rnd(0, 5) == 0 ? a.size + 4096 : a.size, ct);
+        CuptiAllocation m;
+        m.address = address;
+        m.bytes = rnd(0, 5) == 0 ? a.size + 4096 : a.size;
+        m.t_ns = ct;
+        enc.memory(true, address, m.bytes, ct);
+        cupti_sent.push_back({rt, m});
       }
     }
   }
   const uint64_t trace_end = timeline.back().t_ns;
   std::stable_sort(in.begin(), in.end(), [](const Arrival& a, const Arrival& b) { return a.rt < b.rt; });
+  for (size_t i : open_ranges) truth.ranges[i].end = std::max(trace_end, truth.ranges[i].start);
+  std::stable_sort(cupti_sent.begin(), cupti_sent.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [when, m] : cupti_sent) truth.cupti.push_back(m);  // in arrival order
 
   ActivityStream st(0);
-  ActivityIndex ix(0);
   std::vector<ActivityStream::QueryId> qid(query_t.size());
   for (const Arrival& a : in) {
     switch (a.kind) {
       case Arrival::kRecord:
         REQUIRE(st.add(record_of(a)));
-        ix.add(record_of(a));
         break;
       case Arrival::kSample: st.sample(a.t, a.bytes); break;
       case Arrival::kWatch:
@@ -314,25 +439,24 @@ TEST_CASE("streamed answers equal ActivityIndex, memory_by_phase and check_cover
     }
   }
   st.finish(trace_end);
-  ix.finish(trace_end);
 
-  CHECK(st.kernel_count() == ix.kernels().size());
-  CHECK(st.range_count() == ix.nvtx_ranges().size());
+  CHECK(st.kernel_count() == truth.kernels.size());
+  CHECK(st.range_count() == truth.ranges.size());
   REQUIRE(query_t.size() >= 10);
   for (size_t q = 0; q < query_t.size(); ++q) {
     INFO("query " << q << " at " << query_t[q] - T0);
     ActivityAnswer a = st.answer(qid[q]);
-    CHECK(names_of(st, a.running) == names_of(ix, ix.running_at(query_t[q])));
-    CHECK(names_of(st, a.last_before) == names_of(ix, ix.last_before(query_t[q], 5)));
+    CHECK(names_of(st, a.running) == truth.running_at(query_t[q]));
+    CHECK(names_of(st, a.last_before) == truth.last_before(query_t[q], 5));
     std::vector<uint64_t> starts, want;
     for (const KernelActivity& k : a.running) starts.push_back(k.start_ns);
-    for (const KernelActivity* k : ix.running_at(query_t[q])) want.push_back(k->start_ns);
+    for (const Truth::Kernel& k : truth.kernels)
+      if (k.start <= query_t[q] && query_t[q] < k.end) want.push_back(k.start);
     CHECK(starts == want);
-    std::vector<std::string> nvtx;
-    for (const NvtxRange* r : ix.nvtx_at(query_t[q])) nvtx.push_back(r->name);
-    CHECK(a.nvtx == nvtx);
+    CHECK(a.nvtx == truth.nvtx_at(query_t[q]));
   }
-  std::vector<PhaseSummary> want = summarize_phases(memory_by_phase(ix.top_level_ranges(), timeline));
+  std::vector<PhaseSummary> want = truth.phases();
+  REQUIRE(want.size() >= 3);  // forward, backward and optimizer (and "inner" past the end of an unended one)
   std::vector<PhaseSummary> got = st.phases();
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -342,7 +466,7 @@ TEST_CASE("streamed answers equal ActivityIndex, memory_by_phase and check_cover
     CHECK(got[i].max_peak_bytes == want[i].max_peak_bytes);
     CHECK(got[i].max_growth_bytes == want[i].max_growth_bytes);
   }
-  CoverageResult cw = check_coverage(intercepted, ix.cupti_memory());
+  CoverageResult cw = truth.coverage(CoverageOptions{}.max_skew_ns);
 
   const CoverageResult& cg = st.coverage();
   CHECK(cg.cupti_allocations == cw.cupti_allocations);
@@ -463,7 +587,7 @@ TEST_CASE("coverage: late CUPTI records match, a missed allocation is named, the
   for (uint64_t i = 0; i < 200'000; ++i) {
     uint64_t t = T0 + i * kMs;
     // Reused every 7 ms; the one interception misses gets an address of its own (at a reused one,
-    // greedy matching would pass the loss on to the last allocation there, as check_coverage does).
+    // greedy matching would pass the loss on to the last allocation there, as the definition does).
     uint64_t address = i == 123'456 ? 0x7e0000000000ull : 0x7f0000000000ull + (i % 7) * (1 << 20);
     for (; !late.empty() && late.front().first <= t; late.pop_front()) {
       cov.advance(late.front().first);

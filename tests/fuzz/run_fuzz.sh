@@ -55,13 +55,16 @@ srcs=(
   "$repo/analyzer/gate.cpp"
   "$repo/analyzer/folded.cpp"
   "$repo/analyzer/perfetto_export.cpp"
+  "$repo/analyzer/job.cpp"
+  "$repo"/analyzer/aggregators/*.cpp
 )
 # Rebuild when any source or header it depends on is newer than the binary.
 stale=0
 if [ ! -x "$bin" ]; then
   stale=1
 else
-  for f in "${srcs[@]}" "$repo"/analyzer/*.h "$repo"/cupti/*.h "$repo/interpose/trace_format.h" "$repo/interpose/hook_list.h"; do
+  for f in "${srcs[@]}" "$repo"/analyzer/*.h "$repo"/analyzer/aggregators/*.h "$repo"/format/*.h "$repo"/cupti/*.h \
+      "$repo/interpose/trace_format.h" "$repo/interpose/hook_list.h"; do
     if [ "$f" -nt "$bin" ]; then stale=1; break; fi
   done
 fi
@@ -72,7 +75,7 @@ if [ "$stale" = 1 ]; then
   echo "fuzz: building $bin with $cxx" >&2
   if ! "$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -DNDEBUG \
       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-      -I"$repo/analyzer" -I"$repo/interpose" -I"$repo/cupti" \
+      -I"$repo/analyzer" -I"$repo/interpose" -I"$repo/cupti" -I"$repo/format" \
       "${srcs[@]}" -ldw -lelf $absl_libs -o "$bin.tmp"; then
     echo "fuzz: build failed (clang with libFuzzer needed: apt-get install clang libclang-rt-dev or libclang-rt-14-dev)" >&2
     exit 2

@@ -1,7 +1,8 @@
 // The HTML report and folded stacks on hand-built reports: hostile trace strings (markup,
 // quotes, comment openers, unicode, invalid UTF-8, huge names) never reach the page as markup,
-// the embedded JSON parses back to the same strings, the page's data stays bounded, and folded
-// output keeps its format. Rendering in a browser: tests/html/browser_test.sh.
+// the embedded data is the report JSON (docs/report-schema.md) and parses back to the same
+// strings, the page's data stays bounded with what was cut in `omitted`, and folded output
+// keeps its format. Rendering in a browser: tests/html/browser_test.sh.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <regex>
@@ -9,6 +10,7 @@
 
 #include "folded.h"
 #include "report_html.h"
+#include "report_render.h"
 
 using namespace vt::analyzer;
 using nlohmann::json;
@@ -169,39 +171,79 @@ TEST_CASE("html: hostile trace strings never reach the page as markup") {
     CHECK(js.find(bad) == std::string::npos);
 }
 
-TEST_CASE("html: the embedded JSON parses back to the same strings") {
+TEST_CASE("html: the embedded JSON is the report JSON, and parses back to the same strings") {
   TraceReport r = hostile_report();
   json d = json::parse(embedded_json(report_html(r)));
-  CHECK(d["kind"] == "trace");
-  const json& t = d["traces"][0];
-  CHECK(t["path"] == r.path);
-  CHECK(t["process"]["argv"][1] == kScript);
-  CHECK(t["process"]["argv"][2] == kQuotes);
-  CHECK(t["process"]["argv"][3] == kComment);
-  CHECK(t["process"]["argv"][4] == kUnicode);
-  CHECK(t["process"]["argv"][5] == "bad\xef\xbf\xbd\xef\xbf\xbdutf8");  // invalid bytes -> U+FFFD
-  std::string huge = t["process"]["argv"][6];
+  // The documented schema (docs/report-schema.md), not one of the page's own. (.at() throws on a
+  // missing key, so every path read here must exist.)
+  CHECK(d.at("schema") == kReportSchema);
+  const json& t = d.at("trace");
+  CHECK(t.at("path") == r.path);
+  const json& argv = t.at("argv");
+  REQUIRE(argv.size() == r.process.argv.size());
+  CHECK(argv.at(1) == kScript);
+  CHECK(argv.at(2) == kQuotes);
+  CHECK(argv.at(3) == kComment);
+  CHECK(argv.at(4) == kUnicode);
+  CHECK(argv.at(5) == "bad\xef\xbf\xbd\xef\xbf\xbdutf8");  // invalid bytes -> U+FFFD
+  std::string huge = argv.at(6);
   CHECK(huge.size() <= kHtmlMaxString + 3);
   CHECK(huge.substr(huge.size() - 3) == "\xe2\x80\xa6");
-  CHECK(t["process"]["host"] == r.process.hostname);
-  CHECK(t["ooms"][0]["op"] == r.ooms[0].op);
-  CHECK(t["ooms"][0]["others"][0]["name"] == "proc " + kScript);
-  CHECK(t["regions"][0]["name"] == r.regions[0].name);
-  // Frames: [function, file, line, module, flags, offset], stacks innermost first.
-  const json& frames = d["frames"];
-  const json& stack = d["stacks"][t["peaks"][0]["groups"]["list"][0]["s"].get<int>()];
+  CHECK(t.at("hostname") == r.process.hostname);
+  CHECK(d.at("ooms").at(0).at("op") == r.ooms[0].op);
+  CHECK(d.at("ooms").at(0).at("other_processes").at(0).at("name") == "proc " + kScript);
+  CHECK(d.at("regions").at(0).at("name") == r.regions[0].name);
+  // Frames are the report's Frame objects, innermost first.
+  const json& stack = d.at("peak").at("by_device").at(0).at("live_set").at(0).at("stack");
   REQUIRE(stack.size() == 5);
-  CHECK(frames[stack[0].get<int>()][0] == "void kernel<" + kScript + ">(float*)");
-  CHECK(frames[stack[0].get<int>()][1] == "/src/" + kQuotes + ".cu");
-  CHECK(frames[stack[1].get<int>()][0] == kUnicode);
-  CHECK(frames[stack[1].get<int>()][4] == 1);  // python
-  CHECK(frames[stack[2].get<int>()][0] == kComment);
-  // The same stack is stored once however many lists use it.
-  CHECK(t["leaks"]["groups"]["list"][0]["s"] == t["peaks"][0]["groups"]["list"][0]["s"]);
-  CHECK(t["ooms"][0]["s"] == t["peaks"][0]["groups"]["list"][0]["s"]);
-  // Times are relative to the trace start.
-  CHECK(t["peaks"][0]["t"] == 4000);
-  CHECK(t["timeline"][0]["points"][0][0] == 0);
+  CHECK(stack.at(0).at("function") == "void kernel<" + kScript + ">(float*)");
+  CHECK(stack.at(0).at("file") == "/src/" + kQuotes + ".cu");
+  CHECK(stack.at(1).at("function") == kUnicode);
+  CHECK(stack.at(1).at("python") == true);
+  CHECK(stack.at(2).at("function") == kComment);
+  std::string long_fn = stack.at(3).at("function");
+  CHECK(long_fn.size() <= kHtmlMaxString + 3);
+  // Times are the report's (CLOCK_MONOTONIC ns, not shifted).
+  CHECK(d.at("peak").at("by_device").at(0).at("t_ns") == 5000);
+  CHECK(d.at("timeline").at(0).at("points").at(0).at(0) == 1000);
+  CHECK(d.at("omitted").empty());  // nothing here reached a limit
+  // The sections without strings to clean are the report JSON's as they are (the next test
+  // compares a whole report).
+  json want = report_json(r);
+  for (const char* key : {"schema", "problems", "timeline", "regions", "phases", "kernels", "fragmentation"})
+    CHECK(d.at(key) == want.at(key));
+}
+
+TEST_CASE("html: the data of a report with no limit reached is exactly the report JSON") {
+  TraceReport r = hostile_report();
+  // Plain strings only: nothing to clean, nothing to cut.
+  r.path = "/tmp/t.trace";
+  r.process.hostname = "host";
+  r.process.argv = {"python", "train.py"};
+  r.process.exe = "/usr/bin/python3";
+  r.process.session = "s";
+  r.process.devices = {{0, 16ull << 30, "GPU", "uuid"}};
+  r.problems = {"torn tail"};
+  std::vector<Frame> plain = {frame("alloc", "a.cpp", 1), frame("main", "train.py", 2, true)};
+  for (Frame& f : plain) f.module = "/opt/libx.so";
+  plain[1].module = "python";
+  r.peaks[0].live_set = {group(600, plain)};
+  r.leaks = {group(400, plain)};
+  r.growth[0].site = group(400, plain);
+  r.ooms[0].op = "cuMemAlloc_v2";
+  r.ooms[0].stack = plain;
+  r.ooms[0].top_holders = {group(600, plain)};
+  r.ooms[0].verdict = "live_set_too_large";
+  r.ooms[0].causes[0].summary = "summary";
+  r.ooms[0].remedies = {"remedy"};
+  r.ooms[0].other_processes = {{7, "proc", 100}};
+  r.fragmentation.pools[0].pool = "0x1";
+  r.regions[0].name = "test_a";
+  json d = json::parse(embedded_json(report_html(r)));
+  REQUIRE(d.contains("omitted"));
+  CHECK(d.at("omitted").empty());
+  d.erase("omitted");
+  CHECK(d == report_json(r));
 }
 
 TEST_CASE("html: escaping helpers") {
@@ -229,25 +271,32 @@ TEST_CASE("html: the page's data is bounded however large the report") {
   std::string html = report_html(r);
   CHECK(html.size() < 8u << 20);
   json d = json::parse(embedded_json(html));
-  const json& g = d["traces"][0]["peaks"][0]["groups"];
-  CHECK(g["list"].size() == kHtmlMaxGroups);
-  CHECK(g["more"]["sites"] == 1000 - kHtmlMaxGroups);
-  uint64_t sum = g["more"]["b"];
-  for (const json& x : g["list"]) sum += x["b"].get<uint64_t>();
+  const json& omitted = d.at("omitted");
+  const std::string at = "/peak/by_device/0/live_set";
+  const json& list = d.at("peak").at("by_device").at(0).at("live_set");
+  CHECK(list.size() == kHtmlMaxGroups);
+  REQUIRE(omitted.contains(at));
+  CHECK(omitted.at(at).at("entries") == 1000 - kHtmlMaxGroups);
+  uint64_t sum = omitted.at(at).at("bytes"), count = omitted.at(at).at("count");
+  for (const json& x : list) sum += x.at("bytes").get<uint64_t>(), count += x.at("count").get<uint64_t>();
   CHECK(sum == p.bytes);
-  CHECK(d["traces"][0]["ooms"].size() == kHtmlMaxOoms);
-  CHECK(d["traces"][0]["ooms_total"] == 500);
+  CHECK(count == 3 * 1000);
+  CHECK(d.at("ooms").size() == kHtmlMaxOoms);
+  CHECK(omitted.at("/ooms").at("entries") == 500 - kHtmlMaxOoms);
+  CHECK(omitted.at("/ooms").at("verdicts").at(r.ooms[0].verdict) == 500 - kHtmlMaxOoms);
+  CHECK(omitted.size() == 3);  // the live set twice (peak and by_device), the OOMs
 
-  // A very deep stack keeps its innermost frames and says how many were left out.
+  // A very deep stack keeps its innermost frames; omitted says how many outer ones were cut.
   TraceReport deep = hostile_report();
   std::vector<Frame> st;
   for (int k = 0; k < 300; ++k) st.push_back(frame("deep_" + std::to_string(k), "d.cpp", k));
   deep.leaks = {group(1, st)};
   json dd = json::parse(embedded_json(report_html(deep)));
-  const json& s = dd["stacks"][dd["traces"][0]["leaks"]["groups"]["list"][0]["s"].get<int>()];
-  REQUIRE(s.size() == kHtmlMaxFrames + 1);
-  CHECK(dd["frames"][s[0].get<int>()][0] == "deep_0");
-  CHECK(dd["frames"][s[kHtmlMaxFrames].get<int>()][0] == "(" + std::to_string(300 - kHtmlMaxFrames) + " outer frames not shown)");
+  const json& s = dd.at("leaks").at("groups").at(0).at("stack");
+  REQUIRE(s.size() == kHtmlMaxFrames);
+  CHECK(s.at(0).at("function") == "deep_0");
+  CHECK(s.at(kHtmlMaxFrames - 1).at("function") == "deep_" + std::to_string(kHtmlMaxFrames - 1));
+  CHECK(dd.at("omitted").at("/leaks/groups/0/stack").at("entries") == 300 - kHtmlMaxFrames);
 }
 
 TEST_CASE("html: a job page has every rank and the details of the most important ones") {
@@ -271,22 +320,37 @@ TEST_CASE("html: a job page has every rank and the details of the most important
   std::string html = job_html(j);
   check_page(html);
   json d = json::parse(embedded_json(html));
-  CHECK(d["kind"] == "job");
-  CHECK(d["ranks"].size() == 70);
-  CHECK(d["traces"].size() == kHtmlMaxRankDetails);
-  CHECK(d["ranks"][3]["detail"] >= 0);   // the OOM
-  CHECK(d["ranks"][69]["detail"] >= 0);  // the highest peak
-  CHECK(d["ranks"][0]["detail"] == -1);  // among the lowest peaks
-  CHECK(d["ranks"][5]["host"] == kScript);
+  CHECK(d.at("schema") == kReportSchema);
+  CHECK(d.at("job").at("traces") == 70);
+  CHECK(d.at("ranks").size() == 70);
+  const json& reports = d.at("reports");
+  REQUIRE(reports.size() == 70);  // one per rank row, null where not embedded
+  size_t embedded = 0;
+  for (const json& rep : reports) embedded += !rep.is_null();
+  CHECK(embedded == kHtmlMaxRankDetails);
+  CHECK(reports.at(3).at("ooms").size() == 1);  // the OOM
+  CHECK(reports.at(69).at("trace").at("rank") == 69);  // the highest peak
+  CHECK(reports.at(0).is_null());                 // among the lowest peaks
+  CHECK(d.at("ranks").at(5).at("host") == kScript);
+  // Pointers in `omitted` name the report they belong to.
+  for (const auto& [ptr, what] : d.at("omitted").items()) CHECK(ptr.rfind("/reports/", 0) == 0);
 }
 
+// The paths the page's script reads on an empty report must exist (.at() throws on a missing
+// key; operator[] would make a null, and null is empty).
 TEST_CASE("html: an empty report renders") {
   TraceReport r;
-  std::string html = report_html(r);
-  json d = json::parse(embedded_json(html));
-  CHECK(d["traces"][0]["peaks"].empty());
+  json d = json::parse(embedded_json(report_html(r)));
+  CHECK(d.at("peak").at("by_device").empty());
+  CHECK(d.at("ooms").empty());
+  CHECK(d.at("leaks").at("groups").empty());
+  CHECK(d.at("timeline").empty());
+  CHECK(d.at("omitted").empty());
   JobReport j;
-  CHECK(json::parse(embedded_json(job_html(j)))["ranks"].empty());
+  json jd = json::parse(embedded_json(job_html(j)));
+  CHECK(jd.at("ranks").empty());
+  CHECK(jd.at("reports").empty());
+  CHECK(jd.at("problems").empty());
 }
 
 namespace {

@@ -1,0 +1,36 @@
+// See fragmentation.h.
+#include "aggregators/fragmentation.h"
+
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+namespace vt::analyzer {
+
+void FragmentationAggregator::finish(const LiveState& live, TraceReport* rep) const {
+  Fragmentation& f = rep->fragmentation;
+  f.vmm_reserved_bytes_max = reserved_max_;
+  f.vmm_mapped_bytes_max = mapped_max_;
+  std::vector<std::pair<uint64_t, const PoolState*>> pools;  // by key: a stable report order
+  for (const auto& [key, p] : live.pools()) pools.push_back({key, &p});
+  std::sort(pools.begin(), pools.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [key, pool] : pools) {
+    const PoolState& p = *pool;
+    PoolFragmentation pf;
+    char name[40];
+    if (is_default_pool_key(key))
+      snprintf(name, sizeof name, "default:%d", int(uint32_t(key)));
+    else
+      snprintf(name, sizeof name, "0x%llx", static_cast<unsigned long long>(key));
+    pf.pool = name;
+    pf.device = p.device;
+    pf.footprint_bytes = p.footprint();
+    pf.live_bytes = p.live_bytes;
+    pf.largest_free_gap_bytes = p.largest_free_gap(live.live());
+    uint64_t free_b = pf.footprint_bytes > pf.live_bytes ? pf.footprint_bytes - pf.live_bytes : 0;
+    pf.fragmentation = free_b ? 1.0 - double(pf.largest_free_gap_bytes) / double(free_b) : 0;
+    f.pools.push_back(pf);
+  }
+}
+
+}  // namespace vt::analyzer

@@ -1,0 +1,46 @@
+// See oom.h.
+#include "aggregators/oom.h"
+
+#include <algorithm>
+
+#include "aggregators/site_groups.h"
+
+namespace vt::analyzer {
+
+void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAggregator& growth, ActivityStream& acts) {
+  OomReport o;
+  o.t_ns = r.t_ns;
+  o.op = r.op->name;
+  o.result = r.result;
+  o.device = r.device;
+  o.requested_bytes = r.size;
+  o.device_free_bytes = r.free_bytes;
+  o.device_total_bytes = r.total_bytes;
+  o.process_device_bytes = live.bytes(r.device, Bucket::Device);
+  o.process_by_kind = bytes_by_kind(live, r.device);
+  uint64_t used = r.total_bytes > r.free_bytes ? r.total_bytes - r.free_bytes : 0;
+  o.not_attributable_bytes = used > o.process_device_bytes ? used - o.process_device_bytes : 0;
+  o.pool_cached_bytes = live.pool_cached_bytes(r.device);
+  o.vmm_unmapped_bytes = live.handle_bytes_unmapped(r.device);
+  o.top_holders = site_groups(live.sites(), r.device, true);
+  if (o.top_holders.size() > top_) o.top_holders.resize(top_);
+  // What grew, where "grew" means at least 1 MiB or 0.1% of the device.
+  uint64_t min_growth = std::max<uint64_t>(1 << 20, r.total_bytes / 1000);
+  o.grew_before = growth.grew_before(live, r.t_ns, min_growth);
+  if (o.grew_before.size() > top_) o.grew_before.resize(top_);
+  o.stack_id = r.stack;
+  ooms_.push_back(std::move(o));
+  queries_.push_back(acts.watch(r.t_ns));
+}
+
+void OomAggregator::on_gpu_processes(const GpuProcessList& list) {
+  for (auto it = ooms_.rbegin(); it != ooms_.rend(); ++it)
+    if (it->device == list.device && !it->nvml) {
+      it->nvml = true;
+      for (const GpuProcess& g : list.processes)
+        if (g.pid != own_pid_) it->other_processes.push_back(g);
+      return;
+    }
+}
+
+}  // namespace vt::analyzer

@@ -1,0 +1,40 @@
+// The OOM aggregator: every allocation that failed for lack of memory, with the state of the
+// process at that instant — its live device memory and by kind, what is not attributable to it,
+// what its pools cache and its VMM handles hold unmapped, the top holders, what grew before — and
+// NVML's list of the other processes on that device (the record written right after the failure).
+// The verdict is judged once the stacks are symbolized (oom_verdict.h, after the pass).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "activity_stream.h"
+#include "aggregators/leaks.h"
+#include "live_state.h"
+#include "report_model.h"
+
+namespace vt::analyzer {
+
+class OomAggregator {
+ public:
+  OomAggregator(uint64_t own_pid, size_t top) : own_pid_(own_pid), top_(top) {}
+
+  // An acquire that failed with out of memory (format/accounting.h, is_out_of_memory); `live` is
+  // the state the failure met. Asks `acts` what ran at that instant.
+  void on_oom(const Record& r, const LiveState& live, const LeakAggregator& growth, ActivityStream& acts);
+  // NVML's process list: it belongs to the latest failure on that device that has none yet. This
+  // process itself is left out.
+  void on_gpu_processes(const GpuProcessList& list);
+
+  // One per OOM, in order: what ran at each.
+  const std::vector<ActivityStream::QueryId>& activity_queries() const { return queries_; }
+  void finish(TraceReport* rep) { rep->ooms = std::move(ooms_); }
+
+ private:
+  uint64_t own_pid_;
+  size_t top_;
+  std::vector<OomReport> ooms_;
+  std::vector<ActivityStream::QueryId> queries_;
+};
+
+}  // namespace vt::analyzer

@@ -1,0 +1,59 @@
+// The one pass over a trace: each record, in time order, goes to the replay (LiveState: what is
+// live, whose) and to the aggregators that turn it into a report's figures, each in
+// aggregators/ with its own job. This file is only the dispatch: which record goes where, and in
+// which order (a cache flush looks at the state before an event, everything else after it; a
+// peak is snapshotted before its bytes go down, inside the replay). analyze_trace runs it over a
+// TraceReader; tests feed it synthetic records.
+#pragma once
+
+#include <cstdint>
+
+#include "aggregators/cache_flush.h"
+#include "aggregators/fragmentation.h"
+#include "aggregators/kernel_activity.h"
+#include "aggregators/leaks.h"
+#include "aggregators/oom.h"
+#include "aggregators/peak.h"
+#include "aggregators/phases.h"
+#include "aggregators/regions.h"
+#include "aggregators/timeline.h"
+#include "live_state.h"
+#include "report_model.h"
+
+namespace vt::analyzer {
+
+class AnalysisPass {
+ public:
+  // `process`: the trace header's (its pid and clock base are needed from the first record on).
+  AnalysisPass(const ProcessInfo& process, const AnalysisOptions& opt);
+  AnalysisPass(const AnalysisPass&) = delete;
+  AnalysisPass& operator=(const AnalysisPass&) = delete;
+
+  // Every record of the reader, then one by one (synthetic records, in tests).
+  void feed_all(TraceReader& reader);
+  void feed(const Record& r);
+  uint64_t events() const { return events_; }
+  // Fills *rep with every figure of the pass (stacks by id, not yet symbolized; verdicts not yet
+  // judged). rep->process must be set first (the end of the run depends on its clean close).
+  void finish(TraceReport* rep);
+
+ private:
+  void dispatch(const Record& r);
+  void count(const Record& r);
+
+  AnalysisOptions opt_;
+  LiveState live_;
+  uint64_t events_ = 0, failed_ = 0, first_t_ = 0, last_t_ = 0;
+  bool progress_;
+  KernelActivityAggregator activity_;
+  PeakAggregator peaks_;
+  LeakAggregator leaks_;
+  OomAggregator ooms_;
+  CacheFlushAggregator cache_flushes_;
+  RegionAggregator regions_;
+  PhaseAggregator phases_;
+  TimelineAggregator timeline_;
+  FragmentationAggregator fragmentation_;
+};
+
+}  // namespace vt::analyzer

@@ -1,0 +1,151 @@
+// A directory of traces (a multi-rank job, or a process and its children): which entries are
+// traces, each analysed (analysis.cpp), the ranks compared, the damage listed. See analysis.h.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "analysis.h"
+#include "regular_file.h"
+
+namespace vt::analyzer {
+
+bool trace_file_name(const std::string& name) {
+  auto ends_with = [&](const char* suffix) {
+    size_t n = strlen(suffix);
+    return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
+  };
+  if (ends_with(".trace")) return true;
+  // The writer's fallbacks when the configured file exists: <path>.<pid> and <path>.<pid>.<n>.
+  size_t at = name.rfind(".trace.");
+  if (at == std::string::npos || at + 7 == name.size()) return false;
+  bool dot = true;  // no empty component
+  for (size_t i = at + 7; i < name.size(); ++i) {
+    if (name[i] == '.') {
+      if (dot) return false;
+      dot = true;
+    } else if (name[i] >= '0' && name[i] <= '9') {
+      dot = false;
+    } else {
+      return false;
+    }
+  }
+  return !dot;
+}
+
+namespace {
+
+// Whether a directory entry is a trace; when named like one but not a regular file, *why says
+// what it is instead.
+bool trace_entry(const std::string& path, const std::string& name, std::string* why) {
+  bool named = trace_file_name(name);
+  int fd = open_regular_file(path, why);
+  if (fd < 0) return named;  // named like a trace: reported as unreadable; otherwise not ours
+  char magic[sizeof format::kFileMagic] = {};
+  ssize_t n = pread(fd, magic, sizeof magic, 0);
+  close(fd);
+  why->clear();
+  return named || (n == ssize_t(sizeof magic) && memcmp(magic, format::kFileMagic, sizeof magic) == 0);
+}
+
+}  // namespace
+
+bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* out, std::string* error) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    *error = dir + ": cannot open directory: " + strerror(errno);
+    return false;
+  }
+  struct Entry {
+    std::string path, why;  // why: set when it cannot even be opened as a regular file
+  };
+  std::vector<Entry> entries;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    Entry en{dir + (dir.empty() || dir.back() != '/' ? "/" : "") + name, {}};
+    if (trace_entry(en.path, name, &en.why)) entries.push_back(std::move(en));
+  }
+  closedir(d);
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.path < b.path; });
+  if (entries.empty()) {
+    *error = dir + ": no vramtrace traces in this directory (files named *.trace or starting with the trace magic)";
+    return false;
+  }
+  JobReport& job = *out;
+  job = JobReport{};
+  for (const Entry& en : entries) {
+    TraceReport rep;
+    std::string err = en.why.empty() ? std::string() : en.path + ": " + en.why;
+    if (!err.empty() || !analyze_trace(en.path, opt, &rep, &err)) {
+      rep = TraceReport{};
+      rep.path = en.path;
+      // The reader's errors start with the path; the job's own lines name it separately.
+      if (err.compare(0, en.path.size() + 2, en.path + ": ") == 0) err.erase(0, en.path.size() + 2);
+      rep.problems = rep.damage = {err};
+      rep.unreadable = rep.partial = true;
+      job.unreadable.push_back(std::move(rep));
+      continue;
+    }
+    job.traces.push_back(std::move(rep));
+  }
+  std::sort(job.traces.begin(), job.traces.end(), [](const TraceReport& a, const TraceReport& b) {
+    return a.process.rank != b.process.rank ? a.process.rank < b.process.rank : a.process.pid < b.process.pid;
+  });
+  uint64_t sum = 0;
+  job.min_peak = job.traces.empty() ? 0 : ~0ull;
+  for (const TraceReport& t : job.traces) {
+    RankRow row;
+    row.rank = t.process.rank;
+    row.pid = t.process.pid;
+    row.host = t.process.hostname;
+    row.path = t.path;
+    row.peak_bytes = t.peaks.empty() ? 0 : t.peaks[0].bytes;
+    row.leak_bytes = t.leak_bytes;
+    row.ooms = t.ooms.size();
+    if (!t.ooms.empty()) row.verdict = t.ooms[0].verdict;
+    row.damaged = t.damaged();
+    sum += row.peak_bytes;
+    job.max_peak = std::max(job.max_peak, row.peak_bytes);
+    job.min_peak = std::min(job.min_peak, row.peak_bytes);
+    job.ranks.push_back(row);
+  }
+  job.mean_peak = job.ranks.empty() ? 0 : sum / job.ranks.size();
+  job.imbalance = job.mean_peak ? double(job.max_peak) / double(job.mean_peak) : 0;
+  return true;
+}
+
+bool analyze_input(const std::string& path, const AnalysisOptions& opt, JobReport* out, bool* is_job, std::string* error) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    *error = path + ": " + strerror(errno);
+    return false;
+  }
+  *is_job = S_ISDIR(st.st_mode);
+  if (*is_job) return analyze_job(path, opt, out, error);
+  *out = JobReport{};
+  out->traces.resize(1);
+  if (!analyze_trace(path, opt, &out->traces[0], error)) return false;
+  const TraceReport& t = out->traces[0];
+  out->max_peak = out->min_peak = out->mean_peak = t.peaks.empty() ? 0 : t.peaks[0].bytes;
+  return true;
+}
+
+std::vector<TraceProblem> job_problems(const JobReport& job) {
+  std::vector<TraceProblem> out;
+  for (const TraceReport& t : job.traces)
+    for (const std::string& m : t.damage) out.push_back({t.path, false, m});
+  for (const TraceReport& t : job.unreadable)
+    for (const std::string& m : t.damage) out.push_back({t.path, true, m});
+  return out;
+}
+
+std::string problem_line(const TraceProblem& p) {
+  return p.path + (p.unreadable ? ": unreadable: " + p.message
+                                : ": damaged: " + p.message + " (figures from this trace are lower bounds)");
+}
+
+}  // namespace vt::analyzer

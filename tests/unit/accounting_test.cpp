@@ -1,0 +1,504 @@
+// The accounting rules (format/accounting.h) as the two replays apply them: the in-process live
+// tracker (interpose/live_tracker.cpp, compiled into this test on its own) and the analyzer
+// (analyzer/live_state.cpp, and the report AnalysisPass makes of it). Every event sequence goes
+// through both, and after every event every figure the tracker has is compared with the
+// analyzer's: live bytes per device and bucket, of all devices, per call site, and the peak per
+// device; at the end the report's peaks, leaks and per-site leaks are compared with the tracker's.
+// Fixed sequences also check the figures themselves against the CUDA semantics (rule by rule);
+// random ones, over every op of the hook list with hostile fields, check that the two agree.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "accounting.h"
+#include "analysis_pass.h"
+#include "event.h"
+#include "live_state.h"
+#include "live_tracker.h"
+
+using namespace vt;
+using vt::analyzer::AnalysisPass;
+using vt::analyzer::LiveState;
+using vt::analyzer::Record;
+using vt::analyzer::TraceReport;
+namespace fmt = vt::format;
+
+namespace {
+
+constexpr uint64_t MiB = 1 << 20;
+constexpr int kShared = kTrackedDevices;  // the tracker's row for devices outside 0..15 (and -1)
+
+uint64_t device_location(int id) { return uint64_t(kLocationDevice) << 32 | uint32_t(id); }
+uint64_t host_location() { return uint64_t(kLocationHost) << 32; }
+
+// Feeds the same events to the tracker, to a LiveState and to a whole analysis pass, and compares
+// after each event.
+class Both {
+ public:
+  Both() : pass_(process(), options()) { forget_live_state(); }
+
+  // One event: Event fields as the recorder fills them (fields says which optional ones are set).
+  void apply(Event e) {
+    e.t_ns = t_ += 1000;
+    history_.push_back(describe(e));
+    track_event(e);
+    Record r;
+    r.op = &kOps[int(e.op)];
+    r.tag = r.op->code;
+    r.t_ns = e.t_ns;
+    r.fields = e.fields | (e.result ? fmt::kEvFailed : 0);
+    r.result = e.result;
+    r.context = e.context;
+    r.device = e.device;
+    r.stream = e.stream;
+    r.addr = e.addr;
+    r.size = e.size;
+    r.aux = e.aux;
+    r.aux2 = e.aux2;
+    r.free_bytes = e.free_bytes;
+    r.total_bytes = e.total_bytes;
+    r.stack = e.stack;
+    live_.apply(r);
+    pass_.feed(r);
+    ++step_;
+    compare_now();
+  }
+
+  int64_t analyzer_bytes(int tracker_row, Bucket b) const {
+    int64_t sum = 0;
+    for (const auto& d : live_.devices())
+      if (row_of(d.device) == tracker_row) sum += int64_t(d.bytes[int(b)]);
+    return sum;
+  }
+
+  // The report of everything applied so far, compared with the tracker's figures.
+  TraceReport finish() {
+    TraceReport rep;
+    rep.process = process();
+    pass_.finish(&rep);
+    INFO("the report after " << step_ << " events");
+    std::map<int, uint64_t> peak_by_row;
+    for (const auto& p : rep.peaks) {
+      if (row_of(p.device) != kShared) CHECK(uint64_t(peak_bytes(p.device)) == p.bytes);
+      peak_by_row[row_of(p.device)] = p.bytes;
+    }
+    for (int d = 0; d < kTrackedDevices; ++d)
+      if (!peak_by_row.count(d)) CHECK(peak_bytes(d) == 0);  // the report lists devices with a peak
+    int64_t all = 0;
+    for (int b = 0; b < kBuckets; ++b) all += live_bytes(-1, b);
+    CHECK(rep.leak_bytes == uint64_t(all));
+    std::map<std::pair<int, std::string>, int64_t> by_row_kind;
+    std::map<uint32_t, int64_t> device_by_stack;
+    for (const auto& g : rep.leaks) {
+      by_row_kind[{row_of(g.device), g.kind}] += int64_t(g.bytes);
+      if (g.kind == "device") device_by_stack[slot_of(g.stack_id)] += int64_t(g.bytes);
+    }
+    for (int row = 0; row <= kShared; ++row)
+      for (int b = 0; b < kBuckets; ++b) {
+        INFO("row " << row << ", bucket " << analyzer::bucket_name(Bucket(b)));
+        auto it = by_row_kind.find({row, analyzer::bucket_name(Bucket(b))});
+        CHECK(live_bytes(row, b) == (it == by_row_kind.end() ? 0 : it->second));
+      }
+    for (uint32_t s : stacks_) CHECK(site_bytes(s) == device_by_stack[s]);
+    return rep;
+  }
+
+  int64_t peak_seen(int row) const {
+    auto it = peaks_.find(row);
+    return it == peaks_.end() ? 0 : it->second;
+  }
+  const LiveState& live() const { return live_; }
+
+ private:
+  static vt::analyzer::ProcessInfo process() {
+    vt::analyzer::ProcessInfo p;
+    p.pid = 1;
+    p.closed_cleanly = true;
+    return p;
+  }
+  static vt::analyzer::AnalysisOptions options() {
+    vt::analyzer::AnalysisOptions o;
+    o.top = 1u << 30;  // every group: the leak figures are compared in full
+    return o;
+  }
+  static int row_of(int device) { return device >= 0 && device < kTrackedDevices ? device : kShared; }
+  static uint32_t slot_of(uint32_t stack) { return stack < kTrackedStacks ? stack : 0; }
+
+  // The last events, for a failure's message.
+  std::string recent() const {
+    std::string out;
+    for (size_t i = history_.size() > 12 ? history_.size() - 12 : 0; i < history_.size(); ++i) out += "\n  " + history_[i];
+    return out;
+  }
+  static std::string describe(const Event& e) {
+    char b[256];
+    snprintf(b, sizeof b, "%s result=%d device=%d ctx=%#llx stack=%u fields=%#x addr=%#llx size=%#llx aux=%#llx aux2=%#llx",
+             kOps[int(e.op)].name, e.result, e.device, (unsigned long long)e.context, e.stack, e.fields,
+             (unsigned long long)e.addr, (unsigned long long)e.size, (unsigned long long)e.aux, (unsigned long long)e.aux2);
+    return b;
+  }
+
+  void compare_now() {
+    INFO("after event " << step_ << ", the last ones:" << recent());
+    for (int row = 0; row <= kShared; ++row) {
+      for (int b = 0; b < kBuckets; ++b) {
+        INFO("row " << row << ", bucket " << analyzer::bucket_name(Bucket(b)));
+        // Device 16 stands for the shared row in the tracker's API.
+        REQUIRE(live_bytes(row, b) == analyzer_bytes(row, Bucket(b)));
+      }
+      int64_t& seen = peaks_[row];
+      seen = std::max(seen, analyzer_bytes(row, Bucket::Device));
+      INFO("peak of row " << row);
+      REQUIRE(peak_bytes(row) == seen);
+    }
+    for (int b = 0; b < kBuckets; ++b) {
+      int64_t sum = 0;
+      for (const auto& d : live_.devices()) sum += int64_t(d.bytes[int(b)]);
+      REQUIRE(live_bytes(-1, b) == sum);
+    }
+    std::map<uint32_t, int64_t> by_slot;
+    for (const auto& row : live_.sites())
+      if (row.key.bucket == Bucket::Device) by_slot[slot_of(row.key.stack)] += int64_t(row.b.bytes);
+    for (const auto& [slot, bytes] : by_slot) {
+      stacks_.insert(slot);
+      INFO("stack slot " << slot);
+      REQUIRE(site_bytes(slot) == bytes);
+    }
+    for (uint32_t s : stacks_) REQUIRE(site_bytes(s) == by_slot[s]);
+  }
+
+  uint64_t t_ = 1'000'000;
+  size_t step_ = 0;
+  LiveState live_;
+  AnalysisPass pass_;
+  std::map<int, int64_t> peaks_;  // the highest device bytes of each row, seen step by step
+  std::set<uint32_t> stacks_;
+  std::vector<std::string> history_;
+};
+
+// Events as the recorder makes them.
+struct Ev {
+  int device = 0;
+  uint64_t context = 0x10;
+  uint32_t stack = 1;
+  Event base(HookId op) const {
+    Event e;
+    e.op = op;
+    e.device = device;
+    e.context = context;
+    e.fields = fmt::kEvContext;
+    e.stack = stack;
+    return e;
+  }
+  Event alloc(HookId op, uint64_t addr, uint64_t size) const {
+    Event e = base(op);
+    e.set_addr(addr);
+    e.set_size(size);
+    return e;
+  }
+  Event free(HookId op, uint64_t addr) const {
+    Event e = base(op);
+    e.stack = 0;
+    e.set_addr(addr);
+    return e;
+  }
+  Event from_pool(uint64_t addr, uint64_t size, uint64_t pool) const {
+    Event e = alloc(HookId::cuMemAllocFromPoolAsync, addr, size);
+    e.set_aux(pool);
+    return e;
+  }
+  Event pool_create(uint64_t pool, uint64_t location) const {
+    Event e = base(HookId::cuMemPoolCreate);
+    e.set_aux(pool);
+    e.set_aux2(location);
+    return e;
+  }
+  Event vmm_create(uint64_t handle, uint64_t size, uint64_t location) const {
+    Event e = base(HookId::cuMemCreate);
+    e.set_size(size);
+    e.set_aux(handle);
+    e.set_aux2(location);
+    return e;
+  }
+  Event vmm_release(uint64_t handle) const {
+    Event e = base(HookId::cuMemRelease);
+    e.set_aux(handle);
+    return e;
+  }
+  Event map(uint64_t va, uint64_t size, uint64_t handle) const {
+    Event e = base(HookId::cuMemMap);
+    e.set_addr(va);
+    e.set_size(size);
+    e.set_aux(handle);
+    e.set_aux2(0);
+    return e;
+  }
+  Event unmap(uint64_t va, uint64_t size) const {
+    Event e = base(HookId::cuMemUnmap);
+    e.set_addr(va);
+    e.set_size(size);
+    return e;
+  }
+  Event failed(Event e, int32_t result) const {
+    e.result = result;
+    e.addr = 0;
+    e.fields &= uint8_t(~fmt::kEvAddr);
+    return e;
+  }
+};
+
+int64_t dev(int device) { return live_bytes(device, int(Bucket::Device)); }
+
+}  // namespace
+
+// ---- the rules, one sequence each, with the figures CUDA gives ----
+
+TEST_CASE("accounting: VMM memory released while mapped stays until its last unmap (rule 5)") {
+  Both both;
+  Ev ev;  // device 0 makes memory on device 1
+  both.apply(ev.vmm_create(7, 2 * MiB, device_location(1)));
+  both.apply(ev.map(0x9000000, 2 * MiB, 7));
+  both.apply(ev.map(0xa000000, 2 * MiB, 7));  // mapped twice
+  both.apply(ev.vmm_release(7));              // PyTorch's expandable segments release right away
+  CHECK(dev(1) == int64_t(2 * MiB));
+  CHECK(dev(0) == 0);
+  both.apply(ev.unmap(0x9000000, 2 * MiB));
+  CHECK(dev(1) == int64_t(2 * MiB));  // one mapping left
+  both.apply(ev.unmap(0xa000000, 2 * MiB));
+  CHECK(dev(1) == 0);
+  both.apply(ev.unmap(0xa000000, 2 * MiB));  // again: nothing
+  TraceReport rep = both.finish();
+  REQUIRE(rep.peaks.size() == 1);
+  CHECK(rep.peaks[0].device == 1);
+  CHECK(rep.peaks[0].bytes == 2 * MiB);
+}
+
+TEST_CASE("accounting: VMM memory unmapped first is freed at its release, and one unmap removes every mapping in its range") {
+  Both both;
+  Ev ev;
+  both.apply(ev.vmm_create(1, 2 * MiB, device_location(0)));
+  both.apply(ev.vmm_create(2, 4 * MiB, device_location(0)));
+  both.apply(ev.map(0x10000000, 2 * MiB, 1));
+  both.apply(ev.map(0x10200000, 4 * MiB, 2));
+  both.apply(ev.unmap(0x10000000, 6 * MiB));  // both mappings at once
+  CHECK(dev(0) == int64_t(6 * MiB));          // not released: still there
+  both.apply(ev.vmm_release(2));
+  CHECK(dev(0) == int64_t(2 * MiB));
+  both.apply(ev.vmm_release(1));
+  CHECK(dev(0) == 0);
+  both.apply(ev.vmm_release(1));  // a second release of a freed handle: nothing
+  both.finish();
+}
+
+TEST_CASE("accounting: VMM memory at a host location is pinned host memory of the event's device, and handles are not addresses") {
+  Both both;
+  Ev ev;
+  ev.device = 2;
+  both.apply(ev.vmm_create(0x5000, 8 * MiB, host_location()));
+  CHECK(live_bytes(2, int(Bucket::PinnedHost)) == int64_t(8 * MiB));
+  CHECK(dev(2) == 0);
+  // An address equal to the handle's value is another key: its free leaves the handle alone.
+  both.apply(ev.alloc(HookId::cuMemAlloc_v2, 0x5000, 1 * MiB));
+  both.apply(ev.free(HookId::cuMemFree_v2, 0x5000));
+  CHECK(live_bytes(2, int(Bucket::PinnedHost)) == int64_t(8 * MiB));
+  // A location of a type this build does not know counts as device memory of the event's device.
+  both.apply(ev.vmm_create(0x6000, 1 * MiB, uint64_t(9) << 32 | 3));
+  CHECK(dev(2) == int64_t(1 * MiB));
+  both.finish();
+}
+
+TEST_CASE("accounting: a stream-ordered allocation counts where its pool lives (rule 4)") {
+  Both both;
+  Ev ev;  // the stream's device is 0
+  both.apply(ev.pool_create(0xb001, device_location(1)));
+  both.apply(ev.pool_create(0xb002, host_location()));
+  both.apply(ev.from_pool(0x7000000, 3 * MiB, 0xb001));
+  both.apply(ev.from_pool(0x8000000, 5 * MiB, 0xb002));
+  both.apply(ev.alloc(HookId::cuMemAllocAsync, 0x9000000, 7 * MiB));    // the device's current pool
+  both.apply(ev.from_pool(0xa000000, 11 * MiB, 0xdead));                 // a pool created before tracing
+  CHECK(dev(1) == int64_t(3 * MiB));
+  CHECK(live_bytes(0, int(Bucket::PinnedHost)) == int64_t(5 * MiB));
+  CHECK(dev(0) == int64_t(18 * MiB));
+  ev.device = 1;  // the unseen pool used from another device: still its event's device
+  both.apply(ev.from_pool(0xb000000, 13 * MiB, 0xdead));
+  CHECK(dev(1) == int64_t(16 * MiB));
+  both.apply(ev.free(HookId::cuMemFreeAsync, 0x7000000));  // freed on any stream: where it counted
+  CHECK(dev(1) == int64_t(13 * MiB));
+  both.apply(ev.base(HookId::cuMemPoolDestroy));  // no pool named: nothing
+  Event destroy = ev.base(HookId::cuMemPoolDestroy);
+  destroy.set_aux(0xb001);
+  both.apply(destroy);
+  ev.device = 0;
+  both.apply(ev.from_pool(0x7000000, 1 * MiB, 0xb001));  // a destroyed pool: placed no more
+  CHECK(dev(1) == int64_t(13 * MiB));
+  CHECK(dev(0) == int64_t(19 * MiB));
+  both.finish();
+}
+
+TEST_CASE("accounting: failed calls, frees of unknown pointers, double frees and addresses handed out twice") {
+  Both both;
+  Ev ev;
+  both.apply(ev.failed(ev.alloc(HookId::cuMemAlloc_v2, 0x1000000, 64 * MiB), 2));  // OOM
+  both.apply(ev.failed(ev.vmm_create(3, 2 * MiB, device_location(0)), 1));
+  CHECK(dev(0) == 0);
+  both.apply(ev.alloc(HookId::cuMemAlloc_v2, 0x1000000, 4 * MiB));
+  Event bad_free = ev.free(HookId::cuMemFree_v2, 0x1000000);
+  bad_free.result = 1;  // CUDA_ERROR_INVALID_VALUE: not freed
+  both.apply(bad_free);
+  CHECK(dev(0) == int64_t(4 * MiB));
+  both.apply(ev.free(HookId::cuMemFree_v2, 0x2000000));  // never allocated
+  both.apply(ev.alloc(HookId::cuMemAlloc_v2, 0x1000000, 6 * MiB));  // its free was not seen (rule 3)
+  CHECK(dev(0) == int64_t(6 * MiB));
+  both.apply(ev.free(HookId::cuMemFree_v2, 0x1000000));
+  both.apply(ev.free(HookId::cuMemFree_v2, 0x1000000));  // twice
+  CHECK(dev(0) == 0);
+  TraceReport rep = both.finish();
+  CHECK(rep.peaks.at(0).bytes == 6 * MiB);  // the replaced allocation never counted with its successor
+  CHECK(rep.failed_events == 3);
+  CHECK(rep.unmatched_frees == 2);
+}
+
+TEST_CASE("accounting: IPC imports, managed and pinned memory in their buckets, and a teardown frees its context's memory only") {
+  Both both;
+  Ev a, b;
+  b.context = 0x20;
+  b.device = 1;
+  both.apply(a.alloc(HookId::cuIpcOpenMemHandle_v2, 0x3000000, 32 * MiB));
+  both.apply(a.alloc(HookId::cuMemAllocManaged, 0x4000000, 2 * MiB));
+  both.apply(a.alloc(HookId::cuMemHostAlloc, 0x5000000, 3 * MiB));
+  both.apply(a.alloc(HookId::cuMemHostRegister_v2, 0x6000000, 1 * MiB));
+  both.apply(a.alloc(HookId::cuMemAlloc_v2, 0x7000000, 8 * MiB));
+  both.apply(a.vmm_create(9, 2 * MiB, device_location(0)));
+  both.apply(b.alloc(HookId::cuMemAlloc_v2, 0x8000000, 16 * MiB));
+  CHECK(live_bytes(0, int(Bucket::Imported)) == int64_t(32 * MiB));
+  CHECK(live_bytes(0, int(Bucket::Managed)) == int64_t(2 * MiB));
+  CHECK(live_bytes(0, int(Bucket::PinnedHost)) == int64_t(4 * MiB));
+  CHECK(dev(0) == int64_t(10 * MiB));
+  // A primary context release that was not the last keeps everything (aux2 = 0).
+  Event release = a.base(HookId::cuDevicePrimaryCtxRelease_v2);
+  release.set_aux2(0);
+  both.apply(release);
+  CHECK(dev(0) == int64_t(10 * MiB));
+  Event destroy = a.base(HookId::cuCtxDestroy_v2);
+  destroy.set_aux(0x10);
+  both.apply(destroy);
+  CHECK(dev(0) == int64_t(2 * MiB));  // the VMM handle belongs to no context
+  CHECK(live_bytes(0, int(Bucket::Imported)) == 0);
+  CHECK(live_bytes(0, int(Bucket::PinnedHost)) == 0);
+  CHECK(dev(1) == int64_t(16 * MiB));
+  Event reset = b.base(HookId::cuDevicePrimaryCtxReset_v2);
+  reset.set_aux2(0x20);
+  both.apply(reset);
+  CHECK(dev(1) == 0);
+  TraceReport rep = both.finish();
+  CHECK(rep.teardown_bytes == (32 + 2 + 3 + 1 + 8 + 16) * MiB);
+}
+
+TEST_CASE("accounting: devices outside 0..15 and unknown devices share the tracker's last row, and stacks beyond its table share slot 0") {
+  Both both;
+  Ev ev;
+  ev.device = 20;
+  ev.stack = 1u << 20;
+  both.apply(ev.alloc(HookId::cuMemAlloc_v2, 0x1000000, 1 * MiB));
+  ev.device = -1;
+  ev.stack = 0;
+  both.apply(ev.alloc(HookId::cuMemAlloc_v2, 0x2000000, 2 * MiB));
+  CHECK(dev(kShared) == int64_t(3 * MiB));
+  CHECK(site_bytes(0) == int64_t(3 * MiB));
+  both.finish();
+}
+
+// ---- random sequences over every op ----
+
+namespace {
+
+// Events over every op of the hook list with fields drawn from small sets, so that keys collide,
+// frees miss, mappings overlap, handles are released before and after their unmaps, pools live
+// on other devices and at the host, contexts are torn down, and some calls fail.
+Event random_event(std::mt19937_64& rng) {
+  auto pick = [&](auto... v) {
+    const uint64_t a[] = {uint64_t(v)...};
+    return a[rng() % sizeof...(v)];
+  };
+  Event e;
+  do e.op = HookId(rng() % kHookCount);
+  while (kOps[int(e.op)].action == Action::Lookup && rng() % 4);
+  static const int kDevices[] = {0, 0, 0, 1, 1, 2, 15, 16, 40, -1};
+  e.device = kDevices[rng() % 10];
+  e.context = pick(0x10, 0x10, 0x20, 0x30);
+  e.fields = fmt::kEvContext;
+  e.stack = uint32_t(pick(0, 1, 2, 3, 4, 5, 6, 7, kTrackedStacks + 5));
+  e.result = rng() % 10 ? 0 : int32_t(pick(1, 2, 200));
+  const OpInfo& op = kOps[int(e.op)];
+  const bool vmm = op.kind == MemKind::VmmMapping || op.kind == MemKind::VmmReservation;
+  uint64_t addr = vmm ? 0x40000000 + (rng() % 12) * 2 * MiB : 0x10000000 + (rng() % 24) * 0x100000;
+  if (rng() % 32 == 0) addr = 0;  // damaged: no memory (rule 2)
+  if (op.action != Action::Lookup && rng() % 16) e.set_addr(addr);
+  uint64_t size = vmm ? pick(2, 2, 4, 6, 24) * MiB : (1 + rng() % 64) * 4096;
+  if (op.action == Action::Acquire || vmm || rng() % 4 == 0) e.set_size(size);
+  const uint64_t locations[] = {device_location(0), device_location(1), device_location(3), device_location(17),
+                                host_location(),    uint64_t(kLocationHostNuma) << 32 | 1, 0, uint64_t(7) << 32};
+  switch (op.kind) {
+    case MemKind::VmmPhysical:
+      e.set_aux(pick(0, 1, 2, 3, 4, 5, 6, 0x10000000));  // the last equals an address
+      if (op.action == Action::Acquire) e.set_aux2(locations[rng() % 8]);
+      break;
+    case MemKind::VmmMapping:
+      if (op.action == Action::Acquire) {
+        e.set_aux(pick(0, 1, 2, 3, 4, 5, 6, 9));
+        e.set_aux2(0);
+      }
+      break;
+    case MemKind::Pool:
+    case MemKind::Async:
+      if (op.kind == MemKind::Pool || rng() % 3) e.set_aux(pick(0, 0xb1, 0xb2, 0xb3, 0xb4));
+      if (e.op == HookId::cuMemPoolCreate) e.set_aux2(locations[rng() % 8]);
+      if (e.op == HookId::cuMemAllocAsync || e.op == HookId::cuMemAllocAsync_ptsz) e.fields &= uint8_t(~fmt::kEvAux);
+      break;
+    case MemKind::Context:
+      if (e.op == HookId::cuCtxDestroy_v2)
+        e.set_aux(pick(0x10, 0x20, 0x30, 0x99));
+      else
+        e.set_aux2(pick(0, 0x10, 0x20, 0x30));
+      break;
+    default:
+      break;
+  }
+  if (!changes_memory(e.result) && op.action == Action::Acquire) {  // a failed acquire returns nothing
+    e.addr = 0;
+    e.fields &= uint8_t(~fmt::kEvAddr);
+  }
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("accounting: random sequences over every op give the same figures in the tracker and the analyzer") {
+  size_t vmm_freed_while_mapped = 0, cross_device_pool = 0;
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    Both both;
+    for (int i = 0; i < 400; ++i) {
+      Event e = random_event(rng);
+      int64_t before = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost));
+      both.apply(e);
+      int64_t after = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost));
+      if (e.op == HookId::cuMemUnmap && after < before) ++vmm_freed_while_mapped;
+      if (kOps[int(e.op)].kind == MemKind::Async && kOps[int(e.op)].action == Action::Acquire && e.addr &&
+          changes_memory(e.result)) {
+        auto it = both.live().live().find(e.addr);
+        if (it != both.live().live().end() && it->second.device != e.device) ++cross_device_pool;
+      }
+    }
+    both.finish();
+  }
+  // The sequences reached the cases the rules are about.
+  CHECK(vmm_freed_while_mapped > 20);
+  CHECK(cross_device_pool > 20);
+}
