@@ -8,10 +8,12 @@
 
 #include <cstdint>
 
+#include "aggregators/allocation_stats.h"
 #include "aggregators/cache_flush.h"
 #include "aggregators/fragmentation.h"
 #include "aggregators/kernel_activity.h"
 #include "aggregators/leaks.h"
+#include "aggregators/live_at.h"
 #include "aggregators/oom.h"
 #include "aggregators/peak.h"
 #include "aggregators/phases.h"
@@ -54,6 +56,8 @@ class AnalysisPass {
   PhaseAggregator phases_;
   TimelineAggregator timeline_;
   FragmentationAggregator fragmentation_;
+  AllocationStatsAggregator allocations_;
+  LiveAtAggregator live_at_;
 };
 
 }  // namespace vt::analyzer

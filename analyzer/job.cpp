@@ -108,6 +108,8 @@ bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* 
     row.ooms = t.ooms.size();
     if (!t.ooms.empty()) row.verdict = t.ooms[0].verdict;
     row.damaged = t.damaged();
+    for (const std::string& a : t.process.argv) row.command += (row.command.empty() ? "" : " ") + a;
+    row.end = t.end;
     sum += row.peak_bytes;
     job.max_peak = std::max(job.max_peak, row.peak_bytes);
     job.min_peak = std::min(job.min_peak, row.peak_bytes);

@@ -133,6 +133,42 @@ struct KernelRecording {  // what the CUPTI recorder did
   std::vector<std::string> missed;  // "0xADDR SIZE bytes" for allocations interception missed
 };
 
+struct LargeAllocation {  // one of the largest allocations of the run
+  uint64_t bytes = 0, t_ns = 0;
+  int device = -1;
+  std::string kind;  // bucket name
+  std::string op;
+  uint32_t stack_id = 0;
+  std::vector<Frame> stack;
+  bool freed = false;
+  uint64_t freed_t_ns = 0;
+};
+
+struct SizeBucket {  // allocations whose size is in [min_bytes, max_bytes)
+  uint64_t min_bytes = 0, max_bytes = 0;  // max 0: no upper bound
+  uint64_t count = 0, bytes = 0;
+};
+
+struct AllocationStats {  // every successful allocation of the run (address-keyed and VMM physical)
+  uint64_t count = 0, bytes = 0;  // bytes saturate at 2^64 - 1
+  uint64_t freed = 0;             // of them, freed during the run
+  std::vector<LargeAllocation> largest;  // biggest first
+  std::vector<SizeBucket> histogram;     // powers of 4 from 1 KiB, the non-empty range
+};
+
+struct LiveAt {  // what was live at a chosen time (AnalysisOptions::at_ns)
+  bool asked = false;
+  uint64_t t_ns = 0;      // the instant, on the trace's clock
+  bool past_end = false;  // after the last event: what was live at the end
+  struct Device {
+    int device = 0;
+    uint64_t device_bytes = 0, pinned_host_bytes = 0, managed_bytes = 0;
+  };
+  std::vector<Device> devices;
+  uint64_t device_bytes = 0;         // all devices
+  std::vector<SiteGroup> live_set;   // every bucket and device, biggest first
+};
+
 struct TraceReport {
   std::string path;
   ProcessInfo process;
@@ -159,6 +195,8 @@ struct TraceReport {
   std::vector<RegionReport> regions;
   KernelRecording kernels;
   std::vector<PhaseRow> phases;
+  AllocationStats allocations;
+  LiveAt live_at;
 };
 
 struct RankRow {
@@ -169,6 +207,8 @@ struct RankRow {
   size_t ooms = 0;
   std::string verdict;  // of the first OOM, if any
   bool damaged = false;  // records were lost: its figures are lower bounds
+  std::string command;   // argv, space-separated
+  std::string end;       // TraceReport::end: clean_exit, killed
 };
 
 struct JobReport {
@@ -182,6 +222,7 @@ struct JobReport {
 struct AnalysisOptions {
   size_t top = 10;             // groups per list
   size_t timeline_points = 512;
+  int64_t at_ns = -1;          // live set at this time since the trace's start (-1: not asked)
   SymbolizerOptions symbols;
   bool progress = false;       // progress on stderr (a terminal)
 };

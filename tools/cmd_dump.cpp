@@ -1,4 +1,6 @@
 // `vramtrace dump` and `vramtrace info`: a trace as JSON lines / one JSON summary.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -36,6 +38,12 @@ void error_line(const std::string& msg) { std::cerr << "vramtrace: " << analyzer
 
 analyzer::SymbolizerOptions symbol_options(const std::string& sysroot, const std::vector<std::string>& debug_dirs) {
   analyzer::SymbolizerOptions o{sysroot, debug_dirs, {}};
+  struct stat st;
+  if (!sysroot.empty() && (stat(sysroot.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    // One line for the lot: every module under it would be missing.
+    error_line("warning: --sysroot " + sysroot + " is not a directory; native frames stay module+offset");
+    return o;
+  }
   o.warn = [](const std::string& msg) {
     static std::set<std::string> said;  // a job's traces name the same files
     if (said.size() > 5 || !said.insert(msg).second) return;

@@ -159,8 +159,14 @@ int run_command(const RunOptions& opt) {
     error_line(std::string("cannot create a pipe: ") + strerror(errno));
     return 2;
   }
+  // Held back from fork until g_child is set: one sent in between would otherwise be dropped.
+  sigset_t forwarded, old_mask;
+  sigemptyset(&forwarded);
+  for (int sig : {SIGINT, SIGQUIT, SIGTERM, SIGHUP}) sigaddset(&forwarded, sig);
+  sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
   pid_t child = fork();
   if (child < 0) {
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     error_line(std::string("cannot fork: ") + strerror(errno));
     return 2;
   }
@@ -169,6 +175,7 @@ int run_command(const RunOptions& opt) {
     sigaction(SIGQUIT, &old_quit, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     sigaction(SIGHUP, &old_hup, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     close(exec_pipe[0]);
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("VRAMTRACE_OUTPUT", out.value.c_str(), 1);
@@ -186,6 +193,7 @@ int run_command(const RunOptions& opt) {
   }
   close(exec_pipe[1]);
   g_child = child;
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int exec_errno = 0;
   ssize_t got;
   while ((got = read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {

@@ -36,8 +36,16 @@ struct ReportOptions {
   size_t top = 10;
   std::string sysroot;
   std::vector<std::string> debug_dirs;
+  std::string at;  // --at: the live set at this time since the start ("12.5s", "250ms")
 };
 int report_command(const ReportOptions& opt);
+// `vramtrace summary TRACE|DIR`: one screen per trace (analyzer/report_summary.cpp); the options
+// of report but --at and --format html.
+int summary_command(const ReportOptions& opt);
+
+// "12.5s", "250ms", "900us", "1500ns", "2m", "1h", "12.5" (seconds): nanoseconds. False with a
+// reason for anything else (a negative time, an unknown unit).
+bool parse_time(const std::string& text, int64_t* ns, std::string* why);
 
 // `vramtrace export --folded OUT TRACE [--leaks]`: the peak's (or the leaks') stacks in the
 // folded format of flame graph tools (analyzer/folded.h). OUT "-" is stdout.

@@ -85,8 +85,24 @@ int main(int argc, char** argv) {
     c->add_option("-o,--output", report.output, "write to this file instead of stdout");
     c->add_option("--sysroot", report.sysroot, "prefix for the traced machine's library paths");
     c->add_option("--debug-dir", report.debug_dirs, "directory with separate debug info (repeatable)");
+    if (section.empty() || section == "peak")
+      c->add_option("--at", report.at, "also what was live at this time since the start (12.5s, 250ms, 2m)")
+          ->check([](const std::string& v) {
+            int64_t ns;
+            std::string why;
+            return vt::cli::parse_time(v, &ns, &why) ? std::string() : why;
+          });
     report_cmds.push_back({c, section});
   }
+  CLI::App* summary_cmd = app.add_subcommand(
+      "summary", "one screen: peak and who held it, leaks, OOMs and verdicts, largest allocations, allocation sizes");
+  summary_cmd->add_option("trace", report.input, "trace file, or a directory of traces (a job)")->required();
+  summary_cmd->add_option("--format", report.format, "text or json")->capture_default_str();
+  size_t summary_top = 5;
+  summary_cmd->add_option("--top", summary_top, "largest allocations listed")->capture_default_str()->check(CLI::Range(1, 100000));
+  summary_cmd->add_option("-o,--output", report.output, "write to this file instead of stdout");
+  summary_cmd->add_option("--sysroot", report.sysroot, "prefix for the traced machine's library paths");
+  summary_cmd->add_option("--debug-dir", report.debug_dirs, "directory with separate debug info (repeatable)");
 
   vt::cli::CheckOptions check;
   CLI::App* check_cmd = app.add_subcommand("check", "a CI gate: exit 1 when the peak, leaks, OOMs or growth break a limit");
@@ -224,6 +240,10 @@ int main(int argc, char** argv) {
   if (*check_cmd) return vt::cli::check_command(check);
   if (*top_cmd) return vt::cli::top_command(top_interval, top_once);
   if (*doctor_cmd) return vt::cli::doctor_command(doctor);
+  if (*summary_cmd) {
+    report.top = summary_top;
+    return vt::cli::summary_command(report);
+  }
   if (*diff_cmd) return vt::cli::diff_command(diff);
   for (auto& [c, section] : report_cmds)
     if (*c) {

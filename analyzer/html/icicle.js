@@ -10,7 +10,7 @@ const ROW = 20;
 
 // peak: a device's entry of the report's peak.by_device; `path` the JSON pointer of its live_set.
 function icicleTree(ctx, peak, path) {
-  const root = {label: 'all device memory at the peak (device ' + peak.device + ')', bytes: peak.bytes, kids: [],
+  const root = {label: 'all device memory at the peak (GPU ' + peak.device + ')', bytes: peak.bytes, kids: [],
     map: new Map(), frame: null, parent: null, depth: 0, kind: 'root'};
   let nodes = 1, maxDepth = 0;
   const child = (parent, key, make) => {

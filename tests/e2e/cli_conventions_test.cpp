@@ -46,8 +46,8 @@ std::string trace_of(const std::vector<std::string>& argv) {
   return files[0];
 }
 
-const std::vector<std::string> kCommands = {"run",  "dump",  "info", "export", "report", "peak", "leaks",
-                                            "oom",  "frag",  "check", "diff",  "top",    "doctor"};
+const std::vector<std::string> kCommands = {"run",  "dump",  "info", "export", "report", "peak",   "leaks",
+                                            "oom",  "frag",  "check", "diff",  "top",    "doctor", "summary"};
 
 }  // namespace
 
@@ -317,8 +317,12 @@ TEST_CASE("a line every process would repeat (CUPTI unavailable) is said once pe
   };
   CHECK(count(r.err, "vramtrace: CUPTI not found; recording memory only\n") == 1);
   CHECK(has(r.err, "vramtrace: 4 trace files:"));
-  // run's directory for it is gone with the run.
-  CHECK(system("ls -d /dev/shm/.vramtrace-run.* 2>/dev/null | grep -q .") != 0);
+  // run's directory for it is gone with the run (named by the session its traces carry).
+  std::vector<std::string> traces = e2e::files_in(dir + "/run");
+  REQUIRE_FALSE(traces.empty());
+  std::string session = e2e::load(traces[0]).info.session;
+  REQUIRE_FALSE(session.empty());
+  CHECK(access(("/dev/shm/.vramtrace-run." + session).c_str(), F_OK) != 0);
 
   // With LD_PRELOAD alone there is no run to share it: each process that starts CUPTI says it.
   env.push_back({"VRAMTRACE_OUTPUT", dir});
@@ -334,13 +338,18 @@ TEST_CASE("a line every process would repeat (CUPTI unavailable) is said once pe
 
 TEST_CASE("symbolizing with a module missing or of another build is one warning naming the file, once per command") {
   std::string trace = trace_of({e2e::program("stack_main")});
-  // Nothing under the sysroot: each module whose frames are asked for is named once.
-  e2e::Result r = cli({"report", trace, "--sysroot", "/nonexistent-sysroot"});
+  // An empty sysroot: each module whose frames are asked for is named once.
+  std::string empty = e2e::temp_dir();
+  e2e::Result r = cli({"report", trace, "--sysroot", empty});
   CHECK(r.exit_code == 0);
-  std::string missing = "vramtrace: warning: /nonexistent-sysroot" + e2e::program("stack_main") +
+  std::string missing = "vramtrace: warning: " + empty + e2e::program("stack_main") +
                         ": cannot open: No such file or directory; its frames stay module+offset\n";
   CHECK(has(r.err, missing));
   CHECK(r.err.find(missing) == r.err.rfind(missing));
+  // A sysroot that does not exist is one line, not one per module.
+  r = cli({"report", trace, "--sysroot", "/nonexistent-sysroot"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err == "vramtrace: warning: --sysroot /nonexistent-sysroot is not a directory; native frames stay module+offset\n");
   // Another program at the traced path: its build-id differs, said, and not symbolized as if it were the one.
   std::string root = e2e::temp_dir();
   std::string fake = root + e2e::program("stack_main");
