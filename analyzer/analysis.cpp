@@ -49,7 +49,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   live_.apply(r);  // snapshots a pending peak before a device's bytes go down
   peaks_.after(r.t_ns);
   phases_.after(r.t_ns, live_);
-  regions_.after(live_.device_bytes_all());
+  regions_.after(r.t_ns, live_.device_bytes_all());
   timeline_.after(r.t_ns, live_);
   fragmentation_.after(live_);
   leaks_.after(r.t_ns, live_);

@@ -176,7 +176,7 @@ json report_json(const TraceReport& r, const std::string& section) {
     for (const RegionReport& g : r.regions)
       regions.push_back({{"name", g.name}, {"t_begin_ns", g.t_begin}, {"t_end_ns", g.t_end}, {"closed", g.closed},
                          {"start_bytes", g.start_bytes}, {"end_bytes", g.end_bytes}, {"peak_bytes", g.peak_bytes},
-                         {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}});
+                         {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}, {"t_peak_ns", g.t_peak}});
     j["regions"] = regions;
     json phases = json::array();
     for (const PhaseRow& p : r.phases)

@@ -115,6 +115,7 @@ struct RegionReport {  // a named region marked with vramtrace_region_begin/end 
   uint64_t t_begin = 0, t_end = 0;
   bool closed = false;
   uint64_t start_bytes = 0, end_bytes = 0, peak_bytes = 0;  // device bytes, all devices
+  uint64_t t_peak = 0;  // when peak_bytes was first reached (t_begin when nothing rose above the start)
 };
 
 struct PhaseRow {  // memory by top-level NVTX range ("forward", "backward", "optimizer", ...)

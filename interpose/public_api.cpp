@@ -110,3 +110,17 @@ VT_API int vramtrace_region_end(const char* name) {
   errno = saved;
   return r;
 }
+// The trace this process writes (the pytest plugin reads it back for a failing test's call
+// sites): its length, the path copied into out[cap] (cut to fit, NUL-terminated); -1 when no
+// trace is open yet (before the first CUDA memory call) or tracing is off.
+VT_API int vramtrace_trace_path(char* out, size_t cap) {
+  int saved = errno;
+  const char* p = vt::trace_path();
+  int n = -1;
+  if (p) {
+    n = int(strlen(p));
+    if (out && cap) snprintf(out, cap, "%s", p);
+  }
+  errno = saved;
+  return n;
+}

@@ -5,7 +5,8 @@ what vramtrace sees through its live query API (include/vramtrace.h, exported by
 libvramtrace.so), marks each test as a region in the trace (so `vramtrace report` shows memory
 per test), and
 
-- fails a test marked `@pytest.mark.limit_vram("2 GiB")` whose peak device memory exceeds the limit;
+- fails a test marked `@pytest.mark.limit_vram("2 GiB")` whose peak device memory exceeds the limit,
+  listing the call sites that held the most at that peak (call_sites.py);
 - with `--vram-report`, prints each test's peak at the end.
 
 Without vramtrace it says so once and enforces nothing.
@@ -14,6 +15,8 @@ import ctypes
 import re
 
 import pytest
+
+from . import call_sites
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
           "t": 1 << 40, "tib": 1 << 40, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
@@ -112,8 +115,10 @@ def pytest_runtest_call(item):
     peak = _api.peak_bytes(-1)
     _peaks[item.nodeid] = peak
     if limit is not None and peak > limit:
+        sites = call_sites.top_sites(item.nodeid, human)
         _over[item.nodeid] = (f"peak GPU memory {human(peak)} ({peak} bytes) exceeds limit_vram {human(limit)} "
-                              f"({limit} bytes)")
+                              f"({limit} bytes)\n"
+                              "largest holders of device memory at the test's peak (vramtrace):\n  " + "\n  ".join(sites))
 
 
 @pytest.hookimpl(hookwrapper=True)

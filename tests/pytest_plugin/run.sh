@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The pytest plugin on a small suite: under `vramtrace run` the test over its limit fails, the one
 # under passes, --vram-report lists peaks and the trace has one region per test; without vramtrace
-# the plugin says it is not active and enforces nothing; nothing lands in a test's captured teardown;
+# the plugin says it is not active and enforces nothing; a failure names its call sites; nothing
+# lands in a test's captured teardown;
 # a malformed marker is pytest's usage error before any test runs. Usage: run.sh BUILD_DIR
 set -uo pipefail
 build=$(realpath "${1:?usage: run.sh BUILD_DIR}")
@@ -18,6 +19,10 @@ rc=$?
 grep -q "1 failed, 2 passed" "$out/log" || fail "expected '1 failed, 2 passed'"
 grep -q "peak GPU memory 200.00 MiB (209715200 bytes) exceeds limit_vram 100.00 MiB (104857600 bytes)" "$out/log" || fail "no limit message"
 grep -q "FAILED .*test_over_limit" "$out/log" || fail "test_over_limit did not fail"
+# The failure names the call sites that held the memory at the test's peak, Python lines first.
+grep -q "largest holders of device memory at the test's peak (vramtrace):" "$out/log" || fail "no call sites in the failure"
+grep -qE "^  200.00 MiB in 1 allocation: alloc_and_free \(test_memory.py:[0-9]+\) < test_over_limit \(test_memory.py:[0-9]+\)$" "$out/log" ||
+  fail "the failure does not name alloc_and_free < test_over_limit"
 grep -q "10.00 MiB  .*test_under_limit" "$out/log" || fail "--vram-report lacks test_under_limit's peak"
 # The limit fails the test's call phase like an assertion: no output lands in its teardown.
 "$build/bin/vramtrace" run -o "$out/ra/" -- $py -m pytest -p pytest_vramtrace -p no:cacheprovider -rA "$here/suite" > "$out/log" 2>&1
