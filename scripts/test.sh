@@ -7,7 +7,7 @@
 # under ASan+UBSan. Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+VT_DEPS=test scripts/build.sh  # the test-only packages too (scripts/deps.sh)
 cd build
 ctest --output-on-failure -j"$(nproc)"
 cd ..

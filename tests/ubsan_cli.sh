@@ -13,7 +13,7 @@ build=${1:-build}
 out=build-ubsan
 jobs=${VT_UBSAN_JOBS:-$(nproc)}
 [ -x "$build/tests/e2e_tests" ] || { echo "ubsan_cli.sh: $build/tests/e2e_tests missing (build $build first)" >&2; exit 2; }
-cmake -S . -B "$out" -DCMAKE_BUILD_TYPE=Release -DVRAMTRACE_UBSAN=ON -DVRAMTRACE_BUILD_TESTS=OFF \
+cmake -S . -B "$out" -DCMAKE_BUILD_TYPE=Release -DVRAMTRACE_UBSAN=ON -DVRAMTRACE_PORTABLE=OFF -DVRAMTRACE_BUILD_TESTS=OFF \
   -DVRAMTRACE_BUILD_BENCH=OFF >/dev/null
 cmake --build "$out" -j"$jobs" --target vramtrace_cli
 mkdir -p "$out/lib"

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,7 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <random>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -60,10 +61,12 @@ std::string find_library() {
   return realpath(lib.c_str(), real) ? std::string(real) : lib;
 }
 
+// getrandom(2), not std::random_device (arc4random in libstdc++: glibc 2.36; see report_html.cpp).
 std::string new_session_id() {
-  std::random_device rd;
+  uint32_t r[2] = {uint32_t(getpid()), uint32_t(time(nullptr))};
+  (void)!getrandom(r, sizeof r, 0);
   char b[40];
-  snprintf(b, sizeof b, "%08x%08x-%d", rd(), rd(), int(getpid()));
+  snprintf(b, sizeof b, "%08x%08x-%d", r[0], r[1], int(getpid()));
   return b;
 }
 

@@ -9,7 +9,8 @@ per test), and
   listing the call sites that held the most at that peak (call_sites.py);
 - with `--vram-report`, prints each test's peak at the end.
 
-Without vramtrace it says so once and enforces nothing.
+Without vramtrace it enforces nothing and, when a test has a limit or --vram-report was given,
+says so once.
 """
 import ctypes
 import re
@@ -92,11 +93,14 @@ def _limit_of(item):
 def pytest_collection_modifyitems(session, config, items):
     # Every marker is checked before anything runs: a typo in a limit stops the run with one line
     # (pytest's usage error, exit 4), not a traceback from inside the plugin halfway through.
+    global _limits_seen
     for item in items:
-        _limit_of(item)
+        if _limit_of(item) is not None:
+            _limits_seen = True
 
 
 _over = {}  # nodeid -> the failure message of a test over its limit
+_limits_seen = False  # a collected test has a limit_vram marker
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -136,8 +140,11 @@ def pytest_runtest_makereport(item, call):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr = terminalreporter
     if _api is None:
-        tr.write_line("vramtrace: not active (run the tests under `vramtrace run -- python -m pytest ...`): "
-                      "limit_vram markers were not enforced", yellow=True)
+        # Installed with vramtrace, the plugin loads in every pytest run: it speaks only when it
+        # was asked for something.
+        if _limits_seen or config.getoption("--vram-report"):
+            tr.write_line("vramtrace: not active (run the tests under `vramtrace run -- python -m pytest ...`): "
+                          "limit_vram markers were not enforced", yellow=True)
         return
     if not config.getoption("--vram-report"):
         return

@@ -50,5 +50,9 @@ $py -m pytest -p pytest_vramtrace -p no:cacheprovider -q "$here/suite" > "$out/l
 rc=$?
 [ $rc -eq 0 ] || fail "without vramtrace the suite should pass (limits not enforced), got $rc"
 grep -q "vramtrace: not active" "$out/log" || fail "no 'not active' notice without vramtrace"
+# A suite without limits, run without vramtrace: the plugin says nothing (it loads in every run once installed).
+$py -m pytest -p pytest_vramtrace -p no:cacheprovider -q "$here/no_limits" > "$out/log" 2>&1
+[ $? -eq 0 ] || fail "no_limits: expected exit 0"
+grep -q "vramtrace" "$out/log" && fail "no_limits: the plugin spoke without being asked"
 rm -rf "$out"
 echo "PASS pytest plugin: limit enforced under vramtrace, peaks reported, regions per test, inactive without it"
