@@ -1,4 +1,4 @@
-// See activity.h. Payload layouts: cupti/FORMAT.md (source of truth cupti/activity_encoder.cpp).
+// See activity.h. The records and their field order: format/activity_records.h.
 #include "activity.h"
 
 #include <cxxabi.h>
@@ -8,158 +8,50 @@
 
 #include "accounting.h"
 #include "activity_format.h"
-#include "trace_format.h"
+#include "activity_records.h"
 
 namespace vt::analyzer {
 
 namespace fmt = vt::format;
 
-namespace {
-
-// Sequential reads from a payload; any overrun makes ok() false. Fields appended by a newer
-// writer are simply not read.
-struct In {
-  const uint8_t* p;
-  const uint8_t* end;
-  bool good = true;
-  In(const Record& r) : p(r.payload), end(r.payload + r.payload_len) {}
-  uint64_t v() {
-    uint64_t x = 0;
-    const uint8_t* q = good ? fmt::get_varint(p, end, &x) : nullptr;
-    if (!q) {
-      good = false;
-      return 0;
-    }
-    p = q;
-    return x;
-  }
-  uint32_t u() { return uint32_t(v()); }
-  int64_t z() { return fmt::unzigzag(v()); }
-  uint64_t t(uint64_t base) { return uint64_t(int64_t(base) + z()); }
-  std::string s() {
-    uint64_t n = v();
-    if (!good || n > uint64_t(end - p)) {
-      good = false;
-      return {};
-    }
-    std::string out(reinterpret_cast<const char*>(p), size_t(n));
-    p += n;
-    return out;
-  }
-};
-
-}  // namespace
-
 bool decode_kernel(const Record& r, uint64_t base, KernelActivity* k) {
-  if (r.tag != fmt::kTagKernel || !r.payload) return false;
-  In in(r);
-  k->name_id = in.u();
-  k->device = in.u();
-  k->context = in.u();
-  k->stream = in.u();
-  k->correlation = in.u();
-  k->start_ns = in.t(base);
-  k->end_ns = k->start_ns + in.v();
-  for (uint32_t& g : k->grid) g = in.u();
-  for (uint32_t& b : k->block) b = in.u();
-  k->static_shared = in.u();
-  k->dynamic_shared = in.u();
-  k->registers = in.u();
-  k->graph_id = in.u();
-  return in.good;
+  return r.tag == fmt::kTagKernel && r.payload && fmt::decode<fmt::KernelSchema>(r.payload, r.payload_len, k, base);
 }
 
 bool decode_copy(const Record& r, uint64_t base, CopyActivity* c) {
-  if ((r.tag != fmt::kTagMemcpy && r.tag != fmt::kTagMemset) || !r.payload) return false;
-  In in(r);
+  if (!r.payload) return false;
   *c = CopyActivity{};
-  if (r.tag == fmt::kTagMemcpy) {
-    c->copy_kind = in.u();
-    c->src_kind = in.u();
-    c->dst_kind = in.u();
-  } else {
-    c->is_memset = true;
-    c->value = in.u();
-  }
-  c->bytes = in.v();
-  c->device = in.u();
-  c->context = in.u();
-  c->stream = in.u();
-  c->correlation = in.u();
-  c->start_ns = in.t(base);
-  c->end_ns = c->start_ns + in.v();
-  c->flags = in.u();
-  if (c->is_memset) c->memory_kind = in.u();
-  c->graph_id = in.u();
-  return in.good;
+  c->is_memset = r.tag == fmt::kTagMemset;
+  if (r.tag == fmt::kTagMemcpy) return fmt::decode<fmt::MemcpySchema>(r.payload, r.payload_len, c, base);
+  return r.tag == fmt::kTagMemset && fmt::decode<fmt::MemsetSchema>(r.payload, r.payload_len, c, base);
 }
 
 bool decode_cupti_memory(const Record& r, uint64_t base, CuptiAllocation* m) {
-  if (r.tag != fmt::kTagCuptiMemory || !r.payload) return false;
-  In in(r);
-  m->release = in.u() == 2;  // CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
-  m->memory_kind = in.u();
-  m->address = in.v();
-  m->bytes = in.v();
-  m->t_ns = in.t(base);
-  m->device = in.u();
-  m->context = in.u();
-  m->stream = in.u();
-  m->correlation = in.u();
-  m->is_async = in.v() != 0;
-  m->pool = in.v();
-  m->pool_type = in.u();
-  m->pc = in.v();
-  return in.good;
+  return r.tag == fmt::kTagCuptiMemory && r.payload &&
+         fmt::decode<fmt::CuptiMemorySchema>(r.payload, r.payload_len, m, base);
 }
 
 bool decode_pool(const Record& r, uint64_t base, PoolActivity* p) {
-  if (r.tag != fmt::kTagMemoryPool || !r.payload) return false;
-  In in(r);
-  p->operation = in.u();
-  p->pool_type = in.u();
-  p->device = in.u();
-  p->address = in.v();
-  p->size = in.v();
-  p->release_threshold = in.v();
-  p->min_bytes_to_keep = in.v();
-  p->utilized = in.v();
-  p->t_ns = in.t(base);
-  p->correlation = in.u();
-  return in.good;
+  return r.tag == fmt::kTagMemoryPool && r.payload && fmt::decode<fmt::PoolSchema>(r.payload, r.payload_len, p, base);
 }
 
 bool decode_nvtx(const Record& r, uint64_t base, NvtxMarker* m) {
-  if (r.tag != fmt::kTagNvtx || !r.payload) return false;
-  In in(r);
-  m->flags = in.u();
-  m->id = in.u();
-  m->t_ns = in.t(base);
-  m->object_kind = in.u();
-  m->object_a = in.u();
-  m->object_b = in.u();
-  m->name = in.s();
-  m->domain = in.s();
-  return in.good;
+  return r.tag == fmt::kTagNvtx && r.payload && fmt::decode<fmt::NvtxSchema>(r.payload, r.payload_len, m, base);
 }
 
 bool decode_status(const Record& r, CuptiStatus* s) {
   if (r.tag != fmt::kTagCuptiStatus || !r.payload) return false;
-  In in(r);
   s->t_ns = r.t_ns;
-  s->kind = uint8_t(in.v());
-  s->code = in.v();
-  s->value = in.z();
-  s->text = in.s();
-  return in.good;
+  return fmt::decode<fmt::CuptiStatusSchema>(r.payload, r.payload_len, s);
 }
 
 bool decode_kernel_name(const Record& r, uint32_t* id, std::string* name) {
-  if (r.tag != fmt::kTagKernelName || !r.payload) return false;
-  In in(r);
-  *id = in.u();
-  *name = in.s();
-  return in.good;
+  fmt::KernelNameRecord n;
+  if (r.tag != fmt::kTagKernelName || !r.payload || !fmt::decode<fmt::KernelNameSchema>(r.payload, r.payload_len, &n))
+    return false;
+  *id = n.id;
+  *name = std::string(n.name);
+  return true;
 }
 
 const char* memcpy_kind_name(uint32_t k) {

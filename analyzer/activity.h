@@ -1,4 +1,5 @@
-// Kernel activity read back: decoders for the CUPTI records (tags 0x8A..0x91, cupti/FORMAT.md),
+// Kernel activity read back: decoders for the CUPTI records (tags 0x8A..0x91:
+// format/activity_records.h),
 // ActivityIndex, which keeps every activity record of a trace (for the Perfetto export: kernels,
 // copies, CUPTI's allocations and pools, NVTX ranges paired and nested per thread, the recorder's
 // status), and the types the report's single pass (ActivityStream, activity_stream.h) answers in:
@@ -13,67 +14,19 @@
 #include <vector>
 
 #include "activity_format.h"
+#include "activity_records.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
 
-struct KernelActivity {
-  uint32_t name_id = 0;  // ActivityIndex::kernel_name(); 0 = no name
-  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
-  uint64_t start_ns = 0, end_ns = 0;
-  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-  uint32_t static_shared = 0, dynamic_shared = 0, registers = 0;
-  uint32_t graph_id = 0;
-};
-
-// A memcpy (kTagMemcpy) or a memset (kTagMemset).
-struct CopyActivity {
-  bool is_memset = false;
-  uint32_t copy_kind = 0;         // CUpti_ActivityMemcpyKind (memcpy)
-  uint32_t src_kind = 0, dst_kind = 0;  // CUpti_ActivityMemoryKind (memcpy)
-  uint32_t value = 0;             // memset value
-  uint32_t memory_kind = 0;       // memset target memory kind
-  uint64_t bytes = 0;
-  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
-  uint64_t start_ns = 0, end_ns = 0;
-  uint32_t flags = 0;             // CUPTI flags (bit 0: async)
-  uint32_t graph_id = 0;
-};
-
-// An allocation or release as CUPTI saw it (kTagCuptiMemory, from MEMORY2).
-struct CuptiAllocation {
-  bool release = false;
-  uint32_t memory_kind = 0;  // CUpti_ActivityMemoryKind: 1 pageable, 2 pinned, 3 device, 5 managed...
-  uint64_t address = 0, bytes = 0, t_ns = 0;
-  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
-  bool is_async = false;
-  uint64_t pool = 0;       // memory pool address (stream-ordered allocations)
-  uint32_t pool_type = 0;  // CUpti_ActivityMemoryPoolType
-  uint64_t pc = 0;
-};
-
-struct PoolActivity {
-  uint32_t operation = 0;  // 1 created, 2 destroyed, 3 trimmed
-  uint32_t pool_type = 0, device = 0;
-  uint64_t address = 0, size = 0, release_threshold = 0, min_bytes_to_keep = 0, utilized = 0, t_ns = 0;
-  uint32_t correlation = 0;
-};
-
-struct NvtxMarker {
-  uint32_t flags = 0;  // format::kNvtxInstant / kNvtxStart / kNvtxEnd
-  uint32_t id = 0;
-  uint64_t t_ns = 0;
-  uint32_t object_kind = 0;  // CUpti_ActivityObjectKind (2 = thread)
-  uint32_t object_a = 0, object_b = 0;  // thread: process id, thread id; else device, context
-  std::string name, domain;  // name only on start and instant markers
-};
-
-struct CuptiStatus {
-  uint64_t t_ns = 0;
-  uint8_t kind = 0;  // format::CuptiStatusKind
-  uint64_t code = 0;
-  int64_t value = 0;
-  std::string text;
+// The records as the trace holds them (format/activity_records.h: fields, order, meanings).
+using KernelActivity = format::KernelRecord;
+using CopyActivity = format::CopyRecord;  // a memcpy (kTagMemcpy) or a memset (kTagMemset)
+using CuptiAllocation = format::CuptiMemoryRecord;  // an allocation or release CUPTI saw (MEMORY2)
+using PoolActivity = format::PoolRecord;
+using NvtxMarker = format::NvtxRecordOf<std::string>;
+struct CuptiStatus : format::CuptiStatusRecordOf<std::string> {
+  uint64_t t_ns = 0;  // the record's time
 };
 
 // Decoders. `base_ns` is ProcessInfo::start_monotonic_ns (payload times are relative to it).

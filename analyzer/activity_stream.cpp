@@ -26,7 +26,7 @@ void CoverageStream::intercepted(const InterceptedAllocation& a) {
 }
 
 void CoverageStream::cupti(const CuptiAllocation& m) {
-  if (m.release) return;
+  if (m.release()) return;
   res_.cupti_allocations++;
   pending_.push_back({m.t_ns, seq_++, m});
   std::push_heap(pending_.begin(), pending_.end(), later);

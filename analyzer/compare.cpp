@@ -9,7 +9,7 @@
 #include <limits>
 #include <map>
 
-#include "oom_verdict.h"
+#include "byte_size.h"
 #include "record_json.h"
 #include "terminal_escape.h"
 
@@ -32,41 +32,7 @@ int64_t add_changes(int64_t a, int64_t b) {
 
 uint64_t magnitude(int64_t change) { return change < 0 ? 0 - uint64_t(change) : uint64_t(change); }
 
-std::string signed_bytes(int64_t change) { return (change < 0 ? "-" : "+") + human_bytes(magnitude(change)); }
-
-bool parse_size(const std::string& text, uint64_t* bytes, std::string* why) {
-  const char* s = text.c_str();
-  char* end = nullptr;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || errno || !std::isfinite(v) || v < 0) {
-    *why = "'" + text + "' is not a size (examples: 512MiB, 4GB, 1.5GiB, 1048576)";
-    return false;
-  }
-  std::string unit(end);
-  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
-  for (char& c : unit) c = char(std::tolower(static_cast<unsigned char>(c)));
-  static const std::map<std::string, double> kUnits = {
-      {"", 1},          {"b", 1},         {"k", 1024.0},    {"kib", 1024.0}, {"m", 1048576.0}, {"mib", 1048576.0},
-      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"t", 1099511627776.0}, {"tib", 1099511627776.0},
-      {"kb", 1e3},      {"mb", 1e6},      {"gb", 1e9},      {"tb", 1e12}};
-  auto it = kUnits.find(unit);
-  if (it == kUnits.end()) {
-    *why = "'" + text + "' has an unknown unit (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)";
-    return false;
-  }
-  double b = v * it->second;
-  if (b > 1.8e19) {
-    *why = "'" + text + "' is too large";
-    return false;
-  }
-  if (it->second == 1 && v != std::floor(v)) {
-    *why = "'" + text + "' is a fraction of a byte";
-    return false;
-  }
-  *bytes = uint64_t(std::llround(b));
-  return true;
-}
+std::string signed_bytes(int64_t change) { return (change < 0 ? "-" : "+") + format_bytes(magnitude(change)); }
 
 std::string site_key(const std::vector<Frame>& stack) {
   std::string k;
@@ -147,9 +113,9 @@ nlohmann::json diff_json(const RunDiff& d, const std::string& base_path, const s
 
 std::string diff_text(const RunDiff& d, size_t top) {
   std::string o;
-  o += "peak: " + human_bytes(d.base_peak) + " -> " + human_bytes(d.new_peak) + " (" +
+  o += "peak: " + format_bytes(d.base_peak) + " -> " + format_bytes(d.new_peak) + " (" +
        signed_bytes(byte_change(d.base_peak, d.new_peak)) + ")\n";
-  o += "leaks: " + human_bytes(d.base_leak) + " -> " + human_bytes(d.new_leak) + " (" +
+  o += "leaks: " + format_bytes(d.base_leak) + " -> " + format_bytes(d.new_leak) + " (" +
        signed_bytes(byte_change(d.base_leak, d.new_leak)) + ")\n";
   o += "call sites, largest change first:\n";
   size_t shown = 0, changed = 0;

@@ -12,10 +12,6 @@
 
 namespace vt::analyzer {
 
-// "512MiB", "4GB", "1.5GiB", "1048576", "2 GiB": bytes. KiB/MiB/GiB/TiB (and K/M/G/T) are powers
-// of 1024, KB/MB/GB/TB powers of 1000. False with a reason for anything else.
-bool parse_size(const std::string& text, uint64_t* bytes, std::string* why);
-
 // The identity of a call site across runs.
 std::string site_key(const std::vector<Frame>& stack);
 // A short human name for a site: its innermost meaningful frame, and `callers` more after " < ".

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "compare.h"
-#include "oom_verdict.h"
+#include "byte_size.h"
 #include "terminal_escape.h"
 
 namespace vt::analyzer {
@@ -37,16 +37,16 @@ std::vector<Violation> judge_gate(const std::vector<TraceReport>& runs, const st
     if (r.unreadable) continue;
     uint64_t peak = peak_of(r);
     if (lim.has_max_peak && peak > lim.max_peak)
-      v.push_back({"max_peak", r.path, "peak " + human_bytes(peak) + " (" + std::to_string(peak) + " bytes) > allowed " +
-                                           human_bytes(lim.max_peak) + " in " + r.path,
+      v.push_back({"max_peak", r.path, "peak " + format_bytes(peak) + " (" + std::to_string(peak) + " bytes) > allowed " +
+                                           format_bytes(lim.max_peak) + " in " + r.path,
                    double(peak), double(lim.max_peak)});
     if (lim.has_max_leak && r.leak_bytes > lim.max_leak)
-      v.push_back({"max_leak", r.path, "leaked " + human_bytes(r.leak_bytes) + " (" + std::to_string(r.leak_bytes) +
-                                           " bytes) > allowed " + human_bytes(lim.max_leak) + " in " + r.path,
+      v.push_back({"max_leak", r.path, "leaked " + format_bytes(r.leak_bytes) + " (" + std::to_string(r.leak_bytes) +
+                                           " bytes) > allowed " + format_bytes(lim.max_leak) + " in " + r.path,
                    double(r.leak_bytes), double(lim.max_leak)});
     if (lim.no_oom && !r.ooms.empty())
       v.push_back({"no_oom", r.path, std::to_string(r.ooms.size()) + " failed allocation" + (r.ooms.size() > 1 ? "s" : "") +
-                                         " (first: " + human_bytes(r.ooms[0].requested_bytes) + ", verdict " + r.ooms[0].verdict +
+                                         " (first: " + format_bytes(r.ooms[0].requested_bytes) + ", verdict " + r.ooms[0].verdict +
                                          ") > allowed 0 in " + r.path,
                    double(r.ooms.size()), 0});
   }
@@ -57,8 +57,8 @@ std::vector<Violation> judge_gate(const std::vector<TraceReport>& runs, const st
   if (lim.max_peak_growth >= 0 && d.base_peak) {
     double g = (double(d.new_peak) - double(d.base_peak)) * 100.0 / double(d.base_peak);
     if (g > lim.max_peak_growth)
-      v.push_back({"max_peak_growth", n->path, "peak growth " + pct(g) + " (" + human_bytes(d.new_peak) + " vs baseline " +
-                                                   human_bytes(d.base_peak) + ") > allowed " + pct(lim.max_peak_growth),
+      v.push_back({"max_peak_growth", n->path, "peak growth " + pct(g) + " (" + format_bytes(d.new_peak) + " vs baseline " +
+                                                   format_bytes(d.base_peak) + ") > allowed " + pct(lim.max_peak_growth),
                    g, lim.max_peak_growth});
   }
   if (lim.max_site_growth >= 0) {
@@ -66,13 +66,13 @@ std::vector<Violation> judge_gate(const std::vector<TraceReport>& runs, const st
       if (c.base_peak > 0) {
         double g = (double(c.new_peak) - double(c.base_peak)) * 100.0 / double(c.base_peak);
         if (g > lim.max_site_growth)
-          v.push_back({"max_site_growth", n->path, "site growth " + pct(g) + " at " + c.label + " (" + human_bytes(c.new_peak) +
-                                                       " vs baseline " + human_bytes(c.base_peak) + ") > allowed " +
+          v.push_back({"max_site_growth", n->path, "site growth " + pct(g) + " at " + c.label + " (" + format_bytes(c.new_peak) +
+                                                       " vs baseline " + format_bytes(c.base_peak) + ") > allowed " +
                                                        pct(lim.max_site_growth),
                        g, lim.max_site_growth});
       } else if (c.new_peak > 0 && double(c.new_peak) > 0.01 * double(d.base_peak)) {
         // A site the baseline did not have counts when it matters (over 1% of the baseline peak).
-        v.push_back({"max_site_growth", n->path, "new site " + c.label + " holds " + human_bytes(c.new_peak) +
+        v.push_back({"max_site_growth", n->path, "new site " + c.label + " holds " + format_bytes(c.new_peak) +
                                                      " at the peak (not in the baseline) > allowed " + pct(lim.max_site_growth),
                      INFINITY, lim.max_site_growth});
       }

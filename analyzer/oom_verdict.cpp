@@ -4,23 +4,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "byte_size.h"
+
 namespace vt::analyzer {
 
-std::string human_bytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = double(b);
-  int u = 0;
-  while (v >= 1024 && u < 5) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0)
-    snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
-  else
-    snprintf(buf, sizeof buf, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, units[u]);
-  return buf;
-}
 
 namespace {
 
@@ -60,7 +47,7 @@ void judge_oom(OomReport& o) {
       listed += g.bytes;
       if (named.size() < 200)
         named += (named.empty() ? "" : ", ") + std::string("pid ") + std::to_string(g.pid) +
-                 (g.name.empty() ? "" : " (" + g.name + ")") + " " + human_bytes(g.bytes);
+                 (g.name.empty() ? "" : " (" + g.name + ")") + " " + format_bytes(g.bytes);
     }
     used_nvml_total(listed, o, others, cached);
   }
@@ -71,14 +58,14 @@ void judge_oom(OomReport& o) {
   std::vector<Cause> causes;
   if (o.device_total_bytes && R > o.device_total_bytes) {
     causes.push_back({"request_exceeds_device", 1.0 + double(R) / T,
-                      "the request (" + human_bytes(R) + ") is larger than the whole device (" +
-                          human_bytes(o.device_total_bytes) + ")",
+                      "the request (" + format_bytes(R) + ") is larger than the whole device (" +
+                          format_bytes(o.device_total_bytes) + ")",
                       {{"requested_bytes", R}, {"device_total_bytes", o.device_total_bytes}}});
   }
   if (double(others) >= 0.05 * T) {
     bool would_fit = R <= F + others;
     causes.push_back({"other_processes", double(others) / T + (would_fit ? 0.5 : 0),
-                      human_bytes(others) + " of the device is held outside this process" +
+                      format_bytes(others) + " of the device is held outside this process" +
                           (named.empty() ? " (other processes, the driver)" : ": " + named) +
                           (would_fit ? "; without it the request would fit" : ""),
                       {{"other_bytes", others}, {"device_free_bytes", F}, {"requested_bytes", R}}});
@@ -87,9 +74,9 @@ void judge_oom(OomReport& o) {
     bool would_fit = R <= F + cached;
     double score = F >= R ? 0.9 : double(cached) / T + (would_fit ? 0.5 : 0);
     causes.push_back({"fragmentation", score,
-                      F >= R ? "the device reported " + human_bytes(F) + " free, enough for the request, yet "
+                      F >= R ? "the device reported " + format_bytes(F) + " free, enough for the request, yet "
                                    "the allocation failed: the free memory is not usable in one piece"
-                             : human_bytes(cached) + " is reserved by this process but not in use (pool free "
+                             : format_bytes(cached) + " is reserved by this process but not in use (pool free "
                                    "space, unmapped physical memory)" +
                                    (would_fit ? "; released, it would make room for the request" : ""),
                       {{"cached_bytes", cached},
@@ -102,7 +89,7 @@ void judge_oom(OomReport& o) {
     bool would_fit = R <= F + growth;
     std::string site = o.grew_before.empty() ? "" : where(o.grew_before[0].site.stack);
     causes.push_back({"leak_growth", double(growth) / double(std::max<uint64_t>(P, 1)) + (would_fit ? 0.5 : 0),
-                      human_bytes(growth) + " of the live set grew steadily before the failure" +
+                      format_bytes(growth) + " of the live set grew steadily before the failure" +
                           (site.empty() ? "" : ", most at " + site),
                       {{"growth_bytes", growth},
                        {"growing_sites", o.grew_before.size()},
@@ -112,7 +99,7 @@ void judge_oom(OomReport& o) {
     uint64_t stable = P - growth;
     bool alone_too_big = double(stable) + double(R) > double(o.device_total_bytes) - double(others);
     causes.push_back({"live_set_too_large", double(stable) / T + (alone_too_big ? 0.3 : 0),
-                      "this process holds " + human_bytes(P) + " of live device memory" +
+                      "this process holds " + format_bytes(P) + " of live device memory" +
                           (alone_too_big ? "; with the request it does not fit on the device" : ""),
                       {{"process_device_bytes", P}, {"requested_bytes", R}, {"device_total_bytes", o.device_total_bytes}}});
   }
@@ -120,15 +107,15 @@ void judge_oom(OomReport& o) {
   o.causes = causes;
   o.verdict = causes.empty() ? "unknown" : causes[0].code;
 
-  std::string top = o.top_holders.empty() ? "" : where(o.top_holders[0].stack) + " (" + human_bytes(o.top_holders[0].bytes) + ")";
+  std::string top = o.top_holders.empty() ? "" : where(o.top_holders[0].stack) + " (" + format_bytes(o.top_holders[0].bytes) + ")";
   o.remedies.clear();
   if (o.verdict == "request_exceeds_device") {
-    o.remedies = {"The request alone (" + human_bytes(R) + ") exceeds the device: no allocator setting can make "
+    o.remedies = {"The request alone (" + format_bytes(R) + ") exceeds the device: no allocator setting can make "
                   "it fit. Split the work: smaller tensors or chunks, sharding across devices, or CPU offload.",
                   "Check the size computation at " + where(o.stack) + ": an unexpectedly huge request is often a "
                   "shape bug."};
   } else if (o.verdict == "other_processes") {
-    o.remedies = {"Other processes hold " + human_bytes(others) + " of this GPU" + (named.empty() ? "" : " (" + named + ")") +
+    o.remedies = {"Other processes hold " + format_bytes(others) + " of this GPU" + (named.empty() ? "" : " (" + named + ")") +
                       ": stop them, or choose a free GPU "
                   "with CUDA_VISIBLE_DEVICES (nvidia-smi or `vramtrace top` shows who holds what).",
                   "When sharing a GPU on purpose, cap each process: torch.cuda.set_per_process_memory_fraction, "
@@ -142,7 +129,7 @@ void judge_oom(OomReport& o) {
                   "because the memory is cached, not in use."};
   } else if (o.verdict == "leak_growth") {
     std::string site = o.grew_before.empty() ? "a call site" : where(o.grew_before[0].site.stack);
-    o.remedies = {site + " grew by " + human_bytes(o.grew_before.empty() ? 0 : o.grew_before[0].growth_bytes) +
+    o.remedies = {site + " grew by " + format_bytes(o.grew_before.empty() ? 0 : o.grew_before[0].growth_bytes) +
                       " before the failure: look for tensors or buffers kept across iterations (a loss kept with "
                       "its graph: use loss.item() or loss.detach(); lists that collect outputs; caches keyed by "
                       "step).",

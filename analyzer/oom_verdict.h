@@ -9,7 +9,4 @@ namespace vt::analyzer {
 // Fills o.causes (ranked), o.verdict and o.remedies.
 void judge_oom(OomReport& o);
 
-// "1.50 GiB", "512 MiB", "12.0 KiB", "100 B".
-std::string human_bytes(uint64_t b);
-
 }  // namespace vt::analyzer

@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "byte_size.h"
+
 #include "activity.h"
 #include "activity_format.h"
 #include "activity_stream.h"
@@ -28,18 +30,6 @@ std::string quote(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string human_bytes(uint64_t b) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, kUnits[u]);
-  return buf;
-}
 
 class Writer {
  public:
@@ -297,7 +287,7 @@ class Exporter {
       }
       args["stack"] = frames;
     }
-    std::string name = std::string(failed ? "FAILED " : "") + r.op->name + " " + human_bytes(r.size);
+    std::string name = std::string(failed ? "FAILED " : "") + r.op->name + " " + format_bytes(r.size);
     int64_t pid = pid_of(r.device);
     ensure_gpu(pid);
     w_.event("\"ph\":\"i\",\"s\":\"p\",\"name\":" + quote(name) + ",\"cat\":\"" + (failed ? "oom" : "allocation") +
@@ -340,8 +330,8 @@ class Exporter {
     CopyActivity c;
     if (!decode_copy(r, base_, &c)) return;
     stats_.copies++;
-    std::string name = c.is_memset ? "Memset " + human_bytes(c.bytes)
-                                   : std::string("Memcpy ") + memcpy_kind_name(c.copy_kind) + " " + human_bytes(c.bytes);
+    std::string name = c.is_memset ? "Memset " + format_bytes(c.bytes)
+                                   : std::string("Memcpy ") + memcpy_kind_name(c.copy_kind) + " " + format_bytes(c.bytes);
     std::string args = "\"bytes\":" + std::to_string(c.bytes) + ",\"correlation\":" + std::to_string(c.correlation) +
                        ",\"async\":" + ((c.flags & 1) ? "true" : "false");
     place(name, c.is_memset ? "memset" : "memcpy", c.device, c.stream, c.start_ns, c.end_ns, args, "copies");

@@ -11,7 +11,7 @@
 //     bytes, with op, size, address, kind and the symbolized call stack in args.
 // otherData holds the trace's identity, the kernel recorder's state (recorded, stepped aside,
 // lost records) and, when CUPTI reported allocations, the coverage cross-check (CoverageStream).
-// Aggregation, so big traces stay usable (also described in cupti/FORMAT.md):
+// Aggregation, so big traces stay usable (also described in docs/trace-format.md, "Perfetto export"):
 //   - counters: at most two samples per device per counter_interval (the window's highest total
 //     at its instant, then the window's last value), so peaks are never smoothed away;
 //   - allocations below the threshold are not drawn one by one (the counters include them);

@@ -3,7 +3,8 @@
 
 #include <cstdio>
 
-#include "event_fields.h"
+#include "meta_records.h"
+#include "op_table.h"
 
 namespace vt::analyzer {
 
@@ -15,11 +16,12 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-void put_aux(nlohmann::json& j, AuxMeaning m, uint64_t v) {
-  if (m == AuxMeaning::Location) {
+// One optional field under the name the op table gives it (`unnamed` for an op it does not know).
+void put_field(nlohmann::json& j, Field f, const char* unnamed, uint64_t v) {
+  if (f == Field::Location) {
     j["location"] = {{"type", location_type_name(uint32_t(v >> 32))}, {"id", int32_t(uint32_t(v))}};
   } else {
-    j[aux_name(m)] = v;
+    j[f == Field::None ? unnamed : field_info(f).json] = v;
   }
 }
 
@@ -34,12 +36,12 @@ nlohmann::json event_json(const Record& r) {
   j["result"] = r.result;
   j["device"] = r.device;
   j["context"] = hex(r.context);
-  if (r.has(format::kEvAddr)) j["address"] = r.addr;
-  if (r.has(format::kEvSize)) j["size"] = r.size;
+  OpFields f = r.op ? r.op->fields : OpFields{Field::None, Field::None, Field::None, Field::None};
+  if (r.has(format::kEvAddr)) put_field(j, f.addr, "address", r.addr);
+  if (r.has(format::kEvSize)) put_field(j, f.size, "size", r.size);
   if (r.op && r.op->kind == MemKind::Async) j["stream"] = hex(r.stream);
-  AuxFields af = r.op ? aux_fields(HookId(r.op->code - 1)) : AuxFields{};
-  if (r.has(format::kEvAux)) put_aux(j, af.aux, r.aux);
-  if (r.has(format::kEvAux2)) put_aux(j, af.aux2 == AuxMeaning::None ? AuxMeaning::None : af.aux2, r.aux2);
+  if (r.has(format::kEvAux)) put_field(j, f.aux, "aux", r.aux);
+  if (r.has(format::kEvAux2)) put_field(j, f.aux2, "aux2", r.aux2);
   if (r.has(format::kEvFailed)) {
     j["free_bytes"] = r.free_bytes;
     j["total_bytes"] = r.total_bytes;
@@ -47,35 +49,57 @@ nlohmann::json event_json(const Record& r) {
   return j;
 }
 
+namespace {
+
+// A record's fields under the JSON keys its schema gives them (format/meta_records.h).
+class JsonFields {
+ public:
+  explicit JsonFields(nlohmann::json& j) : j_(j) {}
+  template <format::Wire K, class T>
+  void field(const T& m, const char* key, const char*) {
+    if constexpr (K == format::Wire::TextList) {
+      j_[key] = split_argv(m);
+    } else if constexpr (K == format::Wire::Bytes) {  // hex; "" when every byte is 0 (unknown)
+      j_[key] = m.find_first_not_of('\0') == format::Text::npos ? std::string() : hex_bytes(m);
+    } else if constexpr (format::kIsText<T>) {
+      j_[key] = std::string(m);
+    } else if constexpr (K == format::Wire::Triple) {
+      j_[key] = {m[0], m[1], m[2]};
+    } else {
+      j_[key] = m;
+    }
+  }
+
+ private:
+  static std::string hex_bytes(format::Text b) {
+    static const char* d = "0123456789abcdef";
+    std::string s;
+    for (unsigned char c : b) s += {d[c >> 4], d[c & 15]};
+    return s;
+  }
+  nlohmann::json& j_;
+};
+
+template <class Schema, class R>
+void put_record(nlohmann::json& j, const Record& r, bool keep_partial) {
+  R rec;
+  if (!format::decode<Schema>(r.payload, r.payload_len, &rec) && !keep_partial) rec = R{};
+  j["record"] = Schema::kName;
+  JsonFields out(j);
+  Schema::visit(rec, out);
+}
+
+}  // namespace
+
 nlohmann::json meta_json(const Record& r) {
   nlohmann::json j;
   j["t_ns"] = r.t_ns;
   j["tid"] = r.tid;
   switch (r.tag) {
-    case format::kTagProcess: {
-      ProcessInfo p;
-      decode_process_payload(r.payload, r.payload_len, &p);
-      j["record"] = "process";
-      j["argv"] = p.argv;
-      j["exe"] = p.exe;
-      j["driver_version"] = p.driver_version;
-      break;
-    }
-    case format::kTagDevice: {
-      DeviceInfo d;
-      decode_device_payload(r.payload, r.payload_len, &d);
-      j["record"] = "device";
-      j["ordinal"] = d.ordinal;
-      j["name"] = d.name;
-      j["total_bytes"] = d.total_bytes;
-      j["uuid"] = d.uuid;
-      break;
-    }
-    case format::kTagEnd: j["record"] = "end"; break;
-    case format::kTagNote:
-      j["record"] = "note";
-      j["text"] = std::string(reinterpret_cast<const char*>(r.payload), r.payload_len);
-      break;
+    case format::kTagProcess: put_record<format::ProcessSchema, format::ProcessRecord>(j, r, false); break;
+    case format::kTagDevice: put_record<format::DeviceSchema, format::DeviceRecord>(j, r, true); break;
+    case format::kTagEnd: put_record<format::EndSchema, format::EndRecord>(j, r, true); break;
+    case format::kTagNote: put_record<format::NoteSchema, format::NoteRecord>(j, r, true); break;
     default: j["record"] = "unknown"; j["tag"] = r.tag;
   }
   return j;

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "byte_size.h"
 #include "compare.h"
 #include "cuda_result.h"
 #include "oom_verdict.h"
@@ -31,9 +32,9 @@ std::string duration(uint64_t ns) {
 std::string where(const std::vector<Frame>& stack) { return stack.empty() ? "(no stack recorded)" : site_label(stack, 1); }
 
 std::string size_range(const SizeBucket& b) {
-  if (b.min_bytes == 0) return "< " + human_bytes(b.max_bytes);
-  if (b.max_bytes == 0) return ">= " + human_bytes(b.min_bytes);
-  return human_bytes(b.min_bytes) + " - " + human_bytes(b.max_bytes);
+  if (b.min_bytes == 0) return "< " + format_bytes(b.max_bytes);
+  if (b.max_bytes == 0) return ">= " + format_bytes(b.min_bytes);
+  return format_bytes(b.min_bytes) + " - " + format_bytes(b.max_bytes);
 }
 
 }  // namespace
@@ -58,18 +59,18 @@ std::string summary_text(const TraceReport& r, size_t top) {
     uint64_t total = 0;
     for (const DeviceInfo& d : p.devices)
       if (int(d.ordinal) == pk.device) total = d.total_bytes;
-    o << "  peak         " << human_bytes(pk.bytes) << " on GPU " << pk.device << " at " << secs(r, pk.t_ns)
-      << (total ? " (" + pct_of(pk.bytes, total) + " of its " + human_bytes(total) + ")" : "") << "\n";
+    o << "  peak         " << format_bytes(pk.bytes) << " on GPU " << pk.device << " at " << secs(r, pk.t_ns)
+      << (total ? " (" + pct_of(pk.bytes, total) + " of its " + format_bytes(total) + ")" : "") << "\n";
     if (!pk.live_set.empty())
-      o << "               largest holder " << human_bytes(pk.live_set[0].bytes) << " in "
+      o << "               largest holder " << format_bytes(pk.live_set[0].bytes) << " in "
         << count(pk.live_set[0].count, "allocation") << ": " << e(where(pk.live_set[0].stack)) << "\n";
   }
-  o << "  at the end   " << human_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation")
+  o << "  at the end   " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation")
     << (r.end == "clean_exit" ? " never freed" : " live when the trace ended") << "\n";
-  if (!r.leaks.empty()) o << "               largest " << human_bytes(r.leaks[0].bytes) << ": " << e(where(r.leaks[0].stack)) << "\n";
+  if (!r.leaks.empty()) o << "               largest " << format_bytes(r.leaks[0].bytes) << ": " << e(where(r.leaks[0].stack)) << "\n";
   if (!r.growth.empty())
     o << "  growth       " << count(r.growth.size(), "call site") << " kept growing; the most, +"
-      << human_bytes(r.growth[0].growth_bytes) << ": " << e(where(r.growth[0].site.stack)) << "\n";
+      << format_bytes(r.growth[0].growth_bytes) << ": " << e(where(r.growth[0].site.stack)) << "\n";
   if (r.ooms.empty()) {
     o << "  OOMs         none\n";
   } else {
@@ -84,12 +85,12 @@ std::string summary_text(const TraceReport& r, size_t top) {
         o << "               ... " << (r.ooms.size() - 3) << " more (vramtrace oom)\n";
         break;
       }
-      o << "               " << secs(r, x.t_ns) << "  " << human_bytes(x.requested_bytes) << " on GPU " << x.device << ", "
+      o << "               " << secs(r, x.t_ns) << "  " << format_bytes(x.requested_bytes) << " on GPU " << x.device << ", "
         << cuda_result_name(x.result) << ": " << e(x.verdict) << " at " << e(where(x.stack)) << "\n";
     }
   }
   const AllocationStats& a = r.allocations;
-  o << "  allocations  " << count(a.count, "allocation") << ", " << human_bytes(a.bytes) << " in all; " << a.freed
+  o << "  allocations  " << count(a.count, "allocation") << ", " << format_bytes(a.bytes) << " in all; " << a.freed
     << " freed during the run\n";
 
   if (!a.histogram.empty()) {
@@ -100,7 +101,7 @@ std::string summary_text(const TraceReport& r, size_t top) {
       char line[160];
       snprintf(line, sizeof line, "  %-22s %10llu  %-30s %s\n", size_range(b).c_str(), (unsigned long long)b.count,
                std::string(size_t(b.count * 30 / most) + (b.count ? 1 : 0) > 30 ? 30 : size_t(b.count * 30 / most) + (b.count ? 1 : 0), '#').c_str(),
-               human_bytes(b.bytes).c_str());
+               format_bytes(b.bytes).c_str());
       o << line;
     }
   }
@@ -109,7 +110,7 @@ std::string summary_text(const TraceReport& r, size_t top) {
     size_t n = 0;
     for (const LargeAllocation& x : a.largest) {
       if (n++ == top) break;
-      o << "  " << human_bytes(x.bytes) << "  " << e(x.op) << " on GPU " << x.device << " at " << secs(r, x.t_ns) << ", "
+      o << "  " << format_bytes(x.bytes) << "  " << e(x.op) << " on GPU " << x.device << " at " << secs(r, x.t_ns) << ", "
         << (x.freed ? "freed at " + secs(r, x.freed_t_ns) : std::string("never freed")) << "\n      " << e(where(x.stack)) << "\n";
     }
   }
@@ -118,7 +119,7 @@ std::string summary_text(const TraceReport& r, size_t top) {
     size_t n = 0;
     for (const SiteGroup& g : r.peaks[0].live_set) {
       if (n++ == std::min<size_t>(top, 5)) break;
-      o << "  " << human_bytes(g.bytes) << " (" << pct_of(g.bytes, r.peaks[0].bytes) << ") in " << count(g.count, "allocation")
+      o << "  " << format_bytes(g.bytes) << " (" << pct_of(g.bytes, r.peaks[0].bytes) << ") in " << count(g.count, "allocation")
         << ": " << e(where(g.stack)) << "\n";
     }
   }

@@ -6,6 +6,7 @@
 
 #include "cuda_result.h"
 #include "text_words.h"
+#include "byte_size.h"
 #include "oom_verdict.h"
 #include "report_render.h"
 #include "terminal_escape.h"
@@ -46,7 +47,7 @@ void stack_lines(std::ostringstream& o, const std::vector<Frame>& stack, const c
 void groups(std::ostringstream& o, const std::vector<SiteGroup>& v) {
   int i = 0;
   for (const SiteGroup& g : v) {
-    o << "  #" << ++i << "  " << human_bytes(g.bytes) << " in " << count(g.count, "allocation") << " (" << pct(g.share)
+    o << "  #" << ++i << "  " << format_bytes(g.bytes) << " in " << count(g.count, "allocation") << " (" << pct(g.share)
       << ", " << e(memory_kind(g.kind)) << (g.device >= 0 ? ", GPU " + std::to_string(g.device) : "") << ")\n";
     stack_lines(o, g.stack, "      ");
   }
@@ -74,7 +75,7 @@ void header(std::ostringstream& o, const TraceReport& r) {
   for (const std::string& a : p.argv) cmd += (cmd.empty() ? "" : " ") + a;
   o << "  process " << p.pid << " on " << e(p.hostname) << (p.rank >= 0 ? ", rank " + std::to_string(p.rank) : "")
     << ": " << e(cmd) << "\n";
-  for (const DeviceInfo& d : p.devices) o << "  GPU " << d.ordinal << ": " << e(d.name) << ", " << human_bytes(d.total_bytes) << "\n";
+  for (const DeviceInfo& d : p.devices) o << "  GPU " << d.ordinal << ": " << e(d.name) << ", " << format_bytes(d.total_bytes) << "\n";
   o << "  " << count(r.events, "event") << ", " << r.failed_events << " failed, trace "
     << (p.closed_cleanly ? "closed cleanly" : "ended without a clean close") << "\n";
   for (const std::string& pr : r.problems) o << "  note: " << e(pr) << "\n";
@@ -96,9 +97,9 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     o << "\nLIVE AT " << secs(r, l.t_ns) << (l.past_end ? " (after the last event: what was live at the end)" : "") << "\n";
     if (l.devices.empty()) o << "  nothing was live\n";
     for (const LiveAt::Device& d : l.devices) {
-      o << "  GPU " << d.device << ": " << human_bytes(d.device_bytes) << " device memory";
-      if (d.pinned_host_bytes) o << ", " << human_bytes(d.pinned_host_bytes) << " pinned host";
-      if (d.managed_bytes) o << ", " << human_bytes(d.managed_bytes) << " managed";
+      o << "  GPU " << d.device << ": " << format_bytes(d.device_bytes) << " device memory";
+      if (d.pinned_host_bytes) o << ", " << format_bytes(d.pinned_host_bytes) << " pinned host";
+      if (d.managed_bytes) o << ", " << format_bytes(d.managed_bytes) << " managed";
       o << "\n";
     }
     groups(o, l.live_set);
@@ -107,9 +108,9 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     o << "\nPEAK\n";
     if (r.peaks.empty()) o << "  no device memory was allocated\n";
     for (const DevicePeak& p : r.peaks) {
-      o << "  GPU " << p.device << ": " << human_bytes(p.bytes) << " at " << secs(r, p.t_ns);
+      o << "  GPU " << p.device << ": " << format_bytes(p.bytes) << " at " << secs(r, p.t_ns);
       std::string kinds;
-      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + human_bytes(v);
+      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + format_bytes(v);
       o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
       activity_lines(o, p.activity, "  ");
       groups(o, p.live_set);
@@ -117,30 +118,30 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     if (!r.phases.empty()) {
       o << "  memory by phase (top-level NVTX ranges):\n";
       for (const PhaseRow& p : r.phases)
-        o << "    " << human_bytes(p.max_peak_bytes) << " peak  " << e(p.name) << " (" << p.count << "x, up to +"
-          << human_bytes(p.max_growth_bytes) << ")\n";
+        o << "    " << format_bytes(p.max_peak_bytes) << " peak  " << e(p.name) << " (" << p.count << "x, up to +"
+          << format_bytes(p.max_growth_bytes) << ")\n";
     }
     if (!r.regions.empty()) {
       o << "  regions (peak device memory within each):\n";
       for (const RegionReport& g : r.regions)
-        o << "    " << human_bytes(g.peak_bytes) << " (+" << human_bytes(g.peak_bytes - g.start_bytes) << " over its start)  "
+        o << "    " << format_bytes(g.peak_bytes) << " (+" << format_bytes(g.peak_bytes - g.start_bytes) << " over its start)  "
           << e(g.name) << (g.closed ? "" : "  [not ended]") << "\n";
     }
-    if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << human_bytes(r.pinned_host_peak_bytes) << "\n";
-    if (r.managed_peak_bytes) o << "  managed memory peak: " << human_bytes(r.managed_peak_bytes) << "\n";
+    if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << format_bytes(r.pinned_host_peak_bytes) << "\n";
+    if (r.managed_peak_bytes) o << "  managed memory peak: " << format_bytes(r.managed_peak_bytes) << "\n";
   }
   if (section.empty() || section == "leaks") {
     o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit"
                         : r.partial      ? "live where the damaged trace stops"
                                          : "live when the trace ended: the process was killed or crashed")
-      << "): " << human_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation") << "\n";
+      << "): " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation") << "\n";
     groups(o, r.leaks);
     if (r.teardown_bytes)
-      o << "  released only by context teardown: " << human_bytes(r.teardown_bytes) << " in "
+      o << "  released only by context teardown: " << format_bytes(r.teardown_bytes) << " in "
         << count(r.teardown_count, "allocation") << "\n";
     o << "\nGROWTH (call sites whose live bytes kept rising)\n";
     for (const GrowthSite& g : r.growth) {
-      o << "  +" << human_bytes(g.growth_bytes) << " to " << human_bytes(g.site.bytes) << ", " << count(g.new_highs, "new high")
+      o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", " << count(g.new_highs, "new high")
         << " between " << secs(r, g.first_t_ns) << " and " << secs(r, g.last_t_ns) << "\n";
       stack_lines(o, g.site.stack, "      ");
     }
@@ -150,15 +151,15 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     const Fragmentation& f = r.fragmentation;
     o << "\nFRAGMENTATION\n";
     if (f.vmm_reserved_bytes_max)
-      o << "  VMM: " << human_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << human_bytes(f.vmm_mapped_bytes_at_peak)
-        << " mapped at the peak (max " << human_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
+      o << "  VMM: " << format_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << format_bytes(f.vmm_mapped_bytes_at_peak)
+        << " mapped at the peak (max " << format_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
     for (const PoolFragmentation& p : f.pools)
-      o << "  pool " << e(p.pool) << " (GPU " << p.device << "): footprint " << human_bytes(p.footprint_bytes) << ", live "
-        << human_bytes(p.live_bytes) << ", largest free gap " << human_bytes(p.largest_free_gap_bytes)
+      o << "  pool " << e(p.pool) << " (GPU " << p.device << "): footprint " << format_bytes(p.footprint_bytes) << ", live "
+        << format_bytes(p.live_bytes) << ", largest free gap " << format_bytes(p.largest_free_gap_bytes)
         << ", fragmentation " << pct(p.fragmentation) << "\n";
     for (const CacheFlush& c : f.cache_flushes)
-      o << "  at " << secs(r, c.t_ns) << " a " << human_bytes(c.requested_bytes) << " request failed; "
-        << human_bytes(c.freed_bytes) << " of cached segments were freed and the retry "
+      o << "  at " << secs(r, c.t_ns) << " a " << format_bytes(c.requested_bytes) << " request failed; "
+        << format_bytes(c.freed_bytes) << " of cached segments were freed and the retry "
         << (c.retry_succeeded ? "succeeded" : "failed") << "\n";
     if (!f.vmm_reserved_bytes_max && f.pools.empty() && f.cache_flushes.empty()) o << "  nothing to report\n";
   }
@@ -166,15 +167,15 @@ std::string report_text(const TraceReport& r, const std::string& section) {
     o << "\nOUT OF MEMORY (" << count(r.ooms.size(), "failed allocation") << ")\n";
     int i = 0;
     for (const OomReport& x : r.ooms) {
-      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << human_bytes(x.requested_bytes) << " on GPU "
+      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << format_bytes(x.requested_bytes) << " on GPU "
         << x.device << " failed: " << cuda_result_text(x.result) << "\n";
-      o << "     GPU: " << human_bytes(x.device_free_bytes) << " free of " << human_bytes(x.device_total_bytes)
-        << "; this process: " << human_bytes(x.process_device_bytes) << " live; elsewhere: "
-        << human_bytes(x.not_attributable_bytes) << "\n";
+      o << "     GPU: " << format_bytes(x.device_free_bytes) << " free of " << format_bytes(x.device_total_bytes)
+        << "; this process: " << format_bytes(x.process_device_bytes) << " live; elsewhere: "
+        << format_bytes(x.not_attributable_bytes) << "\n";
       if (x.nvml) {
         o << "     other processes on the GPU (NVML):" << (x.other_processes.empty() ? " none" : "") << "\n";
         for (const GpuProcess& g : x.other_processes)
-          o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << human_bytes(g.bytes) << "\n";
+          o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << format_bytes(g.bytes) << "\n";
       }
       activity_lines(o, x.activity, "     ");
       o << "     requested at:\n";
@@ -189,7 +190,7 @@ std::string report_text(const TraceReport& r, const std::string& section) {
       size_t shown = 0;
       for (const SiteGroup& g : x.top_holders) {
         if (shown++ == 3) break;
-        o << "       " << human_bytes(g.bytes) << " in " << count(g.count, "allocation") << ":\n";
+        o << "       " << format_bytes(g.bytes) << " in " << count(g.count, "allocation") << ":\n";
         stack_lines(o, g.stack, "         ", 4);
       }
       o << "     what to do:\n";
@@ -218,7 +219,7 @@ std::string job_table_text(const JobReport& job) {
     std::string verdict = r.verdict + (r.damaged ? (r.verdict.empty() ? "[damaged]" : " [damaged]") : "");
     char line[256];
     snprintf(line, sizeof line, "  %-6s %-10llu %-13s %-13s %-5zu %-7s ", r.rank >= 0 ? std::to_string(r.rank).c_str() : "-",
-             static_cast<unsigned long long>(r.pid), human_bytes(r.peak_bytes).c_str(), human_bytes(r.leak_bytes).c_str(),
+             static_cast<unsigned long long>(r.pid), format_bytes(r.peak_bytes).c_str(), format_bytes(r.leak_bytes).c_str(),
              r.ooms, r.damaged ? "?" : r.end == "clean_exit" ? "exit" : "KILLED");
     o << line << e(verdict) << std::string(verdict.size() < 24 ? 25 - verdict.size() : 1, ' ') << e(r.command) << "\n";
   }
@@ -229,8 +230,8 @@ std::string job_table_text(const JobReport& job) {
       << "before exit handlers ran); its leaks are what was live when it died\n";
   char imb[64];
   snprintf(imb, sizeof imb, "%.2f", job.imbalance);
-  o << "  peak: max " << human_bytes(job.max_peak) << ", min " << human_bytes(job.min_peak) << ", mean "
-    << human_bytes(job.mean_peak) << "; imbalance (max/mean) " << imb << "\n";
+  o << "  peak: max " << format_bytes(job.max_peak) << ", min " << format_bytes(job.min_peak) << ", mean "
+    << format_bytes(job.mean_peak) << "; imbalance (max/mean) " << imb << "\n";
   return o.str();
 }
 

@@ -345,7 +345,7 @@ std::vector<Frame> Symbolizer::python_frame(uint64_t raw) {
   const PyCodeInfo& c = it->second;
   f.function = c.qualname;
   f.file = c.file;
-  int line = python_line(c.py_minor, reinterpret_cast<const uint8_t*>(c.linetable.data()), c.linetable.size(),
+  int line = format::python_line(c.py_minor, reinterpret_cast<const uint8_t*>(c.linetable.data()), c.linetable.size(),
                          c.first_line, instr);
   f.line = line > 0 ? line : c.first_line;
   return {f};

@@ -1,4 +1,5 @@
-// See trace_reader.h. Decoding mirrors interpose/recorder.cpp; the format is in trace_format.h.
+// See trace_reader.h. Decoding mirrors interpose/recorder.cpp; the format is format/trace_format.h,
+// payloads are read with format/payload.h.
 #include "trace_reader.h"
 
 #include <fcntl.h>
@@ -10,6 +11,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "file_header.h"
+#include "meta_records.h"
+#include "payload.h"
 #include "regular_file.h"
 
 namespace vt::analyzer {
@@ -35,42 +39,9 @@ struct TraceReader::Cursor {
 
 namespace {
 
-struct Bytes {
-  const uint8_t* p;
-  const uint8_t* end;
-  bool ok = true;
-  uint64_t varint() {
-    if (p < end && *p < 0x80) return *p++;  // one byte: most deltas, flags and small sizes
-    if (end - p >= 2 && p[1] < 0x80) {       // two and three: stack ids, address deltas
-      uint64_t v = uint64_t(p[0] & 0x7f) | uint64_t(p[1]) << 7;
-      p += 2;
-      return v;
-    }
-    if (end - p >= 3 && p[2] < 0x80) {
-      uint64_t v = uint64_t(p[0] & 0x7f) | uint64_t(p[1] & 0x7f) << 7 | uint64_t(p[2]) << 14;
-      p += 3;
-      return v;
-    }
-    uint64_t v = 0;
-    if (!ok || !(p = fmt::get_varint(p, end, &v))) {
-      ok = false;
-      p = end;
-    }
-    return v;
-  }
-  std::string str() {
-    uint64_t n = varint();
-    if (!ok || n > uint64_t(end - p)) {
-      ok = false;
-      return {};
-    }
-    std::string s(reinterpret_cast<const char*>(p), n);
-    p += n;
-    return s;
-  }
-};
+using Bytes = fmt::PayloadReader;
 
-std::string hex(const std::string& b) {
+std::string hex(fmt::Text b) {
   static const char* d = "0123456789abcdef";
   std::string s;
   for (unsigned char c : b) {
@@ -85,47 +56,53 @@ std::string fixed_str(const char* s, size_t cap) { return std::string(s, strnlen
 }  // namespace
 
 bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out) {
-  Bytes b{p, p + n};
-  int driver = int(b.varint());
-  std::string cmdline = b.str();
-  std::string exe = b.str();
-  if (!b.ok) return false;
-  out->driver_version = driver;
-  out->exe = exe;
-  out->argv.clear();
-  size_t start = 0;
-  for (size_t i = 0; i <= cmdline.size(); ++i) {
-    if (i == cmdline.size() || cmdline[i] == '\0') {
-      if (i > start || i < cmdline.size()) out->argv.push_back(cmdline.substr(start, i - start));
-      start = i + 1;
-    }
-  }
+  fmt::ProcessRecord rec;
+  if (!fmt::decode<fmt::ProcessSchema>(p, n, &rec)) return false;
+  out->driver_version = int(rec.driver_version);
+  out->exe = std::string(rec.exe);
+  out->argv = split_argv(rec.argv);
   return true;
 }
 
+std::vector<std::string> split_argv(std::string_view cmdline) {
+  std::vector<std::string> argv;
+  size_t start = 0;
+  for (size_t i = 0; i <= cmdline.size(); ++i) {
+    if (i == cmdline.size() || cmdline[i] == '\0') {
+      if (i > start || i < cmdline.size()) argv.emplace_back(cmdline.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return argv;
+}
+
 bool decode_stack_meta(const Record& r, StackStore* store) {
-  Bytes b{r.payload, r.payload + r.payload_len};
+  Bytes b(r.payload, r.payload_len);
   switch (r.tag) {
     case fmt::kTagStack: {
-      uint32_t id = uint32_t(b.varint());
-      uint64_t n = b.varint();
-      if (!b.ok || n > 4096) return false;
-      if (store->stacks.count(id)) return true;
-      std::vector<uint64_t> frames(n);
-      for (uint64_t& f : frames) f = b.varint();
-      if (!b.ok) return false;
-      store->stacks.emplace(id, std::move(frames));
+      fmt::StackRecord s;
+      if (!fmt::decode<fmt::StackSchema>(b, &s) || s.frames > fmt::kMaxStackRecordFrames) return false;
+      if (store->stacks.count(s.id)) return true;
+      std::vector<uint64_t> frames(s.frames);
+      fmt::StackFrameRow row;
+      for (uint64_t& f : frames) {
+        fmt::decode<fmt::StackFrameSchema>(b, &row);
+        f = row.frame;
+      }
+      if (!b.ok()) return false;
+      store->stacks.emplace(s.id, std::move(frames));
       return true;
     }
     case fmt::kTagModule: {
+      fmt::ModuleRecord rec;
+      if (!fmt::decode<fmt::ModuleSchema>(b, &rec)) return false;
       ModuleInfo m;
-      m.bias = b.varint();
-      m.lo = b.varint();
-      m.hi = b.varint();
-      m.path = b.str();
-      m.build_id = hex(b.str());
+      m.bias = rec.bias;
+      m.lo = rec.lo;
+      m.hi = rec.hi;
+      m.path = std::string(rec.path);
+      m.build_id = hex(rec.build_id);
       m.t_ns = r.t_ns;
-      if (!b.ok) return false;
       std::string key(reinterpret_cast<const char*>(&m.lo), sizeof m.lo);
       key.append(reinterpret_cast<const char*>(&m.hi), sizeof m.hi);
       key += m.path;
@@ -134,71 +111,72 @@ bool decode_stack_meta(const Record& r, StackStore* store) {
       return true;
     }
     case fmt::kTagPyCode: {
-      uint32_t id = uint32_t(b.varint());
+      fmt::PyCodeRecord rec;
+      if (!fmt::decode<fmt::PyCodeSchema>(b, &rec)) return false;
       PyCodeInfo c;
-      c.py_minor = int(b.varint());
-      c.first_line = int(b.varint());
-      c.file = b.str();
-      c.qualname = b.str();
-      c.linetable = b.str();
-      if (!b.ok) return false;
-      store->code.emplace(id, std::move(c));
+      c.py_minor = int(rec.py_minor);
+      c.first_line = int(rec.first_line);
+      c.file = std::string(rec.file);
+      c.qualname = std::string(rec.qualname);
+      c.linetable = std::string(rec.linetable);
+      store->code.emplace(rec.id, std::move(c));
       return true;
     }
     case fmt::kTagThread: {
-      uint32_t tid = uint32_t(b.varint());
-      uint64_t flags = b.varint();
-      std::string name = b.str();
-      if (!b.ok) return false;
-      ThreadInfo& t = store->threads[tid];
-      t.name = name;
-      t.python = t.python || (flags & 1);
+      fmt::ThreadRecord rec;
+      if (!fmt::decode<fmt::ThreadSchema>(b, &rec)) return false;
+      ThreadInfo& t = store->threads[rec.tid];
+      t.name = std::string(rec.name);
+      t.python = t.python || (rec.flags & fmt::kThreadHasPython);
       return true;
     }
     case fmt::kTagConfig: {
-      store->stack_depth = int(b.varint());
-      store->python_status = int(b.varint());
-      store->python_message = b.str();
-      return b.ok;
+      fmt::ConfigRecord rec;
+      bool ok = fmt::decode<fmt::ConfigSchema>(b, &rec);
+      store->stack_depth = int(rec.stack_depth);  // what was read, even from a damaged record
+      store->python_status = int(rec.python_status);
+      store->python_message = std::string(rec.python_message);
+      return ok;
     }
   }
   return true;
 }
 
 bool decode_region(const Record& r, RegionMark* out) {
-  Bytes b{r.payload, r.payload + r.payload_len};
-  uint64_t kind = b.varint();
-  out->name = b.str();
-  if (!b.ok || (kind != fmt::kRegionBegin && kind != fmt::kRegionEnd)) return false;
-  out->begin = kind == fmt::kRegionBegin;
+  fmt::RegionRecord rec;
+  bool ok = fmt::decode<fmt::RegionSchema>(r.payload, r.payload_len, &rec);
+  out->name = std::string(rec.name);
+  if (!ok || (rec.kind != fmt::kRegionBegin && rec.kind != fmt::kRegionEnd)) return false;
+  out->begin = rec.kind == fmt::kRegionBegin;
   return true;
 }
 
 bool decode_gpu_processes(const Record& r, GpuProcessList* out) {
-  Bytes b{r.payload, r.payload + r.payload_len};
-  uint64_t device = b.varint(), count = b.varint();
-  if (!b.ok) return false;
-  out->device = int(device);
+  Bytes b(r.payload, r.payload_len);
+  fmt::GpuProcessesRecord head;
+  if (!fmt::decode<fmt::GpuProcessesSchema>(b, &head)) return false;
+  out->device = int(head.device);
   out->processes.clear();
-  for (uint64_t i = 0; i < count && i < kMaxGpuProcesses; ++i) {
+  for (uint64_t i = 0; i < head.count && i < kMaxGpuProcesses; ++i) {
+    fmt::GpuProcessRow row;
+    if (!fmt::decode<fmt::GpuProcessSchema>(b, &row)) return false;
     GpuProcess g;
-    g.pid = b.varint();
-    g.bytes = b.varint();
-    g.name = b.str();
-    if (!b.ok) return false;
+    g.pid = row.pid;
+    g.bytes = row.bytes;
+    g.name = std::string(row.name);
     out->processes.push_back(std::move(g));
   }
   return true;
 }
 
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out) {
-  Bytes b{p, p + n};
-  out->ordinal = int(b.varint());
-  out->total_bytes = b.varint();
-  out->name = b.str();
-  std::string uuid = b.str();
-  out->uuid = uuid.find_first_not_of('\0') == std::string::npos ? std::string() : hex(uuid);
-  return b.ok;
+  fmt::DeviceRecord rec;
+  bool ok = fmt::decode<fmt::DeviceSchema>(p, n, &rec);
+  out->ordinal = int(rec.ordinal);
+  out->total_bytes = rec.total_bytes;
+  out->name = std::string(rec.name);
+  out->uuid = rec.uuid.find_first_not_of('\0') == fmt::Text::npos ? std::string() : hex(rec.uuid);
+  return ok;
 }
 
 std::unique_ptr<TraceReader> TraceReader::open(const std::string& path, std::string* error) {
@@ -240,19 +218,28 @@ bool TraceReader::load(std::string* error) {
     *error = path_ + ": " + why;
     return false;
   }
-  size_ = uint64_t(st.st_size);
-  if (size_ == 0) {
-    *error = path_ + ": empty file, not a vramtrace trace";
-    return false;
-  }
-  if (size_ < sizeof(fmt::FileHeader)) {
-    bool magic = false;
-    char m8[sizeof fmt::kFileMagic];
-    if (size_ >= sizeof m8 && pread(fd_, m8, sizeof m8, 0) == ssize_t(sizeof m8))
-      magic = memcmp(m8, fmt::kFileMagic, sizeof m8) == 0;
-    *error = path_ + (magic ? ": the trace was cut inside its header (" + std::to_string(size_) + " bytes): nothing to read"
-                            : ": too short to be a vramtrace trace (" + std::to_string(size_) + " bytes)");
-    return false;
+  fmt::FileHeader h;
+  fmt::HeaderStatus status = fmt::read_header(fd_, &h, &size_);
+  std::string bytes = std::to_string(size_) + " bytes";
+  switch (status) {
+    case fmt::HeaderStatus::kValid: break;
+    case fmt::HeaderStatus::kUnreadable: *error = path_ + ": cannot read: " + strerror(errno); return false;
+    case fmt::HeaderStatus::kEmpty: *error = path_ + ": empty file, not a vramtrace trace"; return false;
+    case fmt::HeaderStatus::kNotATrace:
+      *error = path_ + (size_ < sizeof h ? ": too short to be a vramtrace trace (" + bytes + ")"
+                                         : std::string(": not a vramtrace trace (bad magic)"));
+      return false;
+    case fmt::HeaderStatus::kCutInHeader:
+      *error = path_ + ": the trace was cut inside its header (" + bytes + "): nothing to read";
+      return false;
+    case fmt::HeaderStatus::kOtherMajor:
+      *error = path_ + ": trace format " + std::to_string(h.version_major) + "." + std::to_string(h.version_minor) +
+               " is not readable by this vramtrace (format " + std::to_string(fmt::kVersionMajor) + "." +
+               std::to_string(fmt::kVersionMinor) + ")";
+      return false;
+    case fmt::HeaderStatus::kCorrupt:
+      *error = path_ + ": corrupt header (chunk size " + std::to_string(h.chunk_size) + ")";
+      return false;
   }
   void* m = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
   if (m == MAP_FAILED) {
@@ -260,23 +247,6 @@ bool TraceReader::load(std::string* error) {
     return false;
   }
   base_ = static_cast<const uint8_t*>(m);
-  fmt::FileHeader h;
-  memcpy(&h, base_, sizeof h);
-  if (memcmp(h.magic, fmt::kFileMagic, sizeof h.magic) != 0) {
-    *error = path_ + ": not a vramtrace trace (bad magic)";
-    return false;
-  }
-  if (h.version_major != fmt::kVersionMajor) {
-    *error = path_ + ": trace format " + std::to_string(h.version_major) + "." +
-             std::to_string(h.version_minor) + " is not readable by this vramtrace (format " +
-             std::to_string(fmt::kVersionMajor) + "." + std::to_string(fmt::kVersionMinor) + ")";
-    return false;
-  }
-  if (h.chunk_size < 256 || h.chunk_size > (64u << 20) || h.header_size < sizeof h ||
-      h.header_size > (64u << 20)) {
-    *error = path_ + ": corrupt header (chunk size " + std::to_string(h.chunk_size) + ")";
-    return false;
-  }
   if (h.version_minor > fmt::kVersionMinor)
     note("written by a newer vramtrace (format 1." + std::to_string(h.version_minor) +
              "); records this version does not know were skipped",
@@ -456,19 +426,19 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     r.stack = 0;
     r.payload = nullptr;
     r.payload_len = 0;
-    Bytes b{p, end};
+    Bytes b(p, size_t(end - p));
     uint64_t dt = b.varint();
     c.last_ns += dt;
     r.t_ns = c.last_ns;
     if (tag >= 0x80) {
-      r.payload = b.p;
-      r.payload_len = size_t(end - b.p);
-      if (b.ok) return true;
+      r.payload = b.pos();
+      r.payload_len = size_t(end - b.pos());
+      if (b.ok()) return true;
       note("a damaged record in chunk " + std::to_string(c.index) + " was skipped", true);
       continue;
     }
     r.op = op_by_code(tag);
-    uint8_t flags = b.p < end ? *b.p++ : 0;
+    uint8_t flags = b.byte();
     if (flags & fmt::kEvContext) {
       c.ctx = b.varint();
       uint64_t dev1 = b.varint();  // ordinal + 1; 0 = unknown
@@ -492,7 +462,7 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     r.context = c.ctx;
     r.device = c.dev;
     if (r.op && r.op->kind == MemKind::Async) r.stream = c.stream;
-    if (!b.ok) {
+    if (!b.ok()) {
       note("a damaged event in chunk " + std::to_string(c.index) + " was skipped", true);
       continue;
     }

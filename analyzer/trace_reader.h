@@ -9,11 +9,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "hook_list.h"
+#include "op_table.h"
 #include "trace_format.h"
 
 namespace vt::analyzer {
@@ -198,6 +199,8 @@ bool decode_gpu_processes(const Record& r, GpuProcessList* out);
 
 // Decoders for metadata payloads (exposed for tests).
 bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out);
+// /proc/self/cmdline's NUL-separated arguments (the process record's argv field).
+std::vector<std::string> split_argv(std::string_view cmdline);
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out);
 // Applies a stack, module, code, thread or config record to *store.
 bool decode_stack_meta(const Record& r, StackStore* store);

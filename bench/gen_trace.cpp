@@ -1,5 +1,5 @@
 // Writes a synthetic but realistic trace through the real recorder (vt::record, linked from
-// vramtrace_objs as the unit tests do): a training-like mix of alloc/free with address reuse,
+// vramtrace_recorder as the unit tests do): a training-like mix of alloc/free with address reuse,
 // stream-ordered and pool allocations, VMM create/map/unmap/release, pinned host buffers, a slow
 // leak and failed allocations with free/total, from 4 threads with distinct call sites (the
 // workload is in gen_trace_sites.cpp). Stacks follow VRAMTRACE_STACK_DEPTH (default 64; 0 =

@@ -1,11 +1,7 @@
-# What `cmake --install` puts beside the CLI and the library (those two are installed by their
-# own directories): the header, the man page and the bash/zsh completions, generated from
-# the CLI's own definition (cmake/cli_docs.cmake), and the pytest plugin with the entry point
-# that makes pytest load it. tests/packaging/install_test.sh checks the tree.
-include(GNUInstallDirs)
-
-# The live query API's header (include/vramtrace.h: inline run-time wrappers, nothing to link).
-install(FILES ${PROJECT_SOURCE_DIR}/include/vramtrace.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# What `cmake --install` puts beside the CLI, the library and the header with its CMake package
+# and .pc file (those are installed by their own directories): the man page and the bash/zsh
+# completions, generated from the CLI's own definition (cmake/cli_docs.cmake), and the pytest
+# plugin with the entry point that makes pytest load it. tests/packaging/install_test.sh checks the tree.
 
 set(VT_SHARE_OUT ${CMAKE_BINARY_DIR}/share)
 set(VT_DOCS_FILES ${VT_SHARE_OUT}/man/man1/vramtrace.1 ${VT_SHARE_OUT}/bash-completion/completions/vramtrace
@@ -27,7 +23,7 @@ if(Python3_FOUND AND NOT VRAMTRACE_PYTHON_SITE)
 endif()
 set(VRAMTRACE_PYTHON_SITE "${VRAMTRACE_PYTHON_SITE}" CACHE STRING "where cmake --install puts the pytest plugin, under the prefix")
 if(VRAMTRACE_PYTHON_SITE)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/pytest_vramtrace DESTINATION ${VRAMTRACE_PYTHON_SITE}
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/pytest_plugin/pytest_vramtrace DESTINATION ${VRAMTRACE_PYTHON_SITE}
           PATTERN __pycache__ EXCLUDE)
   set(VT_DIST_INFO ${CMAKE_BINARY_DIR}/pytest_vramtrace-${PROJECT_VERSION}.dist-info)
   file(WRITE ${VT_DIST_INFO}/METADATA "Metadata-Version: 2.1\nName: pytest-vramtrace\nVersion: ${PROJECT_VERSION}\n")

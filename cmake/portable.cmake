@@ -9,14 +9,15 @@
 # Nothing here may use a glibc symbol newer than 2.34 (tests/packaging/ldd_test.sh checks the
 # symbol versions): no std::random_device (libstdc++'s calls arc4random, 2.36; the static
 # libstdc++ still links it in, so tools/glibc_compat.cpp defines arc4random from getrandom).
-# On by default: what `cmake --install` ships then runs elsewhere too (sanitized builds turn it off).
-option(VRAMTRACE_PORTABLE "Link the CLI statically (glibc and libgcc_s only) and give libvramtrace.so RUNPATH $ORIGIN" ON)
-if(VRAMTRACE_PORTABLE AND VRAMTRACE_UBSAN)  # the sanitizer's runtime wants the shared libstdc++
-  set(VRAMTRACE_PORTABLE OFF)
+# Off by default (setup.py turns it on); sanitized builds never are (the sanitizers' runtimes
+# want the shared libstdc++).
+option(VRAMTRACE_PORTABLE "Link the CLI statically (glibc and libgcc_s only) and give libvramtrace.so RUNPATH $ORIGIN" OFF)
+if(VRAMTRACE_PORTABLE AND VRAMTRACE_SANITIZE)
+  message(FATAL_ERROR "VRAMTRACE_PORTABLE and VRAMTRACE_SANITIZE do not go together")
 endif()
 
-# elfutils for the analyzer: shared by default, its static archives when portable.
-set(VT_ELFUTILS_LIBS dw elf)
+# elfutils for the analyzer: the pkg-config targets by default, their static archives when portable.
+set(VT_ELFUTILS_LIBS PkgConfig::LIBDW PkgConfig::LIBELF)
 if(VRAMTRACE_PORTABLE)
   set(VT_ELFUTILS_LIBS "")
   foreach(lib dw elf z lzma bz2)

@@ -1,46 +1,42 @@
-// See activity_encoder.h. Field order per tag: cupti/FORMAT.md.
+// See activity_encoder.h.
 #include "activity_encoder.h"
 
 #include <cstring>
 
 #include "activity_format.h"
-#include "trace_format.h"
+#include "activity_records.h"
 
 namespace vt::cupti {
 
 namespace fmt = format;
 
+// Every record is built as its typed struct and written by its schema (format/activity_records.h),
+// so the field order exists once. Times are put on the monotonic clock here; the schema writes
+// them relative to the trace's start.
 struct Encoder::Payload {
   uint8_t data[fmt::kMaxKernelName + 256];
   size_t len = 0;
-  void v(uint64_t x) { len = size_t(fmt::put_varint(data + len, x) - data); }
-  void z(int64_t x) { v(fmt::zigzag(x)); }
-  void s(const char* p, uint32_t max) {
-    size_t n = p ? strnlen(p, max) : 0;
-    v(n);
-    if (n) memcpy(data + len, p, n);
-    len += n;
-  }
 };
 
-uint64_t Encoder::zz_time(uint64_t cupti_ts) const {
-  return fmt::zigzag(int64_t(clock_->to_mono(cupti_ts)) - int64_t(base_));
-}
+uint64_t Encoder::mono(uint64_t cupti_ts) const { return clock_->to_mono(cupti_ts); }
 
-void Encoder::emit(uint8_t tag, const Payload& p) {
-  sink_.write(sink_.ctx, tag, p.data, p.len);
+template <class Schema, class R>
+void Encoder::emit(const R& rec) {
+  Payload p;
+  fmt::PayloadWriter w(p.data, sizeof p.data);
+  fmt::encode<Schema>(w, rec, base_);
+  sink_.write(sink_.ctx, Schema::kTag, w.data(), w.size());
   ++stats.written;
 }
+
+namespace {
+fmt::Text text(const char* s, uint32_t max) { return s ? fmt::Text(s, strnlen(s, max)) : fmt::Text(); }
+}  // namespace
 
 uint32_t Encoder::name_id(const char* name) {
   bool is_new = false;
   uint32_t id = names_->intern(name, &is_new);
-  if (is_new) {
-    Payload p;
-    p.v(id);
-    p.s(name, fmt::kMaxKernelName);
-    emit(fmt::kTagKernelName, p);
-  }
+  if (is_new) emit<fmt::KernelNameSchema>(fmt::KernelNameRecord{id, text(name, fmt::kMaxKernelName)});
   return id;
 }
 
@@ -49,26 +45,21 @@ void Encoder::kernel(const CUpti_ActivityKernel10& k) {
     ++stats.incomplete;
     return;
   }
-  uint32_t id = name_id(k.name);  // before the kernel record: readers may stream
-  Payload p;
-  p.v(id);
-  p.v(k.deviceId);
-  p.v(k.contextId);
-  p.v(k.streamId);
-  p.v(k.correlationId);
-  p.v(zz_time(k.start));
-  p.v(k.end - k.start);
-  p.v(uint32_t(k.gridX));
-  p.v(uint32_t(k.gridY));
-  p.v(uint32_t(k.gridZ));
-  p.v(uint32_t(k.blockX));
-  p.v(uint32_t(k.blockY));
-  p.v(uint32_t(k.blockZ));
-  p.v(uint32_t(k.staticSharedMemory));
-  p.v(uint32_t(k.dynamicSharedMemory));
-  p.v(k.registersPerThread);
-  p.v(k.graphId);
-  emit(fmt::kTagKernel, p);
+  fmt::KernelRecord r;
+  r.name_id = name_id(k.name);  // before the kernel record: readers may stream
+  r.device = k.deviceId;
+  r.context = k.contextId;
+  r.stream = k.streamId;
+  r.correlation = k.correlationId;
+  r.start_ns = mono(k.start);
+  r.end_ns = r.start_ns + (k.end - k.start);
+  r.grid[0] = uint32_t(k.gridX), r.grid[1] = uint32_t(k.gridY), r.grid[2] = uint32_t(k.gridZ);
+  r.block[0] = uint32_t(k.blockX), r.block[1] = uint32_t(k.blockY), r.block[2] = uint32_t(k.blockZ);
+  r.static_shared = uint32_t(k.staticSharedMemory);
+  r.dynamic_shared = uint32_t(k.dynamicSharedMemory);
+  r.registers = k.registersPerThread;
+  r.graph_id = k.graphId;
+  emit<fmt::KernelSchema>(r);
 }
 
 void Encoder::memcpy_rec(const CUpti_ActivityMemcpy6& m) {
@@ -76,20 +67,20 @@ void Encoder::memcpy_rec(const CUpti_ActivityMemcpy6& m) {
     ++stats.incomplete;
     return;
   }
-  Payload p;
-  p.v(m.copyKind);
-  p.v(m.srcKind);
-  p.v(m.dstKind);
-  p.v(m.bytes);
-  p.v(m.deviceId);
-  p.v(m.contextId);
-  p.v(m.streamId);
-  p.v(m.correlationId);
-  p.v(zz_time(m.start));
-  p.v(m.end - m.start);
-  p.v(m.flags);
-  p.v(m.graphId);
-  emit(fmt::kTagMemcpy, p);
+  fmt::CopyRecord r;
+  r.copy_kind = m.copyKind;
+  r.src_kind = m.srcKind;
+  r.dst_kind = m.dstKind;
+  r.bytes = m.bytes;
+  r.device = m.deviceId;
+  r.context = m.contextId;
+  r.stream = m.streamId;
+  r.correlation = m.correlationId;
+  r.start_ns = mono(m.start);
+  r.end_ns = r.start_ns + (m.end - m.start);
+  r.flags = m.flags;
+  r.graph_id = m.graphId;
+  emit<fmt::MemcpySchema>(r);
 }
 
 void Encoder::memset_rec(const CUpti_ActivityMemset4& m) {
@@ -97,72 +88,73 @@ void Encoder::memset_rec(const CUpti_ActivityMemset4& m) {
     ++stats.incomplete;
     return;
   }
-  Payload p;
-  p.v(m.value);
-  p.v(m.bytes);
-  p.v(m.deviceId);
-  p.v(m.contextId);
-  p.v(m.streamId);
-  p.v(m.correlationId);
-  p.v(zz_time(m.start));
-  p.v(m.end - m.start);
-  p.v(m.flags);
-  p.v(m.memoryKind);
-  p.v(m.graphId);
-  emit(fmt::kTagMemset, p);
+  fmt::CopyRecord r;
+  r.is_memset = true;
+  r.value = m.value;
+  r.bytes = m.bytes;
+  r.device = m.deviceId;
+  r.context = m.contextId;
+  r.stream = m.streamId;
+  r.correlation = m.correlationId;
+  r.start_ns = mono(m.start);
+  r.end_ns = r.start_ns + (m.end - m.start);
+  r.flags = m.flags;
+  r.memory_kind = m.memoryKind;
+  r.graph_id = m.graphId;
+  emit<fmt::MemsetSchema>(r);
 }
 
 void Encoder::memory(const CUpti_ActivityMemory4& m) {
-  Payload p;
-  p.v(uint32_t(m.memoryOperationType));
-  p.v(uint32_t(m.memoryKind));
-  p.v(m.address);
-  p.v(m.bytes);
-  p.v(zz_time(m.timestamp));
-  p.v(m.deviceId);
-  p.v(m.contextId);
-  p.v(m.streamId);
-  p.v(m.correlationId);
-  p.v(m.isAsync);
-  p.v(m.memoryPoolConfig.address);
-  p.v(uint32_t(m.memoryPoolConfig.memoryPoolType));
-  p.v(m.PC);
-  emit(fmt::kTagCuptiMemory, p);
+  fmt::CuptiMemoryRecord r;
+  r.operation = uint32_t(m.memoryOperationType);
+  r.memory_kind = uint32_t(m.memoryKind);
+  r.address = m.address;
+  r.bytes = m.bytes;
+  r.t_ns = mono(m.timestamp);
+  r.device = m.deviceId;
+  r.context = m.contextId;
+  r.stream = m.streamId;
+  r.correlation = m.correlationId;
+  r.is_async = m.isAsync;
+  r.pool = m.memoryPoolConfig.address;
+  r.pool_type = uint32_t(m.memoryPoolConfig.memoryPoolType);
+  r.pc = m.PC;
+  emit<fmt::CuptiMemorySchema>(r);
 }
 
 void Encoder::pool(const CUpti_ActivityMemoryPool3& m) {
-  Payload p;
-  p.v(uint32_t(m.memoryPoolOperationType));
-  p.v(uint32_t(m.memoryPoolType));
-  p.v(m.deviceId);
-  p.v(m.address);
-  p.v(m.size);
-  p.v(m.releaseThreshold);
-  p.v(m.minBytesToKeep);
-  p.v(m.utilizedSize);
-  p.v(zz_time(m.timestamp));
-  p.v(m.correlationId);
-  emit(fmt::kTagMemoryPool, p);
+  fmt::PoolRecord r;
+  r.operation = uint32_t(m.memoryPoolOperationType);
+  r.pool_type = uint32_t(m.memoryPoolType);
+  r.device = m.deviceId;
+  r.address = m.address;
+  r.size = m.size;
+  r.release_threshold = m.releaseThreshold;
+  r.min_bytes_to_keep = m.minBytesToKeep;
+  r.utilized = m.utilizedSize;
+  r.t_ns = mono(m.timestamp);
+  r.correlation = m.correlationId;
+  emit<fmt::PoolSchema>(r);
 }
 
 void Encoder::marker(const CUpti_ActivityMarker2& m) {
-  Payload p;
-  p.v(uint32_t(m.flags) & (fmt::kNvtxInstant | fmt::kNvtxStart | fmt::kNvtxEnd));
-  p.v(m.id);
-  p.v(zz_time(m.timestamp));
-  p.v(uint32_t(m.objectKind));
+  fmt::NvtxRecord r;
+  r.flags = uint32_t(m.flags) & (fmt::kNvtxInstant | fmt::kNvtxStart | fmt::kNvtxEnd);
+  r.id = m.id;
+  r.t_ns = mono(m.timestamp);
+  r.object_kind = uint32_t(m.objectKind);
   // THREAD: process and thread id (pthread_self truncated, CUPTI's default thread id type);
   // other object kinds: device and context.
   if (m.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || m.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-    p.v(m.objectId.pt.processId);
-    p.v(m.objectId.pt.threadId);
+    r.object_a = m.objectId.pt.processId;
+    r.object_b = m.objectId.pt.threadId;
   } else {
-    p.v(m.objectId.dcs.deviceId);
-    p.v(m.objectId.dcs.contextId);
+    r.object_a = m.objectId.dcs.deviceId;
+    r.object_b = m.objectId.dcs.contextId;
   }
-  p.s(m.name, fmt::kMaxNvtxText);
-  p.s(m.domain, fmt::kMaxNvtxText);
-  emit(fmt::kTagNvtx, p);
+  r.name = text(m.name, fmt::kMaxNvtxText);
+  r.domain = text(m.domain, fmt::kMaxNvtxText);
+  emit<fmt::NvtxSchema>(r);
 }
 
 void Encoder::encode(const CUpti_Activity* r) {

@@ -1,4 +1,4 @@
-// CUPTI activity records -> trace records (layouts in cupti/activity_format.h and FORMAT.md).
+// CUPTI activity records -> trace records (format/activity_records.h: their fields and order).
 // Owns the mapping of each CUPTI struct (CUDA 13: Kernel10, Memcpy6, Memset4, Memory4,
 // MemoryPool3, Marker2) onto our payloads, timestamps put on the monotonic clock, and names
 // interned. Pure: it writes through a sink, so tests feed it synthetic buffers built from
@@ -45,9 +45,10 @@ class Encoder {
 
  private:
   struct Payload;
-  uint64_t zz_time(uint64_t cupti_ts) const;  // zigzag(monotonic - base)
+  uint64_t mono(uint64_t cupti_ts) const;  // a CUPTI timestamp on CLOCK_MONOTONIC
   uint32_t name_id(const char* name);
-  void emit(uint8_t tag, const Payload& p);
+  template <class Schema, class R>
+  void emit(const R& record);
 
   void kernel(const CUpti_ActivityKernel10& k);
   void memcpy_rec(const CUpti_ActivityMemcpy6& m);

@@ -3,14 +3,14 @@
 
 #include <cstdio>
 
-#include "driver_api.h"  // vt::real_dlsym: plain dlsym would reach our exported stub
+#include "recorder_port.h"  // port::real_dlsym: plain dlsym would reach our exported stub
 
 namespace vt::cupti {
 
 namespace {
 template <typename F>
 bool get(void* h, const char* name, F* out) {
-  *out = reinterpret_cast<F>(real_dlsym(h, name));
+  *out = reinterpret_cast<F>(port::real_dlsym(h, name));
   return *out != nullptr;
 }
 }  // namespace

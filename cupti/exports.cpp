@@ -10,10 +10,10 @@
 
 #include <cupti.h>
 
-#include "kernel_activity.h"
-#include "driver_api.h"  // vt::real_dlsym
+#include "activity_recorder.h"
+#include "recorder_port.h"  // port::real_dlsym
 #include "library_search.h"
-#include "session.h"
+#include "cupti_session.h"
 #include "wrapped_list.h"
 
 namespace vt::cupti {
@@ -36,8 +36,8 @@ void* target(int id) {
   void* p = g_target[id].load(std::memory_order_acquire);
   if (p) return p;
   const char* name = wrapped_name(id);
-  p = real_dlsym(RTLD_NEXT, name);
-  if ((!p || is_ours(p)) && cupti_handle()) p = real_dlsym(cupti_handle(), name);
+  p = port::real_dlsym(RTLD_NEXT, name);
+  if ((!p || is_ours(p)) && cupti_handle()) p = port::real_dlsym(cupti_handle(), name);
   if (!p || is_ours(p)) {
     p = nullptr;
     char loaded[8][kMaxPath];
@@ -45,7 +45,7 @@ void* target(int id) {
     for (int i = 0; i < n && !p; ++i) {
       const char* b = strrchr(loaded[i], '/');
       if (strncmp(b ? b + 1 : loaded[i], "libcupti", 8) != 0) continue;  // libcudart, listed too
-      if (void* h = dlopen(loaded[i], RTLD_NOLOAD | RTLD_LAZY)) p = real_dlsym(h, name);
+      if (void* h = dlopen(loaded[i], RTLD_NOLOAD | RTLD_LAZY)) p = port::real_dlsym(h, name);
       if (p && is_ours(p)) p = nullptr;
     }
   }

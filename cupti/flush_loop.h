@@ -4,7 +4,7 @@
 // Fixed rate (deadlines do not drift by the flush's own cost) and no catch-up burst after a
 // slow flush. Between deadlines, a wake-up (the buffer pool running low) drains completed
 // buffers early without asking CUPTI for a flush. The clock, the wait and the work are
-// injected, so tests run the policy on a fake clock; cupti/session.cpp supplies real ones.
+// injected, so tests run the policy on a fake clock; cupti/cupti_session.cpp supplies real ones.
 #pragma once
 
 #include <atomic>

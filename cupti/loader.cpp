@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "driver_api.h"
+#include "recorder_port.h"
 
 namespace vt::cupti {
 
@@ -30,9 +30,7 @@ bool load_cupti(LoadedCupti* out) {
   in.cuda_path = getenv("CUDA_PATH");
   in.loaded = ptrs;
   in.n_loaded = n;
-  int driver = 0;
-  if (driver_resolved() && g_api.driver_get_version && g_api.driver_get_version(&driver) == CUDA_SUCCESS)
-    in.driver_major = driver / 1000;
+  if (int driver = port::driver_version()) in.driver_major = driver / 1000;
   cupti_candidates(in, &g_candidates);
   out->exclusive = g_candidates.exclusive;
 

@@ -1,7 +1,7 @@
 // Loading libcupti at run time, from a helper thread (never inside a driver hook: dlopen takes
 // the loader lock, and a hook may run under an allocator lock that a thread holding the loader
 // lock waits for). Tries the candidates of library_search.h in order; the first that dlopen
-// accepts wins. The caller serialises calls (cupti/session.cpp holds its lock).
+// accepts wins. The caller serialises calls (cupti/cupti_session.cpp holds its lock).
 #pragma once
 
 #include "library_search.h"

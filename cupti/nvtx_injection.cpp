@@ -15,8 +15,8 @@
 
 #include <cerrno>
 
-#include "driver_api.h"
-#include "session.h"
+#include "recorder_port.h"
+#include "cupti_session.h"
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(vt::cupti::NvtxGetExportTable get);
 
@@ -26,7 +26,7 @@ int inject(vt::cupti::NvtxGetExportTable get) {
   // not there. Asked through the main program's handle: RTLD_DEFAULT from inside libvramtrace
   // would find our own definition first (we link -Bsymbolic).
   void* main_program = dlopen(nullptr, RTLD_LAZY | RTLD_NOLOAD);
-  void* global = main_program ? vt::real_dlsym(main_program, "InitializeInjectionNvtx2") : nullptr;
+  void* global = main_program ? vt::cupti::port::real_dlsym(main_program, "InitializeInjectionNvtx2") : nullptr;
   if (global != reinterpret_cast<void*>(&InitializeInjectionNvtx2)) return 0;
   return vt::cupti::nvtx_inject(get);
 }

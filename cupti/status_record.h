@@ -1,4 +1,4 @@
-// Writing kTagCuptiStatus records (layout in activity_format.h): what the kernel recorder did
+// Writing kTagCuptiStatus records (format/activity_records.h): what the kernel recorder did
 // and why, so a trace without kernel records says whether CUPTI was missing, refused, disabled
 // or handed over to another client, and when.
 #pragma once

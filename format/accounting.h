@@ -44,7 +44,7 @@
 
 #include <cstdint>
 
-#include "hook_list.h"
+#include "op_table.h"
 #include "trace_format.h"
 
 namespace vt {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "recorder.h"
+#include "reentry_guard.h"
 
 namespace vt {
 
@@ -27,6 +28,7 @@ DeferredQueue g_pool[kQueues];  // .bss: pages are touched only when used
 }  // namespace
 
 __thread DeferredQueue* t_deferred __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint8_t t_phase __attribute__((tls_model("initial-exec"))) = kPhaseNone;  // reentry_guard.h
 
 bool defer_event(const Event& e) {
   DeferredQueue* q = t_deferred;

@@ -1,9 +1,8 @@
 // What each hooked function means for memory: one small overload per driver function fills the
 // Event's address, size and op-specific fields from the call's arguments and result. The hook
 // body that calls these is generic (hooks.cpp); this is the only per-function code.
-// Field meanings (documented in docs/trace-format.md):
-//   aux  = allocation flags, pool handle, VMM handle, context, or device, per op
-//   aux2 = VMM mapping offset, or memory location (type << 32 | id)
+// Which fields each op fills, and what they hold, is the `fields` column of format/op_table.h
+// (the reader and docs/trace-format.md take it from there); each overload sets exactly those.
 #pragma once
 
 #include "accounting.h"
@@ -120,7 +119,7 @@ inline void describe(Op<HookId::cuMemAddressFree>, Event& e, CUresult, CUdevicep
 }
 
 // Bytes per element of an array format, for the approximate size of CUDA arrays.
-inline uint64_t format_bytes(CUarray_format f) {
+inline uint64_t element_bytes(CUarray_format f) {
   switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
     case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
@@ -131,14 +130,14 @@ inline uint64_t format_bytes(CUarray_format f) {
 inline uint64_t at_least_one(size_t v) { return v ? v : 1; }
 
 inline void describe(Op<HookId::cuArrayCreate_v2>, Event& e, CUresult r, CUarray* h, const CUDA_ARRAY_DESCRIPTOR* d) {
-  if (d) e.set_size(at_least_one(d->Width) * at_least_one(d->Height) * d->NumChannels * format_bytes(d->Format));
+  if (d) e.set_size(at_least_one(d->Width) * at_least_one(d->Height) * d->NumChannels * element_bytes(d->Format));
   if (ok(r)) e.set_addr(u(*h));
 }
 inline void describe(Op<HookId::cuArray3DCreate_v2>, Event& e, CUresult r, CUarray* h,
                      const CUDA_ARRAY3D_DESCRIPTOR* d) {
   if (d)
     e.set_size(at_least_one(d->Width) * at_least_one(d->Height) * at_least_one(d->Depth) * d->NumChannels *
-               format_bytes(d->Format));
+               element_bytes(d->Format));
   if (ok(r)) e.set_addr(u(*h));
 }
 inline void describe(Op<HookId::cuArrayDestroy>, Event& e, CUresult, CUarray h) { e.set_addr(u(h)); }

@@ -1,32 +1,15 @@
-// The C half of the exported dlsym (dlsym_stub.S): finding glibc's dlsym, and lookups in an
-// explicit handle, where a real driver function is swapped for our hook. This is how XLA, c10
-// and cudart (dlsym(handle, "cuGetProcAddress_v2")) reach the driver.
+// The C half of the exported dlsym (dlsym_stub.S): lookups in an explicit handle, where a real
+// driver function is swapped for our hook. This is how XLA, c10 and cudart (dlsym(handle,
+// "cuGetProcAddress_v2")) reach the driver. (Finding glibc's dlsym, which the stub also uses, is
+// the recorder's: driver_api.cpp.)
 #include <dlfcn.h>
 
 #include <cerrno>
 
 #include "driver_api.h"
-#include "kernel_activity.h"
+#include "activity_recorder.h"
 
 extern "C" {
-
-__attribute__((visibility("hidden"))) void* vt_real_dlsym_ptr = nullptr;
-
-__attribute__((visibility("hidden"))) void* vt_resolve_real_dlsym() {
-  void* fn = __atomic_load_n(&vt_real_dlsym_ptr, __ATOMIC_ACQUIRE);
-  if (fn) return fn;
-  int saved = errno;
-  // dlvsym is not ours, so RTLD_NEXT here means "after libvramtrace": glibc's dlsym.
-#if defined(__x86_64__)
-  fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-#elif defined(__aarch64__)
-  fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
-#endif
-  if (!fn) fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-  __atomic_store_n(&vt_real_dlsym_ptr, fn, __ATOMIC_RELEASE);
-  errno = saved;
-  return fn;
-}
 
 __attribute__((visibility("hidden"))) void* vt_dlsym_handle(void* handle, const char* name) {
   void* p = vt::real_dlsym(handle, name);

@@ -2,6 +2,8 @@
 #include "driver_api.h"
 
 #include <dlfcn.h>
+
+#include <cerrno>
 #include <pthread.h>
 
 #include "own_work.h"
@@ -11,17 +13,35 @@ namespace vt {
 std::atomic<void*> g_real[kHookCount];
 DriverApi g_api;
 
-extern "C" void* vt_real_dlsym_ptr;  // defined in dlsym_hook.cpp, used by the assembly stub
-extern "C" void* vt_resolve_real_dlsym();
+}  // namespace vt
+
+// glibc's dlsym, found once. Also used by the exported dlsym stub (dlsym_stub.S) for RTLD_NEXT
+// and RTLD_DEFAULT lookups, which it forwards untouched.
+extern "C" {
+
+__attribute__((visibility("hidden"))) void* vt_real_dlsym_ptr = nullptr;
+
+__attribute__((visibility("hidden"))) void* vt_resolve_real_dlsym() {
+  void* fn = __atomic_load_n(&vt_real_dlsym_ptr, __ATOMIC_ACQUIRE);
+  if (fn) return fn;
+  int saved = errno;
+  // dlvsym is not ours, so RTLD_NEXT here means "after libvramtrace": glibc's dlsym.
+#if defined(__x86_64__)
+  fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+#elif defined(__aarch64__)
+  fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
+#endif
+  if (!fn) fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  __atomic_store_n(&vt_real_dlsym_ptr, fn, __ATOMIC_RELEASE);
+  errno = saved;
+  return fn;
+}
+
+}  // extern "C"
+
+namespace vt {
 
 namespace {
-
-// Our exported wrappers, by HookId (defined in hooks.cpp under the exact driver names).
-void* const kHooks[kHookCount] = {
-#define VT_HOOK_ADDR(code, name, action, kind, params, args) reinterpret_cast<void*>(&::name),
-    VT_FOR_EACH_HOOK(VT_HOOK_ADDR)
-#undef VT_HOOK_ADDR
-};
 
 std::atomic<bool> g_resolved{false};
 pthread_mutex_t g_resolve_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -87,13 +107,6 @@ __attribute__((noinline)) bool resolve_driver() {
 bool driver_resolved() {
   if (g_resolved.load(std::memory_order_acquire)) return true;
   return resolve_driver();
-}
-
-void* substitute(void* p) {
-  if (!p) return p;
-  for (int i = 0; i < kHookCount; ++i)
-    if (g_real[i].load(std::memory_order_relaxed) == p) return kHooks[i];
-  return p;
 }
 
 void current_context(uint64_t* ctx, int32_t* device) {

@@ -1,13 +1,14 @@
 // Finding the real driver at run time: libvramtrace links no CUDA library. Owns the table of real
 // hooked functions (g_real), the real driver functions the recorder calls for itself (DriverApi),
-// and the substitution of a real function pointer by our hook of the same function.
+// glibc's dlsym (real_dlsym), and the thread's current context. Resolving takes one mutex
+// (g_resolve_mu), once: the first hooked call of the process.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "cuda_decls.h"
-#include "hook_list.h"
+#include "op_table.h"
 
 namespace vt {
 
@@ -36,7 +37,8 @@ extern DriverApi g_api;
 // it). Cheap after the first success; retried until libcuda appears.
 bool driver_resolved();
 
-// Our hook for a real driver function pointer, or `p` itself when it is not hooked.
+// Our hook for a real driver function pointer, or `p` itself when it is not hooked (hooks.cpp:
+// only libvramtrace.so has the hooks).
 void* substitute(void* p);
 
 // The real dlsym (glibc), for our own lookups: calling plain dlsym from here would reach the

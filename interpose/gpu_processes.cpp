@@ -14,27 +14,20 @@
 #include <cstring>
 
 #include "driver_api.h"
+#include "nvml_api.h"
 #include "own_work.h"
 #include "recorder_internal.h"
 #include "shm_summary.h"
-#include "trace_format.h"
+#include "meta_records.h"
 
 namespace vt {
 
 namespace {
 
-// The stable NVML ABI pieces we use (no nvml.h in the toolkit here).
-typedef void* nvmlDevice_t;
-struct nvmlProcessInfo_v3 {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
 struct Nvml {
-  int (*init)();
-  int (*by_uuid)(const char*, nvmlDevice_t*);
-  int (*processes)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v3*);
+  nvml::InitFn init;
+  nvml::HandleByUuidFn by_uuid;
+  nvml::ProcessesFn processes;  // the _v3 function: ProcessInfoV2 rows
 };
 Nvml g_nvml;
 std::atomic<bool> g_ready{false};
@@ -53,11 +46,10 @@ void* load_nvml_now() {
   void* lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return nullptr;
   Nvml n;
-  n.init = reinterpret_cast<int (*)()>(real_dlsym(lib, "nvmlInit_v2"));
-  n.by_uuid = reinterpret_cast<int (*)(const char*, nvmlDevice_t*)>(real_dlsym(lib, "nvmlDeviceGetHandleByUUID"));
-  n.processes = reinterpret_cast<int (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v3*)>(
-      real_dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
-  if (!n.init || !n.by_uuid || !n.processes || n.init() != 0) return nullptr;
+  n.init = reinterpret_cast<nvml::InitFn>(real_dlsym(lib, "nvmlInit_v2"));
+  n.by_uuid = reinterpret_cast<nvml::HandleByUuidFn>(real_dlsym(lib, "nvmlDeviceGetHandleByUUID"));
+  n.processes = reinterpret_cast<nvml::ProcessesFn>(real_dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+  if (!n.init || !n.by_uuid || !n.processes || n.init() != nvml::kSuccess) return nullptr;
   g_nvml = n;
   g_ready.store(true, std::memory_order_release);
   return nullptr;
@@ -132,18 +124,16 @@ void record_gpu_processes(int device, uint64_t t) {
   char uuid[64];
   snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
            b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-  nvmlDevice_t handle;
-  if (g_nvml.by_uuid(uuid, &handle) != 0) return;
-  nvmlProcessInfo_v3 procs[64];
+  nvml::Device handle;
+  if (g_nvml.by_uuid(uuid, &handle) != nvml::kSuccess) return;
+  nvml::ProcessInfoV2 procs[64];
   unsigned int count = 64;
-  if (g_nvml.processes(handle, &count, procs) != 0) return;
-  uint8_t payload[64 * 48 + 32];
-  uint8_t* q = payload;
-  q = format::put_varint(q, uint64_t(device));
-  q = format::put_varint(q, count);
-  for (unsigned i = 0; i < count && i < 64; ++i) {
-    q = format::put_varint(q, procs[i].pid);
-    q = format::put_varint(q, procs[i].usedGpuMemory);
+  if (g_nvml.processes(handle, &count, procs) != nvml::kSuccess) return;
+  if (count > 64) count = 64;
+  uint8_t buf[64 * 48 + 32];
+  format::PayloadWriter p(buf, sizeof buf);
+  format::encode<format::GpuProcessesSchema>(p, format::GpuProcessesRecord{uint64_t(device), count});
+  for (unsigned i = 0; i < count; ++i) {
     char path[64], name[17] = {};
     snprintf(path, sizeof path, "/proc/%u/comm", procs[i].pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -151,11 +141,9 @@ void record_gpu_processes(int device, uint64_t t) {
     if (fd >= 0) close(fd);
     while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == '\0')) --n;
     if (n < 0) n = 0;
-    q = format::put_varint(q, uint64_t(n));
-    memcpy(q, name, size_t(n));
-    q += n;
+    format::encode<format::GpuProcessSchema>(p, format::GpuProcessRow{procs[i].pid, procs[i].usedGpuMemory, format::Text(name, size_t(n))});
   }
-  write_meta(format::kTagGpuProcesses, payload, size_t(q - payload), t);
+  write_meta(format::kTagGpuProcesses, p.data(), p.size(), t);
 }
 
 void forget_gpu_process_sampler() {

@@ -1,7 +1,9 @@
 // The exported driver entry points. Every hooked function, whichever way the program reached it
 // (-lcuda, dlsym(handle), cuGetProcAddress), lands in one generic body: forward to the real
 // function, and record one event. Per-function meaning lives in describe.h; the list of functions
-// in hook_list.h.
+// in format/op_table.h. Also the substitution of a real driver pointer by our hook (substitute(),
+// for cuGetProcAddress and dlsym(handle)). Only libvramtrace.so has these: the recorder's
+// objects, which the unit tests link, export nothing.
 //
 // What the program sees is the driver's own behaviour: its result, and its errno (errno is put
 // back before the real call and taken after it, so our work on either side never shows).
@@ -21,7 +23,24 @@
 
 namespace vt {
 
-__thread uint8_t t_phase __attribute__((tls_model("initial-exec"))) = kPhaseNone;
+namespace {
+
+// Our exported wrappers, by HookId (defined below under the exact driver names; cuda_decls.h
+// declares them).
+void* const kHooks[kHookCount] = {
+#define VT_HOOK_ADDR(code, name, action, kind, params, args, fields) reinterpret_cast<void*>(&::name),
+    VT_FOR_EACH_HOOK(VT_HOOK_ADDR)
+#undef VT_HOOK_ADDR
+};
+
+}  // namespace
+
+void* substitute(void* p) {
+  if (!p) return p;
+  for (int i = 0; i < kHookCount; ++i)
+    if (g_real[i].load(std::memory_order_relaxed) == p) return kHooks[i];
+  return p;
+}
 
 namespace {
 
@@ -120,7 +139,7 @@ CUresult invoke(void* caller, A... args) {
 }  // namespace vt
 
 #define VT_EXPORT __attribute__((visibility("default")))
-#define VT_DEFINE_HOOK(code, name, action, kind, params, args) \
+#define VT_DEFINE_HOOK(code, name, action, kind, params, args, fields) \
   extern "C" VT_EXPORT __attribute__((noinline)) CUresult name params {                        \
     return vt::invoke<vt::HookId::name>(__builtin_return_address(0), VT_UNPACK args);           \
   }

@@ -26,16 +26,17 @@
 
 #include "accounting.h"
 #include "event.h"
+#include "shm_layout.h"
 
 namespace vt {
 
-inline constexpr int kTrackedDevices = 16;  // devices 0..15 apart; the others (and -1) share a row
+using format::kTrackedDevices;  // devices 0..15 apart (shm_layout.h); the others (and -1) share a row
 inline constexpr int kLiveDevice = int(Bucket::Device);
 
 // Applies an event (a failed one changes nothing: rule 1).
 void track_event(const Event& e);
 
-int64_t live_bytes(int device, int bucket);  // device -1: all devices; a device >= 16: the shared row
+int64_t live_bytes(int device, int bucket);  // device -1: all devices; a device >= kTrackedDevices: the shared row
 int64_t peak_bytes(int device);              // device bucket; -1: the highest row
 void reset_peak(int device);     // -1: every device
 

@@ -13,7 +13,7 @@
 #include "clock.h"
 #include "own_work.h"
 #include "recorder_internal.h"
-#include "trace_format.h"
+#include "meta_records.h"
 
 namespace vt {
 
@@ -86,20 +86,12 @@ int record_module(dl_phdr_info* info, size_t, void* data) {
   }
   const uint8_t* id = nullptr;
   size_t id_len = build_id(info, &id);
-  uint8_t payload[4096 + 128];
-  uint8_t* q = payload;
-  q = format::put_varint(q, info->dlpi_addr);
-  q = format::put_varint(q, lo);
-  q = format::put_varint(q, hi);
-  size_t plen = strnlen(path, 4000);
-  q = format::put_varint(q, plen);
-  memcpy(q, path, plen);
-  q += plen;
-  if (id_len > 64) id_len = 64;
-  q = format::put_varint(q, id_len);
-  if (id_len) memcpy(q, id, id_len);
-  q += id_len;
-  write_meta(format::kTagModule, payload, size_t(q - payload), st->t);
+  format::ModuleRecord r{info->dlpi_addr, lo, hi, format::Text(path, strnlen(path, 4000)),
+                         format::Text(reinterpret_cast<const char*>(id), id_len > 64 ? 64 : id_len)};
+  uint8_t buf[4096 + 128];
+  format::PayloadWriter p(buf, sizeof buf);
+  format::encode<format::ModuleSchema>(p, r);
+  write_meta(format::kTagModule, p.data(), p.size(), st->t);
   return 0;
 }
 

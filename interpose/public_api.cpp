@@ -1,77 +1,17 @@
-// The exported live query API (include/vramtrace.h): reads live_tracker.h, and writes region
-// records into the trace. Regions begun before the trace opens (before the first CUDA memory
-// call) are kept and written when it does. Every entry point leaves errno as it found it.
-#include <pthread.h>
-
+// The exported live query API (include/vramtrace.h): reads live_tracker.h and marks regions
+// (region_marks.h). Every entry point leaves errno as it found it. Only libvramtrace.so has these
+// exports; the recorder's own objects (and the unit tests linking them) do not.
 #include <cerrno>
-
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
-#include "clock.h"
 #include "live_tracker.h"
 #include "python_frames.h"
 #include "recorder.h"
-#include "recorder_internal.h"
-#include "reentry_guard.h"
+#include "region_marks.h"
 #include "trace_format.h"
-#include "../include/vramtrace.h"
-
-namespace vt {
-
-namespace {
-
-constexpr int kMaxPending = 32;
-struct Pending {
-  char name[200];
-};
-Pending g_pending[kMaxPending];
-int g_pending_count = 0;
-pthread_mutex_t g_region_mu = PTHREAD_MUTEX_INITIALIZER;
-
-void write_region(uint8_t kind, const char* name, uint64_t t) {
-  uint8_t payload[256];
-  size_t n = strnlen(name, 200);
-  uint8_t* q = format::put_varint(payload, kind);
-  q = format::put_varint(q, n);
-  memcpy(q, name, n);
-  write_meta(format::kTagRegion, payload, size_t(q - payload) + n, t);
-}
-
-int region(uint8_t kind, const char* name) {
-  if (!name || !tracing_possible()) return -1;
-  HookScope scope;
-  if (scope.nested_in_our_work()) {  // a signal handler interrupted our own work on this thread
-    count_lost_events(1);
-    return 0;
-  }
-  uint64_t t = now_ns();
-  pthread_mutex_lock(&g_region_mu);
-  if (recording()) {
-    write_region(kind, name, t);
-  } else if (kind == format::kRegionBegin && g_pending_count < kMaxPending) {
-    snprintf(g_pending[g_pending_count++].name, sizeof g_pending[0].name, "%s", name);
-  } else if (kind == format::kRegionEnd) {
-    for (int i = g_pending_count - 1; i >= 0; --i)
-      if (strcmp(g_pending[i].name, name) == 0) {  // begun and ended before any CUDA call
-        g_pending[i] = g_pending[--g_pending_count];
-        break;
-      }
-  }
-  pthread_mutex_unlock(&g_region_mu);
-  return 0;
-}
-
-}  // namespace
-
-void flush_pending_regions(uint64_t t) {
-  pthread_mutex_lock(&g_region_mu);
-  for (int i = 0; i < g_pending_count; ++i) write_region(format::kRegionBegin, g_pending[i].name, t);
-  g_pending_count = 0;
-  pthread_mutex_unlock(&g_region_mu);
-}
-
-}  // namespace vt
+#include "vramtrace.h"
 
 #define VT_API extern "C" __attribute__((visibility("default")))
 

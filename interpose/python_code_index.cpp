@@ -9,7 +9,7 @@
 
 #include "python_frames.h"
 #include "recorder_internal.h"
-#include "trace_format.h"
+#include "meta_records.h"
 
 namespace vt {
 
@@ -42,20 +42,14 @@ uint32_t describe_and_write(uint64_t code, uint64_t t) {
   py::CodeInfo info;  // ~5 KiB on the stack, only for a code object seen for the first time
   if (!py::describe_code(code, &info)) return kUndescribable;
   uint32_t id = g_next.fetch_add(1, std::memory_order_relaxed);
-  uint8_t payload[sizeof(py::CodeInfo) + 64];
-  uint8_t* q = payload;
-  q = format::put_varint(q, id);
-  q = format::put_varint(q, uint64_t(info.py_minor));
-  q = format::put_varint(q, uint64_t(info.firstlineno));
-  auto str = [&](const void* p, size_t n) {
-    q = format::put_varint(q, n);
-    memcpy(q, p, n);
-    q += n;
-  };
-  str(info.filename, strnlen(info.filename, sizeof info.filename));
-  str(info.qualname, strnlen(info.qualname, sizeof info.qualname));
-  str(info.linetable, info.linetable_len);
-  write_meta(format::kTagPyCode, payload, size_t(q - payload), t);
+  format::PyCodeRecord r{id, uint32_t(info.py_minor), uint64_t(info.firstlineno),
+                         format::Text(info.filename, strnlen(info.filename, sizeof info.filename)),
+                         format::Text(info.qualname, strnlen(info.qualname, sizeof info.qualname)),
+                         format::Text(reinterpret_cast<const char*>(info.linetable), info.linetable_len)};
+  uint8_t buf[sizeof(py::CodeInfo) + 64];
+  format::PayloadWriter p(buf, sizeof buf);
+  format::encode<format::PyCodeSchema>(p, r);
+  write_meta(format::kTagPyCode, p.data(), p.size(), t);
   return id;
 }
 

@@ -1,13 +1,29 @@
 // The recorder: turns Events into trace records. Owns the process's TraceFile, the lazy open on
 // the first acquiring call, the per-thread chunk writers, fork handling and the clean-close mark.
-// Hot path: one relaxed load, a TLS chunk, ~20 bytes of varints, one release store; no lock is
-// held while the stack is unwound. Locks an event can take, after unwinding, one at a time:
-//   - the live tracker's shard spinlock, once per successful event (interpose/live_tracker.h
-//     lists which call takes which);
-//   - the module map's mutex, once per stack seen for the first time (its frames are checked
-//     against the modules known; a rescan only when a library was loaded since: module_map.cpp);
-//   - the trace file's growth mutex, once per new 1 MiB window (trace_file.cpp), and the open
-//     mutex on the first acquiring call (the lazy open).
+// Hot path: one acquire load, the stack (unwound with no lock of ours held), a TLS chunk, ~20
+// bytes of varints, one release store, then the live tracker.
+//
+// Locks on the hook path, exactly (docs/interception.md, "Locks"), one at a time:
+//   every event that         the live tracker's spinlocks (live_tracker.h lists which call takes
+//   changes memory           which): the shard of its key for an address-keyed allocation or
+//                            free (64 shards by address hash: one hash-table insert or erase, or
+//                            a rehash into a fresh mmap when a shard fills), the VMM and the pool
+//                            table's spinlocks for those calls, every shard in turn for a context
+//                            teardown. A free carries only an address: the size must be looked up
+//                            in a table all threads share.
+//   a stack seen first       module_map.cpp's mutex, while checking that every frame's module is
+//                            recorded (and, when one is missing after a dlopen, while rescanning
+//                            with dl_iterate_phdr, which takes the loader's own lock). The stack
+//                            and code tables themselves take no lock (insert-only, CAS); a thread
+//                            that finds an entry another thread is still writing spins and yields
+//                            until its id is published.
+//   a chunk claim that       trace_file.cpp's grow mutex, once per 1 MiB window (16 chunks):
+//   needs a new window       posix_fallocate and mmap of the next window.
+//   the first acquire        the open mutex (trace_session.cpp), once per process and per fork.
+//   the first failure        waits up to 1 s, once per process, for the sampler thread to load
+//                            NVML (gpu_processes.cpp); later failures wait for nothing.
+// None of these is held while unwinding, while calling the driver, or across a call back into
+// the program; the region API (region_marks.cpp) takes its own mutex, but it is not a hook.
 #pragma once
 
 #include "event.h"

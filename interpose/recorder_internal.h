@@ -1,5 +1,5 @@
 // State shared by the recorder's two halves: recorder.cpp (encoding into per-thread chunks) and
-// session.cpp (opening the trace, process/device records, fork, clean close).
+// trace_session.cpp (opening the trace, process/device records, fork, clean close).
 #pragma once
 
 #include <atomic>

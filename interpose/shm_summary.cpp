@@ -1,4 +1,4 @@
-// See shm_summary.h. Creation: a temporary name (never listed by top), locked, sized, mapped and
+// See shm_summary.h (the layout: format/shm_layout.h). Creation: a temporary name (never listed by top), locked, sized, mapped and
 // filled, then linked to its final name; so a reader never sees a published summary that is not
 // locked by a live writer. Everything here runs once per process (the sweep, the creation) or on
 // the sampler thread (updates): no allocation, no stdio.
@@ -9,11 +9,15 @@
 #include <sys/syscall.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "clock.h"
 #include "live_tracker.h"
+#include "shm_layout.h"
 
 namespace vt {
+
+using namespace format;  // the layout: ShmSummary, kShm*, inspect_shm_entry
 
 namespace {
 ShmSummary* g_shm = nullptr;
@@ -54,7 +58,8 @@ void sweep_stale(int dirfd) {
 // Publishes the locked temporary file `temp` as vramtrace.<pid>, or .<pid>.<n> when a live
 // process (another pid namespace sharing /dev/shm) holds that name; a stale holder is removed.
 bool publish(int dirfd, const char* temp, long pid) {
-  for (int n = 0; n < 16; ++n) {
+  constexpr int kNames = 16;  // vramtrace.<pid>, then .<pid>.1 ... .<pid>.15
+  for (int n = 0; n < kNames; ++n) {
     if (n == 0) snprintf(g_name, sizeof g_name, "%s%ld", kShmPrefix, pid);
     else snprintf(g_name, sizeof g_name, "%s%ld.%d", kShmPrefix, pid, n);
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -117,11 +122,12 @@ void update_shm_summary() {
   ShmSummary* s = __atomic_load_n(&g_shm, __ATOMIC_ACQUIRE);
   if (!s) return;
   // The largest sites first (stack ids index the tracker's counters).
-  ShmSummary::Site best[16] = {};
+  constexpr int kLast = kShmTopSites - 1;
+  ShmSummary::Site best[kShmTopSites] = {};
   for (uint32_t id = 1; id < kTrackedStacks; ++id) {
     int64_t b = site_bytes(id);
-    if (b <= best[15].bytes) continue;
-    int i = 15;
+    if (b <= best[kLast].bytes) continue;
+    int i = kLast;
     while (i > 0 && best[i - 1].bytes < b) {
       best[i] = best[i - 1];
       --i;
@@ -129,8 +135,8 @@ void update_shm_summary() {
     best[i] = {id, -1, b};
   }
   s->seq.fetch_add(1, std::memory_order_acq_rel);  // odd: writing
-  for (int d = 0; d < 16; ++d) {
-    for (int k = 0; k < 4; ++k) s->live[d][k] = live_bytes(d, k);
+  for (int d = 0; d < kTrackedDevices; ++d) {
+    for (int k = 0; k < kBuckets; ++k) s->live[d][k] = live_bytes(d, k);
     s->peak[d] = peak_bytes(d);
   }
   memcpy(s->top, best, sizeof best);

@@ -11,7 +11,7 @@
 #include <atomic>
 
 #include "clock.h"
-#include "config.h"
+#include "env_config.h"
 #include "log.h"
 #include "native_stack.h"
 #include "own_work.h"
@@ -19,13 +19,13 @@
 #include "python_frames.h"
 #include "recorder_internal.h"
 #include "stack_index.h"
-#include "trace_format.h"
+#include "meta_records.h"
 
 namespace vt {
 
 namespace {
 
-enum PythonStatus : int { kPythonOff = 0, kPythonOn = 1, kPythonRefused = 2 };
+using format::kPythonOff, format::kPythonOn, format::kPythonRefused;  // the config record's values
 std::atomic<int> g_python{kPythonOff};
 std::atomic<const char*> g_python_why{""};
 
@@ -39,7 +39,11 @@ void python_status_changed(bool on, const char* why) {
   }
   char text[320];
   int n = snprintf(text, sizeof text, "Python frames %s: %s", on ? "on" : "off", why);
-  if (n > 0) write_meta(format::kTagNote, reinterpret_cast<const uint8_t*>(text), strnlen(text, sizeof text), now_ns());
+  if (n <= 0) return;
+  uint8_t buf[sizeof text];
+  format::PayloadWriter p(buf, sizeof buf);
+  format::encode<format::NoteSchema>(p, format::NoteRecord{format::Text(text, strnlen(text, sizeof text))});
+  write_meta(format::kTagNote, p.data(), p.size(), now_ns());
 }
 
 // Per thread, what makes its repeated Python stacks cheap (issue 14): the walker's memo of frames
@@ -167,16 +171,12 @@ uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) {
 bool python_frames_on() { return g_python.load(std::memory_order_relaxed) == kPythonOn; }
 
 void write_stack_config(uint64_t t) {
-  uint8_t payload[256];
-  uint8_t* q = payload;
-  q = format::put_varint(q, uint64_t(native_stack_depth()));
-  q = format::put_varint(q, uint64_t(g_python.load()));
   const char* why = g_python_why.load();
-  size_t len = strnlen(why, 200);
-  q = format::put_varint(q, len);
-  memcpy(q, why, len);
-  q += len;
-  write_meta(format::kTagConfig, payload, size_t(q - payload), t);
+  format::ConfigRecord r{uint64_t(native_stack_depth()), uint64_t(g_python.load()), format::Text(why, strnlen(why, 200))};
+  uint8_t buf[256];
+  format::PayloadWriter p(buf, sizeof buf);
+  format::encode<format::ConfigSchema>(p, r);
+  write_meta(format::kTagConfig, p.data(), p.size(), t);
 }
 
 }  // namespace vt

@@ -8,7 +8,7 @@
 
 #include "module_map.h"
 #include "recorder_internal.h"
-#include "trace_format.h"
+#include "meta_records.h"
 
 namespace vt {
 
@@ -66,12 +66,12 @@ void write_stack_record(uint32_t id, const uint64_t* key, int key_n, uint64_t t,
   uint64_t frames[512];
   int n = to_trace(key, key_n < 512 ? key_n : 512, frames, t);
   ensure_modules(frames, n, t);
-  uint8_t payload[16 + 256 * format::kMaxVarint];
-  uint8_t* q = payload;
-  q = format::put_varint(q, id);
-  q = format::put_varint(q, uint64_t(n));
-  for (int i = 0; i < n && i < 256; ++i) q = format::put_varint(q, frames[i]);
-  write_meta(format::kTagStack, payload, size_t(q - payload), t);
+  if (n > 256) n = 256;
+  uint8_t buf[16 + 256 * format::kMaxVarint];
+  format::PayloadWriter p(buf, sizeof buf);
+  format::encode<format::StackSchema>(p, format::StackRecord{id, uint32_t(n)});
+  for (int i = 0; i < n; ++i) format::encode<format::StackFrameSchema>(p, format::StackFrameRow{frames[i]});
+  write_meta(format::kTagStack, p.data(), p.size(), t);
 }
 
 }  // namespace

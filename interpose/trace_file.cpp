@@ -14,7 +14,8 @@
 #include <cstring>
 
 #include "clock.h"
-#include "config.h"
+#include "env_config.h"
+#include "file_header.h"
 #include "log.h"
 #include "own_work.h"
 
@@ -31,10 +32,10 @@ long pid_in_existing_trace(const char* path) {
   if (fd < 0) return 0;
   struct stat st;
   format::FileHeader h;
-  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, &h, sizeof h, 0) : -1;
+  uint64_t size = 0;
+  bool ours = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && format::is_vramtrace_header(format::read_header(fd, &h, &size));
   ::close(fd);
-  if (n != ssize_t(sizeof h) || memcmp(h.magic, format::kFileMagic, 8) != 0) return 0;
-  return long(h.pid);
+  return ours ? long(h.pid) : 0;
 }
 
 bool process_alive(long pid) { return pid > 0 && (kill(pid_t(pid), 0) == 0 || errno == EPERM); }

@@ -4,6 +4,7 @@
 # Then shows what the trace holds. Usage: scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/deps.sh
 scripts/build.sh >/dev/null
 out=$(mktemp -d /tmp/vramtrace-demo.XXXXXX)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then

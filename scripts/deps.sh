@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that are missing, and checks that the CUDA toolkit headers are
-# present. Sourced by build.sh (demo.sh) and test.sh. VT_DEPS says which set:
+# present. Sourced by demo.sh and test.sh (build.sh installs nothing). VT_DEPS says which set:
 #   build (default)  what building and the demo need;
 #   test             that and what only the tests need (a browser, clang's fuzzing runtime,
-#                    pytest, tmux, zsh, man, venv/pip for the wheel test).
+#                    Node.js for the shared byte-size cases, pytest, tmux, zsh,
+#                    man, venv/pip for the wheel test).
 # It asks before using sudo (not root, at a terminal); elsewhere it needs VRAMTRACE_DEPS_YES=1
 # (CI sets it) or it stops with the command to run.
 set -euo pipefail
 build_packages=(cmake make g++ libabsl-dev nlohmann-json3-dev catch2 libcli11-dev libunwind-dev libdw-dev libelf-dev
                 libbenchmark-dev python3 pkgconf)
-test_packages=(clang libclang-rt-14-dev chromium python3-pytest tmux zsh groff-base man-db
+test_packages=(clang libclang-rt-14-dev chromium nodejs python3-pytest tmux zsh groff-base man-db
                python3-venv python3-pip python3-setuptools python3-wheel
                debian-archive-keyring)  # (the keyring: scripts/debian-python.sh verifies the newer suites with it)
 packages=("${build_packages[@]}")

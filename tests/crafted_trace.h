@@ -1,4 +1,4 @@
-// Writing trace files by hand, byte for byte as interpose/trace_format.h lays them out, for tests
+// Writing trace files by hand, byte for byte as format/trace_format.h lays them out, for tests
 // and benchmarks that need what no real process writes: hostile strings, module paths that name
 // FIFOs, 80 000 modules, sizes of 2^63. Records go into chunks of the chosen size in the order
 // they are added, each chunk a fresh delta state (time, address, context), as the recorder

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "analysis.h"
+#include "byte_size.h"
 #include "terminal_escape.h"
 #include "commands.h"
 #include "compare.h"
@@ -18,11 +19,11 @@ int check_command(const CheckOptions& opt) {
   std::string why;
   lim.has_max_peak = !opt.max_peak.empty();
   lim.has_max_leak = !opt.max_leak.empty();
-  if (lim.has_max_peak && !analyzer::parse_size(opt.max_peak, &lim.max_peak, &why)) {
+  if (lim.has_max_peak && !parse_bytes(opt.max_peak, &lim.max_peak, &why)) {
     error_line("--max-peak: " + why);
     return 2;
   }
-  if (lim.has_max_leak && !analyzer::parse_size(opt.max_leak, &lim.max_leak, &why)) {
+  if (lim.has_max_leak && !parse_bytes(opt.max_leak, &lim.max_leak, &why)) {
     error_line("--max-leak: " + why);
     return 2;
   }

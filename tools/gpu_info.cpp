@@ -7,26 +7,19 @@
 
 #include <cstdlib>
 
+#include "nvml_api.h"
+
 namespace vt::cli {
 
 namespace {
 
-typedef void* nvmlDevice_t;
-struct nvmlMemory_t {
-  unsigned long long total, free, used;
-};
-struct nvmlProcessInfo_v3 {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId, computeInstanceId;
-};
 struct Nvml {
-  int (*init)();
-  int (*count)(unsigned int*);
-  int (*by_index)(unsigned int, nvmlDevice_t*);
-  int (*name)(nvmlDevice_t, char*, unsigned int);
-  int (*memory)(nvmlDevice_t, nvmlMemory_t*);
-  int (*processes)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v3*);
+  nvml::InitFn init;
+  nvml::CountFn count;
+  nvml::HandleFn by_index;
+  nvml::DeviceStringFn name;
+  nvml::MemoryFn memory;
+  nvml::ProcessesFn processes;  // the _v3 function: ProcessInfoV2 rows
   bool ok = false;
 };
 
@@ -36,14 +29,13 @@ const Nvml& nvml(std::string* why) {
     const char* path = getenv("VRAMTRACE_NVML_LIBRARY");
     void* lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return x;
-    x.init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
-    x.count = reinterpret_cast<int (*)(unsigned int*)>(dlsym(lib, "nvmlDeviceGetCount_v2"));
-    x.by_index = reinterpret_cast<int (*)(unsigned int, nvmlDevice_t*)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
-    x.name = reinterpret_cast<int (*)(nvmlDevice_t, char*, unsigned int)>(dlsym(lib, "nvmlDeviceGetName"));
-    x.memory = reinterpret_cast<int (*)(nvmlDevice_t, nvmlMemory_t*)>(dlsym(lib, "nvmlDeviceGetMemoryInfo"));
-    x.processes = reinterpret_cast<int (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v3*)>(
-        dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
-    x.ok = x.init && x.count && x.by_index && x.name && x.memory && x.processes && x.init() == 0;
+    x.init = reinterpret_cast<nvml::InitFn>(dlsym(lib, "nvmlInit_v2"));
+    x.count = reinterpret_cast<nvml::CountFn>(dlsym(lib, "nvmlDeviceGetCount_v2"));
+    x.by_index = reinterpret_cast<nvml::HandleFn>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+    x.name = reinterpret_cast<nvml::DeviceStringFn>(dlsym(lib, "nvmlDeviceGetName"));
+    x.memory = reinterpret_cast<nvml::MemoryFn>(dlsym(lib, "nvmlDeviceGetMemoryInfo"));
+    x.processes = reinterpret_cast<nvml::ProcessesFn>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+    x.ok = x.init && x.count && x.by_index && x.name && x.memory && x.processes && x.init() == nvml::kSuccess;
     return x;
   }();
   if (!n.ok) *why = "NVML (libnvidia-ml.so.1) not available: no NVIDIA driver here, GPU totals and other processes unknown";
@@ -68,26 +60,26 @@ std::vector<GpuInfo> read_gpus(std::string* why) {
   const Nvml& n = nvml(why);
   if (!n.ok) return out;
   unsigned int count = 0;
-  if (n.count(&count) != 0) {
+  if (n.count(&count) != nvml::kSuccess) {
     *why = "NVML could not count the GPUs";
     return out;
   }
   for (unsigned int i = 0; i < count; ++i) {
-    nvmlDevice_t d;
-    if (n.by_index(i, &d) != 0) continue;
+    nvml::Device d;
+    if (n.by_index(i, &d) != nvml::kSuccess) continue;
     GpuInfo g;
     g.index = int(i);
     char name[96] = {};
-    if (n.name(d, name, sizeof name) == 0) g.name = name;
-    nvmlMemory_t m{};
-    if (n.memory(d, &m) == 0) {
+    if (n.name(d, name, sizeof name) == nvml::kSuccess) g.name = name;
+    nvml::Memory m{};
+    if (n.memory(d, &m) == nvml::kSuccess) {
       g.total = m.total;
       g.used = m.used;
       g.free = m.free;
     }
-    nvmlProcessInfo_v3 procs[128];
+    nvml::ProcessInfoV2 procs[128];
     unsigned int np = 128;
-    if (n.processes(d, &np, procs) == 0)
+    if (n.processes(d, &np, procs) == nvml::kSuccess)
       for (unsigned int k = 0; k < np; ++k) g.processes.push_back({procs[k].pid, comm(procs[k].pid), procs[k].usedGpuMemory});
     out.push_back(std::move(g));
   }

@@ -1,5 +1,5 @@
 // The directory through which the processes of one `vramtrace run` say a line only once
-// (interpose/log.h, log_line_once_per_run): made private before the command starts, removed
+// (common/log.h, log_line_once_per_run): made private before the command starts, removed
 // with what is in it when the command has ended. Without /dev/shm there is none, and each
 // process says its own lines.
 #pragma once

@@ -1,5 +1,5 @@
 // See run_output.h. The %-escapes are expanded by the library's own expand_pattern
-// (interpose/config.h), compiled into the CLI, so -o and VRAMTRACE_OUTPUT follow one grammar.
+// (common/env_config.h), compiled into the CLI, so -o and VRAMTRACE_OUTPUT follow one grammar.
 #include "run_output.h"
 
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "config.h"
+#include "env_config.h"
 #include "regular_file.h"
 
 namespace vt::cli {

@@ -10,16 +10,16 @@
 #include <ctime>
 #include <sstream>
 
+#include "byte_size.h"
 #include "compare.h"
-#include "oom_verdict.h"
-#include "shm_summary.h"
+#include "shm_layout.h"
 #include "terminal_escape.h"
 
 namespace vt::cli {
 
 namespace {
 
-using analyzer::human_bytes;
+using namespace format;  // the summary's layout: ShmSummary, kShm*, inspect_shm_entry
 
 std::string e(const std::string& s) { return analyzer::terminal_escape(s); }
 
@@ -90,10 +90,12 @@ TopSnapshot TopSource::take() {
     p.pid = s.pid;
     p.other_namespace = s.pid_namespace && my_ns && s.pid_namespace != my_ns;
     p.trace_path = s.trace_path;
-    for (int dev = 0; dev < 16; ++dev) {
+    for (int dev = 0; dev < kTrackedDevices; ++dev) {
       const int64_t* l = s.live[dev];
-      if (!l[0] && !l[1] && !l[2] && !l[3] && !s.peak[dev]) continue;
-      p.devices.push_back({dev, count(l[0]), count(s.peak[dev]), count(l[1]), count(l[2]), count(l[3])});
+      auto at = [l](Bucket b) { return count(l[int(b)]); };
+      if (std::all_of(l, l + kBuckets, [](int64_t v) { return v == 0; }) && !s.peak[dev]) continue;
+      p.devices.push_back({dev, at(Bucket::Device), count(s.peak[dev]), at(Bucket::Managed), at(Bucket::PinnedHost),
+                           at(Bucket::Imported)});
     }
     for (const ShmSummary::Site& site : s.top) {
       if (site.bytes <= 0) break;
@@ -117,24 +119,24 @@ std::string top_text(const TopSnapshot& s) {
   o << "vramtrace top  " << s.when << "\n\n";
   if (s.gpus.empty()) o << "GPUs: " << e(s.gpus_why) << "\n";
   for (const GpuInfo& g : s.gpus) {
-    o << "GPU " << g.index << "  " << e(g.name) << "   used " << human_bytes(g.used) << " of " << human_bytes(g.total)
-      << ", free " << human_bytes(g.free) << "\n";
+    o << "GPU " << g.index << "  " << e(g.name) << "   used " << format_bytes(g.used) << " of " << format_bytes(g.total)
+      << ", free " << format_bytes(g.free) << "\n";
     for (const GpuProcessInfo& p : g.processes)
-      o << "    pid " << p.pid << "  " << (p.name.empty() ? "?" : e(p.name)) << "  " << human_bytes(p.bytes) << "\n";
+      o << "    pid " << p.pid << "  " << (p.name.empty() ? "?" : e(p.name)) << "  " << format_bytes(p.bytes) << "\n";
   }
   o << "\nTRACED PROCESSES (vramtrace; user " << e(s.user) << (s.root ? ", root: other users' summaries are not read" : "")
     << ")\n";
   for (const TracedProcess& p : s.processes) {
     o << "  pid " << p.pid << (p.other_namespace ? " (another pid namespace)" : "") << "  " << e(p.trace_path) << "\n";
     for (const TracedDevice& d : p.devices) {
-      o << "    device " << d.index << ": " << human_bytes(d.live) << " live (peak " << human_bytes(d.peak) << ")";
-      if (d.pinned_host) o << ", pinned host " << human_bytes(d.pinned_host);
-      if (d.managed) o << ", managed " << human_bytes(d.managed);
-      if (d.imported) o << ", imported " << human_bytes(d.imported);
+      o << "    device " << d.index << ": " << format_bytes(d.live) << " live (peak " << format_bytes(d.peak) << ")";
+      if (d.pinned_host) o << ", pinned host " << format_bytes(d.pinned_host);
+      if (d.managed) o << ", managed " << format_bytes(d.managed);
+      if (d.imported) o << ", imported " << format_bytes(d.imported);
       o << "\n";
     }
     if (!p.sites.empty()) o << "    top call sites:\n";
-    for (const TracedSite& t : p.sites) o << "      " << human_bytes(t.bytes) << "  " << e(t.label) << "\n";
+    for (const TracedSite& t : p.sites) o << "      " << format_bytes(t.bytes) << "  " << e(t.label) << "\n";
   }
   if (s.processes.empty()) o << "  none (start one with `vramtrace run -- CMD`)\n";
   if (s.foreign) o << "  (" << s.foreign << " summar" << (s.foreign == 1 ? "y" : "ies") << " of other users not shown)\n";

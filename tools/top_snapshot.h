@@ -1,6 +1,6 @@
 // What `vramtrace top` shows, gathered once per refresh: the GPUs NVML sees with their processes,
 // and the processes traced by vramtrace on this machine, read from their shared-memory summaries
-// (interpose/shm_summary.h: only the caller's own, live ones; stale ones are removed) with their
+// (format/shm_layout.h: only the caller's own, live ones; stale ones are removed) with their
 // top call sites symbolized from each trace. The text form (--once, a pipe) and the terminal UI
 // (tools/tui/) both draw from a TopSnapshot.
 #pragma once

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "event_fields.h"
+#include "op_table.h"
 
 namespace vt::analyzer {
 

@@ -2,16 +2,32 @@
 // and stable colours per module or site.
 'use strict';
 
-// "1.50 GiB", "512 MiB", "12.0 KiB", "100 B": three significant digits, like human_bytes().
+// Sizes exactly as the CLI writes them (common/byte_size.h; the same cases are checked here by
+// tests/shared/byte_sizes_test.js): below 1 KiB "N B", else three significant digits in the
+// largest binary unit reached, "1.50 GiB", "12.0 KiB", "512 MiB", rounded half to even on the
+// exact value. BigInt arithmetic, so the rounding is exact; a Number is rounded to whole bytes
+// first (the page's means and axis ticks), a negative or non-number one counts as 0.
 function fmtBytes(b) {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-  let v = Number(b) || 0, u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
+  let n = 0n;
+  if (typeof b === 'bigint') n = b > 0n ? b : 0n;
+  else if (typeof b === 'string' && /^[0-9]+$/.test(b)) n = BigInt(b);
+  else {
+    const v = Number(b);
+    n = Number.isFinite(v) && v > 0 ? BigInt(Math.round(v)) : 0n;
   }
-  if (u === 0) return v + ' B';
-  return (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)) + ' ' + units[u];
+  if (n < 1024n) return n + ' B';
+  let u = 1;
+  while (u < 5 && (n >> BigInt(10 * (u + 1))) !== 0n) u++;
+  const div = 1n << BigInt(10 * u);
+  const decimals = n >= 100n * div ? 0 : n >= 10n * div ? 1 : 2;
+  const scale = [1n, 10n, 100n][decimals];
+  let q = (n * scale) / div;
+  const r = (n * scale) % div;
+  if (2n * r > div || (2n * r === div && (q & 1n) === 1n)) q++;  // half to even
+  let text = (q / scale).toString();
+  if (decimals) text += '.' + (q % scale).toString().padStart(decimals, '0');
+  return text + ' ' + units[u];
 }
 function fmtPct(x) {
   const p = (Number(x) || 0) * 100;

@@ -6,7 +6,7 @@
 // Nothing here links libpython: the interpreter is found at run time with dlsym(RTLD_DEFAULT),
 // and per-build struct layouts are carried in python_layouts.h (one binary serves them all).
 // Line numbers are NOT computed here: describe_code() copies each code object's raw line table
-// once, and the analyzer turns (table, instr) into a line offline (analyzer/python_lines.h).
+// once, and the analyzer turns (table, instr) into a line offline (format/python_lines.h).
 #pragma once
 
 #include <cstdint>
@@ -94,7 +94,7 @@ struct CodeInfo {
   uint8_t linetable[4096];  // 3.10: co_linetable (PEP 626); 3.11+: co_linetable (location table)
   uint32_t linetable_len;
   bool truncated;
-  int py_minor;  // the interpreter's minor: selects the line-table format (analyzer::python_line)
+  int py_minor;  // the interpreter's minor: selects the line-table format (format::python_line)
 };
 bool describe_code(uint64_t code, CodeInfo* out);
 

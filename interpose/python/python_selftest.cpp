@@ -78,7 +78,7 @@ Verdict compare_with_api(const Runtime* rt, const char** why) {
       if (!describe_code(raw[i].code, &info)) {
         bad = "Python self-check: a code object could not be described";
       } else if (!info.truncated &&
-                 analyzer::python_line(info.py_minor, info.linetable, info.linetable_len, info.firstlineno,
+                 format::python_line(info.py_minor, info.linetable, info.linetable_len, info.firstlineno,
                                        raw[i].instr) != addr2line(code, addr)) {
         bad = "Python self-check: the copied line table gives another line than PyCode_Addr2Line";
       }

@@ -104,12 +104,12 @@ TEST_CASE("synthetic CUPTI buffers become trace records that read back exactly")
   CHECK(ms.memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
 
   REQUIRE(ix.cupti_memory().size() == 2);
-  CHECK_FALSE(ix.cupti_memory()[0].release);
+  CHECK_FALSE(ix.cupti_memory()[0].release());
   CHECK(ix.cupti_memory()[0].address == 0x7f0000000000ull);
   CHECK(ix.cupti_memory()[0].bytes == (1u << 20));
   CHECK(ix.cupti_memory()[0].t_ns == t0 + 50);
   CHECK(std::string(vt::analyzer::cupti_memory_kind_name(ix.cupti_memory()[0].memory_kind)) == "device");
-  CHECK(ix.cupti_memory()[1].release);
+  CHECK(ix.cupti_memory()[1].release());
 
   REQUIRE(ix.pools().size() == 1);
   CHECK(ix.pools()[0].address == 0x5000);

@@ -156,7 +156,7 @@ TEST_CASE("phases: the peak device bytes within each top-level range, grouped by
 TEST_CASE("coverage: the CUPTI allocations interception matched, and the ones it missed") {
   auto cupti = [](bool alloc, uint64_t address, uint64_t bytes, uint64_t t) {
     CuptiAllocation m;
-    m.release = !alloc;
+    m.operation = alloc ? vt::format::kCuptiMemoryAllocation : vt::format::kCuptiMemoryRelease;
     m.address = address;
     m.bytes = bytes;
     m.t_ns = t;

@@ -108,7 +108,7 @@ TEST_CASE("the Perfetto export is valid trace-event JSON with the expected track
   CHECK(gemm[0]["dur"].get<double>() == Approx(4.0));
   CHECK(gemm[0]["args"]["grid"] == "128,2,1");
   CHECK(of(j, "X", "fake_relu(float*, int)").size() == 2);
-  auto copy = of(j, "X", "Memcpy HtoD 1.0 MiB");
+  auto copy = of(j, "X", "Memcpy HtoD 1.00 MiB");
   REQUIRE(copy.size() == 1);
   CHECK(copy[0]["tid"] == 9);
   CHECK(gemm[0]["ts"].get<double>() - copy[0]["ts"].get<double>() == Approx(0.5));
@@ -137,7 +137,7 @@ TEST_CASE("the Perfetto export is valid trace-event JSON with the expected track
       failed++;
       CHECK(e["args"]["result"] == 2);
       CHECK(e["args"]["free_bytes"] == (1ull << 30));
-      CHECK(e["name"] == "FAILED cuMemAlloc_v2 1.0 TiB");
+      CHECK(e["name"] == "FAILED cuMemAlloc_v2 1.00 TiB");
     }
   }
   CHECK(drawn == 1);

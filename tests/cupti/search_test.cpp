@@ -1,5 +1,5 @@
-// Where libcupti is looked for, how another tool is noticed from the environment, and which
-// dlsym lookups are swapped for our wrappers.
+// Where libcupti is looked for, and how another tool is noticed from the environment (the dlsym
+// swaps of the exported wrappers: wrapper_test.cpp).
 #include <catch2/catch.hpp>
 
 #include <cupti.h>
@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "kernel_activity.h"
 #include "library_search.h"
 #include "other_tools.h"
 
@@ -106,17 +105,4 @@ TEST_CASE("another tool is recognised from its environment variables") {
   CHECK_FALSE(other_tool_in_env(ours, var, sizeof var));  // set by vramtrace run
   const char* nsys_nvtx[] = {"NVTX_INJECTION64_PATH=/opt/nsight/libToolsInjection64.so", nullptr};
   CHECK(other_tool_in_env(nsys_nvtx, var, sizeof var));
-}
-
-TEST_CASE("dlsym(handle) lookups of the watched CUPTI names are swapped for our wrappers") {
-  int dummy = 0;
-  void* real = &dummy;
-  CHECK(swap_dlsym("cuptiSubscribe", real) == reinterpret_cast<void*>(&cuptiSubscribe));
-  CHECK(swap_dlsym("cuptiActivityRegisterCallbacks", real) == reinterpret_cast<void*>(&cuptiActivityRegisterCallbacks));
-  CHECK(swap_dlsym("cuptiActivityFlushAll", real) == real);  // not watched
-  CHECK(swap_dlsym("cuMemAlloc_v2", real) == real);
-  CHECK(swap_dlsym("cuptiSubscribe", nullptr) == nullptr);  // not found stays not found
-  // Our own wrapper handed back stays itself.
-  void* mine = reinterpret_cast<void*>(&cuptiSubscribe);
-  CHECK(swap_dlsym("cuptiSubscribe", mine) == mine);
 }

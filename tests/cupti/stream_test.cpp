@@ -156,7 +156,7 @@ struct Truth {
     CoverageResult res;
     std::vector<const CuptiAllocation*> order;
     for (const CuptiAllocation& c : cupti)
-      if (!c.release) order.push_back(&c);
+      if (!c.release()) order.push_back(&c);
     std::stable_sort(order.begin(), order.end(), [](const CuptiAllocation* a, const CuptiAllocation* b) { return a->t_ns < b->t_ns; });
     std::vector<const InterceptedAllocation*> seen;
     for (const InterceptedAllocation& a : intercepted) seen.push_back(&a);

@@ -10,7 +10,7 @@ using namespace doctor_test;
 namespace {
 
 vt::doctor::ProgramResult cli(std::vector<std::string> args) {
-  const char* other = getenv("VRAMTRACE_TEST_CLI");  // tests/ubsan_cli.sh: a sanitized build
+  const char* other = getenv("VRAMTRACE_TEST_CLI");  // tests/sanitizers.sh: a sanitized build
   args.insert(args.begin(), other && *other ? other : VT_CLI);
   return vt::doctor::run_program(args, {}, 300);
 }

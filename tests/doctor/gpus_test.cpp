@@ -18,7 +18,7 @@ void check_processes(const vt::doctor::Check& gpu) {
   CHECK(procs[1]["name"] == "trainer");
   CHECK(procs[1]["used_bytes"].is_null());
   REQUIRE(gpu.details.size() >= 2);
-  CHECK(gpu.details[0] == "pid 4242 python3 (compute): 2.0 GiB");
+  CHECK(gpu.details[0] == "pid 4242 python3 (compute): 2.00 GiB");
   CHECK(contains(gpu.details[1], "pid 4343 trainer (compute): memory not reported"));
 }
 
@@ -39,7 +39,7 @@ TEST_CASE("a GPU with processes, from NVML") {
   CHECK(gpu.data["used_bytes"] == 3221225472ull);
   CHECK(gpu.data["free_bytes"] == 85899345920ull - 3221225472ull);
   CHECK(gpu.data["compute_capability"] == "9.0");
-  CHECK(contains(gpu.message, "GPU 0: Fake GPU 0 80GB, 80.0 GiB: 3.0 GiB used (3 processes), 77.0 GiB free"));
+  CHECK(contains(gpu.message, "GPU 0: Fake GPU 0 80GB, 80.0 GiB: 3.00 GiB used (3 processes), 77.0 GiB free"));
   const auto& procs = gpu.data["processes"];
   REQUIRE(procs.size() == 3);
   CHECK(procs[0]["type"] == "compute+graphics");  // 4242 does both: listed once

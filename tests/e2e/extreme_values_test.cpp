@@ -1,6 +1,6 @@
 // Numbers at the edge of their types, as a crafted trace can hold them: a site of 2^63 bytes, a
 // device ordinal of 2^31 - 1, a time 2^63 ns after the start. Every command gives a sane answer;
-// under tests/ubsan_cli.sh (a -fsanitize=undefined CLI) any overflow aborts the command.
+// under tests/sanitizers.sh (an ASan + UBSan CLI) any overflow aborts the command.
 #include <catch2/catch.hpp>
 
 #include <cstdint>

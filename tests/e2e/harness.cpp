@@ -27,7 +27,7 @@ std::string slurp(const std::string& p) {
 
 std::string program(const std::string& name) { return std::string(VT_PROGRAMS) + "/" + name; }
 std::string cli() {
-  // tests/ubsan_cli.sh runs these tests against a sanitized build of the same CLI.
+  // tests/sanitizers.sh runs these tests against a sanitized build of the same CLI.
   const char* other = getenv("VRAMTRACE_TEST_CLI");
   return other && *other ? other : VT_CLI;
 }

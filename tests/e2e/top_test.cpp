@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "harness.h"
-#include "shm_summary.h"
+#include "shm_layout.h"
 
 TEST_CASE("top --once shows GPUs, a traced process, its live bytes and call sites") {
   std::string dir = e2e::temp_dir();
@@ -166,10 +166,10 @@ TEST_CASE("top: hostile /dev/shm entries (another user's, empty, a FIFO, a symli
   REQUIRE(mkfifo(pipe.c_str(), 0666) == 0);
   give_away(pipe);
   // A forged summary in the current layout: pid 1, 123 GiB, a path with terminal escapes.
-  vt::ShmSummary f;
+  vt::format::ShmSummary f;
   memset(static_cast<void*>(&f), 0, sizeof f);
-  memcpy(f.magic, vt::kShmMagic, sizeof f.magic);
-  f.version = vt::kShmVersion;
+  memcpy(f.magic, vt::format::kShmMagic, sizeof f.magic);
+  f.version = vt::format::kShmVersion;
   f.size = sizeof f;
   f.pid = 1;
   f.live[0][0] = 123ll << 30;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the hand-made seeds of tests/fuzz/corpus (and the known-bug reproducers of
-tests/fuzz/corpus (regress-*) with --crashes), encoding traces as interpose/trace_format.h describes.
+tests/fuzz/corpus (regress-*) with --crashes), encoding traces as format/trace_format.h describes.
 
   tests/fuzz/make_corpus.py [--crashes] [--real TRACE NAME]... OUT_DIR
 
@@ -21,7 +21,7 @@ HDR_FMT = "<8sIIIIQQQQIIQQii40s64s"  # FileHeader, 192 bytes
 assert struct.calcsize(HDR_FMT) == 192
 T0 = 1_000_000_000
 
-# Op codes (interpose/hook_list.h) and tags.
+# Op codes (format/op_table.h) and tags.
 ALLOC, ALLOC_PITCH, FREE, MANAGED, HOST_ALLOC = 1, 2, 3, 4, 5
 ALLOC_ASYNC, FREE_ASYNC, POOL_ASYNC, POOL_CREATE = 10, 12, 14, 16
 MEM_CREATE, MEM_RELEASE, MEM_MAP, MEM_UNMAP, RESERVE, ADDR_FREE = 19, 20, 21, 22, 23, 24

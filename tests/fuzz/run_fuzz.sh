@@ -39,8 +39,9 @@ srcs=(
   "$here/reader_fuzz.cpp"
   "$repo/analyzer/trace_reader.cpp"
   "$repo/analyzer/symbolizer.cpp"
-  "$repo/analyzer/python_lines.cpp"
-  "$repo/analyzer/event_fields.cpp"
+  "$repo/format/python_lines.cpp"
+  "$repo/format/file_header.cpp"
+  "$repo/common/byte_size.cpp"
   "$repo/analyzer/record_json.cpp"
   "$repo/analyzer/analysis.cpp"
   "$repo/analyzer/live_state.cpp"
@@ -69,8 +70,7 @@ stale=0
 if [ ! -x "$bin" ]; then
   stale=1
 else
-  for f in "${srcs[@]}" "$out/cuda_result_names.inc" "$repo"/analyzer/*.h "$repo"/analyzer/aggregators/*.h "$repo"/format/*.h "$repo"/cupti/*.h \
-      "$repo/interpose/trace_format.h" "$repo/interpose/hook_list.h"; do
+  for f in "${srcs[@]}" "$out/cuda_result_names.inc" "$repo"/analyzer/*.h "$repo"/analyzer/aggregators/*.h "$repo"/format/*.h "$repo"/common/*.h; do
     if [ "$f" -nt "$bin" ]; then stale=1; break; fi
   done
 fi
@@ -81,7 +81,7 @@ if [ "$stale" = 1 ]; then
   echo "fuzz: building $bin with $cxx" >&2
   if ! "$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -DNDEBUG \
       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-      -I"$repo/analyzer" -I"$repo/interpose" -I"$repo/cupti" -I"$repo/format" -I"$out" \
+      -I"$repo/analyzer" -I"$repo/format" -I"$repo/common" -I"$out" \
       "${srcs[@]}" -ldw -lelf $absl_libs -o "$bin.tmp"; then
     echo "fuzz: build failed (clang with libFuzzer needed: apt-get install clang libclang-rt-dev or libclang-rt-14-dev)" >&2
     exit 2

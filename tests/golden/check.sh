@@ -8,7 +8,7 @@
 # symbolization looks in a sysroot that does not exist (frames keep module+offset; the module
 # paths are the ones recorded in the trace).
 set -uo pipefail
-# VRAMTRACE_TEST_CLI (tests/ubsan_cli.sh) replaces CLI, as in the e2e tests.
+# VRAMTRACE_TEST_CLI (tests/sanitizers.sh) replaces CLI, as in the e2e tests.
 cli=$(realpath "${VRAMTRACE_TEST_CLI:-${1:?usage: check.sh CLI GOLDEN.trace.gz [--update]}}")
 gz=$(realpath "${2:?usage: check.sh CLI GOLDEN.trace.gz [--update]}")
 update=${3:-}

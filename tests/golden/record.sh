@@ -13,7 +13,6 @@ build=$(realpath "${1:?usage: record.sh BUILD_DIR [--replace]}")
 replace=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 fmt_h=$here/../../format/trace_format.h
-[ -f "$fmt_h" ] || fmt_h=$here/../../interpose/trace_format.h
 major=$(sed -n 's/.*kVersionMajor = \([0-9]*\);.*/\1/p' "$fmt_h")
 minor=$(sed -n 's/.*kVersionMinor = \([0-9]*\);.*/\1/p' "$fmt_h")
 [ -n "$major" ] && [ -n "$minor" ] || { echo "record.sh: cannot find the format version in trace_format.h" >&2; exit 2; }

@@ -9,7 +9,7 @@ build=$(realpath "${1:?usage: run.sh BUILD_DIR}")
 here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
 $py -c "import pytest" 2>/dev/null || { echo "FAIL: pytest is not installed for $py (apt-get install python3-pytest)"; exit 1; }
-export PYTHONPATH="$here/../../python" LD_LIBRARY_PATH="$build/lib/fakecuda" PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH="$here/../../pytest_plugin" LD_LIBRARY_PATH="$build/lib/fakecuda" PYTHONDONTWRITEBYTECODE=1
 out=$(mktemp -d)
 fail() { echo "FAIL: $*"; echo "--- output:"; cat "$out/log"; exit 1; }
 
@@ -17,13 +17,13 @@ fail() { echo "FAIL: $*"; echo "--- output:"; cat "$out/log"; exit 1; }
 rc=$?
 [ $rc -eq 1 ] || fail "expected pytest to exit 1 (one failure), got $rc"
 grep -q "1 failed, 2 passed" "$out/log" || fail "expected '1 failed, 2 passed'"
-grep -q "peak GPU memory 200.00 MiB (209715200 bytes) exceeds limit_vram 100.00 MiB (104857600 bytes)" "$out/log" || fail "no limit message"
+grep -q "peak GPU memory 200 MiB (209715200 bytes) exceeds limit_vram 100 MiB (104857600 bytes)" "$out/log" || fail "no limit message"
 grep -q "FAILED .*test_over_limit" "$out/log" || fail "test_over_limit did not fail"
 # The failure names the call sites that held the memory at the test's peak, Python lines first.
 grep -q "largest holders of device memory at the test's peak (vramtrace):" "$out/log" || fail "no call sites in the failure"
-grep -qE "^  200.00 MiB in 1 allocation: alloc_and_free \(test_memory.py:[0-9]+\) < test_over_limit \(test_memory.py:[0-9]+\)$" "$out/log" ||
+grep -qE "^ +200 MiB in 1 allocation: alloc_and_free \(test_memory.py:[0-9]+\) < test_over_limit \(test_memory.py:[0-9]+\)$" "$out/log" ||
   fail "the failure does not name alloc_and_free < test_over_limit"
-grep -q "10.00 MiB  .*test_under_limit" "$out/log" || fail "--vram-report lacks test_under_limit's peak"
+grep -q "10.0 MiB  .*test_under_limit" "$out/log" || fail "--vram-report lacks test_under_limit's peak"
 # The limit fails the test's call phase like an assertion: no output lands in its teardown.
 "$build/bin/vramtrace" run -o "$out/ra/" -- $py -m pytest -p pytest_vramtrace -p no:cacheprovider -rA "$here/suite" > "$out/log" 2>&1
 grep -q "Captured .* teardown" "$out/log" && fail "stray output captured in a teardown"

@@ -3,7 +3,7 @@
 // capture-and-format, the deadlock probe (capture while holding a mutex that a GIL holder waits
 // for), captures from a plain pthread and from a thread with a frameless thread state, the
 // GIL-holding self-test, a line-table oracle for exhaustive checks and a timing loop.
-// Links the walker and analyzer/python_lines.cpp only; never libpython.
+// Links the walker and format/python_lines.cpp only; never libpython.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
@@ -30,7 +30,7 @@ int format_frames(char* out, int cap) {
   vt::py::CodeInfo info;  // ~5 KB of stack, like the hook would use
   for (int i = 0; i < n; ++i) {
     if (!vt::py::describe_code(raw[i].code, &info)) return -1;
-    int line = vt::analyzer::python_line(info.py_minor, info.linetable, info.linetable_len, info.firstlineno,
+    int line = vt::format::python_line(info.py_minor, info.linetable, info.linetable_len, info.firstlineno,
                                          raw[i].instr);
     int w = std::snprintf(out + o, cap > o ? cap - o : 0, "%s:%d:%s\n", info.filename, line, info.qualname);
     if (w > 0) o += w;
@@ -191,7 +191,7 @@ double bench_describe(int iters, int* frames) {
 
 // Line-table oracle for the exhaustive test against code.co_lines().
 int line_of(int minor, const unsigned char* table, size_t len, int firstlineno, unsigned instr) {
-  return vt::analyzer::python_line(minor, table, len, firstlineno, instr);
+  return vt::format::python_line(minor, table, len, firstlineno, instr);
 }
 
 }  // extern "C"

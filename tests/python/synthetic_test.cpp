@@ -104,7 +104,7 @@ void expect_frames(const char* what, const std::vector<Want>& want, int max = 64
           w.code->file.c_str());
     CHECK(info.qualname == w.code->qual, "%s: frame %d: qualname '%s', expected '%s'", what, i, info.qualname,
           w.code->qual.c_str());
-    int line = vt::analyzer::python_line(info.py_minor, info.linetable, info.linetable_len, info.firstlineno, raw[i].instr);
+    int line = vt::format::python_line(info.py_minor, info.linetable, info.linetable_len, info.firstlineno, raw[i].instr);
     int expect = w.instr == vt::py::kInstrNotStarted ? w.code->lt->firstlineno
                  : w.instr == vt::py::kInstrUnknown  ? -1
                                                      : w.code->lt->lines.at(int(w.instr));

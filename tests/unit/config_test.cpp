@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "config.h"
+#include "env_config.h"
 
 using vt::Config;
 
@@ -50,27 +50,4 @@ TEST_CASE("VRAMTRACE_OUTPUT: directory, file, unset, empty, bad escape, disable"
   CHECK(std::string(c.session) == "abc");
   unsetenv("VRAMTRACE_SESSION");
   unsetenv("VRAMTRACE_OUTPUT");
-}
-
-#include "compare.h"
-
-TEST_CASE("sizes: bytes and units, malformed values named") {
-  uint64_t b = 0;
-  std::string why;
-  REQUIRE(vt::analyzer::parse_size("512MiB", &b, &why));
-  CHECK(b == 512ull << 20);
-  REQUIRE(vt::analyzer::parse_size("4GB", &b, &why));
-  CHECK(b == 4000000000ull);
-  REQUIRE(vt::analyzer::parse_size("1.5GiB", &b, &why));
-  CHECK(b == 3ull << 29);
-  REQUIRE(vt::analyzer::parse_size("1048576", &b, &why));
-  CHECK(b == 1048576);
-  REQUIRE(vt::analyzer::parse_size("2 gib", &b, &why));
-  CHECK(b == 2ull << 30);
-  CHECK_FALSE(vt::analyzer::parse_size("", &b, &why));
-  CHECK_FALSE(vt::analyzer::parse_size("-1GiB", &b, &why));
-  CHECK_FALSE(vt::analyzer::parse_size("12 parsecs", &b, &why));
-  CHECK(why.find("'12 parsecs' has an unknown unit") == 0);
-  CHECK_FALSE(vt::analyzer::parse_size("0.5", &b, &why));
-  CHECK_FALSE(vt::analyzer::parse_size("1e30GiB", &b, &why));
 }

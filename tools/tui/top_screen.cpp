@@ -7,7 +7,7 @@
 #include <map>
 
 #include "compare.h"
-#include "oom_verdict.h"
+#include "byte_size.h"
 #include "terminal.h"
 #include "terminal_escape.h"
 
@@ -15,7 +15,6 @@ namespace vt::tui {
 
 namespace {
 
-using analyzer::human_bytes;
 
 std::string e(const std::string& s) { return analyzer::terminal_escape(s); }
 
@@ -88,7 +87,7 @@ void add_rows(const Node& n, const std::string& key, const std::string& parent, 
   r.depth = depth;
   r.openable = !end->children.empty();
   r.open = r.openable && is_open(k, depth);
-  r.text = pad(human_bytes(n.bytes), 11) + std::string(size_t(depth) * 2, ' ') + (r.openable ? (r.open ? "[-] " : "[+] ") : "    ") +
+  r.text = pad(format_bytes(n.bytes), 11) + std::string(size_t(depth) * 2, ' ') + (r.openable ? (r.open ? "[-] " : "[+] ") : "    ") +
            e(label);
   out->push_back(r);
   if (!r.open) return;
@@ -129,8 +128,8 @@ std::vector<TopScreen::Row> TopScreen::rows(const cli::TopSnapshot& snap) const 
     r.open = r.openable && is_open(r.key, 0);
     char pid[32];
     snprintf(pid, sizeof pid, "%-8llu", static_cast<unsigned long long>(p->pid));
-    r.text = std::string(r.openable ? (r.open ? "[-] " : "[+] ") : "    ") + pid + pad(human_bytes(p->live()), 11) +
-             pad(human_bytes(p->peak()), 11) + pad(human_bytes(pinned), 11) + pad(human_bytes(managed), 11) +
+    r.text = std::string(r.openable ? (r.open ? "[-] " : "[+] ") : "    ") + pid + pad(format_bytes(p->live()), 11) +
+             pad(format_bytes(p->peak()), 11) + pad(format_bytes(pinned), 11) + pad(format_bytes(managed), 11) +
              (p->other_namespace ? "(other pid ns) " : "") + e(p->trace_path);
     out.push_back(r);
     if (!r.open) continue;
@@ -167,12 +166,12 @@ std::string TopScreen::render(const cli::TopSnapshot& snap, int width, int heigh
     size_t bar = 20, used = g.total ? size_t(double(g.used) / double(g.total) * bar + 0.5) : 0;
     used = std::min(used, bar);
     lines.push_back("GPU " + std::to_string(g.index) + "  " + e(g.name) + "  [" + std::string(used, '#') +
-                    std::string(bar - used, '.') + "]  used " + human_bytes(g.used) + " of " + human_bytes(g.total) +
-                    ", free " + human_bytes(g.free));
+                    std::string(bar - used, '.') + "]  used " + format_bytes(g.used) + " of " + format_bytes(g.total) +
+                    ", free " + format_bytes(g.free));
     std::vector<cli::GpuProcessInfo> ps = g.processes;
     std::stable_sort(ps.begin(), ps.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
     for (const cli::GpuProcessInfo& p : ps)
-      lines.push_back("    pid " + std::to_string(p.pid) + "  " + pad(human_bytes(p.bytes), 11) + (p.name.empty() ? "?" : e(p.name)));
+      lines.push_back("    pid " + std::to_string(p.pid) + "  " + pad(format_bytes(p.bytes), 11) + (p.name.empty() ? "?" : e(p.name)));
   }
   lines.push_back("");
   lines.push_back("TRACED PROCESSES (user " + e(snap.user) + (snap.root ? ", root: other users' summaries are not read" : "") +

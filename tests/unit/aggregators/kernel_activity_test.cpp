@@ -3,7 +3,7 @@
 // the recorder's status, and the coverage cross-check of CUPTI's allocations against interception.
 #include <catch2/catch.hpp>
 
-#include "activity_records.h"
+#include "encoded_activity.h"
 #include "analysis_pass.h"
 #include "records.h"
 

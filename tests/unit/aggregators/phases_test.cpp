@@ -3,7 +3,7 @@
 // its highest peak and its largest rise over its start; highest peak first.
 #include <catch2/catch.hpp>
 
-#include "activity_records.h"
+#include "encoded_activity.h"
 #include "analysis_pass.h"
 #include "records.h"
 

@@ -1,0 +1,150 @@
+// See config.h.
+#include "env_config.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "log.h"
+
+namespace vt {
+
+bool expand_pattern(const char* pattern, long pid, const char* host, char* out, size_t cap,
+                    const char** why) {
+  size_t n = 0;
+  auto put = [&](const char* s, size_t len) {
+    if (n + len >= cap) return false;
+    memcpy(out + n, s, len);
+    n += len;
+    return true;
+  };
+  for (const char* p = pattern; *p; ++p) {
+    bool ok;
+    if (*p != '%') {
+      ok = put(p, 1);
+    } else {
+      char c = p[1];
+      if (c == 'p') {
+        char num[32];
+        int len = snprintf(num, sizeof num, "%ld", pid);
+        ok = put(num, len);
+      } else if (c == 'h') {
+        ok = put(host, strlen(host));
+      } else if (c == '%') {
+        ok = put("%", 1);
+      } else {
+        *why = "unknown %-escape (use %p for the pid, %h for the host name, %% for %)";
+        return false;
+      }
+      ++p;
+    }
+    if (!ok) {
+      *why = "path too long";
+      return false;
+    }
+  }
+  out[n] = '\0';
+  return true;
+}
+
+namespace {
+
+// The one line about a bad value: into why[cap] when the caller words it (vramtrace run),
+// else on stderr.
+__attribute__((format(printf, 3, 4))) void complain(char* why, size_t cap, const char* fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (why && cap)
+    snprintf(why, cap, "%s", line);
+  else
+    log_line_once_per_run("%s; tracing off", line);
+}
+
+}  // namespace
+
+bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
+  *out = Config{};
+  const char* disable = getenv("VRAMTRACE_DISABLE");
+  if (disable && disable[0] && strcmp(disable, "0") != 0) return false;
+
+  const char* session = getenv("VRAMTRACE_SESSION");
+  if (session) snprintf(out->session, sizeof out->session, "%s", session);
+
+  if (const char* d = getenv("VRAMTRACE_STACK_DEPTH")) {
+    char* end = nullptr;
+    long v = strtol(d, &end, 10);
+    if (!*d || *end || v < 0 || v > 256) {
+      complain(why_out, why_cap, "bad VRAMTRACE_STACK_DEPTH '%s' (a number of frames, 0 to 256)", d);
+      return false;
+    }
+    out->stack_depth = int(v);
+  }
+  if (const char* py = getenv("VRAMTRACE_PYTHON")) {
+    if (strcmp(py, "0") == 0) {
+      out->python = false;
+    } else if (strcmp(py, "1") != 0) {
+      complain(why_out, why_cap, "bad VRAMTRACE_PYTHON '%s' (use 0 or 1)", py);
+      return false;
+    }
+  }
+
+  if (const char* k = getenv("VRAMTRACE_KERNELS"); k && *k) {  // empty = unset
+    if (strcmp(k, "0") == 0) {
+      out->kernels = false;
+    } else if (strcmp(k, "1") != 0) {
+      complain(why_out, why_cap, "bad VRAMTRACE_KERNELS '%s' (use 0 or 1)", k);
+      return false;
+    }
+  }
+
+  const char* sink = getenv("VRAMTRACE_SINK");
+  if (sink && strcmp(sink, "null") == 0) {
+    out->null_sink = true;
+    out->enabled = true;
+    return true;
+  } else if (sink && *sink && strcmp(sink, "file") != 0) {
+    complain(why_out, why_cap, "bad VRAMTRACE_SINK '%s' (use file or null)", sink);
+    return false;
+  }
+
+  const char* output = getenv("VRAMTRACE_OUTPUT");
+  if (output && !output[0]) {
+    complain(why_out, why_cap, "VRAMTRACE_OUTPUT is set but empty");
+    return false;
+  }
+  if (!output) output = ".";
+
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  char expanded[4096];
+  const char* why = nullptr;
+  if (!expand_pattern(output, pid, host, expanded, sizeof expanded, &why)) {
+    complain(why_out, why_cap, "bad VRAMTRACE_OUTPUT '%s': %s", output, why);
+    return false;
+  }
+
+  struct stat st;
+  size_t len = strlen(expanded);
+  bool is_dir = (stat(expanded, &st) == 0 && S_ISDIR(st.st_mode)) || expanded[len - 1] == '/';
+  if (is_dir) {
+    int w = snprintf(out->path, sizeof out->path, "%s%svramtrace.%ld.trace", expanded,
+                     expanded[len - 1] == '/' ? "" : "/", pid);
+    if (w < 0 || size_t(w) >= sizeof out->path) {
+      complain(why_out, why_cap, "bad VRAMTRACE_OUTPUT '%s': path too long", output);
+      return false;
+    }
+  } else {
+    snprintf(out->path, sizeof out->path, "%s", expanded);
+  }
+  out->enabled = true;
+  return true;
+}
+
+}  // namespace vt

@@ -1,0 +1,162 @@
+// The metadata records (tags 0x80..0x89, 0x92: trace_format.h) as typed structs, each with its
+// schema (schema.h): the one statement of its fields' order, wire kinds, JSON keys and the words
+// of docs/trace-format.md's "Metadata records" table. Written by interpose/ (trace_session.cpp,
+// stack_index.cpp, module_map.cpp, python_code_index.cpp, stack_capture.cpp, gpu_processes.cpp,
+// region_marks.cpp) with format::encode, read by analyzer/trace_reader.cpp with format::decode.
+// Strings are Text: the writer's buffers, or the reader's view of the mapped file.
+#pragma once
+
+#include <cstdint>
+
+#include "schema.h"
+#include "trace_format.h"
+
+namespace vt::format {
+
+struct ProcessRecord {
+  uint64_t driver_version = 0;  // cuDriverGetVersion, 0 before the driver loaded
+  Text argv;                    // /proc/self/cmdline: NUL-separated
+  Text exe;                     // /proc/self/exe
+};
+#define VT_PROCESS_FIELDS(F)                                                                  \
+  F(Varint, driver_version, "driver_version", "driver version")                             \
+  F(TextList, argv, "argv", "argv (NUL-separated, from /proc/self/cmdline)")                 \
+  F(Text, exe, "exe", "exe path")
+VT_RECORD_SCHEMA(ProcessSchema, kTagProcess, "process", VT_PROCESS_FIELDS);
+
+struct DeviceRecord {
+  uint64_t ordinal = 0;
+  uint64_t total_bytes = 0;
+  Text name;
+  Text uuid;  // CUuuid's 16 raw bytes; all zero when the driver could not say
+};
+#define VT_DEVICE_FIELDS(F)                                       \
+  F(Varint, ordinal, "ordinal", "ordinal")                        \
+  F(Varint, total_bytes, "total_bytes", "total bytes")            \
+  F(Text, name, "name", "name")                                   \
+  F(Bytes, uuid, "uuid", "uuid (16 raw bytes)")
+VT_RECORD_SCHEMA(DeviceSchema, kTagDevice, "device", VT_DEVICE_FIELDS);
+
+struct EndRecord {};
+#define VT_END_FIELDS(F)
+VT_RECORD_SCHEMA(EndSchema, kTagEnd, "end", VT_END_FIELDS);
+
+struct NoteRecord {
+  Text text;
+};
+#define VT_NOTE_FIELDS(F)                                                                              \
+  F(Rest, text, "text",                                                                                \
+    "a message from the recorder after the trace opened; the Python walker's later verdicts are "      \
+    "`Python frames on: ...` (its self-check on the main thread passed; for a CPython newer than the " \
+    "table, frames start here) and `Python frames off: ...` (the self-check disagreed: events after "  \
+    "it carry native frames only)")
+VT_RECORD_SCHEMA(NoteSchema, kTagNote, "note", VT_NOTE_FIELDS);
+
+// A stack: the header, then `frames` rows of one varint each (StackFrameSchema).
+struct StackRecord {
+  uint32_t id = 0;
+  uint32_t frames = 0;
+};
+#define VT_STACK_FIELDS(F)          \
+  F(Varint, id, "id", "id")         \
+  F(Count, frames, "frames", "n")
+VT_RECORD_SCHEMA(StackSchema, kTagStack, "stack", VT_STACK_FIELDS);
+struct StackFrameRow {
+  uint64_t frame = 0;
+};
+#define VT_STACK_FRAME_FIELDS(F) F(Varint, frame, "frame", "frame, innermost first (see Stacks)")
+VT_RECORD_SCHEMA(StackFrameSchema, kTagStack, "stack frame", VT_STACK_FRAME_FIELDS);
+inline constexpr uint32_t kMaxStackRecordFrames = 4096;  // a reader refuses more (writers: 256)
+
+struct ModuleRecord {
+  uint64_t bias = 0;  // load bias (dlpi_addr)
+  uint64_t lo = 0;    // the mapped range [lo, hi)
+  uint64_t hi = 0;
+  Text path;
+  Text build_id;
+};
+#define VT_MODULE_FIELDS(F)                                             \
+  F(Varint, bias, "bias", "load bias")                                  \
+  F(Varint, lo, "start", "start")                                       \
+  F(Varint, hi, "end", "end (the mapped range)")                        \
+  F(Text, path, "path", "path (absolute)")                              \
+  F(Bytes, build_id, "build_id", "build-id (raw bytes)")
+VT_RECORD_SCHEMA(ModuleSchema, kTagModule, "module", VT_MODULE_FIELDS);
+
+struct PyCodeRecord {
+  uint32_t id = 0;
+  uint32_t py_minor = 0;
+  uint64_t first_line = 0;
+  Text file;
+  Text qualname;
+  Text linetable;
+};
+#define VT_PYCODE_FIELDS(F)                                                                           \
+  F(Varint, id, "id", "id")                                                                           \
+  F(Varint, py_minor, "python_minor",                                                                 \
+    "Python minor version (the interpreter's own: 10 selects 3.10's line-table format, 11 and above " \
+    "the location table)")                                                                            \
+  F(Varint, first_line, "first_line", "first line")                                                   \
+  F(Text, file, "file", "file")                                                                       \
+  F(Text, qualname, "qualname", "qualified name")                                                     \
+  F(Bytes, linetable, "linetable", "raw line table (co_linetable)")
+VT_RECORD_SCHEMA(PyCodeSchema, kTagPyCode, "python code", VT_PYCODE_FIELDS);
+
+inline constexpr uint64_t kThreadHasPython = 1;  // ThreadRecord::flags
+struct ThreadRecord {
+  uint32_t tid = 0;
+  uint64_t flags = 0;
+  Text name;
+};
+#define VT_THREAD_FIELDS(F)                                                       \
+  F(Varint, tid, "tid", "tid")                                                    \
+  F(Varint, flags, "flags", "flags (bit 0: has a Python thread state)")           \
+  F(Text, name, "name", "name")
+VT_RECORD_SCHEMA(ThreadSchema, kTagThread, "thread", VT_THREAD_FIELDS);
+
+// ConfigRecord::python_status.
+inline constexpr int kPythonOff = 0, kPythonOn = 1, kPythonRefused = 2;
+struct ConfigRecord {
+  uint64_t stack_depth = 0;
+  uint64_t python_status = 0;
+  Text python_message;
+};
+#define VT_CONFIG_FIELDS(F)                                                                           \
+  F(Varint, stack_depth, "stack_depth", "native stack depth")                                         \
+  F(Varint, python_status, "python_status", "Python status (0 off, 1 on, 2 refused)")                \
+  F(Text, python_message, "python_message",                                                           \
+    "message (`ok`, why Python frames were refused, or for a CPython newer than the table what it is " \
+    "read as pending its self-check: docs/python-frames.md)")
+VT_RECORD_SCHEMA(ConfigSchema, kTagConfig, "config", VT_CONFIG_FIELDS);
+
+// NVML's compute processes on a device right after a failed allocation: the header, then `count`
+// rows (GpuProcessSchema).
+struct GpuProcessesRecord {
+  uint64_t device = 0;
+  uint64_t count = 0;
+};
+#define VT_GPU_PROCESSES_FIELDS(F)               \
+  F(Varint, device, "device", "CUDA device")     \
+  F(Count, count, "count", "n")
+VT_RECORD_SCHEMA(GpuProcessesSchema, kTagGpuProcesses, "gpu processes", VT_GPU_PROCESSES_FIELDS);
+struct GpuProcessRow {
+  uint64_t pid = 0;
+  uint64_t bytes = 0;
+  Text name;
+};
+#define VT_GPU_PROCESS_FIELDS(F)            \
+  F(Varint, pid, "pid", "pid")              \
+  F(Varint, bytes, "bytes", "bytes")        \
+  F(Text, name, "name", "name")
+VT_RECORD_SCHEMA(GpuProcessSchema, kTagGpuProcesses, "gpu process", VT_GPU_PROCESS_FIELDS);
+
+struct RegionRecord {
+  uint64_t kind = 0;  // kRegionBegin / kRegionEnd
+  Text name;
+};
+#define VT_REGION_FIELDS(F)                                 \
+  F(Varint, kind, "kind", "kind (1 begin, 2 end)")          \
+  F(Text, name, "name", "name")
+VT_RECORD_SCHEMA(RegionSchema, kTagRegion, "region", VT_REGION_FIELDS);
+
+}  // namespace vt::format

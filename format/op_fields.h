@@ -1,0 +1,62 @@
+// The words for what an event's optional fields (address, size, aux, aux2) hold: the `fields`
+// column of the op table (op_table.h) names one per field, and this table gives each its JSON
+// key (`vramtrace dump`) and its words in docs/trace-format.md's op table.
+#pragma once
+
+#include <cstdint>
+
+namespace vt {
+
+// What one optional field of an event holds (the `fields` column of the list):
+// X(name, json key, words in docs/trace-format.md). Several meanings share a JSON key: an
+// event's JSON has one key per field, named for what it holds.
+#define VT_FOR_EACH_FIELD_MEANING(X)                                                       \
+  X(None, "", "")                                                                          \
+  X(Ptr, "address", "ptr")                                                                 \
+  X(Va, "address", "va")                                                                   \
+  X(ArrayHandle, "address", "array handle")                                                \
+  X(Bytes, "size", "bytes")                                                                \
+  X(PitchBytes, "size", "pitch × height")                                                  \
+  X(KeepBytes, "size", "min bytes to keep")                                                \
+  X(ArrayBytes, "size", "≈ width × height × channels × element")                           \
+  X(Array3DBytes, "size", "≈ width × height × depth × channels × element")                 \
+  X(ImportBytes, "size", "bytes (cuMemGetAddressRange)")                                   \
+  X(Flags, "flags", "flags")                                                               \
+  X(Pool, "pool", "pool")                                                                  \
+  X(Handle, "handle", "handle")                                                            \
+  X(Location, "location", "location")                                                      \
+  X(Offset, "offset", "offset")                                                            \
+  X(DestroyedContext, "target_context", "destroyed context")                               \
+  X(Device, "target_device", "device")                                                     \
+  X(ResetContext, "target_context", "primary context reset (0: none active)")              \
+  X(ReleasedContext, "target_context", "the primary context if this release destroyed it, else 0")
+
+enum class Field : uint8_t {
+#define VT_FIELD_ID(name, json, doc) name,
+  VT_FOR_EACH_FIELD_MEANING(VT_FIELD_ID)
+#undef VT_FIELD_ID
+};
+
+struct FieldInfo {
+  const char* json;  // key in `vramtrace dump` ("aux" / "aux2" when the op does not say)
+  const char* doc;   // words in docs/trace-format.md
+};
+inline constexpr FieldInfo kFieldInfo[] = {
+#define VT_FIELD_INFO(name, json, doc) {json, doc},
+    VT_FOR_EACH_FIELD_MEANING(VT_FIELD_INFO)
+#undef VT_FIELD_INFO
+};
+inline const FieldInfo& field_info(Field f) { return kFieldInfo[int(f)]; }
+
+// CUmemLocationType names, for fields that hold a location (type << 32 | id).
+inline const char* location_type_name(uint32_t t) {
+  switch (t) {
+    case 1: return "device";
+    case 2: return "host";
+    case 3: return "host_numa";
+    case 4: return "host_numa_current";
+    default: return "none";
+  }
+}
+
+}  // namespace vt

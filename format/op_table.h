@@ -1,0 +1,191 @@
+// The one list of hooked driver functions, and what each one is on the wire. The exported
+// wrappers (interpose/hooks.cpp), the pointer substitution table, the trace's op codes, the
+// reader's op names, the JSON field names of `vramtrace dump` and the op table of
+// docs/trace-format.md (checked by tests/unit/doc_tables_test.cpp) all come from this list.
+//
+// VT_FOR_EACH_HOOK(X) calls X(code, name, action, kind, params, args, fields):
+//   code    stable op code written to traces (never renumber; append new ones)
+//   name    the exact exported driver symbol (the _v2 / _ptsz spelling)
+//   action  Acquire: memory becomes live (timestamp after the call; failures carry free/total)
+//           Release: memory goes away (timestamp before the call, so a reuse of the address by
+//                    another thread always sorts after the release)
+//           Lookup:  returns driver function pointers; the hook substitutes ours
+//   kind    what the analyzer accounts the event as (MemKind below)
+//   params / args  the exact parameter list (checked against cuda.h by the compiler) and the
+//           forwarding argument list. They stay in this list, although only the hook side
+//           expands them, so that adding a hooked function is one row: a second list of
+//           signatures would have to be kept in the same order by hand. Users of the list that
+//           do not need them never expand them, so this header needs cuda.h only where they are.
+//   fields  (addr, size, aux, aux2): what each optional field of the event holds (op_fields.h);
+//           interpose/describe.h fills exactly these
+#pragma once
+
+#include <cstdint>
+
+#include "op_fields.h"
+
+// cuda.h maps these names to their _v2 exports; in the list each name means its own export.
+#undef cuGetProcAddress
+#undef cuDevicePrimaryCtxReset
+#undef cuDevicePrimaryCtxRelease
+#undef cuIpcOpenMemHandle
+
+#define VT_FOR_EACH_HOOK(X)                                                                          \
+  X(1, cuMemAlloc_v2, Acquire, Device, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize), (Ptr, Bytes, None, None)) \
+  X(2, cuMemAllocPitch_v2, Acquire, Device,                                                         \
+    (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                       \
+     unsigned int ElementSizeBytes),                                                                \
+    (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), (Ptr, PitchBytes, None, None))          \
+  X(3, cuMemFree_v2, Release, Device, (CUdeviceptr dptr), (dptr), (Ptr, None, None, None))          \
+  X(4, cuMemAllocManaged, Acquire, Managed, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags), \
+    (dptr, bytesize, flags), (Ptr, Bytes, Flags, None))                                             \
+  X(5, cuMemHostAlloc, Acquire, PinnedHost, (void** pp, size_t bytesize, unsigned int Flags),       \
+    (pp, bytesize, Flags), (Ptr, Bytes, Flags, None))                                               \
+  X(6, cuMemAllocHost_v2, Acquire, PinnedHost, (void** pp, size_t bytesize), (pp, bytesize), (Ptr, Bytes, None, None)) \
+  X(7, cuMemFreeHost, Release, PinnedHost, (void* p), (p), (Ptr, None, None, None))                 \
+  X(8, cuMemHostRegister_v2, Acquire, RegisteredHost, (void* p, size_t bytesize, unsigned int Flags), \
+    (p, bytesize, Flags), (Ptr, Bytes, Flags, None))                                                \
+  X(9, cuMemHostUnregister, Release, RegisteredHost, (void* p), (p), (Ptr, None, None, None))       \
+  X(10, cuMemAllocAsync, Acquire, Async, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),   \
+    (dptr, bytesize, hStream), (Ptr, Bytes, None, None))                                            \
+  X(11, cuMemAllocAsync_ptsz, Acquire, Async,                                                       \
+    (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream), (Ptr, Bytes, None, None)) \
+  X(12, cuMemFreeAsync, Release, Async, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), (Ptr, None, None, None)) \
+  X(13, cuMemFreeAsync_ptsz, Release, Async, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), (Ptr, None, None, None)) \
+  X(14, cuMemAllocFromPoolAsync, Acquire, Async,                                                    \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                     \
+    (dptr, bytesize, pool, hStream), (Ptr, Bytes, Pool, None))                                      \
+  X(15, cuMemAllocFromPoolAsync_ptsz, Acquire, Async,                                               \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                     \
+    (dptr, bytesize, pool, hStream), (Ptr, Bytes, Pool, None))                                      \
+  X(16, cuMemPoolCreate, Acquire, Pool, (CUmemoryPool * pool, const CUmemPoolProps* poolProps),     \
+    (pool, poolProps), (None, None, Pool, Location))                                                \
+  X(17, cuMemPoolDestroy, Release, Pool, (CUmemoryPool pool), (pool), (None, None, Pool, None))     \
+  X(18, cuMemPoolTrimTo, Release, Pool, (CUmemoryPool pool, size_t minBytesToKeep),                 \
+    (pool, minBytesToKeep), (None, KeepBytes, Pool, None))                                          \
+  X(19, cuMemCreate, Acquire, VmmPhysical,                                                          \
+    (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp* prop,           \
+     unsigned long long flags),                                                                     \
+    (handle, size, prop, flags), (None, Bytes, Handle, Location))                                   \
+  X(20, cuMemRelease, Release, VmmPhysical, (CUmemGenericAllocationHandle handle), (handle), (None, None, Handle, None)) \
+  X(21, cuMemMap, Acquire, VmmMapping,                                                              \
+    (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,              \
+     unsigned long long flags),                                                                     \
+    (ptr, size, offset, handle, flags), (Va, Bytes, Handle, Offset))                                \
+  X(22, cuMemUnmap, Release, VmmMapping, (CUdeviceptr ptr, size_t size), (ptr, size), (Va, Bytes, None, None)) \
+  X(23, cuMemAddressReserve, Acquire, VmmReservation,                                               \
+    (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), \
+    (ptr, size, alignment, addr, flags), (Va, Bytes, None, None))                                   \
+  X(24, cuMemAddressFree, Release, VmmReservation, (CUdeviceptr ptr, size_t size), (ptr, size), (Va, Bytes, None, None)) \
+  X(25, cuArrayCreate_v2, Acquire, Array,                                                           \
+    (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR* pAllocateArray), (pHandle, pAllocateArray), (ArrayHandle, ArrayBytes, None, None)) \
+  X(26, cuArray3DCreate_v2, Acquire, Array,                                                         \
+    (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pAllocateArray), (pHandle, pAllocateArray), (ArrayHandle, Array3DBytes, None, None)) \
+  X(27, cuArrayDestroy, Release, Array, (CUarray hArray), (hArray), (ArrayHandle, None, None, None)) \
+  X(28, cuIpcOpenMemHandle_v2, Acquire, IpcImport,                                                  \
+    (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags), (Ptr, ImportBytes, Flags, None)) \
+  X(29, cuIpcCloseMemHandle, Release, IpcImport, (CUdeviceptr dptr), (dptr), (Ptr, None, None, None)) \
+  X(30, cuCtxDestroy_v2, Release, Context, (CUcontext ctx), (ctx), (None, None, DestroyedContext, None)) \
+  X(31, cuDevicePrimaryCtxReset_v2, Release, Context, (CUdevice dev), (dev), (None, None, Device, ResetContext)) \
+  X(32, cuGetProcAddress, Lookup, None,                                                            \
+    (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags),                           \
+    (symbol, pfn, cudaVersion, flags), (None, None, None, None))                                   \
+  X(33, cuGetProcAddress_v2, Lookup, None,                                                         \
+    (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,                            \
+     CUdriverProcAddressQueryResult* symbolStatus),                                                \
+    (symbol, pfn, cudaVersion, flags, symbolStatus), (None, None, None, None))                 \
+  /* Older exports cudart still asks for by version (cuDevicePrimaryCtx* at 7000, IPC at 4010). */ \
+  X(34, cuDevicePrimaryCtxReset, Release, Context, (CUdevice dev), (dev), (None, None, Device, ResetContext)) \
+  X(35, cuIpcOpenMemHandle, Acquire, IpcImport,                                                   \
+    (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags), (Ptr, ImportBytes, Flags, None)) \
+  X(36, cuDevicePrimaryCtxRelease, Release, Context, (CUdevice dev), (dev), (None, None, Device, ReleasedContext)) \
+  X(37, cuDevicePrimaryCtxRelease_v2, Release, Context, (CUdevice dev), (dev), (None, None, Device, ReleasedContext))
+
+namespace vt {
+
+enum class Action : uint8_t { Acquire, Release, Lookup };
+
+// What an event's memory is, for accounting. Values are written nowhere: traces carry op codes.
+enum class MemKind : uint8_t {
+  None,
+  Device,          // cuMemAlloc/Pitch: device memory owned by this process
+  Managed,         // unified memory
+  PinnedHost,      // page-locked host memory allocated by the driver
+  RegisteredHost,  // existing host memory pinned by cuMemHostRegister
+  Async,           // stream-ordered allocation carved from a pool
+  Pool,            // a memory pool object (create / destroy / trim)
+  VmmPhysical,     // cuMemCreate physical memory handle
+  VmmMapping,      // a mapping of physical memory into a reserved range
+  VmmReservation,  // reserved virtual address space (no memory by itself)
+  Array,           // CUDA array (size approximated from its descriptor)
+  IpcImport,       // memory of another process mapped here (imported, not owned)
+  Context,         // context teardown: every allocation of that context is gone
+};
+
+// How each kind is accounted (buckets, keys, devices): format/accounting.h.
+
+// MemKind's names: the `kind` of `vramtrace dump` and of docs/trace-format.md's op table.
+inline const char* kind_name(MemKind k) {
+  switch (k) {
+    case MemKind::Device: return "device";
+    case MemKind::Managed: return "managed";
+    case MemKind::PinnedHost: return "pinned_host";
+    case MemKind::RegisteredHost: return "registered_host";
+    case MemKind::Async: return "async";
+    case MemKind::Pool: return "pool";
+    case MemKind::VmmPhysical: return "vmm_physical";
+    case MemKind::VmmMapping: return "vmm_mapping";
+    case MemKind::VmmReservation: return "vmm_reservation";
+    case MemKind::Array: return "array";
+    case MemKind::IpcImport: return "ipc_import";
+    case MemKind::Context: return "context";
+    case MemKind::None: break;
+  }
+  return "none";
+}
+
+enum class HookId : uint8_t {
+#define VT_HOOK_ID(code, name, action, kind, params, args, fields) name,
+  VT_FOR_EACH_HOOK(VT_HOOK_ID)
+#undef VT_HOOK_ID
+  kCount
+};
+inline constexpr int kHookCount = static_cast<int>(HookId::kCount);
+
+// What each optional field of an op's events holds.
+struct OpFields {
+  Field addr, size, aux, aux2;
+};
+
+struct OpInfo {
+  uint8_t code;
+  const char* name;
+  Action action;
+  MemKind kind;
+  OpFields fields;
+};
+
+// Indexed by HookId.
+#define VT_OP_FIELDS(addr, size, aux, aux2) {Field::addr, Field::size, Field::aux, Field::aux2}
+inline constexpr OpInfo kOps[] = {
+#define VT_OP_INFO(code, name, action, kind, params, args, fields) \
+  {code, #name, Action::action, MemKind::kind, VT_OP_FIELDS fields},
+    VT_FOR_EACH_HOOK(VT_OP_INFO)
+#undef VT_OP_INFO
+};
+#undef VT_OP_FIELDS
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == kHookCount);
+
+constexpr bool codes_are_dense() {
+  for (int i = 0; i < kHookCount; ++i)
+    if (kOps[i].code != i + 1) return false;
+  return true;
+}
+static_assert(codes_are_dense(), "op codes must be 1..N in list order");
+
+// Op code -> info, or nullptr for codes this build does not know (newer traces).
+inline const OpInfo* op_by_code(uint8_t code) {
+  return code >= 1 && code <= kHookCount ? &kOps[code - 1] : nullptr;
+}
+
+}  // namespace vt

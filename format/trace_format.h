@@ -1,0 +1,146 @@
+// The on-disk trace format, shared by the writer (interpose/) and the reader (analyzer/).
+// Owns: file and chunk header layouts, record tags, event field flags and the varint codec.
+// docs/trace-format.md is the prose version of this file; keep the two in step.
+//
+// Layout: a file header in the first 64 KiB slot, then fixed-size 64 KiB chunks. Each writing thread owns one chunk at a
+// time and appends length-prefixed records to it; the chunk's `used` word is stored last
+// (release), so a reader trusts exactly the bytes a chunk has published. This is what makes a
+// trace readable after SIGKILL: the file is written through MAP_SHARED pages.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace vt::format {
+
+inline constexpr char kFileMagic[8] = {'V', 'R', 'A', 'M', 'T', 'R', 'C', '\0'};
+inline constexpr uint32_t kVersionMajor = 1;  // readers refuse a different major
+inline constexpr uint32_t kVersionMinor = 0;  // readers accept newer minors (new tags are skipped)
+inline constexpr uint32_t kChunkSize = 64 * 1024;
+inline constexpr uint32_t kFileHeaderSize = kChunkSize;  // the header fills the first chunk slot
+inline constexpr uint32_t kChunkMagic = 0x4b435456;  // "VTCK"
+
+// Header flag bits.
+inline constexpr uint32_t kHeaderClosedCleanly = 1u << 0;  // the process reached its exit path
+inline constexpr uint32_t kHeaderTracingFailed = 1u << 1;  // writing stopped early (disk full...)
+
+struct FileHeader {
+  char magic[8];
+  uint32_t version_major;
+  uint32_t version_minor;
+  uint32_t header_size;
+  uint32_t chunk_size;
+  uint64_t pid;
+  uint64_t ppid;
+  uint64_t start_realtime_ns;   // CLOCK_REALTIME at open
+  uint64_t start_monotonic_ns;  // CLOCK_MONOTONIC at open; every t_ns in the file is monotonic
+  uint32_t flags;               // kHeader* bits; updated in place
+  uint32_t reserved0;
+  uint64_t end_monotonic_ns;    // set together with kHeaderClosedCleanly
+  uint64_t chunks_allocated;    // advisory; readers scan the file instead
+  int32_t rank;                 // RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID, -1 if unset
+  int32_t local_rank;           // LOCAL_RANK / OMPI_COMM_WORLD_LOCAL_RANK / SLURM_LOCALID, -1
+  char session[40];             // VRAMTRACE_SESSION: groups the files of one `vramtrace run`
+  char hostname[64];
+  uint64_t events_lost;         // events that could not be recorded (atomic add); older writers leave 0
+};
+static_assert(sizeof(FileHeader) <= kFileHeaderSize);
+
+struct ChunkHeader {
+  uint32_t magic;     // kChunkMagic once the chunk is claimed
+  uint32_t used;      // bytes of published records after this header (release store)
+  uint32_t tid;       // kernel thread id of the owning thread
+  uint32_t index;     // chunk number in the file
+  uint64_t base_ns;   // monotonic ns; the first record's dt is relative to it
+  uint64_t reserved;
+};
+static_assert(sizeof(ChunkHeader) == 32);
+inline constexpr uint32_t kChunkPayload = kChunkSize - sizeof(ChunkHeader);
+
+// Record = tag (1 byte) + payload length (varint) + payload. Tags 1..127 are memory-operation
+// events whose tag is the op code from op_table.h; tags >= 0x80 are metadata (their payloads:
+// meta_records.h and activity_records.h).
+enum Tag : uint8_t {
+  kTagProcess = 0x80,  // argv (NUL-separated), exe path, driver version
+  kTagDevice = 0x81,   // ordinal, total bytes, name, uuid
+  kTagEnd = 0x82,      // clean close marker
+  kTagNote = 0x83,     // a message from the recorder (e.g. "tracing stopped: disk full")
+  kTagStack = 0x84,    // varint id, varint frame count, frames innermost first (varint each)
+  kTagModule = 0x85,   // varint load bias, varint start, varint end, string path, string build-id
+  kTagPyCode = 0x86,   // varint id, varint python minor, varint first line, string file,
+                       // string qualified name, string line table (raw co_linetable bytes)
+  kTagThread = 0x87,   // varint tid, varint flags (bit 0: has a Python thread state), string name
+  kTagConfig = 0x88,   // varint stack depth, varint python status, string python message
+  kTagGpuProcesses = 0x89,  // varint device, varint count, count x (varint pid, varint bytes, string name)
+  // 0x8A..0x91: kernel activity (CUPTI), see docs/trace-format.md
+  kTagRegion = 0x92,   // varint kind (kRegionBegin / kRegionEnd), string name
+};
+inline constexpr uint8_t kRegionBegin = 1, kRegionEnd = 2;
+
+// A stack frame (in kTagStack): a native return address, or a Python frame.
+inline constexpr uint64_t kFramePython = 1ull << 63;       // Python frame (else native address)
+inline constexpr uint64_t kFramePyEntry = 1ull << 62;      // first Python frame of one C-level eval call
+inline constexpr int kFrameCodeShift = 32;                 // bits 32..61: code id
+inline constexpr uint64_t kFrameCodeMask = (1ull << 30) - 1;
+inline constexpr uint64_t kFrameInstrMask = 0xffffffffull;  // bits 0..31: instruction offset
+inline uint64_t python_frame(uint32_t code_id, uint32_t instr, bool entry) {
+  return kFramePython | (entry ? kFramePyEntry : 0) | (uint64_t(code_id & kFrameCodeMask) << kFrameCodeShift) | instr;
+}
+
+// Event payload: varint dt_ns, a flags byte, then the fields of each flag present, in bit order.
+// X(enumerator, bit, name, fields): the one statement of the event layout; interpose/recorder.cpp
+// (encode_event) writes and analyzer/trace_reader.cpp (advance) reads exactly this, by hand for
+// speed, and docs/trace-format.md's "Events" table is checked against it
+// (tests/unit/doc_tables_test.cpp).
+#define VT_FOR_EACH_EVENT_FLAG(X)                                                                         \
+  X(kEvContext, 0, "CONTEXT",                                                                             \
+    "varint context handle, varint device ordinal + 1 (0 = unknown). Sent when the thread's current "     \
+    "context differs from the chunk's; otherwise the chunk's current value applies")                      \
+  X(kEvStream, 1, "STREAM",                                                                               \
+    "varint stream handle. Only for stream-ordered ops, only when it changes; initial value 0")           \
+  X(kEvFailed, 2, "FAILED",                                                                               \
+    "varint CUresult, varint device free bytes, varint device total bytes (cuMemGetInfo at the failure; " \
+    "0/0 if it could not be read)")                                                                       \
+  X(kEvAddr, 3, "ADDR", "zigzag varint delta from the chunk's previous address")                          \
+  X(kEvSize, 4, "SIZE", "varint bytes")                                                                   \
+  X(kEvAux, 5, "AUX", "varint, meaning per op (below)")                                                   \
+  X(kEvAux2, 6, "AUX2", "varint, meaning per op (below)")                                                 \
+  X(kEvStack, 7, "STACK", "varint stack id (a `stack` record, below); absent when stacks are off")
+
+enum EventFlag : uint8_t {
+#define VT_EVENT_FLAG_ENUM(e, bit, name, fields) e = 1u << bit,
+  VT_FOR_EACH_EVENT_FLAG(VT_EVENT_FLAG_ENUM)
+#undef VT_EVENT_FLAG_ENUM
+};
+
+// ---- varint codec (LEB128) ----
+inline constexpr size_t kMaxVarint = 10;
+
+inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+inline uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+// Reads one varint from [p, end). Returns nullptr when it is cut off or longer than 10 bytes.
+inline const uint8_t* get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 70 && p < end; shift += 7) {
+    uint8_t b = *p++;
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *out = v;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace vt::format

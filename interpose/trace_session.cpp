@@ -1,0 +1,252 @@
+// The trace's life in one process: opened lazily by the first acquiring call (a process that
+// never allocates CUDA memory leaves no file), a process record and one record per device,
+// a fresh file for a forked child, and the clean-close mark on the way out. Policy on fork: the
+// child forgets the parent's file and writes its own, <path>.<pid> or vramtrace.<pid>.trace,
+// once it makes a CUDA memory call (children of exec are traced through the inherited
+// LD_PRELOAD in the same way). Also the count of events that could not be recorded (kept until
+// the header exists, then added to it), and record() itself.
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "clock.h"
+#include "env_config.h"
+#include "driver_api.h"
+#include "log.h"
+#include "recorder.h"
+#include "recorder_internal.h"
+#include "own_work.h"
+#include "reentry_guard.h"
+#include "deferred_events.h"
+#include "gpu_processes.h"
+#include "activity_recorder.h"
+#include "live_tracker.h"
+#include "python_code_index.h"
+#include "shm_summary.h"
+#include "module_map.h"
+#include "native_stack.h"
+#include "python_frames.h"
+#include "stack_capture.h"
+#include "stack_index.h"
+#include <sys/prctl.h>
+#include "meta_records.h"
+
+namespace vt {
+
+TraceFile g_file;
+std::atomic<uint32_t> g_generation{1};
+
+namespace {
+
+enum Status : int { kNotOpen = 0, kOpen = 1, kOff = 2, kNullSink = 3 };
+std::atomic<int> g_status{kNotOpen};
+enum DeviceRecords : int { kDevicesPending = 0, kDevicesWriting = 1, kDevicesDone = 2 };
+std::atomic<int> g_devices{kDevicesPending};
+pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
+bool g_atfork_registered = false;
+std::atomic<uint64_t> g_lost_before_open{0};  // counted before the header existed
+
+size_t read_file(const char* path, char* buf, size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t n = 0;
+  while (n < cap) {
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r <= 0) break;
+    n += size_t(r);
+  }
+  close(fd);
+  return n;
+}
+
+void write_process_record(uint64_t t) {
+  int driver = 0;
+  if (g_api.driver_get_version) g_api.driver_get_version(&driver);
+  char cmdline[8192], exe[8192];
+  size_t n = read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+  ssize_t e = readlink("/proc/self/exe", exe, sizeof exe);
+  format::ProcessRecord r{uint64_t(driver), format::Text(cmdline, n), format::Text(exe, e > 0 ? size_t(e) : 0)};
+  uint8_t payload[16384 + 32];
+  format::PayloadWriter p(payload, sizeof payload);
+  format::encode<format::ProcessSchema>(p, r);
+  write_meta(format::kTagProcess, p.data(), p.size(), t);
+}
+
+// Devices are known once cuInit has run; until then this is retried on later events.
+void write_device_records(uint64_t t) {
+  int expected = kDevicesPending;
+  if (!g_devices.compare_exchange_strong(expected, kDevicesWriting)) return;
+  int count = 0;
+  if (!g_api.device_get_count || g_api.device_get_count(&count) != CUDA_SUCCESS || count <= 0) {
+    g_devices.store(kDevicesPending);
+    return;
+  }
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    if (g_api.device_get(&dev, i) != CUDA_SUCCESS) continue;
+    size_t total = 0;
+    char name[256] = {};
+    CUuuid uuid = {};
+    g_api.device_total_mem(&total, dev);
+    g_api.device_get_name(name, sizeof name - 1, dev);
+    if (g_api.device_get_uuid) g_api.device_get_uuid(&uuid, dev);
+    format::DeviceRecord r{uint64_t(i), total, format::Text(name, strlen(name)),
+                           format::Text(uuid.bytes, sizeof uuid.bytes)};
+    uint8_t buf[512];
+    format::PayloadWriter p(buf, sizeof buf);
+    format::encode<format::DeviceSchema>(p, r);
+    write_meta(format::kTagDevice, p.data(), p.size(), t);
+  }
+  g_devices.store(kDevicesDone, std::memory_order_release);
+}
+
+void after_fork_in_child() {
+  // Only this thread exists now. Drop the parent's file; the next acquiring call opens ours.
+  pthread_mutex_init(&g_open_mu, nullptr);
+  g_file.abandon();
+  g_devices.store(kDevicesPending);
+  forget_stacks();
+  forget_modules();
+  forget_live_state();
+  forget_python_codes();
+  forget_shm_summary();
+  forget_gpu_process_sampler();
+  forget_deferred_events();
+  g_lost_before_open.store(0);
+  g_generation.fetch_add(1);
+  g_status.store(kNotOpen);
+}
+
+format::FileHeader* open_header() {
+  return g_status.load(std::memory_order_acquire) == kOpen ? g_file.header() : nullptr;
+}
+
+bool open_trace(uint64_t t) {
+  OwnWork own;  // file creation, config messages, CUPTI start: no cancellation, no SIGPIPE
+  pthread_mutex_lock(&g_open_mu);
+  int status = g_status.load();
+  if (status == kNotOpen) {
+    Config cfg;
+    status = kOff;
+    bool configured = load_config(&cfg, long(getpid()));
+    if (configured) configure_stacks(cfg);
+    if (configured && cfg.null_sink) {
+      status = kNullSink;
+    } else if (configured && g_file.open(cfg, long(getpid()), long(getppid()))) {
+      if (!g_atfork_registered) {
+        pthread_atfork(nullptr, nullptr, after_fork_in_child);
+        g_atfork_registered = true;
+      }
+      write_process_record(t);
+      write_stack_config(t);
+      open_shm_summary(g_file.path());
+      start_gpu_process_sampler();
+      cupti::start(cfg.kernels, t);
+      flush_pending_regions(t);
+      write_device_records(t);
+      status = kOpen;
+    }
+    g_status.store(status, std::memory_order_release);
+    if (status == kOpen) count_lost_events(0);  // what was lost before the header existed
+  }
+  pthread_mutex_unlock(&g_open_mu);
+  return status == kOpen || status == kNullSink;
+}
+
+}  // namespace
+
+const char* trace_path() { return g_status.load(std::memory_order_acquire) == kOpen ? g_file.path() : nullptr; }
+
+bool recording() {
+  int s = g_status.load(std::memory_order_acquire);
+  return s == kOpen || s == kNullSink;
+}
+bool tracing_possible() { return g_status.load(std::memory_order_relaxed) != kOff; }
+
+// Once per thread and trace: its kernel id and name (autograd workers, NCCL threads...).
+thread_local uint32_t t_described_generation __attribute__((tls_model("initial-exec"))) = 0;
+
+static void describe_thread(uint64_t t) {
+  uint32_t gen = g_generation.load(std::memory_order_relaxed);
+  if (t_described_generation == gen) return;
+  t_described_generation = gen;
+  char name[17] = {};
+  prctl(PR_GET_NAME, name, 0, 0, 0);
+  format::ThreadRecord r{uint32_t(gettid()), python_frames_on() && py::thread_has_state() ? format::kThreadHasPython : 0,
+                         format::Text(name, strnlen(name, 16))};
+  uint8_t buf[64];
+  format::PayloadWriter p(buf, sizeof buf);
+  format::encode<format::ThreadSchema>(p, r);
+  write_meta(format::kTagThread, p.data(), p.size(), t);
+}
+
+void count_lost_events(uint64_t n) {
+  if (n) g_lost_before_open.fetch_add(n, std::memory_order_relaxed);
+  // Moved into the header once there is one (re-checked: the trace may open meanwhile).
+  if (format::FileHeader* h = open_header())
+    if (uint64_t pending = g_lost_before_open.exchange(0, std::memory_order_relaxed))
+      __atomic_add_fetch(&h->events_lost, pending, __ATOMIC_RELAXED);
+}
+
+namespace {
+
+// The trace status an event may be recorded under, or -1 when it is not recorded.
+inline int status_for(const Event& e) {
+  int status = g_status.load(std::memory_order_acquire);
+  if (status == kOpen) return status;
+  if (status == kOff) return -1;
+  if (status == kNotOpen) {
+    if (kOps[int(e.op)].action != Action::Acquire || !open_trace(e.t_ns)) return -1;
+    status = g_status.load(std::memory_order_relaxed);
+  }
+  return status;
+}
+
+__attribute__((always_inline)) inline void record_captured(int status, const Event& e, const uint64_t* frames, int n) {
+  if (status == kNullSink) return;
+  if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
+  describe_thread(e.t_ns);
+  Event ev = e;
+  ev.stack = stack_id(frames, n, e.t_ns);
+  encode_event(ev);
+  track_event(ev);
+}
+
+}  // namespace
+
+__attribute__((noinline)) void record(const Event& e) {
+  int status = status_for(e);
+  if (status < 0) return;
+  // Unwinding happens here, with no lock of ours held.
+  uint64_t frames[kMaxCaptureSlots];
+  uint64_t caller = e.caller_ip ? e.caller_ip : reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  int n = capture_stack(frames, kMaxCaptureSlots, caller);
+  record_captured(status, e, frames, n);
+}
+
+void record_with_stack(const Event& e, const uint64_t* frames, int n) {
+  int status = status_for(e);
+  if (status >= 0) record_captured(status, e, frames, n);
+}
+
+namespace {
+
+// Runs at exit (and dlclose). glibc may run it before the destructors of libraries loaded later
+// (cudart, torch), whose frees still reach our hooks: so it only marks the trace, tears nothing
+// down, and events after it are still written.
+__attribute__((destructor)) void mark_clean_exit() {
+  if (g_status.load(std::memory_order_acquire) != kOpen) return;
+  OwnWork own;
+  HookScope scope;
+  uint64_t t = now_ns();
+  // exit() from a signal handler that interrupted our work: the thread's chunk may be mid-record,
+  // so only the header is marked.
+  if (!scope.nested_in_our_work()) write_meta(format::kTagEnd, nullptr, 0, t);
+  g_file.mark_closed(t);
+  close_shm_summary();
+}
+
+}  // namespace
+}  // namespace vt

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The preload library's exports (interpose/exports.map: dlsym, the cu* driver hooks, the CUPTI
+# wrappers, InitializeInjectionNvtx2, the vramtrace_* query API) are defined in libvramtrace.so
+# and nowhere else: a test binary or the CLI defining one would interpose on the process's own
+# dlsym or driver calls. Usage: exports_check.sh LIBVRAMTRACE BINARY...
+set -uo pipefail
+lib=${1:?usage: exports_check.sh LIBVRAMTRACE BINARY...}
+shift
+pattern='^(dlsym|cu[A-Za-z][A-Za-z0-9_]*|InitializeInjectionNvtx2|vramtrace_[a-z_]+)$'
+exported() { nm --defined-only "$1" | awk '$2 ~ /^[TtWw]$/ {print $3}' | grep -E "$pattern" | sort -u; }
+# The check must be able to fail: the library itself defines them.
+n=$(exported "$lib" | wc -l)
+if [ "$n" -lt 10 ]; then echo "FAIL: $lib defines only $n of the exported names (the pattern is wrong)"; exit 1; fi
+fail=0
+for b in "$@"; do
+  found=$(exported "$b" | head -5 | tr '\n' ' ')
+  if [ -n "$found" ]; then echo "FAIL: $b defines $found"; fail=1; fi
+done
+[ "$fail" = 0 ] && echo "PASS: none of $# binaries defines a name libvramtrace.so exports ($n names)"
+exit "$fail"
