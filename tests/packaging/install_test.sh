@@ -29,7 +29,9 @@ grep -q "^$(realpath "$prefix")/lib/libvramtrace.so" <<<"$out" || fail "the inst
 grep -q "1 trace file" <<<"$out" || fail "no trace from the installed CLI: $out"
 # pytest finds the installed plugin through its entry point.
 if /usr/bin/python3 -c "import pytest" 2>/dev/null; then
-  PYTHONPATH="$prefix/$site" /usr/bin/python3 -m pytest --markers -p no:cacheprovider 2>&1 | grep -q "@pytest.mark.limit_vram" ||
-    fail "pytest did not load the installed plugin"
+  # (Output captured first: grep -q closing the pipe early would SIGPIPE pytest and, with
+  # pipefail, fail the check whenever pytest was still writing.)
+  markers=$(PYTHONPATH="$prefix/$site" /usr/bin/python3 -m pytest --markers -p no:cacheprovider 2>&1)
+  grep -q "@pytest.mark.limit_vram" <<<"$markers" || fail "pytest did not load the installed plugin: $(tail -3 <<<"$markers")"
 fi
 echo "PASS install: CLI, library, header, man page, completions and the pytest plugin; the installed CLI traces"
