@@ -13,12 +13,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$work/log" ] && tail -40 "$work/log"; exit 1; }
 $py -c "import setuptools, wheel" 2>/dev/null || fail "setuptools and wheel are needed for $py (apt-get install python3-setuptools python3-wheel)"
+$py -m pip --version >/dev/null 2>&1 || fail "pip is needed for $py (apt-get install python3-pip)"
 $py -m venv --help >/dev/null 2>&1 || fail "python3-venv is needed"
 
 # The wheel, built offline: no index, no build isolation (the backend comes from the system).
-# The ctest build is portable (the default): setup.py builds the wheel's two targets in it; a
-# fresh checkout without a build configures its own (build-wheel/), as `pip install .` does.
-export VRAMTRACE_WHEEL_BUILD_DIR=${VRAMTRACE_WHEEL_BUILD_DIR:-$build} CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
+# setup.py configures a portable CMake build of its own (VRAMTRACE_PORTABLE=ON; the ctest build
+# is not) in BUILD_DIR/wheel-build, as `pip install .` does in build-wheel/, and reuses it the
+# next time (only its two targets are rebuilt).
+export VRAMTRACE_WHEEL_BUILD_DIR=${VRAMTRACE_WHEEL_BUILD_DIR:-$build/wheel-build} CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 (cd "$repo" && PIP_NO_INDEX=1 $py -m pip wheel --no-build-isolation --no-deps -w "$work/dist" .) > "$work/log" 2>&1 ||
   fail "pip wheel failed"
 whl=$(ls "$work"/dist/vramtrace-*.whl 2>/dev/null | head -1)
@@ -30,7 +32,8 @@ for f in vramtrace/bin/vramtrace vramtrace/lib/libvramtrace.so vramtrace/__main_
   grep -q "$f" <<<"$contents" || fail "the wheel lacks $f"
 done
 rm -rf "$repo/vramtrace.egg-info"  # setuptools leaves it in the source tree
-[ ! -e "$build/lib/vramtrace" ] && [ ! -e "$build/bdist.linux-x86_64" ] || fail "setuptools wrote into the CMake build folder"
+wb=$VRAMTRACE_WHEEL_BUILD_DIR
+[ ! -e "$wb/lib/vramtrace" ] && [ ! -e "$wb/bdist.linux-x86_64" ] || fail "setuptools wrote into the CMake build folder"
 
 # A fresh venv (the system's pytest visible to it), the wheel installed without an index.
 $py -m venv --system-site-packages "$work/venv" > "$work/log" 2>&1 || fail "venv creation failed"
