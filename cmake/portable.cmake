@@ -6,7 +6,7 @@
 #   - libvramtrace.so needs glibc and libunwind.so.8 (+ liblzma.so.5): Debian's libunwind.a is
 #     not position-independent, so the wheel carries both shared libraries beside
 #     libvramtrace.so, found through its RUNPATH $ORIGIN.
-# Nothing here may use a glibc symbol newer than 2.34 (tests/packaging/ldd_test.sh checks the
+# Nothing here may use a glibc symbol newer than 2.34 (tests/packaging/ldd_check.sh checks the
 # symbol versions): no std::random_device (libstdc++'s calls arc4random, 2.36; the static
 # libstdc++ still links it in, so tools/glibc_compat.cpp defines arc4random from getrandom).
 # Off by default (setup.py turns it on); sanitized builds never are (the sanitizers' runtimes
