@@ -20,7 +20,8 @@ AnalysisPass::AnalysisPass(const ProcessInfo& process, const AnalysisOptions& op
       ooms_(process.pid, opt.top),
       phases_(activity_.stream()),
       timeline_(opt.timeline_points),
-      torch_(opt.top, opt.timeline_points) {}
+      torch_(opt.top, opt.timeline_points),
+      live_at_(opt.at_ns, process.start_monotonic_ns) {}
 
 // The dispatch, inlined into both loops below (a call per record costs ~7 instructions).
 __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& r) {
@@ -57,11 +58,13 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     return;
   }
   cache_flushes_.before(r, live_);
+  live_at_.before(r.t_ns, live_);
+  allocations_.before(r, live_);
   live_.apply(r);  // snapshots a pending peak before a device's bytes go down
   torch_.after(r);
   peaks_.after(r.t_ns);
   phases_.after(r.t_ns, live_);
-  regions_.after(live_.device_bytes_all());
+  regions_.after(r.t_ns, live_.device_bytes_all());
   timeline_.after(r.t_ns, live_);
   fragmentation_.after(r.t_ns, live_);
   leaks_.after(r.t_ns, live_);
@@ -99,6 +102,8 @@ void AnalysisPass::finish(TraceReport* rep) {
                    ooms_.activity_queries(), rep);
   phases_.finish(rep);  // after the activity stream's finish
   torch_.finish(rep);   // after the OOMs and their activity: it adds to them
+  allocations_.finish(rep);
+  live_at_.finish(live_, rep);
 }
 
 namespace {
@@ -113,6 +118,8 @@ void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt,
   fill(rep->leaks);
   fill(rep->teardown);
   for (GrowthSite& g : rep->growth) g.site.stack = sym.stack(g.site.stack_id);
+  for (LargeAllocation& a : rep->allocations.largest) a.stack = a.stack_id ? sym.stack(a.stack_id) : std::vector<Frame>{};
+  fill(rep->live_at.live_set);
   for (OomReport& o : rep->ooms) {
     o.stack = o.stack_id ? sym.stack(o.stack_id) : std::vector<Frame>{};
     fill(o.top_holders);

@@ -9,11 +9,13 @@
 
 #include <cstdint>
 
+#include "aggregators/allocation_stats.h"
 #include "aggregators/cache_flush.h"
 #include "aggregators/fragmentation.h"
 #include "aggregators/kernel_activity.h"
 #include "aggregators/leaks.h"
 #include "aggregators/lookups.h"
+#include "aggregators/live_at.h"
 #include "aggregators/oom.h"
 #include "aggregators/peak.h"
 #include "aggregators/phases.h"
@@ -63,6 +65,8 @@ class AnalysisPass {
   FragmentationAggregator fragmentation_;
   TorchAggregator torch_;
   LookupAggregator lookups_;
+  AllocationStatsAggregator allocations_;
+  LiveAtAggregator live_at_;
 };
 
 }  // namespace vt::analyzer

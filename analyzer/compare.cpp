@@ -106,34 +106,37 @@ RunDiff diff_runs(const TraceReport& base, const TraceReport& now, bool native) 
   return d;
 }
 
-nlohmann::json diff_json(const RunDiff& d, const std::string& base_path, const std::string& new_path) {
+nlohmann::json diff_json(const RunDiff& d, const std::string& base_path, const std::string& new_path, size_t top) {
   nlohmann::json sites = nlohmann::json::array();
   for (const SiteChange& c : d.sites)
-    sites.push_back({{"site", c.label}, {"key", c.key}, {"base_peak_bytes", c.base_peak}, {"new_peak_bytes", c.new_peak},
+    if (sites.size() < top) sites.push_back({{"site", c.label}, {"key", c.key}, {"base_peak_bytes", c.base_peak}, {"new_peak_bytes", c.new_peak},
                      {"peak_change_bytes", c.peak_change()}, {"base_leak_bytes", c.base_leak},
                      {"new_leak_bytes", c.new_leak}, {"leak_change_bytes", c.leak_change()},
                      {"added", c.added}, {"vanished", c.vanished}, {"stack", stack_json(c.stack)}});
   return {{"schema", "vramtrace.diff/1"}, {"base", base_path}, {"new", new_path},
           {"peak", {{"base_bytes", d.base_peak}, {"new_bytes", d.new_peak}, {"change_bytes", byte_change(d.base_peak, d.new_peak)}}},
           {"leaks", {{"base_bytes", d.base_leak}, {"new_bytes", d.new_leak}, {"change_bytes", byte_change(d.base_leak, d.new_leak)}}},
-          {"sites", sites}};
+          {"sites", sites},
+          {"sites_left_out", d.sites.size() - sites.size()}};
 }
 
-std::string diff_text(const RunDiff& d) {
+std::string diff_text(const RunDiff& d, size_t top) {
   std::string o;
   o += "peak: " + format_bytes(d.base_peak) + " -> " + format_bytes(d.new_peak) + " (" +
        signed_bytes(byte_change(d.base_peak, d.new_peak)) + ")\n";
   o += "leaks: " + format_bytes(d.base_leak) + " -> " + format_bytes(d.new_leak) + " (" +
        signed_bytes(byte_change(d.base_leak, d.new_leak)) + ")\n";
   o += "call sites, largest change first:\n";
-  int shown = 0;
+  size_t shown = 0, changed = 0;
   for (const SiteChange& c : d.sites) {
     if (c.change() == 0) continue;
-    if (++shown > 30) break;
+    if (++changed > top) continue;
+    ++shown;
     o += std::string("  ") + (c.added ? "NEW  " : c.vanished ? "GONE " : "     ") + "peak " + signed_bytes(c.peak_change()) +
          ", leaks " + signed_bytes(c.leak_change()) + "  " + terminal_escape(c.label) + "\n";
   }
   if (!shown) o += "  no change\n";
+  if (changed > shown) o += "  ... " + std::to_string(changed - shown) + " more changed call site" + (changed - shown == 1 ? "" : "s") + " (--top)\n";
   return o;
 }
 

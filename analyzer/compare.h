@@ -42,10 +42,12 @@ struct RunDiff {
 
 RunDiff diff_runs(const TraceReport& base, const TraceReport& now, bool native = false);
 
-// `vramtrace diff` output: JSON (schema vramtrace.diff/1, docs/report-schema.md) and text (at
-// most 30 changed sites, strings escaped for a terminal).
-nlohmann::json diff_json(const RunDiff& d, const std::string& base_path, const std::string& new_path);
-std::string diff_text(const RunDiff& d);
+// `vramtrace diff` output: JSON (schema vramtrace.diff/1, docs/report-schema.md; at most `top`
+// sites, `sites_left_out` counts the rest) and text (at most `top` changed sites, strings escaped
+// for a terminal).
+nlohmann::json diff_json(const RunDiff& d, const std::string& base_path, const std::string& new_path,
+                         size_t top = SIZE_MAX);
+std::string diff_text(const RunDiff& d, size_t top = 30);
 // "+1.00 GiB", "-512 MiB", "+0 B".
 std::string signed_bytes(int64_t change);
 

@@ -137,6 +137,8 @@ RankRow rank_row(const TraceReport& t) {
   row.ooms = t.ooms.size();
   if (!t.ooms.empty()) row.verdict = t.ooms[0].verdict;
   row.damaged = t.damaged();
+  for (const std::string& arg : t.process.argv) row.command += (row.command.empty() ? "" : " ") + arg;
+  row.end = t.end;
   return row;
 }
 

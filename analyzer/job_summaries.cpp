@@ -71,6 +71,8 @@ bool summary_report(const json& j, TraceReport* t, std::string* why) {
   if (peak) t->peaks.push_back(DevicePeak{});
   if (peak) t->peaks[0].bytes = peak;
   t->leak_bytes = j.at("leaks").at("bytes").get<uint64_t>();
+  t->end = j.at("leaks").at("end").get<std::string>();  // the job table's end and command columns
+  if (tr.contains("argv")) t->process.argv = tr.at("argv").get<std::vector<std::string>>();
   for (const json& o : j.at("ooms")) {
     OomReport r;
     r.verdict = o.at("verdict").get<std::string>();

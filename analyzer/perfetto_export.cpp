@@ -99,12 +99,15 @@ struct CounterTrack {
 
 class Exporter {
  public:
-  Exporter(TraceReader& reader, std::ostream& out, const PerfettoOptions& opt, PerfettoStats* stats)
+  // `origin`: time zero of the output (no record precedes it); base_ stays the header's start,
+  // the clock CUPTI records are encoded against.
+  Exporter(TraceReader& reader, std::ostream& out, const PerfettoOptions& opt, PerfettoStats* stats, uint64_t origin)
       : reader_(reader),
         opt_(opt),
         stats_(*stats),
         base_(reader.process().start_monotonic_ns),
-        w_(out, base_),
+        origin_(origin),
+        w_(out, origin),
         index_(base_) {
     host_pid_ = int64_t(reader.process().pid);
     if (host_pid_ < 1024) host_pid_ += 1 << 22;  // never the same number as a device ordinal
@@ -169,14 +172,14 @@ class Exporter {
                         {"lost_records", rs.lost_records},
                         {"refused_buffers", rs.refused_buffers}};
     if (rs.unavailable) k["unavailable"] = std::string(unavailable_reason_name(rs.reason)) + ": " + rs.detail;
-    if (rs.stepped_aside) k["stepped_aside_ts_us"] = (double(rs.stepped_aside_ns) - double(base_)) / 1000.0;
+    if (rs.stepped_aside) k["stepped_aside_ts_us"] = (double(rs.stepped_aside_ns) - double(origin_)) / 1000.0;
     if (coverage_.result().cupti_allocations) {  // did interception see every allocation CUPTI saw?
       const CoverageResult& c = coverage_.result();  // missed: the first 20
       nlohmann::json missed = nlohmann::json::array();
       for (size_t i = 0; i < c.missed.size() && i < 20; ++i)
         missed.push_back({{"address", c.missed[i].address}, {"bytes", c.missed[i].bytes},
                           {"kind", cupti_memory_kind_name(c.missed[i].memory_kind)},
-                          {"ts_us", (double(c.missed[i].t_ns) - double(base_)) / 1000.0}});
+                          {"ts_us", (double(c.missed[i].t_ns) - double(origin_)) / 1000.0}});
       k["coverage"] = {{"cupti_allocations", c.cupti_allocations}, {"matched", c.matched}, {"fraction", c.fraction},
                        {"size_mismatches", c.size_mismatches}, {"missed", missed}};
     }
@@ -474,6 +477,7 @@ class Exporter {
   const PerfettoOptions& opt_;
   PerfettoStats& stats_;
   uint64_t base_;
+  uint64_t origin_;
   Writer w_;
   ActivityIndex index_;
   int64_t host_pid_ = 0;
@@ -505,10 +509,19 @@ bool export_perfetto(const std::string& trace, std::ostream& out, const Perfetto
                      std::string* error) {
   auto reader = TraceReader::open(trace, error);
   if (!reader) return false;
+  // Time zero: the header's start, or the first record when that came earlier (the event that
+  // opened the trace was timed before the header was written), so no timestamp is negative.
+  uint64_t origin = reader->process().start_monotonic_ns;
+  {
+    std::string ignored;
+    auto peek = TraceReader::open(trace, &ignored);
+    Record first;
+    if (peek && peek->next(&first) && first.t_ns < origin) origin = first.t_ns;
+  }
   PerfettoStats local;
   if (!stats) stats = &local;
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
-  Exporter ex(*reader, out, opt, stats);
+  Exporter ex(*reader, out, opt, stats, origin);
   ex.run();
   out << "\n],\"stackFrames\":";
   ex.stack_frames(out);

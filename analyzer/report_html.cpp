@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <map>
-#include <random>
+#include <sys/random.h>
+
+#include <cerrno>
 
 #include "analysis.h"
 #include "report_render.h"
@@ -142,11 +144,18 @@ json limited(json data) {
   return data;
 }
 
+// The script nonce of the page's CSP. getrandom(2), not std::random_device: libstdc++'s uses
+// arc4random, which would make the CLI need glibc 2.36 (README: 2.34 is the oldest supported).
 std::string nonce() {
-  std::random_device rd;
+  unsigned char r[22] = {};
+  for (size_t got = 0; got < sizeof r;) {
+    ssize_t n = getrandom(r + got, sizeof r - got, 0);
+    if (n > 0) got += size_t(n);
+    else if (errno != EINTR) break;
+  }
   std::string n;
   const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  for (int i = 0; i < 22; ++i) n += a[rd() % 62];
+  for (unsigned char c : r) n += a[c % 62];
   return n;
 }
 

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "record_json.h"
+#include "cuda_result.h"
 #include "report_render.h"
 #include "torch_render.h"
 
@@ -103,7 +104,7 @@ json ooms_json(const TraceReport& r) {
     json causes = json::array();
     for (const Cause& c : o.causes)
       causes.push_back({{"code", c.code}, {"score", c.score}, {"summary", c.summary}, {"evidence", c.evidence}});
-    a.push_back({{"t_ns", o.t_ns}, {"op", o.op}, {"result", o.result}, {"device", o.device},
+    a.push_back({{"t_ns", o.t_ns}, {"op", o.op}, {"result", o.result}, {"result_name", cuda_result_name(o.result)}, {"device", o.device},
                  {"requested_bytes", o.requested_bytes}, {"device_free_bytes", o.device_free_bytes},
                  {"device_total_bytes", o.device_total_bytes}, {"process_device_bytes", o.process_device_bytes},
                  {"process_by_kind", o.process_by_kind}, {"not_attributable_bytes", o.not_attributable_bytes},
@@ -117,6 +118,27 @@ json ooms_json(const TraceReport& r) {
     if (o.torch) a.back()["torch"] = torch_oom_json(o.torch_info);  // only PyTorch's OOMs have it
   }
   return a;
+}
+
+json allocations_json(const AllocationStats& a) {
+  json largest = json::array();
+  for (const LargeAllocation& x : a.largest)
+    largest.push_back({{"bytes", x.bytes}, {"t_ns", x.t_ns}, {"device", x.device}, {"kind", x.kind}, {"op", x.op},
+                       {"freed", x.freed}, {"freed_t_ns", x.freed_t_ns}, {"stack", stack_json(x.stack)}});
+  json hist = json::array();
+  for (const SizeBucket& b : a.histogram)
+    hist.push_back({{"min_bytes", b.min_bytes}, {"max_bytes", b.max_bytes ? json(b.max_bytes) : json(nullptr)},
+                    {"count", b.count}, {"bytes", b.bytes}});
+  return {{"count", a.count}, {"bytes", a.bytes}, {"freed", a.freed}, {"largest", largest}, {"size_histogram", hist}};
+}
+
+json live_at_json(const LiveAt& l) {
+  json devices = json::array();
+  for (const LiveAt::Device& d : l.devices)
+    devices.push_back({{"device", d.device}, {"bytes", d.device_bytes}, {"pinned_host_bytes", d.pinned_host_bytes},
+                       {"managed_bytes", d.managed_bytes}});
+  return {{"t_ns", l.t_ns}, {"past_end", l.past_end}, {"bytes", l.device_bytes}, {"by_device", devices},
+          {"live_set", groups_json(l.live_set)}};
 }
 
 json trace_json(const TraceReport& r) {
@@ -170,7 +192,7 @@ json report_json(const TraceReport& r, const std::string& section) {
     for (const RegionReport& g : r.regions)
       regions.push_back({{"name", g.name}, {"t_begin_ns", g.t_begin}, {"t_end_ns", g.t_end}, {"closed", g.closed},
                          {"start_bytes", g.start_bytes}, {"end_bytes", g.end_bytes}, {"peak_bytes", g.peak_bytes},
-                         {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}});
+                         {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}, {"t_peak_ns", g.t_peak}});
     j["regions"] = regions;
     json phases = json::array();
     for (const PhaseRow& p : r.phases)
@@ -181,6 +203,8 @@ json report_json(const TraceReport& r, const std::string& section) {
   if (section.empty() && r.torch.present) j["torch"] = torch_json(r.torch);  // only where PyTorch was seen
   // Only when something escaped the hooks.
   if (section.empty() && r.interception.notable()) j["interception"] = interception_json(r.interception);
+  if (r.live_at.asked && (section.empty() || section == "peak")) j["live_at"] = live_at_json(r.live_at);
+  if (section.empty()) j["allocations"] = allocations_json(r.allocations);
   if (section.empty()) {
     const KernelRecording& k = r.kernels;
     j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},
@@ -195,12 +219,37 @@ json report_json(const TraceReport& r, const std::string& section) {
   return j;
 }
 
+nlohmann::json summary_json(const TraceReport& r) {
+  nlohmann::json j = report_json(r, "none");
+  j["schema"] = kSummarySchema;
+  const DevicePeak* pk = r.peaks.empty() ? nullptr : &r.peaks[0];
+  j["peak"] = {{"bytes", pk ? pk->bytes : 0}, {"device", pk ? pk->device : -1}, {"t_ns", pk ? pk->t_ns : 0}};
+  j["leaks"] = {{"end", r.end}, {"bytes", r.leak_bytes}, {"count", r.leak_count}};
+  nlohmann::json ooms = nlohmann::json::array();
+  for (const OomReport& x : r.ooms)
+    ooms.push_back({{"t_ns", x.t_ns}, {"device", x.device}, {"requested_bytes", x.requested_bytes}, {"result", x.result},
+                    {"result_name", cuda_result_name(x.result)}, {"verdict", x.verdict}});
+  j["ooms"] = ooms;
+  j["allocations"] = allocations_json(r.allocations);
+  return j;
+}
+
+
+json job_summary_json(const JobReport& job) {
+  json j = job_json(job, "none");
+  j["schema"] = kSummarySchema;
+  json reports = json::array();
+  for (const TraceReport& t : job.traces) reports.push_back(summary_json(t));
+  j["reports"] = reports;
+  return j;
+}
+
 json job_json(const JobReport& job, const std::string& section) {
   json ranks = json::array();
   for (const RankRow& row : job.ranks)
     ranks.push_back({{"rank", row.rank}, {"pid", row.pid}, {"host", row.host}, {"path", row.path},
                      {"peak_bytes", row.peak_bytes}, {"leak_bytes", row.leak_bytes}, {"ooms", row.ooms},
-                     {"verdict", row.verdict}, {"damaged", row.damaged}});
+                     {"verdict", row.verdict}, {"damaged", row.damaged}, {"command", row.command}, {"end", row.end}});
   json traces = json::array();
   size_t damaged = 0;
   for (size_t i = 0; i < job.traces.size(); ++i) {

@@ -122,6 +122,7 @@ struct RegionReport {  // a named region marked with vramtrace_region_begin/end 
   uint64_t t_begin = 0, t_end = 0;
   bool closed = false;
   uint64_t start_bytes = 0, end_bytes = 0, peak_bytes = 0;  // device bytes, all devices
+  uint64_t t_peak = 0;  // when peak_bytes was first reached (t_begin when nothing rose above the start)
 };
 
 struct PhaseRow {  // memory by top-level NVTX range ("forward", "backward", "optimizer", ...)
@@ -160,6 +161,42 @@ struct InterceptionReport {
   bool notable() const { return !unhooked.empty() || cudart_unreached; }
 };
 
+struct LargeAllocation {  // one of the largest allocations of the run
+  uint64_t bytes = 0, t_ns = 0;
+  int device = -1;
+  std::string kind;  // bucket name
+  std::string op;
+  uint32_t stack_id = 0;
+  std::vector<Frame> stack;
+  bool freed = false;
+  uint64_t freed_t_ns = 0;
+};
+
+struct SizeBucket {  // allocations whose size is in [min_bytes, max_bytes)
+  uint64_t min_bytes = 0, max_bytes = 0;  // max 0: no upper bound
+  uint64_t count = 0, bytes = 0;
+};
+
+struct AllocationStats {  // every successful allocation of the run (address-keyed and VMM physical)
+  uint64_t count = 0, bytes = 0;  // bytes saturate at 2^64 - 1
+  uint64_t freed = 0;             // of them, freed during the run
+  std::vector<LargeAllocation> largest;  // biggest first
+  std::vector<SizeBucket> histogram;     // powers of 4 from 1 KiB, the non-empty range
+};
+
+struct LiveAt {  // what was live at a chosen time (AnalysisOptions::at_ns)
+  bool asked = false;
+  uint64_t t_ns = 0;      // the instant, on the trace's clock
+  bool past_end = false;  // after the last event: what was live at the end
+  struct Device {
+    int device = 0;
+    uint64_t device_bytes = 0, pinned_host_bytes = 0, managed_bytes = 0;
+  };
+  std::vector<Device> devices;
+  uint64_t device_bytes = 0;         // all devices
+  std::vector<SiteGroup> live_set;   // every bucket and device, biggest first
+};
+
 struct TraceReport {
   std::string path;
   ProcessInfo process;
@@ -188,6 +225,8 @@ struct TraceReport {
   std::vector<PhaseRow> phases;
   TorchReport torch;  // PyTorch's allocator in its own terms (present only when PyTorch was seen)
   InterceptionReport interception;
+  AllocationStats allocations;
+  LiveAt live_at;
 };
 
 struct RankRow {
@@ -198,6 +237,8 @@ struct RankRow {
   size_t ooms = 0;
   std::string verdict;  // of the first OOM, if any
   bool damaged = false;  // records were lost: its figures are lower bounds
+  std::string command;   // argv, space-separated
+  std::string end;       // TraceReport::end: clean_exit, killed
 };
 
 struct JobReport {
@@ -214,6 +255,7 @@ struct JobReport {
 struct AnalysisOptions {
   size_t top = 10;             // groups per list
   size_t timeline_points = 512;
+  int64_t at_ns = -1;          // live set at this time since the trace's start (-1: not asked)
   SymbolizerOptions symbols;
   bool progress = false;       // progress on stderr (a terminal)
   bool accept_summaries = false;  // a job directory of per-rank JSON reports (`vramtrace report` only)

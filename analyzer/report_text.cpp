@@ -1,10 +1,14 @@
-// See report_render.h: the text form, for people. Sizes in human units, times in seconds from
-// the start of the trace.
+// See report_render.h: the text form, for people. Sizes in human units; times from the start of
+// the trace, in the unit and with the precision the run's length needs; CUresults by name;
+// counted nouns in the singular for one; GPUs as "GPU N" and memory kinds in words.
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
+#include "cuda_result.h"
+#include "text_words.h"
 #include "byte_size.h"
+#include "oom_verdict.h"
 #include "report_render.h"
 #include "terminal_escape.h"
 #include "torch_render.h"
@@ -16,14 +20,6 @@ namespace {
 
 // Every string that came from the trace (or from a verdict that quotes one) goes through e().
 std::string e(const std::string& s) { return terminal_escape(s); }
-
-std::string secs(const TraceReport& r, uint64_t t) {
-  char b[32];
-  uint64_t base = r.process.start_monotonic_ns && r.process.start_monotonic_ns < r.first_t_ns ? r.process.start_monotonic_ns
-                                                                                              : r.first_t_ns;
-  snprintf(b, sizeof b, "%.3f s", t >= base ? double(t - base) / 1e9 : 0.0);
-  return b;
-}
 
 std::string pct(double v) {
   char b[16];
@@ -38,7 +34,7 @@ void stack_lines(std::ostringstream& o, const std::vector<Frame>& full, const ch
   size_t shown = 0;
   for (const Frame& f : stack) {
     if (shown++ == max) {
-      o << indent << "... " << (stack.size() - max) << " more frames\n";
+      o << indent << "... " << count(stack.size() - max, "more frame") << "\n";
       break;
     }
     o << indent << (f.python ? "[py] " : "") << e(f.function);
@@ -59,8 +55,8 @@ void groups(std::ostringstream& o, const std::vector<SiteGroup>& all, bool nativ
   int i = 0;
   std::vector<SiteGroup> v = merge_shown(all, native);
   for (const SiteGroup& g : v) {
-    o << "  #" << ++i << "  " << format_bytes(g.bytes) << " in " << g.count << " allocation" << (g.count == 1 ? "" : "s")
-      << " (" << pct(g.share) << ", " << e(g.kind) << (g.device >= 0 ? ", device " + std::to_string(g.device) : "") << ")\n";
+    o << "  #" << ++i << "  " << format_bytes(g.bytes) << " in " << count(g.count, "allocation") << " (" << pct(g.share)
+      << ", " << e(memory_kind(g.kind)) << (g.device >= 0 ? ", GPU " + std::to_string(g.device) : "") << ")\n";
     stack_lines(o, g.stack, "      ", native);
   }
   if (v.empty()) o << "  (none)\n";
@@ -108,15 +104,15 @@ void header(std::ostringstream& o, const TraceReport& r) {
   for (const std::string& a : p.argv) cmd += (cmd.empty() ? "" : " ") + a;
   o << "  process " << p.pid << " on " << e(p.hostname) << (p.rank >= 0 ? ", rank " + std::to_string(p.rank) : "")
     << ": " << e(cmd) << "\n";
-  for (const DeviceInfo& d : p.devices) o << "  device " << d.ordinal << ": " << e(d.name) << ", " << format_bytes(d.total_bytes) << "\n";
-  o << "  " << r.events << " events, " << r.failed_events << " failed, trace "
+  for (const DeviceInfo& d : p.devices) o << "  GPU " << d.ordinal << ": " << e(d.name) << ", " << format_bytes(d.total_bytes) << "\n";
+  o << "  " << count(r.events, "event") << ", " << r.failed_events << " failed, trace "
     << (p.closed_cleanly ? "closed cleanly" : "ended without a clean close") << "\n";
   for (const std::string& pr : r.problems) o << "  note: " << e(pr) << "\n";
   if (r.kernels.recorded) {
     char cov[64];
     snprintf(cov, sizeof cov, "%.1f%%", r.kernels.coverage * 100);
-    o << "  kernels: " << r.kernels.kernels << " recorded; CUPTI saw " << r.kernels.cupti_allocations
-      << " allocations, interception matched " << cov << "\n";
+    o << "  kernels: " << r.kernels.kernels << " recorded; CUPTI saw " << count(r.kernels.cupti_allocations, "allocation")
+      << ", interception matched " << cov << "\n";
     const KernelRecording& k = r.kernels;
     if (!k.activity_buffers.empty()) {
       o << "  CUPTI's buffers: activity buffers " << e(k.activity_buffers) << "; device buffers ";
@@ -139,13 +135,25 @@ void header(std::ostringstream& o, const TraceReport& r) {
 std::string report_text(const TraceReport& r, const std::string& section, bool native) {
   std::ostringstream o;
   header(o, r);
+  if (r.live_at.asked && (section.empty() || section == "peak")) {
+    const LiveAt& l = r.live_at;
+    o << "\nLIVE AT " << secs(r, l.t_ns) << (l.past_end ? " (after the last event: what was live at the end)" : "") << "\n";
+    if (l.devices.empty()) o << "  nothing was live\n";
+    for (const LiveAt::Device& d : l.devices) {
+      o << "  GPU " << d.device << ": " << format_bytes(d.device_bytes) << " device memory";
+      if (d.pinned_host_bytes) o << ", " << format_bytes(d.pinned_host_bytes) << " pinned host";
+      if (d.managed_bytes) o << ", " << format_bytes(d.managed_bytes) << " managed";
+      o << "\n";
+    }
+    groups(o, l.live_set, native);
+  }
   if (section.empty() || section == "peak") {
     o << "\nPEAK\n";
     if (r.peaks.empty()) o << "  no device memory was allocated\n";
     for (const DevicePeak& p : r.peaks) {
-      o << "  device " << p.device << ": " << format_bytes(p.bytes) << " at " << secs(r, p.t_ns);
+      o << "  GPU " << p.device << ": " << format_bytes(p.bytes) << " at " << secs(r, p.t_ns);
       std::string kinds;
-      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(k) + " " + format_bytes(v);
+      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + format_bytes(v);
       o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
       activity_lines(o, p.activity, "  ");
       groups(o, p.live_set, native);
@@ -170,14 +178,15 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit"
                         : r.partial      ? "live where the damaged trace stops"
                                          : "live when the trace ended: the process was killed or crashed")
-      << "): " << format_bytes(r.leak_bytes) << " in " << r.leak_count << " allocations\n";
+      << "): " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation") << "\n";
     groups(o, r.leaks, native);
     if (r.teardown_bytes)
-      o << "  released only by context teardown: " << format_bytes(r.teardown_bytes) << " in " << r.teardown_count << " allocations\n";
+      o << "  released only by context teardown: " << format_bytes(r.teardown_bytes) << " in "
+        << count(r.teardown_count, "allocation") << "\n";
     o << "\nGROWTH (call sites whose live bytes kept rising)\n";
     for (const GrowthSite& g : r.growth) {
-      o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", " << g.new_highs
-        << " new highs between " << secs(r, g.first_t_ns) << " and " << secs(r, g.last_t_ns) << "\n";
+      o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", " << count(g.new_highs, "new high")
+        << " between " << secs(r, g.first_t_ns) << " and " << secs(r, g.last_t_ns) << "\n";
       stack_lines(o, g.site.stack, "      ", native);
     }
     if (r.growth.empty()) o << "  (none)\n";
@@ -189,7 +198,7 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       o << "  VMM: " << format_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << format_bytes(f.vmm_mapped_bytes_at_peak)
         << " mapped at the peak (max " << format_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
     for (const PoolFragmentation& p : f.pools) {
-      o << "  pool " << e(p.pool) << " (device " << p.device << "): footprint " << format_bytes(p.footprint_bytes) << ", live "
+      o << "  pool " << e(p.pool) << " (GPU " << p.device << "): footprint " << format_bytes(p.footprint_bytes) << ", live "
         << format_bytes(p.live_bytes) << ", largest free gap " << format_bytes(p.largest_free_gap_bytes)
         << ", fragmentation " << pct(p.fragmentation) << (p.worst_t_ns ? " at the end" : "") << "\n";
       if (p.worst_t_ns)
@@ -204,21 +213,21 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     if (!f.vmm_reserved_bytes_max && f.pools.empty() && f.cache_flushes.empty()) o << "  nothing to report\n";
   }
   if (section.empty() || section == "oom") {
-    o << "\nOUT OF MEMORY (" << r.ooms.size() << " failed allocation" << (r.ooms.size() == 1 ? "" : "s") << ")\n";
+    o << "\nOUT OF MEMORY (" << count(r.ooms.size(), "failed allocation") << ")\n";
     int i = 0;
     for (const OomReport& x : r.ooms) {
-      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << format_bytes(x.requested_bytes) << " on device "
-        << x.device << " failed (CUresult " << x.result << ")\n";
+      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << format_bytes(x.requested_bytes) << " on GPU "
+        << x.device << " failed: " << cuda_result_text(x.result) << "\n";
       // This process's own caches (pool free space, unmapped VMM memory) are its own, not "elsewhere".
       uint64_t cached = std::min(x.pool_cached_bytes + x.vmm_unmapped_bytes, x.not_attributable_bytes);
-      o << "     device: " << format_bytes(x.device_free_bytes) << " free of " << format_bytes(x.device_total_bytes)
+      o << "     GPU: " << format_bytes(x.device_free_bytes) << " free of " << format_bytes(x.device_total_bytes)
         << "; this process: " << format_bytes(x.process_device_bytes) << " live";
       if (cached)
         o << ", " << format_bytes(cached) << " cached by its pools"
           << (x.pool_largest_free_gap_bytes ? " (largest free gap " + format_bytes(x.pool_largest_free_gap_bytes) + ")" : "");
       o << "; elsewhere: " << format_bytes(x.not_attributable_bytes - cached) << "\n";
       if (x.nvml) {
-        o << "     other processes on the device (NVML):" << (x.other_processes.empty() ? " none" : "") << "\n";
+        o << "     other processes on the GPU (NVML):" << (x.other_processes.empty() ? " none" : "") << "\n";
         for (const GpuProcess& g : x.other_processes)
           o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << format_bytes(g.bytes) << "\n";
       }
@@ -236,7 +245,7 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       size_t shown = 0;
       for (const SiteGroup& g : merge_shown(x.top_holders, native)) {
         if (x.torch || shown++ == 3) break;
-        o << "       " << format_bytes(g.bytes) << " in " << g.count << ":\n";
+        o << "       " << format_bytes(g.bytes) << " in " << count(g.count, "allocation") << ":\n";
         stack_lines(o, g.stack, "         ", native, 4);
       }
       o << "     what to do:\n";
@@ -246,11 +255,11 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
   return o.str();
 }
 
-std::string job_text(const JobReport& job, const std::string& section, bool native) {
+std::string job_table_text(const JobReport& job) {
   std::ostringstream o;
   size_t damaged = 0;
   for (const TraceReport& t : job.traces) damaged += t.damaged();
-  o << "vramtrace job report: " << job.traces.size() << " trace" << (job.traces.size() == 1 ? "" : "s");
+  o << "vramtrace job report: " << count(job.traces.size(), "trace");
   if (damaged) o << ", " << damaged << " damaged";
   if (!job.unreadable.empty()) o << ", " << job.unreadable.size() << " unreadable";
   o << "\n";
@@ -259,24 +268,34 @@ std::string job_text(const JobReport& job, const std::string& section, bool nati
     o << "  PROBLEMS (figures from a damaged trace are lower bounds; an unreadable one is left out):\n";
     for (const TraceProblem& p : problems) o << "    " << e(problem_line(p)) << "\n";
   }
-  o << "  rank   pid        peak          leaks         OOMs  verdict\n";
+  // The end column makes a killed rank stand out; the command says which program each rank ran.
+  o << "  rank   pid        peak          leaks         OOMs  end     verdict                  command\n";
   for (const RankRow& r : job.ranks) {
+    std::string verdict = r.verdict + (r.damaged ? (r.verdict.empty() ? "[damaged]" : " [damaged]") : "");
     char line[256];
-    snprintf(line, sizeof line, "  %-6s %-10llu %-13s %-13s %-5zu ", r.rank >= 0 ? std::to_string(r.rank).c_str() : "-",
+    snprintf(line, sizeof line, "  %-6s %-10llu %-13s %-13s %-5zu %-7s ", r.rank >= 0 ? std::to_string(r.rank).c_str() : "-",
              static_cast<unsigned long long>(r.pid), format_bytes(r.peak_bytes).c_str(), format_bytes(r.leak_bytes).c_str(),
-             r.ooms);
-    o << line << e(r.verdict) << (r.damaged ? (r.verdict.empty() ? "[damaged]" : "  [damaged]") : "") << "\n";
+             r.ooms, r.damaged ? "?" : r.end == "clean_exit" ? "exit" : "KILLED");
+    o << line << e(verdict) << std::string(verdict.size() < 24 ? 25 - verdict.size() : 1, ' ') << e(r.command) << "\n";
   }
+  size_t unclean = 0;
+  for (const RankRow& r : job.ranks) unclean += !r.damaged && r.end != "clean_exit";
+  if (unclean)
+    o << "  " << (unclean == 1 ? std::string("1 process") : std::to_string(unclean) + " processes") << " ended without a clean close (KILLED: a signal, a crash, or _exit "
+      << "before exit handlers ran); its leaks are what was live when it died\n";
   char imb[64];
   snprintf(imb, sizeof imb, "%.2f", job.imbalance);
   o << "  peak: max " << format_bytes(job.max_peak) << ", min " << format_bytes(job.min_peak) << ", mean "
     << format_bytes(job.mean_peak) << "; imbalance (max/mean) " << imb << "\n";
-  if (!job.summaries.empty()) {  // the per-rank details live in the summaries themselves
-    o << "  (from per-rank summaries: each rank's report is its summary file; --format json gathers them)\n";
-    return o.str();
-  }
-  for (const TraceReport& t : job.traces) o << "\n" << report_text(t, section, native);
   return o.str();
+}
+
+std::string job_text(const JobReport& job, const std::string& section, bool native) {
+  std::string o = job_table_text(job);
+  if (!job.summaries.empty())  // the per-rank details live in the summaries themselves
+    return o + "  (from per-rank summaries: each rank's report is its summary file; --format json gathers them)\n";
+  for (const TraceReport& t : job.traces) o += "\n" + report_text(t, section, native);
+  return o;
 }
 
 }  // namespace vt::analyzer

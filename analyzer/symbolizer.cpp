@@ -225,6 +225,11 @@ Symbolizer::ModuleDebug* Symbolizer::module_for(uint64_t address) {
   // Only a regular file, opened without blocking: a FIFO or a device named by a trace is not
   // symbolized (its frames keep module+offset).
   int fd = slot->dwfl && !info.path.empty() && info.path[0] == '/' ? open_regular_file(file, &why) : -1;
+  // Frames that keep module+offset are no surprise for a path that is not a file ([vdso], a
+  // deleted mapping); a named file that is gone or unreadable is said, once.
+  if (fd < 0 && !info.path.empty() && info.path[0] == '/' && opt_.warn)
+    opt_.warn(file + ": " + why + "; its frames stay module+offset" +
+              (opt_.sysroot.empty() ? " (--sysroot DIR: the traced machine's files)" : ""));
   if (fd >= 0) {
     slot->mod = dwfl_report_elf(slot->dwfl, info.path.c_str(), file.c_str(), fd, info.bias, false);
     if (!slot->mod) close(fd);  // consumed by libdwfl only on success
@@ -238,7 +243,12 @@ Symbolizer::ModuleDebug* Symbolizer::module_for(uint64_t address) {
       const unsigned char* bits = nullptr;
       GElf_Addr vaddr;
       int n = dwfl_module_build_id(slot->mod, &bits, &vaddr);
-      if (n > 0 && to_hex(bits, n) != info.build_id) slot->mod = nullptr;  // another build: do not lie
+      if (n > 0 && to_hex(bits, n) != info.build_id) {  // another build: do not lie
+        slot->mod = nullptr;
+        if (opt_.warn)
+          opt_.warn(file + ": another build than the traced one (build-id " + to_hex(bits, n) + ", the trace recorded " +
+                    info.build_id + "); its frames stay module+offset");
+      }
     }
   }
   return slot.get();

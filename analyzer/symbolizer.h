@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -31,6 +32,9 @@ struct Frame {
 struct SymbolizerOptions {
   std::string sysroot;                  // prefix for module paths (analysing on another machine)
   std::vector<std::string> debug_dirs;  // searched for separate debug info (also by build-id)
+  // Told once per module whose frames cannot be named: its file is missing or unreadable, or it
+  // is another build than the traced one (build-id). The message names the file.
+  std::function<void(const std::string&)> warn;
 };
 
 class Symbolizer {

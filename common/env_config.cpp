@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,7 +51,25 @@ bool expand_pattern(const char* pattern, long pid, const char* host, char* out, 
   return true;
 }
 
-bool load_config(Config* out, long pid) {
+namespace {
+
+// The one line about a bad value: into why[cap] when the caller words it (vramtrace run),
+// else on stderr.
+__attribute__((format(printf, 3, 4))) void complain(char* why, size_t cap, const char* fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (why && cap)
+    snprintf(why, cap, "%s", line);
+  else
+    log_line_once_per_run("%s; tracing off", line);
+}
+
+}  // namespace
+
+bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
   *out = Config{};
   const char* disable = getenv("VRAMTRACE_DISABLE");
   if (disable && disable[0] && strcmp(disable, "0") != 0) return false;
@@ -62,7 +81,7 @@ bool load_config(Config* out, long pid) {
     char* end = nullptr;
     long v = strtol(d, &end, 10);
     if (!*d || *end || v < 0 || v > 256) {
-      log_line("bad VRAMTRACE_STACK_DEPTH '%s' (a number of frames, 0 to 256); tracing off", d);
+      complain(why_out, why_cap, "bad VRAMTRACE_STACK_DEPTH '%s' (a number of frames, 0 to 256)", d);
       return false;
     }
     out->stack_depth = int(v);
@@ -71,7 +90,7 @@ bool load_config(Config* out, long pid) {
     if (strcmp(py, "0") == 0) {
       out->python = false;
     } else if (strcmp(py, "1") != 0) {
-      log_line("bad VRAMTRACE_PYTHON '%s' (use 0 or 1); tracing off", py);
+      complain(why_out, why_cap, "bad VRAMTRACE_PYTHON '%s' (use 0 or 1)", py);
       return false;
     }
   }
@@ -80,7 +99,7 @@ bool load_config(Config* out, long pid) {
     if (strcmp(k, "0") == 0) {
       out->kernels = false;
     } else if (strcmp(k, "1") != 0) {
-      log_line("bad VRAMTRACE_KERNELS '%s' (use 0 or 1); tracing off", k);
+      complain(why_out, why_cap, "bad VRAMTRACE_KERNELS '%s' (use 0 or 1)", k);
       return false;
     }
   }
@@ -91,13 +110,13 @@ bool load_config(Config* out, long pid) {
     out->enabled = true;
     return true;
   } else if (sink && *sink && strcmp(sink, "file") != 0) {
-    log_line("bad VRAMTRACE_SINK '%s' (use file or null); tracing off", sink);
+    complain(why_out, why_cap, "bad VRAMTRACE_SINK '%s' (use file or null)", sink);
     return false;
   }
 
   const char* output = getenv("VRAMTRACE_OUTPUT");
   if (output && !output[0]) {
-    log_line("VRAMTRACE_OUTPUT is set but empty; tracing off");
+    complain(why_out, why_cap, "VRAMTRACE_OUTPUT is set but empty");
     return false;
   }
   if (!output) output = ".";
@@ -107,7 +126,7 @@ bool load_config(Config* out, long pid) {
   char expanded[4096];
   const char* why = nullptr;
   if (!expand_pattern(output, pid, host, expanded, sizeof expanded, &why)) {
-    log_line("bad VRAMTRACE_OUTPUT '%s': %s; tracing off", output, why);
+    complain(why_out, why_cap, "bad VRAMTRACE_OUTPUT '%s': %s", output, why);
     return false;
   }
 
@@ -118,7 +137,7 @@ bool load_config(Config* out, long pid) {
     int w = snprintf(out->path, sizeof out->path, "%s%svramtrace.%ld.trace", expanded,
                      expanded[len - 1] == '/' ? "" : "/", pid);
     if (w < 0 || size_t(w) >= sizeof out->path) {
-      log_line("bad VRAMTRACE_OUTPUT '%s': path too long; tracing off", output);
+      complain(why_out, why_cap, "bad VRAMTRACE_OUTPUT '%s': path too long", output);
       return false;
     }
   } else {

@@ -29,8 +29,9 @@ struct Config {
 };
 
 // Fills *out from the environment for process `pid`. Returns false (tracing off) after logging
-// one line when the configuration is unusable.
-bool load_config(Config* out, long pid);
+// one line when the configuration is unusable ("vramtrace: bad VRAMTRACE_SINK 'x' (use file or
+// null); tracing off"), or, given why[cap], with that line's reason there and nothing logged.
+bool load_config(Config* out, long pid, char* why = nullptr, size_t why_cap = 0);
 
 // Expands %p, %h and %% of `pattern` into out[cap]. Returns false on an unknown escape or
 // overflow, with a reason in *why.

@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "own_work.h"
 
@@ -47,15 +50,12 @@ int original_stderr() {
 
 }  // namespace
 
-void log_line(const char* fmt, ...) {
-  OwnWork own;  // restores errno; no cancellation; SIGPIPE/SIGTTOU blocked, ours consumed
+namespace {
+
+void write_line(const OwnWork& own, const char* text) {
   char buf[1024];
-  int n = snprintf(buf, sizeof buf, "vramtrace: ");
-  va_list ap;
-  va_start(ap, fmt);
-  int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
-  va_end(ap);
-  size_t len = n + (m < 0 ? 0 : (m >= int(sizeof buf) - n - 1 ? sizeof buf - n - 2 : m));
+  int n = snprintf(buf, sizeof buf - 1, "vramtrace: %s", text);
+  size_t len = n < 0 ? 0 : (n >= int(sizeof buf) - 1 ? sizeof buf - 2 : size_t(n));
   buf[len++] = '\n';
   if (own.was_pending(SIGPIPE)) return;  // ours would merge into the program's own: not told apart
   int fd = original_stderr();
@@ -68,6 +68,53 @@ void log_line(const char* fmt, ...) {
     if (w > 0) off += size_t(w);
   }
   close(fd);
+}
+
+// True when another process of this `vramtrace run` has already claimed `text`.
+bool said_in_this_run(const char* text) {
+  const char* session = getenv("VRAMTRACE_SESSION");
+  size_t n = session ? strlen(session) : 0;
+  bool plain = n > 0 && n < 64;
+  for (size_t i = 0; plain && i < n; ++i)
+    plain = (session[i] >= '0' && session[i] <= '9') || (session[i] >= 'a' && session[i] <= 'z') ||
+            (session[i] >= 'A' && session[i] <= 'Z') || session[i] == '-';
+  bool said = false;
+  char dir[128];
+  struct stat st;
+  // Only run's own directory: ours, private, not a symlink.
+  if (plain && snprintf(dir, sizeof dir, kOnceDirPattern, session) < int(sizeof dir) && lstat(dir, &st) == 0 &&
+      S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a of the line
+    for (const char* p = text; *p; ++p) h = (h ^ uint8_t(*p)) * 1099511628211ull;
+    char name[160];
+    snprintf(name, sizeof name, "%s/%016llx", dir, static_cast<unsigned long long>(h));
+    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+    said = fd < 0 && errno == EEXIST;
+  }
+  return said;
+}
+
+}  // namespace
+
+void log_line(const char* fmt, ...) {
+  OwnWork own;  // restores errno; no cancellation; SIGPIPE/SIGTTOU blocked, ours consumed
+  char text[1000];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  write_line(own, text);
+}
+
+void log_line_once_per_run(const char* fmt, ...) {
+  OwnWork own;
+  char text[1000];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  if (!said_in_this_run(text)) write_line(own, text);
 }
 
 }  // namespace vt

@@ -148,7 +148,7 @@ void resample_clock_locked(int tries) {
 void unavailable(uint8_t why, int64_t result, const char* text, const char* line) {
   g_state.store(kOff, std::memory_order_release);
   write_status(fmt::kCuptiUnavailable, why, result, text);
-  if (line) log_line("%s", line);
+  if (line) log_line_once_per_run("%s", line);  // every rank of a job has the same reason
 }
 
 bool ensure_library_locked() {

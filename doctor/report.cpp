@@ -70,6 +70,7 @@ std::vector<const Check*> Report::find(const std::string& id) const {
 
 std::string render_text(const Report& r) {
   std::string out = "vramtrace doctor: can this machine run and trace CUDA programs?\n";
+  out += std::string("(vramtrace ") + VT_VERSION + ")\n";
   std::map<std::string, int> counts;
   for (const auto& [key, title] : sections()) {
     bool any = false;
@@ -115,6 +116,7 @@ nlohmann::json render_json(const Report& r) {
     }
   }
   return {{"schema", "vramtrace.doctor/1"},
+          {"vramtrace_version", VT_VERSION},
           {"verdict", verdict_name(r.overall())},
           {"exit_code", r.exit_code()},
           {"counts", counts},

@@ -15,13 +15,14 @@
 #ifndef VRAMTRACE_H
 #define VRAMTRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define VRAMTRACE_API_VERSION 1
+#define VRAMTRACE_API_VERSION 2 /* 2: vramtrace_trace_path */
 
 int vramtrace_api_version(void);              /* VRAMTRACE_API_VERSION */
 int vramtrace_active(void);                   /* 1: tracing (or ready to on the first CUDA call), 0: off */
@@ -32,6 +33,9 @@ int64_t vramtrace_peak_bytes(int device);     /* highest device memory since sta
 int vramtrace_reset_peak(int device);         /* device -1: all; 0 ok, -1 not tracing */
 int vramtrace_region_begin(const char* name); /* 0 ok, -1 not tracing */
 int vramtrace_region_end(const char* name);
+/* The trace file this process writes: its length, the path copied into out (cut to cap - 1 bytes);
+ * -1 before the trace opens (the first CUDA memory call) or when tracing is off. */
+int vramtrace_trace_path(char* out, size_t cap);
 /* Python: compare the GIL-free frame walker with CPython's own API (call with the GIL held, e.g.
  * ctypes.PyDLL(None).vramtrace_python_self_test()). 1 matched; 0 mismatch (walker turned off) or
  * not applicable. */
@@ -68,6 +72,10 @@ static inline int vramtrace_api_region_begin(const char* name) {
 static inline int vramtrace_api_region_end(const char* name) {
   int (*f)(const char*) = (int (*)(const char*))vramtrace_api_sym_("vramtrace_region_end");
   return f ? f(name) : -1;
+}
+static inline int vramtrace_api_trace_path(char* out, size_t cap) {
+  int (*f)(char*, size_t) = (int (*)(char*, size_t))vramtrace_api_sym_("vramtrace_trace_path");
+  return f ? f(out, cap) : -1;
 }
 #endif
 

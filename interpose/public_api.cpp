@@ -3,6 +3,8 @@
 // exports; the recorder's own objects (and the unit tests linking them) do not.
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 
 #include "live_tracker.h"
 #include "python_frames.h"
@@ -47,4 +49,18 @@ VT_API int vramtrace_region_end(const char* name) {
   int r = vt::region(vt::format::kRegionEnd, name);
   errno = saved;
   return r;
+}
+// The trace this process writes (the pytest plugin reads it back for a failing test's call
+// sites): its length, the path copied into out[cap] (cut to fit, NUL-terminated); -1 when no
+// trace is open yet (before the first CUDA memory call) or tracing is off.
+VT_API int vramtrace_trace_path(char* out, size_t cap) {
+  int saved = errno;
+  const char* p = vt::trace_path();
+  int n = -1;
+  if (p) {
+    n = int(strlen(p));
+    if (out && cap) snprintf(out, cap, "%s", p);
+  }
+  errno = saved;
+  return n;
 }

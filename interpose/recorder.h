@@ -50,4 +50,7 @@ bool recording();
 // True while tracing may still start (not disabled by configuration or a failure).
 bool tracing_possible();
 
+// The open trace's path (absolute), or nullptr while none is open.
+const char* trace_path();
+
 }  // namespace vt

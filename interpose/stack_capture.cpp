@@ -35,7 +35,7 @@ void python_status_changed(bool on, const char* why) {
   g_python_why.store(why);
   if (!on) {
     g_python.store(kPythonRefused);
-    log_line("Python frames off: %s", why);
+    log_line_once_per_run("Python frames off: %s", why);
   }
   char text[320];
   int n = snprintf(text, sizeof text, "Python frames %s: %s", on ? "on" : "off", why);
@@ -106,9 +106,9 @@ void configure_stacks(const Config& cfg) {
   if (!cfg.python) {
     g_python.store(kPythonOff);
   } else if (g_python.load() == kPythonRefused) {
-    log_line("Python frames off: %s", g_python_why.load());  // once, when the trace opens
+    log_line_once_per_run("Python frames off: %s", g_python_why.load());  // once, when the trace opens
   } else if (g_python.load() == kPythonOn && strcmp(g_python_why.load(), "ok") != 0) {
-    log_line("Python frames: %s", g_python_why.load());  // a newer CPython, pending its self-check
+    log_line_once_per_run("Python frames: %s", g_python_why.load());  // a newer CPython, pending its self-check
   }
 }
 

@@ -161,6 +161,8 @@ bool open_trace(uint64_t t) {
 
 }  // namespace
 
+const char* trace_path() { return g_status.load(std::memory_order_acquire) == kOpen ? g_file.path() : nullptr; }
+
 bool recording() {
   int s = g_status.load(std::memory_order_acquire);
   return s == kOpen || s == kNullSink;

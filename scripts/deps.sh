@@ -1,18 +1,40 @@
 #!/usr/bin/env bash
-# Installs the build and test dependencies from Debian packages when any is missing, and checks
-# that the CUDA toolkit headers are present. Sourced by demo.sh and test.sh.
+# Installs the Debian packages that are missing, and checks that the CUDA toolkit headers are
+# present. Sourced by demo.sh and test.sh (build.sh installs nothing). VT_DEPS says which set:
+#   build (default)  what building and the demo need;
+#   test             that and what only the tests need (a browser, clang's fuzzing runtime,
+#                    Node.js for the shared byte-size cases, pytest, tmux, zsh,
+#                    man, venv/pip and the static compression libraries for the wheel test).
+# It asks before using sudo (not root, at a terminal); elsewhere it needs VRAMTRACE_DEPS_YES=1
+# (CI sets it) or it stops with the command to run.
 set -euo pipefail
-packages=(cmake make g++ clang libclang-rt-14-dev chromium libabsl-dev nlohmann-json3-dev catch2 libcli11-dev libunwind-dev
-          libdw-dev libelf-dev libbenchmark-dev python3 python3-pytest pkgconf nodejs
-          debian-archive-keyring)  # (the keyring: scripts/debian-python.sh verifies the newer suites with it)
+build_packages=(cmake make g++ libabsl-dev nlohmann-json3-dev catch2 libcli11-dev libunwind-dev libdw-dev libelf-dev
+                libbenchmark-dev python3 pkgconf)
+test_packages=(clang libclang-rt-14-dev chromium nodejs python3-pytest tmux zsh groff-base man-db
+               python3-venv python3-pip python3-setuptools python3-wheel libbz2-dev zlib1g-dev liblzma-dev
+               debian-archive-keyring)  # (the keyring: scripts/debian-python.sh verifies the newer suites with it)
+packages=("${build_packages[@]}")
+[ "${VT_DEPS:-build}" = test ] && packages+=("${test_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if ((${#missing[@]})); then
-  echo "vramtrace: installing ${missing[*]}" >&2
   sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+    if [ "${VRAMTRACE_DEPS_YES:-}" != 1 ]; then
+      echo "vramtrace: these Debian packages are missing: ${missing[*]}" >&2
+      if [ -t 0 ]; then
+        read -r -p "vramtrace: install them with sudo apt-get? [y/N] " answer
+        [[ $answer == [yY]* ]] || { echo "vramtrace: not installed; install them and run again" >&2; exit 1; }
+      else
+        echo "vramtrace: run: sudo apt-get install ${missing[*]}  (or set VRAMTRACE_DEPS_YES=1 to let this script do it)" >&2
+        exit 1
+      fi
+    fi
+  fi
+  echo "vramtrace: installing ${missing[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

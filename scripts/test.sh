@@ -8,7 +8,7 @@
 # under ASan+UBSan with libFuzzer. Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/deps.sh
+VT_DEPS=test source scripts/deps.sh  # the test-only packages too
 scripts/build.sh -DVRAMTRACE_WERROR=ON
 cd build
 ctest --output-on-failure -j"$(nproc)"

@@ -1,11 +1,12 @@
-// `vramtrace diff BASE NEW [--format text|json] [--native]`: what changed between two runs, per call
-// site (sites as the user's frames show them unless --native).
+// `vramtrace diff BASE NEW [--format text|json] [--top N] [-o FILE] [--native]`: what changed
+// between two runs, per call site (sites as the user's frames show them unless --native).
 #include <iostream>
 
 #include "analysis.h"
 #include "terminal_escape.h"
 #include "commands.h"
 #include "compare.h"
+#include "usage.h"
 
 namespace vt::cli {
 
@@ -15,6 +16,7 @@ namespace {
 bool load_largest(const std::string& input, analyzer::TraceReport* out, std::string* err) {
   analyzer::AnalysisOptions a;
   a.top = 1000000;
+  a.symbols = symbol_options("", {});
   analyzer::JobReport job;
   bool is_job = false;
   if (!analyzer::analyze_input(input, a, &job, &is_job, err)) return false;
@@ -33,23 +35,21 @@ bool load_largest(const std::string& input, analyzer::TraceReport* out, std::str
 
 }  // namespace
 
-int diff_command(const std::string& base_path, const std::string& new_path, const std::string& format, bool native) {
-  if (format != "text" && format != "json") {
-    error_line("--format must be text or json, not '" + format + "'");
-    return 2;
+int diff_command(const DiffOptions& opt) {
+  if (opt.format != "text" && opt.format != "json") {
+    error_line("--format must be text or json, not '" + opt.format + "'");
+    return kExitUsage;
   }
   analyzer::TraceReport base, now;
   std::string err;
-  if (!load_largest(base_path, &base, &err) || !load_largest(new_path, &now, &err)) {
+  if (!load_largest(opt.base, &base, &err) || !load_largest(opt.now, &now, &err)) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
-  analyzer::RunDiff d = analyzer::diff_runs(base, now, native);
-  if (format == "json")
-    std::cout << analyzer::json_text(analyzer::diff_json(d, base_path, new_path), 2) << "\n";
-  else
-    std::cout << analyzer::diff_text(d);
-  return 0;
+  analyzer::RunDiff d = analyzer::diff_runs(base, now, opt.native);
+  std::string text = opt.format == "json" ? analyzer::json_text(analyzer::diff_json(d, opt.base, opt.now, opt.top ? opt.top : SIZE_MAX), 2) + "\n"
+                                          : analyzer::diff_text(d, opt.top ? opt.top : 30);
+  return write_out(text, opt.output.empty() ? "-" : opt.output);
 }
 
 }  // namespace vt::cli

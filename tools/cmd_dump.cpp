@@ -1,8 +1,11 @@
 // `vramtrace dump` and `vramtrace info`: a trace as JSON lines / one JSON summary.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,7 @@
 #include "terminal_escape.h"
 #include "torch_records.h"
 #include "trace_reader.h"
+#include "usage.h"
 
 namespace vt::cli {
 
@@ -35,6 +39,22 @@ void report_problems(const analyzer::TraceReader& r) {
 
 void error_line(const std::string& msg) { std::cerr << "vramtrace: " << analyzer::terminal_escape(msg) << "\n"; }
 
+analyzer::SymbolizerOptions symbol_options(const std::string& sysroot, const std::vector<std::string>& debug_dirs) {
+  analyzer::SymbolizerOptions o{sysroot, debug_dirs, {}};
+  struct stat st;
+  if (!sysroot.empty() && (stat(sysroot.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    // One line for the lot: every module under it would be missing.
+    error_line("warning: --sysroot " + sysroot + " is not a directory; native frames stay module+offset");
+    return o;
+  }
+  o.warn = [](const std::string& msg) {
+    static std::set<std::string> said;  // a job's traces name the same files
+    if (said.size() > 5 || !said.insert(msg).second) return;
+    error_line(said.size() <= 5 ? "warning: " + msg : "warning: more modules cannot be symbolized (not listed)");
+  };
+  return o;
+}
+
 void name_damage(const analyzer::JobReport& job) {
   for (const analyzer::TraceProblem& p : analyzer::job_problems(job)) error_line(analyzer::problem_line(p));
 }
@@ -44,10 +64,10 @@ int dump_command(const std::string& trace, const DumpOptions& opt) {
   auto reader = analyzer::TraceReader::open(trace, &err);
   if (!reader) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
   if (opt.stacks) reader->load_stacks();
-  analyzer::Symbolizer symbolizer(reader->stacks(), {opt.sysroot, opt.debug_dirs});
+  analyzer::Symbolizer symbolizer(reader->stacks(), symbol_options(opt.sysroot, opt.debug_dirs));
   const auto& threads = reader->stacks().threads;
   analyzer::Record r;
   std::string out;
@@ -88,7 +108,7 @@ int info_command(const std::string& trace) {
   auto reader = analyzer::TraceReader::open(trace, &err);
   if (!reader) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
   analyzer::Record r;
   std::map<std::string, uint64_t> by_op;

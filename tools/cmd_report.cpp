@@ -1,10 +1,16 @@
 // `vramtrace report TRACE|DIR [--format text|json|html] [--top N] [-o FILE] [-j N]` and the
 // one-section forms `peak`, `leaks`, `oom`, `frag` (html is always the whole report). A directory is
 // analysed as one job (all its traces, -j at once), or, without traces, from per-rank JSON
-// summaries (docs/scale.md). `vramtrace export --folded OUT TRACE [--leaks]`.
+// summaries (docs/scale.md). HTML without -o goes to vramtrace-report.html when stdout is a
+// terminal (75 KB of markup helps nobody there), to stdout when it is redirected. `--at T` adds
+// the live set at T. `vramtrace summary` is the one-screen form.
+// `vramtrace export --folded OUT TRACE [--leaks]`.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -16,46 +22,72 @@
 #include "job_parallel.h"
 #include "report_html.h"
 #include "report_render.h"
+#include "usage.h"
 
 namespace vt::cli {
 
-namespace {
-// `text` to stdout ("-") or to the file `path`; exit status 1 with one line when it cannot be written.
 int write_out(const std::string& text, const std::string& path) {
   if (path == "-") {
     std::cout << text;
-    return 0;
+    std::cout.flush();
+    return kExitOk;
   }
   std::ofstream f(path, std::ios::trunc);
   if (!f || !(f << text) || !f.flush()) {
     error_line("cannot write " + path + ": " + strerror(errno));
-    return 1;
+    return kExitUsage;
   }
-  return 0;
+  return kExitOk;
 }
+
+namespace {
+constexpr const char* kDefaultHtml = "vramtrace-report.html";
 }  // namespace
+
+bool parse_time(const std::string& text, int64_t* ns, std::string* why) {
+  // Digits with at most one point, then a unit (none: seconds). No sign, exponent, hex or inf.
+  size_t i = 0, digits = 0, points = 0;
+  while (i < text.size() && (isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    (text[i] == '.' ? points : digits) += 1, ++i;
+  std::string unit = text.substr(i);
+  while (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
+  static const std::pair<const char*, double> kUnits[] = {{"", 1e9}, {"s", 1e9},  {"ms", 1e6},   {"us", 1e3},
+                                                          {"ns", 1}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
+  const auto* u = std::find_if(std::begin(kUnits), std::end(kUnits), [&](const auto& x) { return unit == x.first; });
+  double v = digits && points <= 1 ? strtod(text.substr(0, i).c_str(), nullptr) : -1;
+  if (v < 0 || u == std::end(kUnits) || v * u->second > 9.2e18) {
+    *why = "'" + text + "' is not a time since the start (examples: 12.5s, 250ms, 900us, 2m)";
+    return false;
+  }
+  *ns = int64_t(v * u->second + 0.5);
+  return true;
+}
 
 int report_command(const ReportOptions& opt) {
   if (opt.format != "text" && opt.format != "json" && opt.format != "html") {
-    error_line("--format must be text or json or html, not '" + opt.format + "'");
-    return 2;
+    error_line("--format must be text, json or html, not '" + opt.format + "'");
+    return kExitUsage;
   }
   analyzer::AnalysisOptions a;
   a.top = opt.top;
-  a.symbols = {opt.sysroot, opt.debug_dirs};
+  a.symbols = symbol_options(opt.sysroot, opt.debug_dirs);
   a.progress = true;
   a.jobs = opt.jobs ? opt.jobs : analyzer::online_cpus();
   a.accept_summaries = true;
+  std::string err, text;
+  if (!opt.at.empty() && !parse_time(opt.at, &a.at_ns, &err)) {
+    error_line("--at: " + err);
+    return kExitUsage;
+  }
   analyzer::JobReport job;
   bool is_job = false;
-  std::string err, text;
   if (!analyzer::analyze_input(opt.input, a, &job, &is_job, &err)) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
   if (!job.summaries.empty() && opt.format == "html") {
     error_line(opt.input + ": html needs the traces (the page draws each rank's timeline); a directory of summaries gives text or json");
-    return 2;
+    return kExitUsage;
   }
   name_damage(job);
   auto json_text = [](const nlohmann::json& j) { return analyzer::json_text(j, 2) + "\n"; };
@@ -69,13 +101,41 @@ int report_command(const ReportOptions& opt) {
            : opt.format == "html" ? analyzer::report_html(rep)
                                   : analyzer::report_text(rep, opt.section, opt.native);
   }
+  std::string path = opt.output.empty() ? "-" : opt.output;
+  if (opt.format == "html" && opt.output.empty() && isatty(STDOUT_FILENO)) path = kDefaultHtml;
+  int rc = write_out(text, path);
+  if (rc == kExitOk && path == kDefaultHtml)
+    error_line(std::string("wrote ") + kDefaultHtml + " (open it in a browser; -o FILE names another, -o - prints it)");
+  return rc;
+}
+
+int summary_command(const ReportOptions& opt) {
+  if (opt.format != "text" && opt.format != "json") {
+    error_line("--format must be text or json, not '" + opt.format + "'");
+    return kExitUsage;
+  }
+  analyzer::AnalysisOptions a;
+  a.top = std::max<size_t>(opt.top, 10);  // the lists the summary draws from
+  a.symbols = symbol_options(opt.sysroot, opt.debug_dirs);
+  a.progress = true;
+  analyzer::JobReport job;
+  bool is_job = false;
+  std::string err;
+  if (!analyzer::analyze_input(opt.input, a, &job, &is_job, &err)) {
+    error_line(err);
+    return kExitUsage;
+  }
+  name_damage(job);
+  std::string text = opt.format == "json"
+                         ? analyzer::json_text(is_job ? analyzer::job_summary_json(job) : analyzer::summary_json(job.traces[0]), 2) + "\n"
+                         : is_job ? analyzer::job_summary_text(job, opt.top) : analyzer::summary_text(job.traces[0], opt.top);
   return write_out(text, opt.output.empty() ? "-" : opt.output);
 }
 
 int export_command(const ExportOptions& opt) {
   analyzer::AnalysisOptions a;
   a.top = opt.top;
-  a.symbols = {opt.sysroot, opt.debug_dirs};
+  a.symbols = symbol_options(opt.sysroot, opt.debug_dirs);
   a.progress = true;
   analyzer::JobReport job;
   job.traces.resize(1);
@@ -83,7 +143,7 @@ int export_command(const ExportOptions& opt) {
   std::string err;
   if (!analyzer::analyze_trace(opt.input, a, &rep, &err)) {
     error_line(err);
-    return 1;
+    return kExitUsage;
   }
   name_damage(job);
   return write_out(opt.leaks ? analyzer::folded_leaks(rep, opt.native) : analyzer::folded_peak(rep, opt.native), opt.output);

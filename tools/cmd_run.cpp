@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,13 +17,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <random>
+#include <ctime>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "env_config.h"
 #include "regular_file.h"
+#include "run_once_dir.h"
 #include "run_output.h"
 #include "spawn.h"
 #include "terminal_escape.h"
@@ -35,14 +37,20 @@ namespace {
 
 pid_t g_child = -1;
 
-void forward_signal(int sig) {
-  if (g_child > 0) kill(g_child, sig);
+// A signal the terminal sent (Ctrl-C, Ctrl-backslash, hang-up) went to the whole foreground process group,
+// the child included: passing it on would deliver it twice (a second KeyboardInterrupt in
+// Python's clean-up). One a process sent to us by name (kill, a scheduler, a CI runner's
+// timeout) reaches only us and is passed on.
+void forward_signal(int sig, siginfo_t* info, void*) {
+  if (g_child > 0 && !(info && info->si_code == SI_KERNEL)) kill(g_child, sig);
 }
 
+// getrandom(2), not std::random_device (arc4random in libstdc++: glibc 2.36; see report_html.cpp).
 std::string new_session_id() {
-  std::random_device rd;
+  uint32_t r[2] = {uint32_t(getpid()), uint32_t(time(nullptr))};
+  (void)!getrandom(r, sizeof r, 0);
   char b[40];
-  snprintf(b, sizeof b, "%08x%08x-%d", rd(), rd(), int(getpid()));
+  snprintf(b, sizeof b, "%08x%08x-%d", r[0], r[1], int(getpid()));
   return b;
 }
 
@@ -107,26 +115,33 @@ int run_command(const RunOptions& opt) {
     setenv("VRAMTRACE_OUTPUT", out.value.c_str(), 1);
     if (opt.no_kernels) setenv("VRAMTRACE_KERNELS", "0", 1);
     Config cfg;
-    if (!load_config(&cfg, long(getpid()))) {
-      error_line("run: " + opt.command[0] + " was not run: tracing would be off (the line above says why)");
+    char why[1024] = "";
+    if (!load_config(&cfg, long(getpid()), why, sizeof why)) {
+      error_line(std::string(why) + ": tracing would be off (nothing was run)");
       return 2;
     }
   }
 
   std::string session = new_session_id();
+  RunOnceDir said_once(session);  // the CUPTI line, a bad setting: once for the run, not per process
   std::string preload = lib;
   if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
 
-  // Terminal signals reach the child directly (same process group); the ones sent to us by
-  // name (kill, a scheduler) are passed on.
-  struct sigaction ignore {}, fwd {}, old_int {}, old_quit {}, old_term {}, old_hup {};
-  ignore.sa_handler = SIG_IGN;
-  fwd.sa_handler = forward_signal;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
+  // We outlive the child to list its traces: INT, QUIT, TERM and HUP are passed on (forward_signal),
+  // the child decides what they mean, and its status is ours.
+  struct sigaction fwd {}, old_int {}, old_quit {}, old_term {}, old_hup {};
+  fwd.sa_sigaction = forward_signal;
+  fwd.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(SIGINT, &fwd, &old_int);
+  sigaction(SIGQUIT, &fwd, &old_quit);
   sigaction(SIGTERM, &fwd, &old_term);
   sigaction(SIGHUP, &fwd, &old_hup);
 
+  // Held back from fork until g_child is set: one sent in between would otherwise be dropped.
+  sigset_t forwarded, old_mask;
+  sigemptyset(&forwarded);
+  for (int sig : {SIGINT, SIGQUIT, SIGTERM, SIGHUP}) sigaddset(&forwarded, sig);
+  sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
   SpawnRequest req;
   req.argv = opt.command;
   req.in_child = [&] {
@@ -134,8 +149,12 @@ int run_command(const RunOptions& opt) {
     sigaction(SIGQUIT, &old_quit, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     sigaction(SIGHUP, &old_hup, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   };
-  req.forked = [](pid_t pid) { g_child = pid; };
+  req.forked = [&](pid_t pid) {
+    g_child = pid;
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  };
   req.env = {{"LD_PRELOAD", preload}, {"VRAMTRACE_OUTPUT", out.value}, {"VRAMTRACE_SESSION", session}};
   if (opt.no_kernels) req.env.push_back({"VRAMTRACE_KERNELS", "0"});
   // NVTX ranges reach CUPTI only through NVTX's injection hook: point it at libvramtrace, which
@@ -146,6 +165,7 @@ int run_command(const RunOptions& opt) {
     req.env.push_back({"NVTX_INJECTION64_PATH", lib});
   Spawned child = spawn(req);
   if (child.pid < 0) {
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     error_line(child.error);
     return 2;
   }

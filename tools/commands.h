@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "symbolizer.h"
+
 namespace vt::analyzer {
 struct JobReport;  // report_model.h
 }
@@ -36,8 +38,16 @@ struct ReportOptions {
   std::vector<std::string> debug_dirs;
   bool native = false;  // --native: every frame (else the user's frames first, machinery folded)
   unsigned jobs = 0;    // -j: traces of a directory analysed at once; 0 = one per online CPU
+  std::string at;  // --at: the live set at this time since the start ("12.5s", "250ms")
 };
 int report_command(const ReportOptions& opt);
+// `vramtrace summary TRACE|DIR`: one screen per trace (analyzer/report_summary.cpp); the options
+// of report but --at and --format html.
+int summary_command(const ReportOptions& opt);
+
+// "12.5s", "250ms", "900us", "1500ns", "2m", "1h", "12.5" (seconds): nanoseconds. False with a
+// reason for anything else (a negative time, an unknown unit).
+bool parse_time(const std::string& text, int64_t* ns, std::string* why);
 
 // `vramtrace export --folded OUT TRACE [--leaks]`: the peak's (or the leaks') stacks in the
 // folded format of flame graph tools (analyzer/folded.h). OUT "-" is stdout.
@@ -59,11 +69,25 @@ struct CheckOptions {
   double max_peak_growth = -1, max_site_growth = -1;  // percent; -1 = not set
 };
 int check_command(const CheckOptions& opt);
-int diff_command(const std::string& base, const std::string& now, const std::string& format, bool native = false);
+struct DiffOptions {
+  std::string base, now;
+  std::string format = "text";
+  std::string output;  // file; empty = stdout
+  size_t top = 0;      // call sites listed; 0 = text 30, JSON all
+  bool native = false;  // --native: sites by every frame (else the user's frames)
+};
+int diff_command(const DiffOptions& opt);
 int top_command(double interval, bool once);
+
+// `text` to stdout ("-") or to the file `path`; exit status 2 with one line when it cannot be written.
+int write_out(const std::string& text, const std::string& path);
 
 // "vramtrace: <msg>" on stderr, escaped for a terminal (messages quote paths and trace strings).
 void error_line(const std::string& msg);
+// Symbolizer options whose warnings (a module file missing, another build) are "vramtrace:
+// warning: ..." lines on stderr, each once per command, at most 5 (then one line saying more).
+analyzer::SymbolizerOptions symbol_options(const std::string& sysroot, const std::vector<std::string>& debug_dirs);
+
 // One error line per damaged or unreadable trace of `job` (analysis.h, job_problems).
 void name_damage(const analyzer::JobReport& job);
 

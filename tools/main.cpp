@@ -1,6 +1,8 @@
 // `vramtrace`: the command line. Parses arguments (CLI11) and dispatches to a subcommand.
-// Exit status: the subcommand's, 2 for usage errors.
+// Exit status: the subcommand's, following usage.h (0 ok, 1 a check failed, 2 usage or
+// unreadable input; `run` passes the traced command's through).
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -8,15 +10,22 @@
 #include "commands.h"
 #include "perfetto_export.h"
 #include "doctor.h"
+#include "cli_docs.h"
+#include "usage.h"
 
 int main(int argc, char** argv) {
   // The doctor's tracing self-test runs this binary again, under LD_PRELOAD, as its traced child.
   if (argc >= 2 && std::string(argv[1]) == vt::doctor::kSelfTestArg) return vt::doctor::selftest_child_main(argc, argv);
-  CLI::App app{"vramtrace: records every CUDA memory operation of a process and explains its GPU memory"};
+  // Named here, not from argv[0]: usage lines say `vramtrace`, not the build path.
+  CLI::App app{"vramtrace: records every CUDA memory operation of a process and explains its GPU memory", "vramtrace"};
+  app.formatter(std::make_shared<vt::cli::UsageFormatter>());
+  app.set_version_flag("--version", vt::cli::version_line(), "print the version and exit");
   app.require_subcommand(1);
 
   vt::cli::RunOptions run;
   CLI::App* run_cmd = app.add_subcommand("run", "run a command with tracing: vramtrace run [-o PATH] -- CMD ARGS...");
+  run_cmd->footer("CMD runs with libvramtrace.so preloaded; its exit status is returned (128+N when signal N ended it).\n"
+                  "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to vramtrace reach CMD.");
   run_cmd->add_option("-o,--output", run.output,
                       "trace file, pattern (%p = pid, %h = host) or directory (default: current directory)");
   run_cmd->add_flag("--no-kernels", run.no_kernels, "record memory only: no kernel activity (CUPTI)");
@@ -81,8 +90,24 @@ int main(int argc, char** argv) {
                 "dispatcher, libc and vramtrace frames folded)");
     c->add_option("-j,--jobs", report.jobs, "a directory: traces analysed at once (default: the online CPUs; 1: one by one)")
         ->check(CLI::Range(1u, 4096u));
+    if (section.empty() || section == "peak")
+      c->add_option("--at", report.at, "also what was live at this time since the start (12.5s, 250ms, 2m)")
+          ->check([](const std::string& v) {
+            int64_t ns;
+            std::string why;
+            return vt::cli::parse_time(v, &ns, &why) ? std::string() : why;
+          });
     report_cmds.push_back({c, section});
   }
+  CLI::App* summary_cmd = app.add_subcommand(
+      "summary", "one screen: peak and who held it, leaks, OOMs and verdicts, largest allocations, allocation sizes");
+  summary_cmd->add_option("trace", report.input, "trace file, or a directory of traces (a job)")->required();
+  summary_cmd->add_option("--format", report.format, "text or json")->capture_default_str();
+  size_t summary_top = 5;
+  summary_cmd->add_option("--top", summary_top, "largest allocations listed")->capture_default_str()->check(CLI::Range(1, 100000));
+  summary_cmd->add_option("-o,--output", report.output, "write to this file instead of stdout");
+  summary_cmd->add_option("--sysroot", report.sysroot, "prefix for the traced machine's library paths");
+  summary_cmd->add_option("--debug-dir", report.debug_dirs, "directory with separate debug info (repeatable)");
 
   vt::cli::CheckOptions check;
   CLI::App* check_cmd = app.add_subcommand("check", "a CI gate: exit 1 when the peak, leaks, OOMs or growth break a limit");
@@ -99,13 +124,14 @@ int main(int argc, char** argv) {
   check_cmd->add_flag("--allow-damaged", check.allow_damaged,
                       "judge damaged traces on what could be read (else a damaged or unreadable trace fails with exit 2)");
 
-  std::string diff_base, diff_new, diff_format = "text";
+  vt::cli::DiffOptions diff;
   CLI::App* diff_cmd = app.add_subcommand("diff", "what changed between two runs, per call site");
-  diff_cmd->add_option("base", diff_base, "baseline trace or directory")->required();
-  diff_cmd->add_option("new", diff_new, "new trace or directory")->required();
-  diff_cmd->add_option("--format", diff_format, "text or json")->capture_default_str();
-  bool diff_native = false;
-  diff_cmd->add_flag("--native", diff_native, "tell sites apart by every frame (default: by the frames the report shows)");
+  diff_cmd->add_option("base", diff.base, "baseline trace or directory")->required();
+  diff_cmd->add_option("new", diff.now, "new trace or directory")->required();
+  diff_cmd->add_option("--format", diff.format, "text or json")->capture_default_str();
+  diff_cmd->add_option("--top", diff.top, "call sites listed (default: text 30, JSON all)")->check(CLI::Range(1, 100000));
+  diff_cmd->add_option("-o,--output", diff.output, "write to this file instead of stdout");
+  diff_cmd->add_flag("--native", diff.native, "tell sites apart by every frame (default: by the frames the report shows)");
 
   double top_interval = 1.0;
   bool top_once = false;
@@ -121,6 +147,43 @@ int main(int argc, char** argv) {
                          "Python interpreter whose frameworks to inspect (default: python3 on PATH)");
 
 
+  // Set after the commands, which would inherit it.
+  app.footer("Exit status: 0 ok, 1 a check failed (check, doctor), 2 usage error or unreadable input; run returns "
+             "the command's own.\nvramtrace COMMAND --help shows a command's options.");
+
+  // For the build (tools/CMakeLists.txt): the man page and completions, from the definitions above.
+  if (argc == 2 && std::string(argv[1]) == "--generate-man") {
+    std::cout << vt::cli::man_page(app, VT_VERSION);
+    return 0;
+  }
+  if (argc == 3 && std::string(argv[1]) == "--generate-completion") {
+    std::string shell = argv[2];
+    if (shell != "bash" && shell != "zsh") {
+      vt::cli::error_line("--generate-completion: bash or zsh, not '" + shell + "'");
+      return vt::cli::kExitUsage;
+    }
+    std::cout << (shell == "bash" ? vt::cli::bash_completion(app) : vt::cli::zsh_completion(app));
+    return 0;
+  }
+
+  // Bare `vramtrace`: the usage, as a usage error.
+  if (argc < 2) {
+    std::cerr << app.help();
+    return vt::cli::kExitUsage;
+  }
+  // A mistyped subcommand is named, with the nearest one, instead of CLI11's "not expected".
+  if (argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* c : app.get_subcommands({})) names.push_back(c->get_name());
+    std::string typed = argv[1];
+    if (std::find(names.begin(), names.end(), typed) == names.end()) {
+      std::string near = vt::cli::nearest_name(typed, names);
+      vt::cli::error_line("'" + typed + "' is not a vramtrace command" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                          " (see vramtrace --help)");
+      return vt::cli::kExitUsage;
+    }
+  }
+
   // Everything after the first "--" is the command to run, untouched by option parsing.
   std::vector<std::string> after_dashes;
   int parsed_argc = argc;
@@ -134,6 +197,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     vt::cli::error_line(e.what() + std::string(" (see vramtrace --help)"));
@@ -172,15 +237,20 @@ int main(int argc, char** argv) {
     perfetto.counter_interval_ns = uint64_t(counter_us * 1000);
     perfetto.min_slice_ns = uint64_t(min_slice_us * 1000);
     perfetto.stacks = !no_stacks;
+    perfetto.symbolizer.warn = vt::cli::symbol_options("", {}).warn;
     std::string err;
     int rc = vt::analyzer::export_perfetto_file(trace, perfetto_out, perfetto, &err);
     if (rc) vt::cli::error_line(err);
-    return rc;
+    return rc ? vt::cli::kExitUsage : vt::cli::kExitOk;
   }
   if (*check_cmd) return vt::cli::check_command(check);
   if (*top_cmd) return vt::cli::top_command(top_interval, top_once);
   if (*doctor_cmd) return vt::cli::doctor_command(doctor);
-  if (*diff_cmd) return vt::cli::diff_command(diff_base, diff_new, diff_format, diff_native);
+  if (*summary_cmd) {
+    report.top = summary_top;
+    return vt::cli::summary_command(report);
+  }
+  if (*diff_cmd) return vt::cli::diff_command(diff);
   for (auto& [c, section] : report_cmds)
     if (*c) {
       report.section = section;

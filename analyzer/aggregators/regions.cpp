@@ -9,6 +9,7 @@ void RegionAggregator::on_mark(uint64_t t, const RegionMark& m, uint64_t device_
     g.name = m.name;
     g.t_begin = t;
     g.start_bytes = g.peak_bytes = device_bytes;
+    g.t_peak = t;
     open_.push_back(regions_.size());
     regions_.push_back(std::move(g));
     return;

@@ -1,6 +1,6 @@
 // The regions aggregator: named regions marked with vramtrace_region_begin / _end (one test, one
 // step), each with the device bytes (all devices) at its start and end and the most live inside
-// it. An end closes the latest open region of that name; a region never ended is closed at the
+// it, and when that was reached (the pytest plugin asks for the live set then: --at). An end closes the latest open region of that name; a region never ended is closed at the
 // trace's last event.
 #pragma once
 
@@ -16,9 +16,13 @@ class RegionAggregator {
  public:
   void on_mark(uint64_t t, const RegionMark& m, uint64_t device_bytes);
   // After each applied event: device_bytes are all devices' live device-bucket bytes.
-  void after(uint64_t device_bytes) {
+  void after(uint64_t t, uint64_t device_bytes) {
     if (open_.empty()) return;
-    for (size_t i : open_) regions_[i].peak_bytes = std::max(regions_[i].peak_bytes, device_bytes);
+    for (size_t i : open_)
+      if (device_bytes > regions_[i].peak_bytes) {
+        regions_[i].peak_bytes = device_bytes;
+        regions_[i].t_peak = t;
+      }
   }
   void finish(uint64_t last_t, uint64_t device_bytes, TraceReport* rep);
 

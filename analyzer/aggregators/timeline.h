@@ -15,7 +15,8 @@
 namespace vt::analyzer {
 
 // Max-preserving downsampling of one series into at most ~2x `target` buckets of time, which
-// start 1 ms wide and double whenever there are too many. Times only grow.
+// start 1 us wide and double whenever there are too many (so a 27 ms run gets as many points as an
+// hour-long one, each bucket ~run length / target wide). Times only grow.
 class Timeline {
  public:
   explicit Timeline(size_t target) : target_(target) {}
@@ -39,7 +40,7 @@ class Timeline {
     next_edge_ = edge > t0_ ? edge : ~0ull;  // saturate where it would wrap
   }
   size_t target_;
-  uint64_t t0_ = 0, width_ = 1000000, next_edge_ = 0;
+  uint64_t t0_ = 0, width_ = 1000, next_edge_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> points_;
 };
 

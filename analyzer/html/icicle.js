@@ -1,5 +1,7 @@
 // The peak as an icicle graph: the root is all live device memory at the peak, its children
-// the outermost frames, down to the allocating (innermost) frames; width = bytes. Hover for
+// the outermost frames, down to the allocating (innermost) frames; width = bytes. Inverted
+// (bottom-up, a button away): the allocating frames first, their callers below them, so one
+// allocation function called from everywhere is one wide node. Hover for
 // the frame and its share, click to zoom into a node (click an ancestor to zoom back out),
 // search to highlight frames. The tree is capped at ICICLE_CAP nodes: a stack that would add
 // more ends in its parent's "other" node, so widths still add up.
@@ -9,8 +11,8 @@ const ICICLE_CAP = 3000;
 const ROW = 20;
 
 // peak: a device's entry of the report's peak.by_device; `path` the JSON pointer of its live_set.
-function icicleTree(ctx, peak, path) {
-  const root = {label: 'all device memory at the peak (device ' + peak.device + ')', bytes: peak.bytes, kids: [],
+function icicleTree(ctx, peak, path, inverted) {
+  const root = {label: 'all device memory at the peak (GPU ' + peak.device + ')', bytes: peak.bytes, kids: [],
     map: new Map(), frame: null, parent: null, depth: 0, kind: 'root'};
   let nodes = 1, maxDepth = 0;
   const child = (parent, key, make) => {
@@ -40,24 +42,30 @@ function icicleTree(ctx, peak, path) {
       node.bytes += g.bytes;
       return;
     }
-    // A stack the page cut keeps its innermost frames: what is above them is one node.
+    // A stack the page cut keeps its innermost frames: what is above them is one node (the
+    // outermost: the first level, or the last when inverted).
     const cut = omittedEntries(ctx, path + '/' + i + '/stack');
-    if (cut) {
-      node = child(root, '\u0000cut' + cut, () => ({label: '(' + plural(cut, 'outer frame') + ' not shown)', frame: null, kind: 'other'}));
-      node.bytes += g.bytes;
-    }
-    for (let j = frames.length - 1; j >= 0; j--) {
-      const f = frames[j];
+    const cutNode = (parent) => {
+      const n = child(parent, '\u0000cut' + cut, () => ({label: '(' + plural(cut, 'outer frame') + ' not shown)', frame: null, kind: 'other'}));
+      n.bytes += g.bytes;
+      return n;
+    };
+    if (cut && !inverted) node = cutNode(root);
+    const order = inverted ? frames.map((f, j) => j) : frames.map((f, j) => frames.length - 1 - j);
+    for (let capped = false, o = 0; o < order.length && !capped; o++) {
+      const f = frames[order[o]];
       // Same function and line = same node; without a source line, the address tells frames apart.
       const key = f.function + '\u0000' + f.file + '\u0000' + f.line + '\u0000' + f.module + '\u0000' + !!f.inlined +
           (f.file ? '' : '\u0000' + f.offset);
       if (!node.map.has(key) && nodes >= ICICLE_CAP) {
         node = other(node);
         node.bytes += g.bytes;
-        break;
+        capped = true;
+        continue;
       }
       node = child(node, key, () => ({label: frameShort(f), frame: f, kind: 'frame'}));
       node.bytes += g.bytes;
+      if (inverted && cut && o === order.length - 1) cutNode(node);
     }
   });
   if (peak.bytes > listed) {
@@ -73,11 +81,16 @@ function icicleTree(ctx, peak, path) {
 }
 
 function icicle(ctx, peak, path) {
-  const {root, nodes, maxDepth} = icicleTree(ctx, peak, path);
-  const H = (maxDepth + 1) * ROW + 2;
+  let inverted = false, root, nodes, maxDepth, H;
   const holder = el('div', {class: 'chart icicle-holder'});
-  const svg = svgEl('svg', {class: 'icicle', height: H, role: 'img', 'aria-label': 'peak breakdown by call stack'});
+  const svg = svgEl('svg', {class: 'icicle', role: 'img', 'aria-label': 'peak breakdown by call stack'});
   holder.appendChild(svg);
+  const build = () => {
+    ({root, nodes, maxDepth} = icicleTree(ctx, peak, path, inverted));
+    H = (maxDepth + 1) * ROW + 2;
+    svg.setAttribute('height', H);
+  };
+  build();
   let focus = root, query = '', W = 1000;
   const crumbs = el('div', {class: 'crumbs'});
   const found = el('span', {class: 'found'});
@@ -156,10 +169,24 @@ function icicle(ctx, peak, path) {
     query = search.value.trim().toLowerCase();
     draw();
   });
+  const hint = el('span', {class: 'hint'});
+  const sayHint = () => {
+    hint.textContent = (inverted ? 'allocating frames at the top, their callers below' : 'outermost frames at the top, allocating frames at the bottom') +
+        '; width = bytes; click to zoom' + (nodes >= ICICLE_CAP ? '; graph capped at ' + ICICLE_CAP + ' nodes' : '');
+  };
+  const flip = el('button', {type: 'button', class: 'invert'}, 'inverted (bottom-up)');
+  flip.addEventListener('click', () => {
+    inverted = !inverted;
+    flip.textContent = inverted ? 'top-down' : 'inverted (bottom-up)';
+    flip.classList.toggle('active', inverted);
+    build();
+    focus = root;
+    sayHint();
+    draw();
+  });
+  sayHint();
   const box = el('div', {class: 'icicle-box'},
-      el('div', {class: 'chart-tools'}, search, found,
-          el('span', {class: 'hint'}, 'outermost frames at the top, allocating frames at the bottom; width = bytes; ' +
-              'click to zoom' + (nodes >= ICICLE_CAP ? '; graph capped at ' + ICICLE_CAP + ' nodes' : ''))),
+      el('div', {class: 'chart-tools'}, search, flip, found, hint),
       crumbs, holder);
   box.vtDraw = draw;
   redrawers.push(draw);

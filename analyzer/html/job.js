@@ -38,11 +38,12 @@ function renderJob(d, root) {
     renderTrace(traceContext(report, '/reports/' + i, i), detail);
   };
   const table = el('table', {class: 'groups ranks'},
-      el('thead', null, el('tr', null, ['rank', 'pid', 'host', 'peak', 'peak / mean', 'leaks', 'OOMs', 'verdict', 'trace'].map((h) => el('th', null, h)))));
+      el('thead', null, el('tr', null, ['rank', 'pid', 'host', 'peak', 'peak / mean', 'leaks', 'OOMs', 'end', 'verdict', 'command', 'trace'].map((h) => el('th', null, h)))));
   const body = el('tbody');
   d.ranks.forEach((r, i) => {
     const rel = j.mean_peak_bytes ? r.peak_bytes / j.mean_peak_bytes : 0;
-    const tr = el('tr', {class: 'clickable' + (r.ooms ? ' has-oom' : ''), tabindex: 0, onclick: () => select(i),
+    const killed = !r.damaged && r.end && r.end !== 'clean_exit';
+    const tr = el('tr', {class: 'clickable' + (r.ooms ? ' has-oom' : '') + (killed ? ' killed' : ''), tabindex: 0, onclick: () => select(i),
       onkeydown: (ev) => {
         if (ev.key === 'Enter') select(i);
       }},
@@ -50,7 +51,10 @@ function renderJob(d, root) {
     el('td', {class: 'num'}, fmtBytes(r.peak_bytes)),
     el('td', {class: 'share'}, shareBar(j.max_peak_bytes ? r.peak_bytes / j.max_peak_bytes : 0, rel > 1.1 ? 'hot' : ''), ' ', rel.toFixed(2)),
     el('td', {class: 'num'}, fmtBytes(r.leak_bytes)), el('td', {class: 'num'}, String(r.ooms)),
+    el('td', null, killed ? el('span', {class: 'killed-tag', title: 'no clean close: a signal, a crash, or _exit before exit handlers ran'},
+        'KILLED') : r.damaged ? '?' : 'exit'),
     el('td', null, r.verdict ? el('span', {class: 'verdict-code small'}, r.verdict) : ''),
+    el('td', {class: 'command', title: r.command || ''}, r.command || ''),
     el('td', {class: 'path'}, basename(r.path)));
     rows.push(tr);
     body.appendChild(tr);

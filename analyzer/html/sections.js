@@ -31,7 +31,7 @@ function traceHeader(ctx) {
         (t.rank >= 0 ? ', rank ' + t.rank + (t.local_rank >= 0 ? ' (local ' + t.local_rank + ')' : '') : '')],
     t.session ? ['session', t.session] : null,
     ['devices', t.devices.length ? el('ul', {class: 'plain'}, t.devices.map((d) =>
-      el('li', null, 'device ' + d.ordinal + ': ' + (d.name || '?') + ', ' + fmtBytes(d.total_bytes)))) : 'none recorded'],
+      el('li', null, 'GPU ' + d.ordinal + ': ' + (d.name || '?') + ', ' + fmtBytes(d.total_bytes)))) : 'none recorded'],
     ['driver', 'CUDA ' + driverVersion(t.driver_version)],
     ['events', plural(t.events, 'event') + ', ' + fmtCount(t.failed_events) + ' failed' +
         (t.unmatched_frees ? ', ' + plural(t.unmatched_frees, 'free') + ' of unknown addresses' : '')],
@@ -58,7 +58,7 @@ function summaryCards(ctx) {
       el('div', {class: 'stat-label'}, label), el('div', {class: 'stat-value'}, value), el('div', {class: 'stat-sub'}, sub));
   return el('div', {class: 'stats'},
       card('peak device memory', top ? fmtBytes(top.bytes) : '0 B',
-          top ? 'device ' + top.device + ' at ' + fmtSecs(ctx.rel(top.t_ns)) : 'no device memory was allocated'),
+          top ? 'GPU ' + top.device + ' at ' + fmtSecs(ctx.rel(top.t_ns)) : 'no device memory was allocated'),
       card(R.leaks.end === 'clean_exit' ? 'still allocated at exit' : 'live when the trace ended', fmtBytes(R.leaks.bytes),
           plural(R.leaks.count, 'allocation'), R.leaks.bytes ? 'warn' : ''),
       card('failed allocations (OOM)', fmtCount(ooms),
@@ -104,7 +104,7 @@ function peakSection(ctx) {
       }
     };
     peaks.forEach((p, i) => tabs.appendChild(el('button', {type: 'button', onclick: () => show(i)},
-        'device ' + p.device + ': ' + fmtBytes(p.bytes))));
+        'GPU ' + p.device + ': ' + fmtBytes(p.bytes))));
     body = [tabs, panes];
     body.vtInit = () => show(0);
   }
@@ -169,17 +169,18 @@ function oomCard(ctx, o, i) {
           el('span', {class: 'score'}, ' score ' + c.score.toFixed(2))),
       el('div', {class: 'summary'}, c.summary),
       el('div', {class: 'evidence'}, Object.keys(c.evidence).map((k) => el('span', {class: 'ev'}, k.replace(/_/g, ' ') + ': ' + evidenceValue(k, c.evidence[k])))))));
-  const others = o.nvml ? [el('h4', null, 'Other processes on the device (NVML)'), o.other_processes.length ?
+  const others = o.nvml ? [el('h4', null, 'Other processes on the GPU (NVML)'), o.other_processes.length ?
     el('table', {class: 'groups'}, el('thead', null, el('tr', null, el('th', null, 'pid'), el('th', null, 'name'), el('th', null, 'memory'))),
         el('tbody', null, o.other_processes.map((g) => el('tr', null, el('td', {class: 'num'}, String(g.pid)), el('td', null, g.name || '?'),
             el('td', {class: 'num'}, fmtBytes(g.bytes)))))) : el('p', {class: 'none'}, 'none')] : null;
   // The first failure open, the others one line each until opened: a run can fail many times.
   return el('details', {class: 'oom', id: 'oom-' + ctx.index + '-' + i, open: i === 0 ? '' : null},
       el('summary', null, el('h3', null, '#' + (i + 1) + ' at ' + fmtSecs(ctx.rel(o.t_ns)) + ': ' + o.op + ' of ' + fmtBytes(R) +
-          ' on device ' + o.device + ' failed (CUresult ' + o.result + ')'), el('span', {class: 'oom-verdict'}, o.verdict)),
+          ' on GPU ' + o.device + ' failed: ' + (o.result_name ? o.result_name + ' (' + o.result + ')' : 'CUresult ' + o.result)),
+          el('span', {class: 'oom-verdict'}, o.verdict)),
       el('div', {class: 'verdict'}, el('span', {class: 'verdict-label'}, 'verdict'), el('span', {class: 'verdict-code'}, o.verdict),
           el('span', {class: 'verdict-text'}, verdictText(o.verdict))),
-      el('h4', null, 'The device at the failure (' + fmtBytes(T) + ')'), device,
+      el('h4', null, 'The GPU at the failure (' + fmtBytes(T) + ')'), device,
       o.torch ? torchOomBlock(ctx, o.torch, path + '/torch') : null,
       el('h4', null, 'Causes, most to blame first'), causes,
       el('h4', null, 'What to do'), el('ul', {class: 'remedies'}, o.remedies.map((m) => el('li', null, m))),

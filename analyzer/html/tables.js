@@ -41,6 +41,11 @@ function siteCell(stack, label, cut) {
 }
 
 // A list of Groups (or Growths, opts.growth: growth columns) of the report at `path` in ctx's
+// A bucket name in words, as the text report says it.
+function memoryKind(k) {
+  return {device: 'device memory', pinned_host: 'pinned host memory', managed: 'managed memory', imported: 'imported memory'}[k] || k;
+}
+
 // report: [{bytes, count, share, kind, device, stack}, ...]; what the page's limits cut from it
 // is summed up in a last row.
 function groupsTable(ctx, list, path, opts) {
@@ -49,8 +54,8 @@ function groupsTable(ctx, list, path, opts) {
   const more = ctx.omitted(path);
   if (!list.length && !more) return el('p', {class: 'none'}, opts.empty || '(none)');
   // Growth rows carry a site's highest live bytes and its rise, not a count or a share.
-  const head = opts.growth ? ['#', 'highest', 'grew by', 'new highs', 'from \u2192 to', 'kind', 'device'] :
-    ['#', 'bytes', 'allocations', opts.shareLabel || 'share', 'kind', 'device'];
+  const head = opts.growth ? ['#', 'highest', 'grew by', 'new highs', 'from \u2192 to', 'memory', 'GPU'] :
+    ['#', 'bytes', 'allocations', opts.shareLabel || 'share', 'memory', 'GPU'];
   head.push('allocated at (click for the stack)');
   const table = el('table', {class: 'groups' + (opts.cls ? ' ' + opts.cls : '')},
       el('thead', null, el('tr', null, head.map((h) => el('th', null, h)))));
@@ -64,7 +69,7 @@ function groupsTable(ctx, list, path, opts) {
     } else {
       cells.push(el('td', {class: 'num'}, fmtCount(g.count)), el('td', {class: 'share'}, shareBar(g.share), ' ', fmtPct(g.share)));
     }
-    cells.push(el('td', null, g.kind), el('td', {class: 'num'}, g.device >= 0 ? String(g.device) : '-'),
+    cells.push(el('td', null, memoryKind(g.kind)), el('td', {class: 'num'}, g.device >= 0 ? String(g.device) : '-'),
         el('td', {class: 'site-cell'}, siteCell(g.stack, labels[i], omittedEntries(ctx, path + '/' + i + '/stack'))));
     body.appendChild(el('tr', null, cells));
   });

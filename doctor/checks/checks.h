@@ -43,6 +43,9 @@ struct Facts {
   bool driver_initialised() const;
   int driver_version() const;  // 0 when unknown
   std::string driver_path() const;
+  // The driver is vramtrace's simulated one (tests/fakecuda: its devices say so in their name):
+  // driver-API programs run on it, the real CUDA runtime (and so PyTorch, JAX, CuPy) does not.
+  bool driver_simulated() const;
 
   std::vector<Toolkit> toolkits;
 

@@ -118,6 +118,9 @@ void check_cupti(Facts& f, Report& r) {
     } else if (!runtime_majors.empty() && !matches) {
       chk.verdict = Verdict::info;
       chk.message += "; no runtime of this major here";
+    } else if (f.driver_simulated()) {
+      chk.verdict = Verdict::info;
+      chk.message += "; it records nothing on the simulated driver (kernel activity needs a GPU)";
     }
   }
   for (int m : runtime_majors) {

@@ -1,5 +1,7 @@
 // The CUDA driver: can libcuda.so.1 be loaded, from where, which CUDA version does it support
 // (the ceiling for every runtime on the machine), and does cuInit succeed.
+#include <algorithm>
+
 #include "../probes/probes.h"
 #include "../util.h"
 #include "../versions.h"
@@ -71,6 +73,19 @@ void check_driver(Facts& f, Report& r) {
     r.add("driver", "driver.init", Verdict::ok,
           "cuInit succeeded: " + std::to_string(n) + (n == 1 ? " GPU" : " GPUs") + " visible to CUDA")
         .data = data;
+    // (Found again: `lib` may have moved as checks were added.)
+    Check& named = r.checks[size_t(std::find_if(r.checks.begin(), r.checks.end(),
+                                                [](const Check& c) { return c.id == "driver.library"; }) -
+                                   r.checks.begin())];
+    named.data["simulated"] = f.driver_simulated();
+    if (f.driver_simulated()) {
+      // Said where the driver is named: everything below is about a driver that is not a GPU.
+      named.verdict = Verdict::info;
+      named.message += ": vramtrace's SIMULATED driver (tests/fakecuda), not a GPU";
+      named.advice = "programs that call the driver API (-lcuda) run and are traced on it; the real CUDA runtime, "
+                   "and so PyTorch, JAX and CuPy, does not (cudart answers 801, cudaErrorNotSupported): use a GPU "
+                   "machine for those";
+    }
   } else {
     std::string why = d.value("init_string", std::string());
     r.add("driver", "driver.init", Verdict::problem,

@@ -20,4 +20,11 @@ std::string Facts::driver_path() const {
   return driver_loaded() ? driver.value.value("path", driver.value.value("requested", std::string())) : std::string();
 }
 
+bool Facts::driver_simulated() const {
+  if (!driver_loaded() || !driver.value.contains("devices") || !driver.value["devices"].is_array()) return false;
+  for (const nlohmann::json& d : driver.value["devices"])
+    if (d.is_object() && d.value("name", std::string()).find("(vramtrace simulated)") != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace vt::doctor

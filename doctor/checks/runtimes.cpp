@@ -119,6 +119,10 @@ void check_runtimes(Facts& f, Report& r) {
     } else {
       c.data["driver_supports"] = true;
     }
+    if (c.verdict == Verdict::ok && f.driver_simulated()) {  // "ok" would promise it runs here
+      c.verdict = Verdict::info;
+      c.message += "; it does not run on the simulated driver (801, cudaErrorNotSupported)";
+    }
   }
   if (by_major.size() > 1) {
     std::vector<std::string> majors;

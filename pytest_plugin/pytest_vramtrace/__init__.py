@@ -5,15 +5,18 @@ what vramtrace sees through its live query API (include/vramtrace.h, exported by
 libvramtrace.so), marks each test as a region in the trace (so `vramtrace report` shows memory
 per test), and
 
-- fails a test marked `@pytest.mark.limit_vram("2 GiB")` whose peak device memory exceeds the limit;
+- fails a test marked `@pytest.mark.limit_vram("2 GiB")` whose peak device memory exceeds the limit,
+  listing the call sites that held the most at that peak (call_sites.py);
 - with `--vram-report`, prints each test's peak at the end.
 
-Without vramtrace it says so once and enforces nothing.
+Without vramtrace it enforces nothing and, when a test has a limit or --vram-report was given,
+says so once.
 """
 import ctypes
 
 import pytest
 
+from . import call_sites
 from .sizes import format_bytes, parse_bytes
 
 def parse_size(text):
@@ -61,10 +64,35 @@ def pytest_configure(config):
     _api = _Api.load()
 
 
+def _limit_of(item):
+    """The limit_vram marker's size in bytes, None without one; UsageError when it is malformed."""
+    marker = item.get_closest_marker("limit_vram")
+    if marker is None:
+        return None
+    if len(marker.args) != 1 or marker.kwargs:
+        raise pytest.UsageError(f"{item.nodeid}: limit_vram takes one size, e.g. @pytest.mark.limit_vram(\"2 GiB\")")
+    try:
+        return parse_size(marker.args[0])
+    except ValueError as e:
+        raise pytest.UsageError(f"{item.nodeid}: {e}") from None
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # Every marker is checked before anything runs: a typo in a limit stops the run with one line
+    # (pytest's usage error, exit 4), not a traceback from inside the plugin halfway through.
+    global _limits_seen
+    for item in items:
+        if _limit_of(item) is not None:
+            _limits_seen = True
+
+
+_over = {}  # nodeid -> the failure message of a test over its limit
+_limits_seen = False  # a collected test has a limit_vram marker
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    marker = item.get_closest_marker("limit_vram")
-    limit = parse_size(marker.args[0]) if marker and marker.args else None
+    limit = _limit_of(item)
     if _api is None:
         yield
         return
@@ -78,15 +106,32 @@ def pytest_runtest_call(item):
     peak = _api.peak_bytes(-1)
     _peaks[item.nodeid] = peak
     if limit is not None and peak > limit:
-        pytest.fail(f"peak GPU memory {format_bytes(peak)} ({peak} bytes) exceeds limit_vram {format_bytes(limit)} "
-                    f"({limit} bytes)", pytrace=False)
+        sites = call_sites.top_sites(item.nodeid, format_bytes)
+        _over[item.nodeid] = (f"peak GPU memory {format_bytes(peak)} ({peak} bytes) exceeds limit_vram {format_bytes(limit)} "
+                              f"({limit} bytes)\n"
+                              "largest holders of device memory at the test's peak (vramtrace):\n  " + "\n  ".join(sites))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # The limit fails the call phase's report, as an assertion in the test would: raising from
+    # the hook instead sends pytest's progress output into the test's captured teardown.
+    outcome = yield
+    report = outcome.get_result()
+    message = _over.pop(item.nodeid, None) if call.when == "call" else None
+    if message and report.passed:
+        report.outcome = "failed"
+        report.longrepr = message
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr = terminalreporter
     if _api is None:
-        tr.write_line("vramtrace: not active (run the tests under `vramtrace run -- python -m pytest ...`): "
-                      "limit_vram markers were not enforced", yellow=True)
+        # Installed with vramtrace, the plugin loads in every pytest run: it speaks only when it
+        # was asked for something.
+        if _limits_seen or config.getoption("--vram-report"):
+            tr.write_line("vramtrace: not active (run the tests under `vramtrace run -- python -m pytest ...`): "
+                          "limit_vram markers were not enforced", yellow=True)
         return
     if not config.getoption("--vram-report"):
         return

@@ -106,6 +106,9 @@ void Sandbox::unset_env(const std::string& name) {
 void Sandbox::use_fake_driver(int version) {
   set_env("VRAMTRACE_DOCTOR_LIBCUDA", VT_FAKECUDA);
   set_env("FAKECUDA_DRIVER_VERSION", std::to_string(version));
+  // Standing for a real GPU's driver (the version logic under test); the simulated name would have
+  // the doctor say it is the simulator (tests/e2e/cli_conventions_test.cpp checks that).
+  set_env("FAKECUDA_DEVICE_NAME", "NVIDIA H200");
 }
 
 void Sandbox::use_nvml(bool old_api) {

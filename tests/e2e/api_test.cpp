@@ -9,13 +9,23 @@
 #include "harness.h"
 
 namespace {
+// "name value" lines: the numeric ones (trace_path's value is a path: text_value).
 std::map<std::string, long long> values(const std::string& out) {
   std::map<std::string, long long> m;
   std::istringstream in(out);
-  std::string k;
-  long long v;
-  while (in >> k >> v) m[k] = v;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    std::string k;
+    long long v;
+    if (l >> k >> v) m[k] = v;
+  }
   return m;
+}
+std::string text_value(const std::string& out, const std::string& key) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + " ", 0) == 0) return line.substr(key.size() + 1);
+  return "";
 }
 }  // namespace
 
@@ -32,6 +42,9 @@ TEST_CASE("the live query API under vramtrace, and regions in the report") {
   CHECK(v["reset"] == 0);
   CHECK(v["peak_after_reset"] == 3 << 20);
   CHECK(v["peak_after_step"] == 4 << 20);
+  // The trace's path: none before the first CUDA memory call, then the file this process writes.
+  CHECK(v["trace_path_before"] == -1);
+  CHECK(text_value(r.out, "trace_path") == e2e::files_in(dir).at(0));
 
   e2e::Spec s{{e2e::cli(), "report", e2e::files_in(dir).at(0), "--format", "json"}, {}};
   s.preload = false;

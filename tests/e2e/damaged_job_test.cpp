@@ -99,7 +99,7 @@ TEST_CASE("a job with a random-bytes trace and a truncated one fails the gate an
   CHECK(has(r.out, "PROBLEMS"));
   CHECK(has(r.out, "  0 events, 0 failed, trace ended without a clean close\n"
                    "  note: the trace was cut inside its header (4096 of 65536 bytes): no records could be read"));
-  CHECK(has(r.out, "0 B           0 B           0     [damaged]"));
+  CHECK(has(r.out, "0 B           0 B           0     ?       [damaged]"));
   r = cli({"report", dir, "--format", "json"});
   j = nlohmann::json::parse(r.out);
   CHECK(j["job"]["traces"] == 4);

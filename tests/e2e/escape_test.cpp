@@ -128,7 +128,7 @@ TEST_CASE("the escaping rule: controls, C1, bidi controls and invalid UTF-8 beco
   // Through `vramtrace info`'s error line: a missing file whose name carries the cases.
   std::string name = "/nonexistent/a\x1b[31mb\tc\xc2\x85" "d\xe2\x81\xa6" "e\xff" "f\xe2\x82" "g\xc3\xa9h\xf0\x9f\x98\x80";
   e2e::Result r = cli({"info", name});
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 2);
   CHECK(r.err == "vramtrace: /nonexistent/a\\x1b[31mb\\tc\\u0085d\\u2066e\\xfff\\xe2\\x82g\xc3\xa9h\xf0\x9f\x98\x80: "
                  "cannot open: No such file or directory\n");
 }

@@ -62,7 +62,7 @@ TEST_CASE("a FIFO or a device given as a trace is refused at once with one line,
     CHECK(has(r.err, pipe + ": not a regular file (a FIFO)"));
   }
   e2e::Result r = cli({"info", "/dev/null"});
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 2);
   CHECK(r.err == "vramtrace: /dev/null: not a regular file (a character device)\n");
 }
 

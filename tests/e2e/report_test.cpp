@@ -128,16 +128,16 @@ TEST_CASE("report: bad input is one line and a non-zero exit") {
   e2e::Spec s{{e2e::cli(), "report", "/nonexistent.trace"}, {}};
   s.preload = false;
   e2e::Result r = e2e::run(s);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 2);
   CHECK(e2e::lines(r.err).size() == 1);
   s.argv = {e2e::cli(), "report", "/tmp", "--format", "xml"};
   r = e2e::run(s);
   CHECK(r.exit_code == 2);
-  CHECK(r.err.find("--format must be text or json") != std::string::npos);
+  CHECK(r.err.find("--format must be text, json or html") != std::string::npos);
   std::string empty = e2e::temp_dir();
   s.argv = {e2e::cli(), "report", empty};
   r = e2e::run(s);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 2);
   CHECK(r.err.find("no vramtrace traces") != std::string::npos);
 }
 

@@ -2,6 +2,9 @@
 // names, files and lines, inlined frames included, for a library dlopen'ed after start.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <set>
+
 #include <map>
 #include <sstream>
 
@@ -84,13 +87,21 @@ TEST_CASE("stacks are written once and an unknown module keeps module+offset") {
   CHECK(reader->stacks().threads.size() == 4);
 
   // Symbolizing against a sysroot that lacks the files: frames stay, with module and offset.
-  vt::analyzer::Symbolizer sym(reader->stacks(), {"/nonexistent-sysroot", {}});
+  std::vector<std::string> warned;
+  vt::analyzer::Symbolizer sym(reader->stacks(), {"/nonexistent-sysroot", {}, [&](const std::string& w) { warned.push_back(w); }});
   const auto& frames = sym.stack(reader->stacks().stacks.begin()->first);
   REQUIRE_FALSE(frames.empty());
+  std::set<std::string> modules;
   for (const auto& f : frames) {
     CHECK(f.function == "??");
     CHECK(f.module != "");
+    modules.insert(f.module);
   }
+  // Each module's missing file is said once, by name (the frames above share modules).
+  CHECK(warned.size() == modules.size());
+  for (const std::string& m : modules)
+    CHECK(std::count(warned.begin(), warned.end(),
+                     "/nonexistent-sysroot" + m + ": cannot open: No such file or directory; its frames stay module+offset") == 1);
 }
 
 TEST_CASE("VRAMTRACE_STACK_DEPTH=0 turns stacks off, a bad value turns tracing off") {

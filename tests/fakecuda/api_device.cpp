@@ -11,7 +11,6 @@ using namespace fc;
 
 namespace {
 
-constexpr char kDeviceName[] = "NVIDIA H200 (vramtrace simulated)";
 
 // Values of an H200 where they are cheap to state; every other attribute reads 0.
 int attribute_value(CUdevice_attribute a, int dev) {
@@ -125,8 +124,9 @@ FC_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
   if (CUresult r = require_init(s)) return r;
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_device(s, dev)) return r;
-  size_t n = std::min(static_cast<size_t>(len) - 1, sizeof(kDeviceName) - 1);
-  memcpy(name, kDeviceName, n);
+  const std::string &device_name = config().device_name;
+  size_t n = std::min(static_cast<size_t>(len) - 1, device_name.size());
+  memcpy(name, device_name.data(), n);
   name[n] = '\0';
   return CUDA_SUCCESS;
 }

@@ -15,6 +15,7 @@ struct Config {
   uint64_t module_bytes = 2ull << 20;         // FAKECUDA_MODULE_BYTES, what a loaded module costs
   bool lazy_loading = true;                   // CUDA_MODULE_LOADING (the real driver's variable)
   std::string log_path;                       // FAKECUDA_LOG, cuGetProcAddress request log
+  std::string device_name = "NVIDIA H200 (vramtrace simulated)";  // FAKECUDA_DEVICE_NAME
   bool signal_safe = false;                   // FAKECUDA_SIGNAL_SAFE=1 (see DriverMutex)
   std::string raise_in;                       // FAKECUDA_RAISE=<entry point>:<every>
   long raise_every = 0;

@@ -160,11 +160,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   AnalysisOptions aopt;
   aopt.symbols = opt;
   aopt.top = 4;
+  aopt.at_ns = 1000;  // the live set at 1 us: the live-at aggregator too
   TraceReport rep;
   std::string aerr;
   if (analyze_trace(file->path, aopt, &rep, &aerr)) {
     consume(report_json(rep));
     g_sink = g_sink + report_text(rep).size();
+    consume(summary_json(rep));
+    g_sink = g_sink + summary_text(rep).size();
 
     JobReport job;
     job.traces = {rep};
@@ -172,6 +175,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     job.unreadable[0].unreadable = true;
     consume(job_json(job));
     g_sink = g_sink + job_text(job).size();
+    consume(job_summary_json(job));
+    g_sink = g_sink + job_summary_text(job).size();
 
     // diff: against nothing both ways and against itself (sizes near 2^64 must not overflow).
     TraceReport none;

@@ -50,6 +50,7 @@ srcs=(
   "$repo/analyzer/oom_verdict.cpp"
   "$repo/analyzer/report_json.cpp"
   "$repo/analyzer/report_text.cpp"
+  "$repo/analyzer/report_summary.cpp"
   "$repo/analyzer/terminal_escape.cpp"
   "$repo/analyzer/regular_file.cpp"
   "$repo/analyzer/compare.cpp"
@@ -64,14 +65,19 @@ srcs=(
   "$repo/analyzer/torch_render.cpp"
   "$repo/analyzer/torch_verdict.cpp"
   "$repo/analyzer/user_frames.cpp"
+  "$repo/analyzer/cuda_result.cpp"
   "$repo"/analyzer/aggregators/*.cpp
 )
+# CUresult names, generated from the toolkit's cuda.h as the CMake build does (analyzer/CMakeLists.txt).
+cuda_h=${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}/include/cuda.h
+cmake -DCUDA_H="$cuda_h" -DOUT="$out/cuda_result_names.inc" -P "$repo/analyzer/cuda_result_names.cmake" ||
+  { echo "fuzz: cannot generate the CUresult names from $cuda_h (set CUDA_HOME)" >&2; exit 2; }
 # Rebuild when any source or header it depends on is newer than the binary.
 stale=0
 if [ ! -x "$bin" ]; then
   stale=1
 else
-  for f in "${srcs[@]}" "$repo"/analyzer/*.h "$repo"/analyzer/aggregators/*.h "$repo"/format/*.h "$repo"/common/*.h; do
+  for f in "${srcs[@]}" "$out/cuda_result_names.inc" "$repo"/analyzer/*.h "$repo"/analyzer/aggregators/*.h "$repo"/format/*.h "$repo"/common/*.h; do
     if [ "$f" -nt "$bin" ]; then stale=1; break; fi
   done
 fi
@@ -82,7 +88,7 @@ if [ "$stale" = 1 ]; then
   echo "fuzz: building $bin with $cxx" >&2
   if ! "$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -DNDEBUG \
       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-      -I"$repo/analyzer" -I"$repo/format" -I"$repo/common" \
+      -I"$repo/analyzer" -I"$repo/format" -I"$repo/common" -I"$out" \
       "${srcs[@]}" -ldw -lelf $absl_libs -pthread -o "$bin.tmp"; then
     echo "fuzz: build failed (clang with libFuzzer needed: apt-get install clang libclang-rt-dev or libclang-rt-14-dev)" >&2
     exit 2

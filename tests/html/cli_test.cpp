@@ -124,20 +124,20 @@ TEST_CASE("export --folded: the peak's and the leaks' stacks add up") {
 
 TEST_CASE("export: bad input is one line and a non-zero exit") {
   e2e::Result r = cli({"export", "--folded", "-", "/nonexistent.trace"});
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 2);
   CHECK(e2e::lines(r.err).size() == 1);
   r = cli({"export", "/nonexistent.trace"});
   CHECK(r.exit_code == 2);  // --folded is required
 }
 
-TEST_CASE("report and export: an output that cannot be written is one line and exit 1, and '-' is stdout") {
+TEST_CASE("report and export: an output that cannot be written is one line and exit 2, and '-' is stdout") {
   std::string dir = e2e::temp_dir();
   std::string trace = leak_trace(dir);
   for (std::vector<std::string> args : {std::vector<std::string>{"report", trace, "-o", dir + "/no/such/dir/r.txt"},
                                         std::vector<std::string>{"export", "--folded", dir + "/no/such/dir/f.txt", trace}}) {
     e2e::Result r = cli(args);
     INFO(r.err);
-    CHECK(r.exit_code == 1);
+    CHECK(r.exit_code == 2);
     REQUIRE(e2e::lines(r.err).size() == 1);
     CHECK(r.err.find("cannot write " + dir + "/no/such/dir/") != std::string::npos);
   }

@@ -11,8 +11,11 @@ int main(void) {
   CUdeviceptr a, b, c;
   printf("active %d\n", vramtrace_api_active());
   if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx)) return 2;
+  char path[4096];
+  printf("trace_path_before %d\n", vramtrace_api_trace_path(path, sizeof path));
   vramtrace_api_region_begin("setup");
   cuMemAlloc(&a, 3 << 20);
+  if (vramtrace_api_trace_path(path, sizeof path) > 0) printf("trace_path %s\n", path);
   cuMemAlloc(&b, 5 << 20);
   printf("live_after_two %lld\n", (long long)vramtrace_api_live_bytes(0));
   cuMemFree(b);

@@ -8,7 +8,7 @@
 //   exit-code N    one allocation, then exit with status N
 //   release-last   1 MiB in the primary context, then its last cuDevicePrimaryCtxRelease
 //   release-extra  the same with a second reference held: the context survives
-//   hold           5 MiB and 3 MiB from two call sites, then wait (up to 30 s) to be killed
+//   hold [MiB]     5 MiB (or MiB) and 3 MiB from two call sites, then wait (up to 30 s) to be killed
 //   hold-fork      the same, after forking a child that only waits (and dies with the parent)
 //   init-only      cuInit and a context, no memory call: must leave no trace
 //   none           never touches CUDA: must leave no trace
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "hold" || mode == "hold-fork") {
-    alloc(5 << 20);
+    alloc(size_t(argc > 2 ? atoi(argv[2]) : 5) << 20);
     hold_second_site();
     if (mode == "hold-fork" && fork() == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);

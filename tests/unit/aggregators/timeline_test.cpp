@@ -12,12 +12,27 @@ using namespace synth_records;
 
 TEST_CASE("timeline: points within one bucket keep the highest") {
   Timeline tl(16);
-  tl.add(1000, 5);
-  tl.add(2000, 9);
-  tl.add(3000, 2);
+  tl.add(100, 5);
+  tl.add(200, 9);
+  tl.add(300, 2);
   auto p = tl.take();
   REQUIRE(p.size() == 1);
-  CHECK(p[0] == std::make_pair(uint64_t(2000), uint64_t(9)));
+  CHECK(p[0] == std::make_pair(uint64_t(200), uint64_t(9)));
+}
+
+TEST_CASE("timeline: a short run gets as many points as a long one (buckets adapt to the run's length)") {
+  // 27 ms of steady allocations, one every 27 us: with 1 ms buckets this was 28 points at most.
+  Timeline tl(512);
+  uint64_t t0 = 7'000'000'000;
+  for (uint64_t i = 0; i < 1000; ++i) tl.add(t0 + i * 27'000, i * 4096);
+  auto p = tl.take();
+  CHECK(p.size() >= 500);
+  CHECK(p.size() <= 1024);
+  CHECK(p.back().second == 999 * 4096);
+  // The same shape over an hour: the same number of points.
+  Timeline hour(512);
+  for (uint64_t i = 0; i < 1000; ++i) hour.add(t0 + i * 3'600'000'000ull, i * 4096);
+  CHECK(hour.take().size() == p.size());
 }
 
 TEST_CASE("timeline: a long series is coarsened to ~2x the target and keeps its maximum") {

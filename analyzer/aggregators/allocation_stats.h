@@ -1,0 +1,63 @@
+// The allocation-statistics aggregator (`vramtrace summary`, memray's `stats`): how many
+// allocations the run made and how many bytes in all, how their sizes spread (powers of 4), and
+// the largest ones with when they were made and freed. Counts successful address-keyed
+// allocations and VMM physical handles (accounting.h's Allocate and CreateHandle); a free counts
+// when the replay holds what it frees (LiveState: no map of its own). Per event a few
+// instructions: only an allocation that enters the largest, or the free of one as big, goes further.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "accounting.h"
+#include "live_state.h"
+#include "report_model.h"
+#include "trace_reader.h"
+
+namespace vt::analyzer {
+
+class AllocationStatsAggregator {
+ public:
+  explicit AllocationStatsAggregator(size_t keep = 10) : keep_(keep) {}
+  // Before each successful event (rule 1 already applied by the caller) is applied to `live`: a
+  // free counts when what it frees is live there.
+  void before(const Record& r, const LiveState& live) {
+    Effect fx = effect_of(*r.op);
+    if (fx == Effect::Allocate || fx == Effect::CreateHandle) {
+      uint64_t size = r.has(format::kEvSize) ? r.size : 0;
+      count(size);
+      // Only one that enters the largest is looked at further (most are smaller).
+      if (largest_.size() < keep_ || size > min_largest_) enter(r, fx == Effect::CreateHandle ? r.aux : r.addr, size);
+    } else if (fx == Effect::Free || fx == Effect::ReleaseHandle) {
+      const AllocMap& m = fx == Effect::Free ? live.live() : live.vmm_handles();
+      auto it = m.find(fx == Effect::Free ? r.addr : r.aux);
+      if (it == m.end()) return;  // nothing live to free (rule 3)
+      ++freed_;
+      // Only an allocation as big as the smallest of the largest can be one of them.
+      if (it->second.size >= min_largest_) freed(it->first, r.t_ns);
+    }
+  }
+  void finish(TraceReport* rep);  // rep->allocations (stacks by id)
+
+ private:
+  void count(uint64_t size) {
+    ++count_;
+    bytes_ = size > ~bytes_ ? ~0ull : bytes_ + size;
+    // [0]: < 1 KiB, [i]: [4^(i-1) KiB, 4^i KiB), [15]: the rest.
+    int b = size < 1024 ? 0 : std::min(15, 1 + (63 - __builtin_clzll(size) - 10) / 2);
+    ++histogram_[b];
+    histogram_bytes_[b] = size > ~histogram_bytes_[b] ? ~0ull : histogram_bytes_[b] + size;
+  }
+  void enter(const Record& r, uint64_t key, uint64_t size);
+  void freed(uint64_t key, uint64_t t);
+  size_t keep_;
+  uint64_t count_ = 0, bytes_ = 0, freed_ = 0;
+  uint64_t histogram_[16] = {};  // [0]: < 1 KiB, [i]: [4^(i-1) KiB, 4^i KiB), [15]: the rest
+  uint64_t histogram_bytes_[16] = {};
+  std::vector<LargeAllocation> largest_;  // at most keep_, unsorted; the smallest is replaced
+  std::vector<uint64_t> keys_;  // largest_[i]'s key (addr or handle) while it is live, else 0
+  uint64_t min_largest_ = 0;    // the smallest of largest_ once it is full
+};
+
+}  // namespace vt::analyzer
