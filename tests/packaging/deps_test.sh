@@ -23,7 +23,9 @@ chmod +x "$work/bin"/*
 run() {  # VT_DEPS MISSING [env...]: sources deps.sh with stdin not a terminal
   local deps=$1 missing=$2
   shift 2
-  env PATH="$work/bin:$PATH" MISSING="$missing" VT_DEPS="$deps" "$@" bash -c "source '$repo/scripts/deps.sh'" </dev/null >"$work/out" 2>&1
+  # The caller's own VRAMTRACE_DEPS_YES (.ci/run exports it) must not answer for the cases.
+  env -u VRAMTRACE_DEPS_YES PATH="$work/bin:$PATH" MISSING="$missing" VT_DEPS="$deps" "$@" \
+    bash -c "source '$repo/scripts/deps.sh'" </dev/null >"$work/out" 2>&1
 }
 
 # Not root, nobody to ask: no sudo, the command to run instead, exit 1.
@@ -38,7 +40,7 @@ run build cmake VRAMTRACE_DEPS_YES=1
 grep -q "sudo apt-get install -y -qq cmake" "$work/calls" || fail "no install: $(cat "$work/calls")"
 # At a terminal: asked; "n" installs nothing.
 rm -f "$work/calls"
-printf 'n\n' | env PATH="$work/bin:$PATH" MISSING=cmake script -qec "bash -c \"source '$repo/scripts/deps.sh'\"" /dev/null >"$work/out" 2>&1
+printf 'n\n' | env -u VRAMTRACE_DEPS_YES PATH="$work/bin:$PATH" MISSING=cmake script -qec "bash -c \"source '$repo/scripts/deps.sh'\"" /dev/null >"$work/out" 2>&1
 grep -q "install them with sudo apt-get? \[y/N\]" "$work/out" || fail "not asked: $(cat "$work/out")"
 [ ! -e "$work/calls" ] || fail "installed after 'n': $(cat "$work/calls")"
 # The demo's set (build) has no test-only package; the test set has them.
