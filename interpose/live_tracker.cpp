@@ -2,6 +2,8 @@
 // the state they need in structures fit for the hook path.
 #include "live_tracker.h"
 
+#include "live_table.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -12,39 +14,19 @@ namespace vt {
 
 namespace {
 
-// ---- live allocations and VMM handles (rule 2), sharded by key ----
+// ---- live allocations and VMM handles (rule 2) ----
 
-// A slot's state; addresses and handles are two key spaces (a handle never matches an address).
-enum : uint8_t { kEmpty = 0, kAddress = 1, kHandle = 2, kDeleted = 3 };
-
-struct Entry {
-  uint64_t key;      // address or handle
-  uint64_t size;
-  uint64_t context;  // the allocating context (rule 6); unused for handles
-  uint32_t stack;
-  uint8_t row;       // the device's row (row()) of the counters it counts in
-  uint8_t bucket;
-  uint8_t state;
-};
-static_assert(sizeof(Entry) == 32);
-
-// One shard: an open-addressing table in mmap'ed memory, rebuilt under its lock when live entries
-// and tombstones fill 3/4 of it (doubled only when the live ones need it, so churn over ever new
-// addresses does not grow it).
-struct Shard {
-  std::atomic_flag lock = ATOMIC_FLAG_INIT;
-  Entry* slots = nullptr;
-  uint64_t cap = 0, used = 0, live = 0;  // used: live entries and tombstones
-};
-constexpr int kShards = 64;
-Shard g_shards[kShards];
+// Addresses and handles are two key spaces (a handle never matches an address): two maps.
+enum : uint8_t { kAddress = 1, kHandle = 2 };
+live::Map g_addresses, g_handles;
+live::Map& map_of(uint8_t space) { return space == kHandle ? g_handles : g_addresses; }
 
 std::atomic<int64_t> g_live[kTrackedDevices + 1][kBuckets];  // last row: other devices
 std::atomic<int64_t> g_peak[kTrackedDevices + 1];
 std::atomic<int64_t>* g_sites = nullptr;  // kTrackedStacks counters, mmap'ed on first use
 
-// A spinlock: held only for a few table operations, never across a call that can block (except
-// the mmap of a growing table) or a cancellation point.
+// A spinlock for the rare events (VMM mappings, pool creation): held for a few table operations,
+// never across a call that can block (except the mmap of a growing table) or a cancellation point.
 struct Guard {
   std::atomic_flag& f;
   explicit Guard(std::atomic_flag& flag) : f(flag) {
@@ -59,7 +41,6 @@ uint64_t mix(uint64_t k) {
   k ^= k >> 33;
   return k;
 }
-Shard& shard_of(uint64_t key) { return g_shards[mix(key) % kShards]; }
 
 void* map_zeroed(size_t bytes) {
   void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -68,69 +49,9 @@ void* map_zeroed(size_t bytes) {
 
 int row(int device) { return device >= 0 && device < kTrackedDevices ? device : kTrackedDevices; }
 
-bool rebuild(Shard& s) {
-  uint64_t cap = !s.cap ? 1024 : (s.live + 1) * 2 > s.cap ? s.cap * 2 : s.cap;
-  Entry* fresh = static_cast<Entry*>(map_zeroed(cap * sizeof(Entry)));
-  if (!fresh) return false;
-  for (uint64_t i = 0; i < s.cap; ++i) {
-    const Entry& e = s.slots[i];
-    if (e.state != kAddress && e.state != kHandle) continue;
-    uint64_t j = mix(e.key) & (cap - 1);
-    while (fresh[j].state != kEmpty) j = (j + 1) & (cap - 1);
-    fresh[j] = e;
-  }
-  if (s.slots) munmap(s.slots, s.cap * sizeof(Entry));
-  s.slots = fresh;
-  s.cap = cap;
-  s.used = s.live;
-  return true;
-}
-
 // The per-event helpers below are always inlined into track_event's two hot paths (allocate,
 // free): out of line they cost ~25 instructions per event in calls and spills (callgrind).
 #define VT_HOT inline __attribute__((always_inline))
-
-// Inserts e; when its key was already live (a free we never saw: rule 3), *replaced gets the old
-// entry and *had_old is set.
-VT_HOT bool insert(const Entry& e, Entry* replaced, bool* had_old) {
-  Shard& s = shard_of(e.key);
-  Guard g(s.lock);
-  *had_old = false;
-  if ((s.used + 1) * 4 > s.cap * 3 && !rebuild(s)) return false;
-  uint64_t j = mix(e.key) & (s.cap - 1), free_slot = ~0ull;
-  for (; s.slots[j].state != kEmpty; j = (j + 1) & (s.cap - 1)) {
-    if (s.slots[j].state == e.state && s.slots[j].key == e.key) {
-      *replaced = s.slots[j];
-      *had_old = true;
-      s.slots[j] = e;
-      return true;
-    }
-    if (s.slots[j].state == kDeleted && free_slot == ~0ull) free_slot = j;
-  }
-  if (free_slot == ~0ull) {
-    free_slot = j;
-    ++s.used;
-  }
-  ++s.live;
-  s.slots[free_slot] = e;
-  return true;
-}
-
-VT_HOT bool erase(uint64_t key, uint8_t space, Entry* out) {
-  Shard& s = shard_of(key);
-  Guard g(s.lock);
-  if (!s.cap) return false;
-  uint64_t j = mix(key) & (s.cap - 1);
-  for (uint64_t n = 0; n < s.cap && s.slots[j].state != kEmpty; ++n, j = (j + 1) & (s.cap - 1)) {
-    if (s.slots[j].state == space && s.slots[j].key == key) {
-      *out = s.slots[j];
-      s.slots[j].state = kDeleted;
-      --s.live;
-      return true;
-    }
-  }
-  return false;
-}
 
 __attribute__((noinline)) std::atomic<int64_t>* map_sites() {
   void* m = map_zeroed(kTrackedStacks * sizeof(std::atomic<int64_t>));
@@ -147,7 +68,7 @@ VT_HOT std::atomic<int64_t>* sites() {
   return p ? p : map_sites();
 }
 
-VT_HOT void account(const Entry& e, int64_t sign) {
+VT_HOT void account(const live::Value& e, int64_t sign) {
   const int64_t delta = sign * int64_t(e.size);
   int64_t now = g_live[e.row][e.bucket].fetch_add(delta, std::memory_order_relaxed) + delta;
   if (e.bucket != kLiveDevice) return;
@@ -159,39 +80,27 @@ VT_HOT void account(const Entry& e, int64_t sign) {
   if (std::atomic<int64_t>* s = sites()) s[e.stack < kTrackedStacks ? e.stack : 0].fetch_add(delta, std::memory_order_relaxed);
 }
 
-VT_HOT void add(const Entry& en) {
-  Entry old;
+VT_HOT void add(uint64_t key, uint8_t space, const live::Value& v) {
+  live::Value old;
   bool had_old = false;
-  if (!insert(en, &old, &had_old)) return;  // out of memory: this allocation goes uncounted
+  if (!map_of(space).insert(key, v, &old, &had_old)) return;  // out of memory: this allocation goes uncounted
   if (had_old) account(old, -1);  // before the new one: no peak made of both
-  account(en, +1);
+  account(v, +1);
 }
 
 VT_HOT void remove(uint64_t key, uint8_t space) {
-  Entry old;
-  if (erase(key, space, &old)) account(old, -1);
+  live::Value old;
+  if (map_of(space).erase(key, &old)) account(old, -1);
 }
 
-// Rule 6: every address-keyed allocation of the context, collected under each shard's lock in
-// turn and accounted outside it.
+// Rule 6: every address-keyed allocation of the context, taken out in batches and accounted.
 void drop_context(uint64_t ctx) {
-  for (Shard& s : g_shards) {
-    Entry dropped[64];
-    int n;
-    do {
-      n = 0;
-      {
-        Guard g(s.lock);
-        for (uint64_t i = 0; i < s.cap && n < 64; ++i)
-          if (s.slots[i].state == kAddress && s.slots[i].context == ctx) {
-            dropped[n++] = s.slots[i];
-            s.slots[i].state = kDeleted;
-            --s.live;
-          }
-      }
-      for (int i = 0; i < n; ++i) account(dropped[i], -1);
-    } while (n == 64);
-  }
+  live::Value dropped[64];
+  int n;
+  do {
+    n = g_addresses.erase_context(ctx, dropped, 64);
+    for (int i = 0; i < n; ++i) account(dropped[i], -1);
+  } while (n == 64);
 }
 
 // ---- pools (rule 4): where each pool created in this run lives ----
@@ -442,15 +351,8 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
     case Effect::CreateHandle: {
       if (!is_memory_key(e.aux)) return;
       Placement at = placement_at(e.aux2, e.device);
-      Entry en{};
-      en.key = e.aux;
-      en.size = e.size;
-      en.stack = e.stack;
-      en.row = uint8_t(row(at.device));
-      en.bucket = uint8_t(at.bucket);
-      en.state = kHandle;
       vmm_created(e.aux);
-      add(en);
+      add(e.aux, kHandle, {e.size, 0, e.stack, uint8_t(row(at.device)), uint8_t(at.bucket)});
       return;
     }
     case Effect::ReleaseHandle:
@@ -484,23 +386,16 @@ void track_event(const Event& e) {
   }
   if (effect != Effect::Allocate) return track_other(e, effect);
   if (!is_memory_key(e.addr)) return;
-  Entry en;
-  en.key = e.addr;
-  en.size = e.size;
-  en.context = e.context;
-  en.stack = e.stack;
-  en.row = uint8_t(row(e.device));
-  en.bucket = uint8_t(bucket_of(op.kind));
-  en.state = kAddress;
+  live::Value v{e.size, e.context, e.stack, uint8_t(row(e.device)), uint8_t(bucket_of(op.kind))};
   if (op.kind == MemKind::Async) {
     Placement pool;
     if (uint64_t p = named_pool(e); p && pool_placement(p, &pool)) {
       Placement at = from_pool(pool, e.device);
-      en.row = uint8_t(row(at.device));
-      en.bucket = uint8_t(at.bucket);
+      v.row = uint8_t(row(at.device));
+      v.bucket = uint8_t(at.bucket);
     }
   }
-  add(en);
+  add(e.addr, kAddress, v);
 }
 
 int64_t live_bytes(int device, int bucket) {
@@ -531,12 +426,9 @@ int64_t site_bytes(uint32_t stack) {
 void forget_live_state() {
   // The child's trace starts empty; so does what it reports as live. Called in the child right
   // after fork, with one thread: the locks another thread of the parent held are cleared.
-  for (Shard& s : g_shards) {
-    s.lock.clear();
-    if (s.slots) munmap(s.slots, s.cap * sizeof(Entry));
-    s.slots = nullptr;
-    s.cap = s.used = s.live = 0;
-  }
+  live::forget_threads_in_child();
+  g_addresses.reset_in_child();
+  g_handles.reset_in_child();
   g_vmm.lock.clear();
   g_vmm.clear();
   g_pools_lock.clear();

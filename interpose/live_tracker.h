@@ -5,19 +5,22 @@
 // figure equals the report's for the same events (tests/unit/accounting_test.cpp replays the
 // same sequences through both and compares every figure).
 //
-// Locks taken by track_event (on the hook path, after the real call returned and after the event
+// What track_event takes (on the hook path, after the real call returned and after the event
 // was encoded; never while unwinding, never two at once, none held across a system call except
 // the rare mmap that grows a table):
 //   - address-keyed allocations and frees (cuMemAlloc, cuMemFree, the stream-ordered, host,
-//     managed, array and IPC calls): one spinlock, that of the shard of the key (64 shards, so
-//     threads freeing different addresses rarely meet). The traced program's frees carry only an
-//     address, so the size and place of every live allocation must be kept somewhere.
+//     managed, array and IPC calls): no lock. The traced program's frees carry only an address,
+//     so the size and place of every live allocation are kept in a lock-free map
+//     (live_table.h), which blocks only while one thread grows it (rare: the table doubles).
 //   - cuMemAllocFromPoolAsync: additionally reads the pool table without a lock.
 //   - cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap: the VMM spinlock (mappings and the handles'
-//     release state), released before the handle's shard spinlock is taken.
+//     release state), released before the handle map is touched.
 //   - cuMemPoolCreate, cuMemPoolDestroy: the pool table's spinlock.
-//   - a context teardown: each of the 64 shard spinlocks in turn.
+//   - a context teardown: none (the map's live entries of that context are taken out one by one).
 //   - reservations, trims and lookups: none.
+// Shared cache lines written per event: the counters of the event's device and bucket, its call
+// site's counter, and the peak when it rises (atomic adds, no lock). The device's live counter
+// has to be one number for the peak to be exact (the pytest plugin's limits compare against it).
 // Counters are atomics (relaxed). Memory comes from mmap, never malloc: the hook may run inside
 // the program's malloc.
 #pragma once

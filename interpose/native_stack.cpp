@@ -52,9 +52,10 @@ void configure_native_stacks(int depth) {
 
 int native_stack_depth() { return g_depth.load(std::memory_order_relaxed); }
 
-int capture_native(uint64_t* out, int max, uint64_t caller_ip) {
-  int depth = g_depth.load(std::memory_order_relaxed);
-  if (depth == 0) return 0;
+namespace {
+// The walk, out of line: its 2 KiB frame (and the prologue that sets it up) is only paid for when
+// stacks are on (-17 instructions per event with VRAMTRACE_STACK_DEPTH=0, callgrind).
+__attribute__((noinline)) int walk(uint64_t* out, int max, uint64_t caller_ip, int depth) {
   // Room for our own frames (hook, recorder) on top of the requested depth.
   constexpr int kOwnFrames = 8;
   void* ips[kMaxStackDepth + kOwnFrames];
@@ -80,6 +81,12 @@ int capture_native(uint64_t* out, int max, uint64_t caller_ip) {
   if (count > max) count = max;
   for (int i = 0; i < count; ++i) out[i] = reinterpret_cast<uint64_t>(ips[skip + i]);
   return count;
+}
+}  // namespace
+
+int capture_native(uint64_t* out, int max, uint64_t caller_ip) {
+  int depth = g_depth.load(std::memory_order_relaxed);
+  return depth == 0 ? 0 : walk(out, max, caller_ip, depth);
 }
 
 }  // namespace vt

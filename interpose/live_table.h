@@ -1,0 +1,210 @@
+// The live tracker's map from a key (an address, or a VMM handle in a table of its own) to what
+// is live there, lock-free on the hook path. Owns the tables, their growth and the per-thread
+// announcement records that make growing safe; knows nothing of the accounting rules
+// (live_tracker.cpp applies them).
+//
+// Why lock-free: the tracker sits on every allocation and free of every thread. A spinlock per
+// event made 8 threads on 2 cores convoy behind a holder the scheduler had preempted (issue 16:
+// 259 ns median per event with 8 threads, 89-134 ns with one), and the table grew while the lock
+// was held.
+//
+// How: open addressing with linear probing. A slot's key is written once (CAS from 0) and stays
+// for the table's life, so probe chains never break; the slot's state says whether the key is
+// live (kLive), gone (kGone: a tombstone the same key reuses) or being written (kBusy, held only
+// for a few stores by the thread that won the CAS on the state). The fields are written before
+// kLive is stored with release, and read after kLive is taken with acquire.
+// Growing (and purging tombstones) is the one blocking step, and rare: the thread that finds the
+// table too full freezes it, waits until no thread is inside it (each thread announces the table
+// it works in, in a cache line of its own: no shared line is written per event), copies the live
+// entries into a fresh table, publishes it and unmaps the old one once no announcement names it
+// (hazard-pointer style: a thread re-reads the current table after announcing, so it never
+// touches a table it did not see current). Threads meeting a frozen table wait for the new one.
+// Memory comes from mmap, never malloc: the hook may run inside the program's malloc.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace vt::live {
+
+struct Value {
+  uint64_t size;
+  uint64_t context;  // the allocating context (accounting rule 6); 0 for handles
+  uint32_t stack;
+  uint8_t row;  // the counters' row of its device
+  uint8_t bucket;
+};
+
+namespace detail {
+
+enum : uint8_t { kFree = 0, kLive = 1, kGone = 2, kBusy = 3 };
+
+struct Slot {
+  std::atomic<uint64_t> key;  // 0: never used; once set, kept for the table's life
+  uint64_t size, context;
+  uint32_t stack;
+  uint8_t row, bucket;
+  std::atomic<uint8_t> state;
+};
+static_assert(sizeof(Slot) == 32);
+
+struct Table {
+  uint64_t cap;                   // a power of two
+  std::atomic<uint64_t> claimed;  // slots with a key (live and tombstones), up to kClaimBatch - 1 per thread behind
+  std::atomic<bool> frozen;       // a thread is growing it: nobody else enters
+  std::atomic<bool> grow_failed;  // no memory for a bigger table: fill this one to the last slot
+  alignas(64) Slot slots[1];      // cap of them
+};
+
+struct alignas(64) Announce {
+  std::atomic<Table*> in{nullptr};    // the table this thread is working in
+  std::atomic<int> owned{0};          // a live thread holds this record
+  Announce* next = nullptr;           // records are never freed: the list is walked without a lock
+  const Table* claims_for = nullptr;  // the claims this thread has not yet added to a table's count
+  uint32_t claims = 0;
+};
+
+extern __thread Announce* t_announce __attribute__((tls_model("initial-exec")));
+
+}  // namespace detail
+
+// One map. Every operation is lock-free except when it has to wait for a growth in progress.
+// The hot paths (insert and erase of a key) are inline: the tracker calls them on every event.
+class Map {
+ public:
+  // Sets `key` live with `v`. When it was live already (a free we never saw), *old gets what was
+  // there and *had_old is set. False when memory for the table could not be had (the caller
+  // counts nothing).
+  inline bool insert(uint64_t key, const Value& v, Value* old, bool* had_old);
+  // Takes `key` out; false when it was not live.
+  inline bool erase(uint64_t key, Value* out);
+  // Takes out up to `cap` live entries whose context is `ctx`, into out[]; returns how many (the
+  // caller comes back while it gets `cap`).
+  int erase_context(uint64_t ctx, Value* out, int cap);
+  // Entries live now (approximate while other threads change the map).
+  uint64_t live();
+  // After fork, in the child (one thread): empty, and nothing announced.
+  void reset_in_child();
+
+  std::atomic<detail::Table*> current{nullptr};
+  std::atomic<detail::Table*> spare{nullptr};  // the last table given up, kept for the next growth of that size
+
+ private:
+  detail::Table* enter(detail::Announce* a);
+  detail::Table* enter_slow(detail::Announce* a);
+  bool insert_slow(detail::Announce* a, uint64_t key, const Value& v, Value* old, bool* had_old);
+  void grow(detail::Table* t);
+};
+
+// After fork, in the child: every thread's announcement is cleared (those threads are gone).
+void forget_threads_in_child();
+
+namespace detail {
+
+Announce* take_announce();
+void wait_busy(Slot& s);
+enum class Put { kDone, kGrow };
+Put put_new(Table* t, Announce* a, uint64_t j, uint64_t key, const Value& v, Value* old, bool* had_old);
+
+inline uint64_t mix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return k;
+}
+inline Announce* announce() {
+  Announce* a = t_announce;
+  return __builtin_expect(a != nullptr, 1) ? a : take_announce();
+}
+inline Value read(const Slot& s) { return {s.size, s.context, s.stack, s.row, s.bucket}; }
+inline void write(Slot& s, const Value& v) {
+  s.size = v.size, s.context = v.context, s.stack = v.stack, s.row = v.row, s.bucket = v.bucket;
+}
+// Takes the slot from kLive (or, with `any`, from kFree or kGone too) to kBusy; returns the state
+// it had, or kBusy when it was not one of those.
+inline uint8_t take(Slot& s, bool any) {
+  for (;;) {
+    uint8_t st = s.state.load(std::memory_order_relaxed);
+    if (__builtin_expect(st == kBusy, 0)) {
+      wait_busy(s);
+      continue;
+    }
+    if (st != kLive && !any) return kBusy;
+    if (s.state.compare_exchange_weak(st, kBusy, std::memory_order_acquire, std::memory_order_relaxed)) return st;
+  }
+}
+
+}  // namespace detail
+
+inline detail::Table* Map::enter(detail::Announce* a) {
+  detail::Table* t = current.load(std::memory_order_acquire);
+  if (__builtin_expect(t != nullptr, 1)) {
+    a->in.store(t, std::memory_order_seq_cst);
+    // Re-read after announcing: a grower that unmaps t waits for announcements made before it
+    // published the new table, and one made after sees the new table here.
+    if (__builtin_expect(current.load(std::memory_order_seq_cst) == t && !t->frozen.load(std::memory_order_seq_cst), 1))
+      return t;
+    a->in.store(nullptr, std::memory_order_release);
+  }
+  return enter_slow(a);
+}
+
+inline bool Map::insert(uint64_t key, const Value& v, Value* old, bool* had_old) {
+  using namespace detail;
+  Announce* a = announce();
+  if (!a) return false;
+  *had_old = false;
+  if (Table* t = enter(a)) {
+    // The key's own slot (an address used before: caching allocators reuse theirs) is the
+    // common case; a new key goes to put_new.
+    const uint64_t mask = t->cap - 1;
+    for (uint64_t j = mix(key) & mask, n = 0; n < t->cap; ++n, j = (j + 1) & mask) {
+      Slot& s = t->slots[j];
+      uint64_t k = s.key.load(std::memory_order_acquire);
+      if (k == key) {
+        *had_old = take(s, true) == kLive;
+        if (*had_old) *old = read(s);
+        write(s, v);
+        s.state.store(kLive, std::memory_order_release);
+        a->in.store(nullptr, std::memory_order_release);
+        return true;
+      }
+      if (k == 0) {
+        if (put_new(t, a, j, key, v, old, had_old) == Put::kDone) {
+          a->in.store(nullptr, std::memory_order_release);
+          return true;
+        }
+        break;
+      }
+    }
+    a->in.store(nullptr, std::memory_order_release);
+  }
+  return insert_slow(a, key, v, old, had_old);
+}
+
+inline bool Map::erase(uint64_t key, Value* out) {
+  using namespace detail;
+  Announce* a = announce();
+  if (!a) return false;
+  Table* t = enter(a);
+  if (!t) return false;
+  bool found = false;
+  const uint64_t mask = t->cap - 1;
+  for (uint64_t j = mix(key) & mask, n = 0; n < t->cap; ++n, j = (j + 1) & mask) {
+    Slot& s = t->slots[j];
+    uint64_t k = s.key.load(std::memory_order_acquire);
+    if (k == key) {
+      if (take(s, false) == kLive) {
+        *out = read(s);
+        s.state.store(kGone, std::memory_order_release);
+        found = true;
+      }
+      break;
+    }
+    if (k == 0) break;
+  }
+  a->in.store(nullptr, std::memory_order_release);
+  return found;
+}
+
+}  // namespace vt::live
