@@ -59,6 +59,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   }
   cache_flushes_.before(r, live_);
   live_at_.before(r.t_ns, live_);
+  snapshots_.before(r.t_ns, live_);
   allocations_.before(r, live_);
   live_.apply(r);  // snapshots a pending peak before a device's bytes go down
   torch_.after(r);
@@ -104,6 +105,7 @@ void AnalysisPass::finish(TraceReport* rep) {
   torch_.finish(rep);   // after the OOMs and their activity: it adds to them
   allocations_.finish(rep);
   live_at_.finish(live_, rep);
+  snapshots_.finish(rep);
 }
 
 namespace {
@@ -120,6 +122,9 @@ void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt,
   for (GrowthSite& g : rep->growth) g.site.stack = sym.stack(g.site.stack_id);
   for (LargeAllocation& a : rep->allocations.largest) a.stack = a.stack_id ? sym.stack(a.stack_id) : std::vector<Frame>{};
   fill(rep->live_at.live_set);
+  for (const Snapshot& s : rep->snapshots.at)
+    for (const Snapshot::Site& site : s.sites)
+      if (!rep->snapshots.stacks.count(site.stack_id)) rep->snapshots.stacks[site.stack_id] = sym.stack(site.stack_id);
   for (OomReport& o : rep->ooms) {
     o.stack = o.stack_id ? sym.stack(o.stack_id) : std::vector<Frame>{};
     fill(o.top_holders);

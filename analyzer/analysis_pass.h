@@ -16,6 +16,7 @@
 #include "aggregators/leaks.h"
 #include "aggregators/lookups.h"
 #include "aggregators/live_at.h"
+#include "aggregators/snapshots.h"
 #include "aggregators/oom.h"
 #include "aggregators/peak.h"
 #include "aggregators/phases.h"
@@ -67,6 +68,7 @@ class AnalysisPass {
   LookupAggregator lookups_;
   AllocationStatsAggregator allocations_;
   LiveAtAggregator live_at_;
+  SnapshotAggregator snapshots_;
 };
 
 }  // namespace vt::analyzer

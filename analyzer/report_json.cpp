@@ -141,6 +141,21 @@ json live_at_json(const LiveAt& l) {
           {"live_set", groups_json(l.live_set)}};
 }
 
+json snapshots_json(const Snapshots& s) {
+  json at = json::array();
+  for (const Snapshot& x : s.at) {
+    json devices = json::array(), sites = json::array();
+    for (const Snapshot::Device& d : x.devices) devices.push_back({{"device", d.device}, {"bytes", d.bytes}});
+    for (const Snapshot::Site& site : x.sites)
+      sites.push_back({{"stack_id", site.stack_id}, {"device", site.device}, {"kind", site.kind}, {"bytes", site.bytes},
+                       {"count", site.count}});
+    at.push_back({{"t_ns", x.t_ns}, {"until_ns", x.until_ns}, {"by_device", devices}, {"total_bytes", x.total_bytes}, {"sites", sites}});
+  }
+  json stacks = json::object();
+  for (const auto& [id, frames] : s.stacks) stacks[std::to_string(id)] = stack_json(frames);
+  return {{"interval_ns", s.interval_ns}, {"at", at}, {"stacks", stacks}};
+}
+
 json trace_json(const TraceReport& r) {
   json p = process_json(r.process);
   p["path"] = r.path;
@@ -182,6 +197,7 @@ json report_json(const TraceReport& r, const std::string& section) {
       json tl = json::array();
       for (const TimelineSeries& s : r.timeline) tl.push_back({{"device", s.device}, {"kind", s.kind}, {"points", s.points}});
       j["timeline"] = tl;
+      j["snapshots"] = snapshots_json(r.snapshots);
     }
   }
   if (section.empty() || section == "leaks") j["leaks"] = leaks_json(r);

@@ -197,6 +197,29 @@ struct LiveAt {  // what was live at a chosen time (AnalysisOptions::at_ns)
   std::vector<SiteGroup> live_set;   // every bucket and device, biggest first
 };
 
+struct Snapshot {  // the live set at one instant of the grid (SnapshotAggregator), its biggest sites
+  uint64_t t_ns = 0;
+  uint64_t until_ns = 0;  // the next event: the state held from t_ns until then
+  struct Device {
+    int device = 0;
+    uint64_t bytes = 0;  // device memory
+  };
+  std::vector<Device> devices;
+  uint64_t total_bytes = 0;  // every site, device and bucket
+  struct Site {
+    uint32_t stack_id = 0;
+    int device = -1;
+    std::string kind;  // bucket name
+    uint64_t bytes = 0, count = 0;
+  };
+  std::vector<Site> sites;  // the biggest, bytes first
+};
+struct Snapshots {
+  uint64_t interval_ns = 0;  // the grid's spacing at the end
+  std::vector<Snapshot> at;
+  std::map<uint32_t, std::vector<Frame>> stacks;  // every stack the snapshots name, symbolized
+};
+
 struct TraceReport {
   std::string path;
   ProcessInfo process;
@@ -227,6 +250,7 @@ struct TraceReport {
   InterceptionReport interception;
   AllocationStats allocations;
   LiveAt live_at;
+  Snapshots snapshots;
 };
 
 struct RankRow {

@@ -3,7 +3,8 @@
 // annotations: the peak with a bar of the top sites' contributions at that moment, OOMs,
 // growth spans and cache flushes. The per-device totals are all the report holds over time,
 // so call sites appear at the peak only (see the report for the per-site series it would need).
-// Wheel zooms around the pointer, dragging pans, a double click resets.
+// Wheel zooms around the pointer, dragging pans, a double click resets, a click shows what was
+// live at that moment (from report.snapshots).
 'use strict';
 
 // Charts size themselves to their box: all are redrawn after the window is resized.
@@ -286,10 +287,19 @@ function timelineChart(ctx, device) {
     ev.preventDefault();
     zoom(ev.deltaY > 0 ? 1.25 : 0.8, localX(ev));
   }, {passive: false});
-  let drag = null;
+  let drag = null, downPx = null;
   svg.addEventListener('mousedown', (ev) => {
     drag = {px: localX(ev), x0: view.x0, x1: view.x1};
+    downPx = drag.px;
     ev.preventDefault();
+  });
+  // A click (not the end of a drag) on the plot: what was live then, from the nearest snapshot
+  // at or before that moment.
+  svg.addEventListener('click', (ev) => {
+    const px = localX(ev);
+    if (downPx !== null && Math.abs(px - downPx) > 3) return;
+    if (px < M.l || px > W - M.r) return;
+    showSnapshot(Xinv(px));
   });
   window.addEventListener('mouseup', () => {
     drag = null;
@@ -335,6 +345,46 @@ function timelineChart(ctx, device) {
     tip.hide();
   });
 
+  // The live set at a clicked moment (report.snapshots: the biggest sites at evenly spaced
+  // instants; `vramtrace report --at` gives the whole live set at any instant).
+  const snapData = R.snapshots || {at: [], stacks: {}};
+  const snaps = snapData.at.map((s) => [rel(s.t_ns), s, rel(s.until_ns)]);
+  const snapPanel = el('div', {class: 'snapshot', hidden: ''});
+  function atArg(ns) {
+    return ns >= 1e9 ? (ns / 1e9).toFixed(6) + 's' : (ns / 1e6).toFixed(3) + 'ms';
+  }
+  function showSnapshot(t) {
+    clear(snapPanel);
+    snapPanel.hidden = false;
+    const i = lastAtOrBefore(snaps, t);
+    const cmd = 'vramtrace report ' + (R.trace.path || 'TRACE') + ' --at ' + atArg(Math.max(0, t));
+    if (i < 0) {
+      snapPanel.append(el('h4', null, 'Nothing was live yet at ' + fmtSecs(t) + ' (before the first allocation)'),
+          el('p', {class: 'sub'}, 'The whole live set at that moment: ', el('code', null, cmd)));
+      return;
+    }
+    const [st, s, until] = snaps[i];
+    const exact = t <= until;  // nothing changed between the snapshot and the clicked moment
+    const here = s.by_device.find((d) => d.device === device);
+    const shown = s.sites.reduce((sum, x) => sum + x.bytes, 0);
+    const rows = s.sites.map((x) => el('tr', null, el('td', {class: 'num'}, fmtBytes(x.bytes)),
+        el('td', {class: 'num'}, fmtCount(x.count)), el('td', null, memoryKind(x.kind) + ', GPU ' + x.device),
+        el('td', null, siteCell(snapData.stacks[String(x.stack_id)] || [], null, 0))));
+    if (s.total_bytes > shown)
+      rows.push(el('tr', null, el('td', {class: 'num'}, fmtBytes(s.total_bytes - shown)), el('td'),
+          el('td', null, 'other call sites'), el('td')));
+    snapPanel.append(
+        el('h4', null, 'Live at ' + fmtSecs(exact ? t : st) + ': ' + fmtBytes(here ? here.bytes : 0) + ' of device memory on GPU ' + device +
+            (s.total_bytes ? ' (' + fmtBytes(s.total_bytes) + ' in all)' : '')),
+        el('p', {class: 'sub'}, (exact ? 'Unchanged from ' + fmtSecs(st) + ' to ' + fmtSecs(until) + '. ' :
+            'The last snapshot before the clicked moment (' + fmtSecs(t) + '; snapshots every ' + fmtSecs(snapData.interval_ns) +
+            '). ') + 'The whole live set at the clicked moment: ',
+            el('code', null, cmd)),
+        s.sites.length ? el('table', {class: 'groups'}, el('thead', null, el('tr', null, el('th', null, 'bytes'),
+            el('th', null, 'allocations'), el('th', null, 'memory'), el('th', null, 'allocated at'))), el('tbody', null, rows)) :
+          el('p', null, 'No memory was live then.'));
+  }
+
   const tools = el('div', {class: 'chart-tools'},
       el('button', {type: 'button', onclick: () => {
         view.x0 = full0;
@@ -350,7 +400,7 @@ function timelineChart(ctx, device) {
         view.x1 = view.x0 + span;
         draw();
       }}, 'Zoom to peak') : null,
-      el('span', {class: 'hint'}, 'wheel: zoom · drag: pan · double-click: reset'));
+      el('span', {class: 'hint'}, 'click: what was live then · wheel: zoom · drag: pan · double-click: reset'));
 
   const legend = el('div', {class: 'legend'},
       el('span', {class: 'key key-device'}, 'device memory (live, this process)'),
@@ -367,7 +417,8 @@ function timelineChart(ctx, device) {
 
   const box = el('div', {class: 'timeline-box'},
       el('h3', null, 'Device ' + device + (info ? ': ' + info.name : '')), tools, holder, legend,
-      segs.length ? el('div', {class: 'sites-at-peak'}, el('div', {class: 'sub'}, 'Call sites at the peak (the bar on the right):'), sites) : null);
+      segs.length ? el('div', {class: 'sites-at-peak'}, el('div', {class: 'sub'}, 'Call sites at the peak (the bar on the right):'), sites) : null,
+      snapPanel);
   // Drawn once the box is in the document, so that its width is known.
   box.vtDraw = draw;
   redrawers.push(draw);

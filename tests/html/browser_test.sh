@@ -74,6 +74,21 @@ PY
   [ -s "$out/$page.png" ] || fail "no screenshot of $page.html"
   pages=$((pages + 1))
 done
+# A click on the demo's timeline: the live set at that moment (the screenshot in docs/timeline-click.png).
+"$build/bin/vramtrace" report "$work/job/demo.trace" --format html -o "$work/demo.html" || fail "report --format html (demo) failed"
+python3 - "$work/demo.html" "$here/click_timeline.js" "$work/demo.click.html" <<'PY' || fail "cannot prepare demo.html"
+import re, sys
+page, script = open(sys.argv[1], encoding="utf-8").read(), open(sys.argv[2], encoding="utf-8").read()
+nonce = re.search(r"script-src 'nonce-([A-Za-z0-9]+)'", page).group(1)
+at = page.rindex("</body>")
+open(sys.argv[3], "w", encoding="utf-8").write(page[:at] + f'<script nonce="{nonce}">\n{script}</script>\n' + page[at:])
+PY
+browse --dump-dom "file://$work/demo.click.html" >"$work/demo.click.dom" 2>/dev/null || fail "chromium could not load demo.click.html"
+grep -q '<div class="snapshot"><h4>Live at ' "$work/demo.click.dom" || fail "a click on the demo's timeline showed no live set"
+browse --screenshot="$out/timeline-click.png" --window-size=1400,1900 --hide-scrollbars --run-all-compositor-stages-before-draw \
+  "file://$work/demo.click.html" >/dev/null 2>&1 || fail "chromium could not take a screenshot of the timeline click"
+[ -s "$out/timeline-click.png" ] || fail "no screenshot of the timeline click"
+pages=$((pages + 1))
 # A PyTorch page (the stand-in caching allocator, tests/torch): its section, the tensor timeline,
 # PyTorch's OOM message, the user-frames switch.
 VRAMTRACE_OUTPUT="$work/torch.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 FAKECUDA_CONTEXT_BYTES=0 \

@@ -31,12 +31,34 @@
     mouse(svg, 'mousemove', 0.5, 0.5);
     check('hovering the timeline shows a tooltip', !document.getElementById('vt-tip').hidden);
     mouse(svg, 'mouseleave', 0.5, 0.5);
+    // A click on the plot: what was live then (a mousedown and a click at the same point).
+    mouse(svg, 'mousedown', 0.45, 0.5);
+    window.dispatchEvent(new MouseEvent('mouseup'));
+    mouse(svg, 'click', 0.45, 0.5);
+    const snap = document.querySelector('.timeline-box .snapshot');
+    check('a click on the timeline shows what was live then', snap && !snap.hidden &&
+        /^(Live at|Nothing was live)/.test((snap.querySelector('h4') || {}).textContent || ''));
+    check('the click names the --at command for the whole live set',
+        snap && /vramtrace report .* --at [0-9.]+m?s$/.test((snap.querySelector('code') || {}).textContent || ''));
+    check('the snapshot lists call sites', snap && snap.querySelectorAll('tbody tr').length > 0);
+    document.body.dataset.vtSnapshot = snap ? snap.querySelector('h4').textContent : '';
 
     // The root's largest child: the first node of the second row.
     const nodes = [...document.querySelectorAll('svg.icicle g.node')];
     const child = nodes.find((g) => /,20\)$/.test(g.getAttribute('transform'))) || nodes[nodes.length - 1];
     child.dispatchEvent(new MouseEvent('click', {bubbles: true}));
     check('a click zooms the icicle', document.querySelectorAll('.crumbs .crumb').length > 1);
+    // The inverted (bottom-up) graph: allocating frames at the top.
+    const rowLabels = () => [...document.querySelectorAll('svg.icicle g.node')].filter((g) => /,20\)$/.test(g.getAttribute('transform')))
+        .map((g) => (g.querySelector('text') || {}).textContent || '').join('|');
+    const topDown = rowLabels();
+    const flip = document.querySelector('.icicle-box button.invert');
+    flip.click();
+    check('the inverted flame graph is drawn bottom-up', flip.classList.contains('active') &&
+        /allocating frames at the top/.test(document.querySelector('.icicle-box .hint').textContent) && rowLabels() !== topDown);
+    flip.click();
+    check('the flame graph flips back top-down', !flip.classList.contains('active') &&
+        /outermost frames at the top/.test(document.querySelector('.icicle-box .hint').textContent));
     const search = document.querySelector('.icicle-box input.search');
     const label = [...document.querySelectorAll('svg.icicle g.node text')].map((t) => t.textContent)
         .find((t, i) => i > 0 && t.length > 3);

@@ -1,0 +1,74 @@
+// See snapshots.h.
+#include "aggregators/snapshots.h"
+
+#include <algorithm>
+
+
+namespace vt::analyzer {
+
+size_t SnapshotAggregator::target(size_t rows) const {
+  constexpr size_t kTarget = 64, kRows = 16384;
+  return rows <= kRows ? kTarget : std::max<size_t>(8, kTarget * kRows / rows);
+}
+
+void SnapshotAggregator::take(uint64_t t, const LiveState& live) {
+  if (!started_) {  // the grid starts at the first event, its first edge (taken at the next event)
+    started_ = true;
+    t0_ = t;
+    next_edge_ = t;
+    return;
+  }
+  // t is the first event after next_edge_: the state now is the state at that instant, and it
+  // stays so until t (the snapshot stands for every instant in between).
+  Snapshot s;
+  s.t_ns = next_edge_;
+  s.until_ns = t;
+  for (const DeviceTotals& d : live.devices())
+    if (d.bytes[int(Bucket::Device)]) s.devices.push_back({d.device, d.bytes[int(Bucket::Device)]});
+  // The biggest rows, by bytes then stack id (as every list of the report sorts them).
+  std::vector<const SiteTable::Row*> top;
+  auto bigger = [](const SiteTable::Row* a, const SiteTable::Row* b) {
+    return a->b.bytes != b->b.bytes ? a->b.bytes > b->b.bytes : a->key.stack < b->key.stack;
+  };
+  for (const SiteTable::Row& row : live.sites()) {
+    if (!row.b.bytes) continue;
+    s.total_bytes += row.b.bytes;
+    if (top.size() < kSites) {
+      top.push_back(&row);
+      std::push_heap(top.begin(), top.end(), bigger);
+    } else if (bigger(&row, top.front())) {
+      std::pop_heap(top.begin(), top.end(), bigger);
+      top.back() = &row;
+      std::push_heap(top.begin(), top.end(), bigger);
+    }
+  }
+  std::sort(top.begin(), top.end(), bigger);
+  for (const SiteTable::Row* r : top)
+    s.sites.push_back({r->key.stack, r->key.device, bucket_name(r->key.bucket), r->b.bytes, r->b.count});
+  snaps_.push_back(std::move(s));
+  uint64_t k = (t - t0_ + width_ - 1) / width_;  // the first edge at or after t
+  next_edge_ = t0_ + k * width_;
+  if (next_edge_ < t0_) next_edge_ = ~0ull;  // saturate where it would wrap
+  if (snaps_.size() > 2 * target(live.sites().size())) coarsen();
+}
+
+// Twice the width: only snapshots at even multiples of the new width stay on the grid.
+void SnapshotAggregator::coarsen() {
+  width_ *= 2;
+  size_t kept = 0;
+  for (size_t i = 0; i < snaps_.size(); ++i)
+    if ((snaps_[i].t_ns - t0_) % width_ == 0) {
+      if (kept != i) snaps_[kept] = std::move(snaps_[i]);  // (a self-move would empty its vectors)
+      ++kept;
+    }
+  snaps_.resize(kept);
+  uint64_t k = (next_edge_ - t0_ + width_ - 1) / width_;  // the next edge on the new grid
+  next_edge_ = t0_ + k * width_;
+}
+
+void SnapshotAggregator::finish(TraceReport* rep) {
+  rep->snapshots.interval_ns = started_ ? width_ : 0;
+  rep->snapshots.at = std::move(snaps_);
+}
+
+}  // namespace vt::analyzer
