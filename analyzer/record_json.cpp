@@ -138,6 +138,8 @@ nlohmann::json process_json(const ProcessInfo& p) {
       {"start_monotonic_ns", p.start_monotonic_ns},
       {"end_monotonic_ns", p.end_monotonic_ns},
       {"closed_cleanly", p.closed_cleanly},
+      {"quick_exit", p.closed_cleanly && p.quick_exit},
+      {"exit_status", p.closed_cleanly && p.quick_exit ? nlohmann::json(p.exit_status) : nlohmann::json(nullptr)},
       {"tracing_failed", p.tracing_failed},
       {"events_lost", p.events_lost},
       {"driver_version", p.driver_version},

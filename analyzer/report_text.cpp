@@ -106,7 +106,11 @@ void header(std::ostringstream& o, const TraceReport& r) {
     << ": " << e(cmd) << "\n";
   for (const DeviceInfo& d : p.devices) o << "  GPU " << d.ordinal << ": " << e(d.name) << ", " << format_bytes(d.total_bytes) << "\n";
   o << "  " << count(r.events, "event") << ", " << r.failed_events << " failed, trace "
-    << (p.closed_cleanly ? "closed cleanly" : "ended without a clean close") << "\n";
+    << (!p.closed_cleanly ? "ended without a clean close"
+        : p.quick_exit    ? "closed cleanly (the process left through _exit(" + std::to_string(p.exit_status) +
+                                "): no exit handlers ran)"
+                          : "closed cleanly")
+    << "\n";
   for (const std::string& pr : r.problems) o << "  note: " << e(pr) << "\n";
   if (r.kernels.recorded) {
     char cov[64];

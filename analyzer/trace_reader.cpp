@@ -261,6 +261,8 @@ bool TraceReader::load(std::string* error) {
   pi.start_monotonic_ns = h.start_monotonic_ns;
   pi.end_monotonic_ns = h.end_monotonic_ns;
   pi.closed_cleanly = h.flags & fmt::kHeaderClosedCleanly;
+  pi.quick_exit = (h.flags & fmt::kHeaderQuickExit) != 0;
+  pi.exit_status = pi.quick_exit ? int(h.exit_status) : 0;
   pi.tracing_failed = h.flags & fmt::kHeaderTracingFailed;
   pi.rank = h.rank;
   pi.local_rank = h.local_rank;

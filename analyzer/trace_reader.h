@@ -34,6 +34,8 @@ struct ProcessInfo {
   // flag is set, the file is as long as the header says, and the end record was read. Final once
   // next() has returned nullptr (or after load_stacks(), which reads every record's tag).
   bool closed_cleanly = false;
+  bool quick_exit = false;  // closed by _exit/_Exit(exit_status): no exit handlers ran (with closed_cleanly)
+  int exit_status = 0;
   bool tracing_failed = false;  // the writer stopped early (disk full, size limit, file lost)
   uint64_t events_lost = 0;     // events the recorder counted but could not record (signal handlers)
   int rank = -1, local_rank = -1;

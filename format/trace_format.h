@@ -26,6 +26,8 @@ inline constexpr uint32_t kChunkMagic = 0x4b435456;  // "VTCK"
 // Header flag bits.
 inline constexpr uint32_t kHeaderClosedCleanly = 1u << 0;  // the process reached its exit path
 inline constexpr uint32_t kHeaderTracingFailed = 1u << 1;  // writing stopped early (disk full...)
+inline constexpr uint32_t kHeaderQuickExit = 1u << 2;  // with kHeaderClosedCleanly: left through _exit/_Exit
+                                                       // (no exit handlers ran); exit_status holds its status
 
 struct FileHeader {
   char magic[8];
@@ -38,7 +40,7 @@ struct FileHeader {
   uint64_t start_realtime_ns;   // CLOCK_REALTIME at open
   uint64_t start_monotonic_ns;  // CLOCK_MONOTONIC at open; every t_ns in the file is monotonic
   uint32_t flags;               // kHeader* bits; updated in place
-  uint32_t reserved0;
+  uint32_t exit_status;         // the status passed to _exit/_Exit, with kHeaderQuickExit (older writers: 0)
   uint64_t end_monotonic_ns;    // set together with kHeaderClosedCleanly
   uint64_t chunks_allocated;    // advisory; readers scan the file instead
   int32_t rank;                 // RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID, -1 if unset

@@ -4,13 +4,11 @@
 // bytes of varints, one release store, then the live tracker.
 //
 // Locks on the hook path, exactly (docs/interception.md, "Locks"), one at a time:
-//   every event that         the live tracker's spinlocks (live_tracker.h lists which call takes
-//   changes memory           which): the shard of its key for an address-keyed allocation or
-//                            free (64 shards by address hash: one hash-table insert or erase, or
-//                            a rehash into a fresh mmap when a shard fills), the VMM and the pool
-//                            table's spinlocks for those calls, every shard in turn for a context
-//                            teardown. A free carries only an address: the size must be looked up
-//                            in a table all threads share.
+//   every event that         the live tracker's (live_tracker.h lists which call takes which):
+//   changes memory           none for an address-keyed allocation or free (a lock-free map all
+//                            threads share, since a free carries only an address; it waits only
+//                            while another thread grows the table), the VMM and the pool table's
+//                            spinlocks for those calls.
 //   a stack seen first       module_map.cpp's mutex, while checking that every frame's module is
 //                            recorded (and, when one is missing after a dlopen, while rescanning
 //                            with dl_iterate_phdr, which takes the loader's own lock). The stack
@@ -43,6 +41,10 @@ void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, 
 
 // Counts `n` events that could not be recorded, in the trace header. Async-signal-safe.
 void count_lost_events(uint64_t n);
+
+// The process leaves through _exit/_Exit(status) (exit_hooks.cpp): the trace is marked closed,
+// and how, unless this is a vfork child (it shares our memory, not our trace).
+void mark_quick_exit(int status);
 
 // True once the trace is open (Release events are only worth recording then).
 bool recording();

@@ -262,6 +262,13 @@ void TraceFile::mark_closed(uint64_t end_ns) {
   __atomic_or_fetch(&header_->flags, format::kHeaderClosedCleanly, __ATOMIC_RELEASE);
 }
 
+void TraceFile::mark_quick_exit(uint64_t end_ns, int status) {
+  if (!header_) return;
+  header_->exit_status = uint32_t(status);
+  header_->end_monotonic_ns = end_ns;
+  __atomic_or_fetch(&header_->flags, format::kHeaderClosedCleanly | format::kHeaderQuickExit, __ATOMIC_RELEASE);
+}
+
 void TraceFile::abandon() {
   struct stat st;  // the parent's descriptor, closed only if it still is that file
   if (fd_ >= 0 && fstat(fd_, &st) == 0 && same_file(st, dev_, ino_)) ::close(fd_);

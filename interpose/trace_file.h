@@ -42,6 +42,10 @@ class TraceFile {
 
   // Marks the trace as closed cleanly. Later events are still accepted and written.
   void mark_closed(uint64_t end_ns);
+  // The process leaves through _exit/_Exit(status): closed, and how.
+  void mark_quick_exit(uint64_t end_ns, int status);
+  // The pid the file was opened for (0 when none is open): a vfork child shares our memory.
+  uint64_t owner_pid() const { return header_ ? header_->pid : 0; }
 
   // After fork: the child forgets the parent's file without touching it.
   void abandon();

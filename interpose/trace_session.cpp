@@ -230,6 +230,17 @@ __attribute__((noinline)) void record(const Event& e) {
   record_captured(status, e, frames, n);
 }
 
+void mark_quick_exit(int status) {
+  if (g_status.load(std::memory_order_acquire) != kOpen) return;
+  if (g_file.owner_pid() != uint64_t(getpid())) return;  // a vfork child: touch nothing
+  OwnWork own;
+  HookScope scope;
+  uint64_t t = now_ns();
+  if (!scope.nested_in_our_work()) write_meta(format::kTagEnd, nullptr, 0, t);  // as mark_clean_exit
+  g_file.mark_quick_exit(t, status);
+  close_shm_summary();
+}
+
 void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, uint64_t caller_ip, int max_native) {
   int status = g_status.load(std::memory_order_acquire);
   if ((status != kOpen && status != kNullSink) || n < 0 || n >= kMaxVarintFields) return;

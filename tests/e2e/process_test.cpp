@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
 
@@ -103,7 +104,7 @@ TEST_CASE("exec: children inherit tracing, also when exec keeps the pid") {
 
 TEST_CASE("every event recorded before a violent death is read back") {
   const int kAllocs = 20000;  // spans many chunks
-  for (std::string mode : {"crash-kill", "crash-abort", "crash-segv", "crash-exit"}) {
+  for (std::string mode : {"crash-kill", "crash-abort", "crash-segv"}) {
     INFO(mode);
     Traced t = traced({e2e::program("lifecycle"), mode, std::to_string(kAllocs)});
     CHECK(t.result.exit_code != 5);
@@ -116,6 +117,40 @@ TEST_CASE("every event recorded before a violent death is read back") {
     for (const auto& p : tr.problems) reported |= p.find("without a clean close") != std::string::npos;
     CHECK(reported);
   }
+}
+
+TEST_CASE("_exit and _Exit close the trace and say so, and a vfork child's _exit leaves the parent's trace open") {
+  const int kAllocs = 20000;
+  for (std::string mode : {"crash-exit", "quick-exit"}) {
+    INFO(mode);
+    Traced t = traced({e2e::program("lifecycle"), mode, std::to_string(kAllocs)});
+    CHECK(t.result.exit_code == (mode == "crash-exit" ? 0 : 3));  // the program's own status
+    REQUIRE(t.files.size() == 1);
+    e2e::Trace tr = e2e::load(t.files[0]);
+    CHECK(tr.events.size() == size_t(kAllocs));
+    CHECK(tr.info.closed_cleanly);
+    CHECK(tr.info.quick_exit);
+    CHECK(tr.info.exit_status == (mode == "crash-exit" ? 0 : 3));
+    CHECK_FALSE(tr.data_lost);
+    for (const auto& p : tr.problems) CHECK(p.find("without a clean close") == std::string::npos);
+    // The report: a clean exit (not "killed or crashed"), and how it exited.
+    e2e::Result rep = e2e::run({{e2e::cli(), "report", t.files[0]}, {}});
+    CHECK(rep.out.find("left through _exit(" + std::string(mode == "crash-exit" ? "0" : "3") + ")") != std::string::npos);
+    CHECK(rep.out.find("killed or crashed") == std::string::npos);
+    e2e::Result js = e2e::run({{e2e::cli(), "report", t.files[0], "--format", "json"}, {}});
+    auto j = nlohmann::json::parse(js.out);
+    CHECK(j["leaks"]["end"] == "clean_exit");
+    CHECK(j["trace"]["quick_exit"] == true);
+    CHECK(j["trace"]["exit_status"] == (mode == "crash-exit" ? 0 : 3));
+  }
+  Traced v = traced({e2e::program("lifecycle"), "vfork-exit"});
+  INFO(v.result.err);
+  CHECK(v.result.exit_code == 0);
+  REQUIRE(v.files.size() == 1);
+  e2e::Trace tr = e2e::load(v.files[0]);
+  CHECK(alloc_sizes(tr) == std::vector<uint64_t>{1 << 20, 3 << 20});
+  CHECK(tr.info.closed_cleanly);
+  CHECK_FALSE(tr.info.quick_exit);
 }
 
 TEST_CASE("a SIGKILL from outside, mid-run, loses nothing that was recorded") {

@@ -6,6 +6,8 @@
 //   crash-kill N / crash-abort N / crash-segv N / crash-exit N
 //                  N allocations of 4 KiB, then SIGKILL / abort() / SIGSEGV / _exit(0)
 //   exit-code N    one allocation, then exit with status N
+//   quick-exit N   N allocations of 4 KiB, then _Exit(3): no exit handlers, a status of its own
+//   vfork-exit     1 MiB, a vfork child that calls _exit(0) at once, then 3 MiB and a normal exit
 //   release-last   1 MiB in the primary context, then its last cuDevicePrimaryCtxRelease
 //   release-extra  the same with a second reference held: the context survives
 //   hold [MiB]     5 MiB (or MiB) and 3 MiB from two call sites, then wait (up to 30 s) to be killed
@@ -70,6 +72,19 @@ int main(int argc, char** argv) {
     }
     alarm(30);  // never outlive a test that forgot us
     for (;;) pause();
+  }
+  if (mode == "quick-exit") {
+    for (long i = 0; i < n; ++i) alloc(4096);
+    _Exit(3);
+  }
+  if (mode == "vfork-exit") {
+    alloc(1 << 20);
+    pid_t pid = vfork();
+    if (pid == 0) _exit(0);  // shares our memory (and the trace's mapping): must not close it
+    int st;
+    waitpid(pid, &st, 0);
+    alloc(3 << 20);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
   }
   if (mode == "exit-code") {
     alloc(1 << 20);
