@@ -17,7 +17,7 @@
 //     release state), released before the handle's shard spinlock is taken.
 //   - cuMemPoolCreate, cuMemPoolDestroy: the pool table's spinlock.
 //   - a context teardown: each of the 64 shard spinlocks in turn.
-//   - reservations, trims and lookups: none.
+//   - reservations, trims, lookups, graph nodes and graph pool samples: none (atomics).
 // Counters are atomics (relaxed). Memory comes from mmap, never malloc: the hook may run inside
 // the program's malloc.
 #pragma once
