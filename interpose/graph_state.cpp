@@ -13,8 +13,13 @@ namespace {
 constexpr int kCaptureSlots = 64;
 constexpr uint64_t kPtszBit = 1ull << 63;  // stream handles are pointers: bit 63 is free
 std::atomic<uint64_t> g_capture_slots[kCaptureSlots];  // key + 1 per capture begun; 0 = free
-std::atomic<int> g_captures{0};                        // captures begun and not ended
-std::atomic<bool> g_always_ask{false};                 // a capture we did not see begin
+// g_capture_gate (below): captures begun and not ended, plus kAlwaysAsk once a capture was missed.
+constexpr int kAlwaysAsk = 1 << 24;
+void always_ask() {
+  int g = g_capture_gate.load(std::memory_order_relaxed);
+  while (g < kAlwaysAsk / 2 && !g_capture_gate.compare_exchange_weak(g, g + kAlwaysAsk, std::memory_order_relaxed)) {
+  }
+}
 
 uint64_t key_of(CUstream s, bool ptsz) { return (reinterpret_cast<uint64_t>(s) | (ptsz ? kPtszBit : 0)) + 1; }
 
@@ -29,9 +34,7 @@ PoolFigures g_pool[kSampledDevices];
 
 }  // namespace
 
-bool captures_possible() {
-  return g_captures.load(std::memory_order_relaxed) > 0 || g_always_ask.load(std::memory_order_relaxed);
-}
+std::atomic<int> g_capture_gate{0};
 
 bool stream_captures(CUstream stream, bool ptsz) {
   HookId id = ptsz ? HookId::cuStreamIsCapturing_ptsz : HookId::cuStreamIsCapturing;
@@ -43,12 +46,12 @@ bool stream_captures(CUstream stream, bool ptsz) {
 
 void capture_began(CUstream stream, bool ptsz) {
   const uint64_t key = key_of(stream, ptsz);
-  g_captures.fetch_add(1, std::memory_order_relaxed);
+  g_capture_gate.fetch_add(1, std::memory_order_relaxed);
   for (auto& slot : g_capture_slots) {
     uint64_t expected = 0;
     if (slot.compare_exchange_strong(expected, key, std::memory_order_relaxed)) return;
   }
-  g_always_ask.store(true, std::memory_order_relaxed);  // full: ask on every allocation
+  always_ask();  // full: ask on every allocation
 }
 
 void capture_end_attempted(CUstream stream, bool ptsz) {
@@ -58,15 +61,14 @@ void capture_end_attempted(CUstream stream, bool ptsz) {
     uint64_t expected = key;
     // Per-thread streams share a key (stream 0): one begin's slot per end.
     if (slot.compare_exchange_strong(expected, 0, std::memory_order_relaxed)) {
-      g_captures.fetch_sub(1, std::memory_order_relaxed);
+      g_capture_gate.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
   }
 }
 
 void capture_status_seen(CUstreamCaptureStatus status) {
-  if (status != CU_STREAM_CAPTURE_STATUS_NONE && !captures_possible())
-    g_always_ask.store(true, std::memory_order_relaxed);
+  if (status != CU_STREAM_CAPTURE_STATUS_NONE && !captures_possible()) always_ask();
 }
 
 bool sample_graph_pool(int32_t device, uint64_t* reserved, uint64_t* used, bool* changed) {
@@ -92,8 +94,7 @@ bool sample_graph_pool(int32_t device, uint64_t* reserved, uint64_t* used, bool*
 
 void forget_graph_state() {
   for (auto& slot : g_capture_slots) slot.store(0, std::memory_order_relaxed);
-  g_captures.store(0, std::memory_order_relaxed);
-  g_always_ask.store(false, std::memory_order_relaxed);
+  g_capture_gate.store(0, std::memory_order_relaxed);
   for (auto& p : g_pool) {
     p.reserved.store(0, std::memory_order_relaxed);
     p.used.store(0, std::memory_order_relaxed);

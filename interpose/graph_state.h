@@ -13,13 +13,16 @@
 // while we counted none) switches to asking on every allocation, for the rest of the run.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "cuda_decls.h"
 
 namespace vt {
 
-bool captures_possible();  // one relaxed load
+// > 0 while a capture is active, or for good once a capture was missed (graph_state.cpp).
+extern std::atomic<int> g_capture_gate;
+inline bool captures_possible() { return g_capture_gate.load(std::memory_order_relaxed) > 0; }  // one load
 // Whether `stream` is capturing now (asks the driver; _ptsz semantics for stream 0 when `ptsz`).
 bool stream_captures(CUstream stream, bool ptsz);
 void capture_began(CUstream stream, bool ptsz);

@@ -151,6 +151,24 @@ TEST_CASE("allocations captured into a graph are graph nodes, never live memory"
   CHECK(text.find("3 allocations of 14.0 MiB captured from streams into CUDA graphs") != std::string::npos);
 }
 
+TEST_CASE("capture into a graph on the per-thread default stream (_ptsz): captured, then real again") {
+  Run run = run_mode("capture-ptsz");
+  const auto& f = run.figures;
+  e2e::Trace t = e2e::load(run.trace);
+  CHECK(count_op(t, "cuStreamBeginCaptureToGraph_ptsz") == 1);
+  CHECK(count_op(t, "cuStreamEndCapture_ptsz") == 1);
+  json j = report(run.trace);
+  const json& g = graph_device(j, 0);
+  CHECK(g["captured_allocations"] == f.at("captured"));
+  CHECK(g["captured_bytes"] == f.at("captured_bytes"));
+  // The real allocation goes with the primary context's last release (a teardown, not a leak);
+  // the captured ones are in neither.
+  CHECK(j["leaks"]["bytes"] == 0);
+  CHECK(j["leaks"]["teardown"]["bytes"] == f.at("real_live_at_end"));
+  CHECK(j["leaks"]["teardown"]["count"] == 1);
+  CHECK(j["peak"]["bytes"] == f.at("real_live_at_end"));
+}
+
 TEST_CASE("an OOM while the graph pool holds the memory says so, in PyTorch's terms") {
   Run run = run_mode("oom");
   const auto& f = run.figures;

@@ -9,6 +9,8 @@
 //            not freed in the graph), while another stream allocates 1 MiB for real; the graph
 //            is launched once, its 4 MiB allocation freed with cuMemFreeAsync, then everything
 //            destroyed and trimmed.
+//   capture-ptsz  cuStreamBeginCaptureToGraph_ptsz on the per-thread default stream: two captured
+//            allocations, then a real 3 MiB one after the capture ended (left to the context's teardown).
 //   oom      a graph whose upload takes 10 GiB of the 16 GiB device, then a 8 GiB cuMemAlloc fails.
 // Prints "name value" lines (bytes or counts).
 #include <cuda.h>
@@ -126,6 +128,39 @@ int capture_mode(CUstream s) {
   return 0;
 }
 
+}  // namespace
+
+extern "C" {  // the per-thread-default-stream exports (cuda.h declares them only under its macros)
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
+                                          CUstreamCaptureMode);
+CUresult cuStreamEndCapture_ptsz(CUstream, CUgraph*);
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr*, size_t, CUstream);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr, CUstream);
+}
+
+namespace {
+
+// Capture into an existing graph on the per-thread default stream (stream 0 with _ptsz), in
+// relaxed mode, while the legacy-stream view of the same handle is not capturing.
+int capture_ptsz_mode() {
+  CUgraph g;
+  check(cuGraphCreate(&g, 0), "cuGraphCreate");
+  check(cuStreamBeginCaptureToGraph_ptsz(nullptr, g, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
+        "cuStreamBeginCaptureToGraph_ptsz");
+  CUdeviceptr a, b;
+  check(cuMemAllocAsync_ptsz(&a, 6 * MiB, nullptr), "cuMemAllocAsync_ptsz (captured)");
+  check(cuMemAllocAsync_ptsz(&b, 2 * MiB, nullptr), "cuMemAllocAsync_ptsz (captured)");
+  check(cuMemFreeAsync_ptsz(a, nullptr), "cuMemFreeAsync_ptsz (captured)");
+  check(cuMemFreeAsync_ptsz(b, nullptr), "cuMemFreeAsync_ptsz (captured)");
+  CUgraph out;
+  check(cuStreamEndCapture_ptsz(nullptr, &out), "cuStreamEndCapture_ptsz");
+  CUdeviceptr after;  // the capture ended: a real allocation again
+  check(cuMemAllocAsync_ptsz(&after, 3 * MiB, nullptr), "cuMemAllocAsync_ptsz (real)");
+  printf("captured 2\ncaptured_bytes %zu\nreal_live_at_end %zu\n", 8 * MiB, 3 * MiB);
+  check(cuGraphDestroy(g), "cuGraphDestroy");
+  return 0;  // `after` is left allocated: the primary context's last release frees it
+}
+
 int oom_mode(CUstream s) {
   CUgraph g;
   check(cuGraphCreate(&g, 0), "cuGraphCreate");
@@ -162,7 +197,11 @@ int main(int argc, char** argv) {
   check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   CUstream s;
   check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  int rc = mode == "graph" ? graph_mode(s) : mode == "capture" ? capture_mode(s) : mode == "oom" ? oom_mode(s) : 2;
+  int rc = mode == "graph"          ? graph_mode(s)
+           : mode == "capture"      ? capture_mode(s)
+           : mode == "capture-ptsz" ? capture_ptsz_mode()
+           : mode == "oom"          ? oom_mode(s)
+                                    : 2;
   check(cuStreamDestroy(s), "cuStreamDestroy");
   check(cuDevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
   return rc;
