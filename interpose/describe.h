@@ -1,6 +1,8 @@
 // What each hooked function means for memory: one small overload per driver function fills the
 // Event's address, size and op-specific fields from the call's arguments and result. The hook
-// body that calls these is generic (hooks.cpp); this is the only per-function code.
+// body that calls these is generic (hooks.cpp); this is the only per-function code. observe()
+// (after every real call, recorded or not) keeps graph_state.h's capture table; a describe()
+// may drop its event (a graph op that changed nothing).
 // Which fields each op fills, and what they hold, is the `fields` column of format/op_table.h
 // (the reader and docs/trace-format.md take it from there); each overload sets exactly those.
 #pragma once
