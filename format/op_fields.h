@@ -35,7 +35,7 @@ namespace vt {
   X(GraphReserved, "graph_pool_reserved", "graph pool reserved after it (absent: not read)") \
   X(GraphUsed, "graph_pool_used", "graph pool used after it") \
   X(NodeType, "node_type", "node type (CUgraphNodeType)") \
-  X(Stream, "stream_handle", "stream") \
+  X(Stream, "stream", "stream") \
   X(CaptureMode, "capture_mode", "capture mode (CUstreamCaptureMode)") \
   X(Captured, "captured", "1: made while its stream captured a graph (a node's virtual address, no memory)")
 
