@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "accounting.h"
+#include "aggregators/graphs.h"
 #include "analysis_pass.h"
 #include "oom_verdict.h"
 #include "torch_verdict.h"
@@ -94,6 +95,7 @@ void AnalysisPass::finish(TraceReport* rep) {
   rep->unmatched_frees = live_.unmatched_frees();
   regions_.finish(last_t_, live_.device_bytes_all(), rep);
   peaks_.finish(opt_.top, rep);
+  graphs_finish(live_, rep);
   fragmentation_.finish(live_, rep);
   cache_flushes_.finish(rep);
   timeline_.finish(rep);

@@ -186,6 +186,22 @@ uint64_t LiveState::pool_cached_bytes(int device) const {
   return sum;
 }
 
+// Rule 9: a sample sets the pool's figures; its reserved bytes are device memory of kind graph_pool.
+void LiveState::graph_pool_sampled(int device, uint64_t reserved, uint64_t used) {
+  const DeviceTotals* old = find_device(device);
+  const uint64_t before = old ? old->graph_reserved : 0;
+  if (reserved < before && before_drop_) before_drop_(before_drop_ctx_, device);
+  DeviceTotals& d = device_slot(device);
+  const uint64_t delta = reserved - before;  // modular: a drop subtracts
+  d.bytes[int(Bucket::Device)] += delta;
+  d.kinds[int(MemKind::GraphPool)] += delta;
+  device_all_ += delta;
+  d.graph_reserved = reserved;
+  d.graph_used = used;
+  d.graph_reserved_max = std::max(d.graph_reserved_max, reserved);
+  if (delta && std::find(changed_.begin(), changed_.end(), device) == changed_.end()) changed_.push_back(device);
+}
+
 // Each case is one effect of format/accounting.h; the rules are numbered there.
 void LiveState::apply(const Record& r) {
   changed_.clear();
@@ -201,7 +217,7 @@ void LiveState::apply(const Record& r) {
     a.bucket = bucket_of(op.kind);
     return a;
   };
-  switch (effect_of(op)) {
+  switch (effect_of(op, r)) {
     case Effect::Allocate: {
       if (!is_memory_key(r.addr)) return;  // rule 2
       Alloc a = alloc();
@@ -290,6 +306,19 @@ void LiveState::apply(const Record& r) {
     }
     case Effect::Teardown:
       if (uint64_t ctx = torn_down_context(HookId(op.code - 1), r)) drop_context(ctx);  // rule 6
+      return;
+    case Effect::GraphNode: {  // rule 8: counted, never live
+      DeviceTotals& d = device_slot(graph_node_device(op, r));
+      d.graph_nodes += 1;
+      d.graph_node_bytes += r.size;
+      if (captured(op, r)) {
+        d.captured += 1;
+        d.captured_bytes += r.size;
+      }
+      return;
+    }
+    case Effect::GraphPool:
+      if (has_graph_pool_sample(r)) graph_pool_sampled(graph_pool_device(HookId(op.code - 1), r), r.size, r.aux);
       return;
     case Effect::None: return;
   }

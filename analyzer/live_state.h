@@ -2,7 +2,8 @@
 // order, by the accounting rules of format/accounting.h (the in-process live tracker applies the
 // same rules), and keeps: live allocations by address, VMM handles, mappings and reservations,
 // pools and the address ranges they handed out, contexts, live bytes per device and kind, and live
-// bytes per (stack, device, kind). Memory is bounded by live allocations and distinct stacks.
+// bytes per (stack, device, kind), and per device the graph pool and graph memory nodes. Memory is
+// bounded by live allocations and distinct stacks.
 #pragma once
 
 #include <algorithm>
@@ -96,13 +97,19 @@ class SiteTable {
 
 // Slots for device bytes by op kind: MemKind values, with room to spare (a kind is masked into it).
 inline constexpr int kKindSlots = 16;
-static_assert(int(MemKind::Context) < kKindSlots);
+static_assert(int(MemKind::Graph) < kKindSlots);
 
 // Live bytes of one device (-1 = unknown) by bucket, and its device-bucket bytes by op kind.
 struct DeviceTotals {
   int32_t device = -1;
   std::array<uint64_t, kBuckets> bytes{};
   std::array<uint64_t, kKindSlots> kinds{};
+  // CUDA graphs (format/accounting.h, rules 8 and 9): the driver's graph pool as last sampled
+  // (its reserved bytes are also in bytes[Device] and kinds[GraphPool]), and the graph memory
+  // nodes made (no memory), of which the stream-ordered allocations captured into graphs.
+  uint64_t graph_reserved = 0, graph_used = 0, graph_reserved_max = 0;
+  uint64_t graph_nodes = 0, graph_node_bytes = 0;
+  uint64_t captured = 0, captured_bytes = 0;
 };
 
 // A pool as far as events show it: where its memory counts, the address ranges it handed out
@@ -174,6 +181,7 @@ class LiveState {
   void remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown);
   void drop_context(uint64_t ctx);
   void account(const Alloc& a, int64_t sign);
+  void graph_pool_sampled(int device, uint64_t reserved, uint64_t used);
   DeviceTotals& device_slot(int device) {  // events come in long runs on one device
     return device == last_device_ ? slots_[size_t(last_slot_)] : new_device_slot(device);
   }

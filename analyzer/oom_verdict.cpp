@@ -104,8 +104,20 @@ void judge_oom(OomReport& o) {
                        {"growing_sites", o.grew_before.size()},
                        {"process_device_bytes", P}}});
   }
+  const uint64_t G = std::min(o.graph_pool_reserved_bytes, P);  // in P (format/accounting.h, rule 9)
+  if (G && double(G) >= 0.05 * T) {
+    bool would_fit = R <= F + G;
+    causes.push_back({"graph_pool", double(G) / T + (would_fit ? 0.5 : 0),
+                      format_bytes(G) + " is held by the driver's CUDA graph memory pool (" +
+                          format_bytes(o.graph_pool_used_bytes) + " of it bound to graph allocations)" +
+                          (would_fit ? "; released, it would make room for the request" : ""),
+                      {{"graph_pool_reserved_bytes", G},
+                       {"graph_pool_used_bytes", o.graph_pool_used_bytes},
+                       {"device_free_bytes", F},
+                       {"requested_bytes", R}}});
+  }
   {
-    uint64_t stable = P - growth;
+    uint64_t stable = P - growth - std::min(G, P - growth);
     bool alone_too_big = double(stable) + double(R) > double(o.device_total_bytes) - double(others);
     causes.push_back({"live_set_too_large", double(stable) / T + (alone_too_big ? 0.3 : 0),
                       "this process holds " + format_bytes(P) + " of live device memory" +
@@ -136,6 +148,18 @@ void judge_oom(OomReport& o) {
                   "For stream-ordered pools (cudaMallocAsync), lower the release threshold "
                   "(cudaMemPoolAttrReleaseThreshold) or call cudaMemPoolTrimTo: emptying caches helps here "
                   "because the memory is cached, not in use."};
+  } else if (o.verdict == "graph_pool") {
+    const uint64_t unused = o.graph_pool_reserved_bytes > o.graph_pool_used_bytes
+                                ? o.graph_pool_reserved_bytes - o.graph_pool_used_bytes : 0;
+    o.remedies = {"CUDA graphs keep their memory reserved for as long as they exist: every graph captured with "
+                  "torch.cuda.graph / torch.cuda.CUDAGraph (and torch.compile's mode=\"reduce-overhead\") holds "
+                  "its memory pool; with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync the tensors made "
+                  "during capture are graph memory nodes in the driver's graph pool, which "
+                  "torch.cuda.empty_cache() does not return.",
+                  "Release the graphs you no longer replay (del the CUDAGraph object, or reset() it), share one "
+                  "pool between graphs (torch.cuda.graph(pool=...) with torch.cuda.graph_pool_handle()), and "
+                  "return what no graph uses with cudaDeviceGraphMemTrim (" + format_bytes(unused) +
+                      " of the pool is not bound to any graph allocation now)."};
   } else if (o.verdict == "leak_growth") {
     std::string site = o.grew_before.empty() ? "a call site" : where(o.grew_before[0].site.stack);
     o.remedies = {site + " grew by " + format_bytes(o.grew_before.empty() ? 0 : o.grew_before[0].growth_bytes) +

@@ -110,6 +110,8 @@ json ooms_json(const TraceReport& r) {
                  {"process_by_kind", o.process_by_kind}, {"not_attributable_bytes", o.not_attributable_bytes},
                  {"pool_cached_bytes", o.pool_cached_bytes}, {"pool_largest_free_gap_bytes", o.pool_largest_free_gap_bytes},
                  {"vmm_unmapped_bytes", o.vmm_unmapped_bytes},
+                 {"graph_pool_reserved_bytes", o.graph_pool_reserved_bytes},
+                 {"graph_pool_used_bytes", o.graph_pool_used_bytes},
                  {"stack", stack_json(o.stack)}, {"top_holders", groups_json(o.top_holders)},
                  {"grew_before", growth_json(o.grew_before)}, {"verdict", o.verdict}, {"causes", causes},
                  {"nvml", o.nvml}, {"other_processes", procs_json(o.other_processes)},
@@ -117,6 +119,21 @@ json ooms_json(const TraceReport& r) {
                  {"remedies", o.remedies}});
     if (o.torch) a.back()["torch"] = torch_oom_json(o.torch_info);  // only PyTorch's OOMs have it
   }
+  return a;
+}
+
+json graphs_json(const std::vector<GraphDevice>& graphs) {
+  json a = json::array();
+  for (const GraphDevice& g : graphs)
+    a.push_back({{"device", g.device},
+                 {"pool_reserved_bytes", g.pool_reserved_bytes},
+                 {"pool_used_bytes", g.pool_used_bytes},
+                 {"pool_reserved_max_bytes", g.pool_reserved_max_bytes},
+                 {"pool_reserved_at_peak_bytes", g.pool_reserved_at_peak_bytes},
+                 {"memory_nodes", g.nodes},
+                 {"memory_node_bytes", g.node_bytes},
+                 {"captured_allocations", g.captured},
+                 {"captured_bytes", g.captured_bytes}});
   return a;
 }
 
@@ -221,6 +238,7 @@ json report_json(const TraceReport& r, const std::string& section) {
   if (section.empty() && r.interception.notable()) j["interception"] = interception_json(r.interception);
   if (r.live_at.asked && (section.empty() || section == "peak")) j["live_at"] = live_at_json(r.live_at);
   if (section.empty()) j["allocations"] = allocations_json(r.allocations);
+  if ((section.empty() || section == "peak") && !r.graphs.empty()) j["graphs"] = graphs_json(r.graphs);  // only with graphs
   if (section.empty()) {
     const KernelRecording& k = r.kernels;
     j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},

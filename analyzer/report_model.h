@@ -78,6 +78,8 @@ struct OomReport {
   uint64_t pool_cached_bytes = 0;                // inferred free memory held by this process's pools
   uint64_t pool_largest_free_gap_bytes = 0;      // the largest free piece of any of them at the failure
   uint64_t vmm_unmapped_bytes = 0;               // physical handles not mapped anywhere
+  uint64_t graph_pool_reserved_bytes = 0;        // the driver's graph pool (in process_device_bytes)
+  uint64_t graph_pool_used_bytes = 0;            // of it, bound to graph allocations
   std::vector<SiteGroup> top_holders;
   std::vector<GrowthSite> grew_before;
   bool nvml = false;                       // the process list below comes from NVML
@@ -184,6 +186,17 @@ struct AllocationStats {  // every successful allocation of the run (address-key
   std::vector<SizeBucket> histogram;     // powers of 4 from 1 KiB, the non-empty range
 };
 
+// CUDA graphs on one device (format/accounting.h, rules 8 and 9): the driver's graph pool and the
+// graph memory nodes made (virtual addresses, no memory of their own).
+struct GraphDevice {
+  int device = -1;
+  uint64_t pool_reserved_bytes = 0, pool_used_bytes = 0;  // at the end of the trace
+  uint64_t pool_reserved_max_bytes = 0;                   // the highest sample
+  uint64_t pool_reserved_at_peak_bytes = 0;               // in the device's peak
+  uint64_t nodes = 0, node_bytes = 0;                     // graph memory nodes made
+  uint64_t captured = 0, captured_bytes = 0;              // of them, stream-ordered allocations captured
+};
+
 struct LiveAt {  // what was live at a chosen time (AnalysisOptions::at_ns)
   bool asked = false;
   uint64_t t_ns = 0;      // the instant, on the trace's clock
@@ -251,6 +264,7 @@ struct TraceReport {
   AllocationStats allocations;
   LiveAt live_at;
   Snapshots snapshots;
+  std::vector<GraphDevice> graphs;  // devices with graph activity only
 };
 
 struct RankRow {

@@ -176,6 +176,18 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     }
     if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << format_bytes(r.pinned_host_peak_bytes) << "\n";
     if (r.managed_peak_bytes) o << "  managed memory peak: " << format_bytes(r.managed_peak_bytes) << "\n";
+    for (const GraphDevice& g : r.graphs) {
+      o << "  CUDA graphs on GPU " << g.device << ": graph pool " << format_bytes(g.pool_reserved_at_peak_bytes)
+        << " at the peak, up to " << format_bytes(g.pool_reserved_max_bytes) << " reserved; "
+        << format_bytes(g.pool_reserved_bytes) << " reserved (" << format_bytes(g.pool_used_bytes) << " used) at the end\n";
+      if (g.nodes)
+        o << "    " << count(g.nodes, "graph memory node") << " made (" << format_bytes(g.node_bytes)
+          << ", virtual: memory only while a graph holds it)"
+          << (g.captured ? ", " + count(g.captured, "allocation") + " of " + format_bytes(g.captured_bytes) +
+                               " captured from streams into CUDA graphs"
+                         : std::string())
+          << "\n";
+    }
   }
   if ((section.empty() || section == "peak") && r.torch.present) torch_text(o, r.torch, secs, r, e);
   if (section.empty() || section == "leaks") {
@@ -184,6 +196,10 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
                                          : "live when the trace ended: the process was killed or crashed")
       << "): " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation") << "\n";
     groups(o, r.leaks, native);
+    for (const GraphDevice& g : r.graphs)
+      if (g.pool_reserved_bytes)
+        o << "  not counted as leaks: GPU " << g.device << "'s CUDA graph pool still holds "
+          << format_bytes(g.pool_reserved_bytes) << " (freed with the graphs, or by cuDeviceGraphMemTrim)\n";
     if (r.teardown_bytes)
       o << "  released only by context teardown: " << format_bytes(r.teardown_bytes) << " in "
         << count(r.teardown_count, "allocation") << "\n";

@@ -58,6 +58,7 @@ inline std::string op_kind(const std::string& k) {
   if (k == "async") return "stream-ordered";
   if (k == "vmm_physical") return "VMM";
   if (k == "array") return "arrays";
+  if (k == "graph_pool") return "CUDA graph pool";
   return k;
 }
 

@@ -40,6 +40,19 @@
 //     name it; it can be mapped into any context's address space) and stays until rule 5.
 //  7. Pools, mappings and reservations hold no memory of their own: a pool's footprint is what
 //     its allocations took; VMM memory is its physical handles.
+//  8. CUDA graphs. A graph memory node (cuGraphAddMemAllocNode, cuGraphAddNode(_v2) of type
+//     MEM_ALLOC) and a stream-ordered allocation made while its stream captured a graph (the
+//     recorder marks it captured: aux2 = 1) hold a virtual address and no memory: they never
+//     count as live, in a peak or as a leak, only in the device's graph node count and bytes
+//     (graph_node_device). Their frees (free nodes, captured frees) change nothing: a captured
+//     free of memory allocated outside the graph frees it only when the graph runs, which no
+//     call shows (docs/metrics.md).
+//  9. The graph pool. The driver takes the memory of graph allocations at upload and launch with
+//     no API call; the graph ops carry a sample of the device's graph pool (size: reserved
+//     bytes, aux: used bytes, cuDeviceGetGraphMemAttribute's *_MEM_CURRENT) taken after the call.
+//     A sample sets the pool's figures (it is not a delta); the reserved bytes count as device
+//     memory of kind graph_pool, on the sampled device (graph_pool_device), so peaks and OOMs
+//     include them. An op without a sample (SIZE absent: it could not be read) changes nothing.
 #pragma once
 
 #include <cstdint>
@@ -96,6 +109,8 @@ enum class Effect : uint8_t {
   DestroyPool,    // pool aux
   TrimPool,       // pool aux gives back what is not live
   Teardown,       // a context's memory goes (torn_down_context)
+  GraphNode,      // a graph memory node or captured allocation: addr, size bytes, no memory (rule 8)
+  GraphPool,      // a sample of the device's graph pool: size reserved, aux used (rule 9)
 };
 
 constexpr Effect effect_of(const OpInfo& op) {
@@ -110,6 +125,8 @@ constexpr Effect effect_of(const OpInfo& op) {
              : HookId(op.code - 1) == HookId::cuMemPoolDestroy ? Effect::DestroyPool
                                                                : Effect::TrimPool;
     case MemKind::Context: return Effect::Teardown;
+    case MemKind::GraphNode: return acquire ? Effect::GraphNode : Effect::None;
+    case MemKind::GraphPool: return Effect::GraphPool;
     default: return Effect::None;
   }
 }
@@ -172,6 +189,48 @@ constexpr bool unmap_removes(uint64_t mapping_va, uint64_t va, uint64_t size) {
 template <typename E>
 constexpr uint64_t torn_down_context(HookId op, const E& e) {
   return op == HookId::cuCtxDestroy_v2 ? e.aux : e.aux2;
+}
+
+// ---- rule 8 ----
+
+// CU_GRAPH_NODE_TYPE_MEM_ALLOC (interpose/describe.h checks it against cuda.h).
+inline constexpr uint64_t kGraphNodeMemAlloc = 10;
+// A stream-ordered op the recorder marked as made during stream capture.
+template <typename E>
+constexpr bool captured(const OpInfo& op, const E& e) {
+  return op.kind == MemKind::Async && (e.fields & format::kEvAux2) && e.aux2 != 0;
+}
+// What an event does, when that depends on the event too (captured stream-ordered ops; a
+// cuGraphAddNode that adds no memory node): every replay calls this one.
+template <typename E>
+constexpr Effect effect_of(const OpInfo& op, const E& e) {
+  if (captured(op, e)) return op.action == Action::Acquire ? Effect::GraphNode : Effect::None;
+  if (op.kind == MemKind::GraphNode && op.action == Action::Acquire &&
+      ((e.fields & format::kEvAux2) && e.aux2 != kGraphNodeMemAlloc) &&
+      (HookId(op.code - 1) == HookId::cuGraphAddNode || HookId(op.code - 1) == HookId::cuGraphAddNode_v2))
+    return Effect::None;  // a kernel, copy, free... node
+  return effect_of(op);
+}
+// The device a graph memory node's memory will come from: its location's (cuGraphAddMemAllocNode
+// names one), else the event's.
+template <typename E>
+constexpr int32_t graph_node_device(const OpInfo& op, const E& e) {
+  return HookId(op.code - 1) == HookId::cuGraphAddMemAllocNode && (e.fields & format::kEvAux2) &&
+                 location_type(e.aux2) == kLocationDevice
+             ? int32_t(uint32_t(e.aux2))
+             : e.device;
+}
+
+// ---- rule 9 ----
+
+template <typename E>
+constexpr bool has_graph_pool_sample(const E& e) {
+  return (e.fields & format::kEvSize) != 0;
+}
+// The device a graph pool sample is of: cuDeviceGraphMemTrim's argument, else the event's.
+template <typename E>
+constexpr int32_t graph_pool_device(HookId op, const E& e) {
+  return op == HookId::cuDeviceGraphMemTrim && (e.fields & format::kEvAux2) ? int32_t(e.aux2) : e.device;
 }
 
 }  // namespace vt

@@ -29,7 +29,15 @@ namespace vt {
   X(DestroyedContext, "target_context", "destroyed context")                               \
   X(Device, "target_device", "device")                                                     \
   X(ResetContext, "target_context", "primary context reset (0: none active)")              \
-  X(ReleasedContext, "target_context", "the primary context if this release destroyed it, else 0")
+  X(ReleasedContext, "target_context", "the primary context if this release destroyed it, else 0") \
+  X(Graph, "graph", "graph") \
+  X(GraphExec, "graph_exec", "executable graph") \
+  X(GraphReserved, "graph_pool_reserved", "graph pool reserved after it (absent: not read)") \
+  X(GraphUsed, "graph_pool_used", "graph pool used after it") \
+  X(NodeType, "node_type", "node type (CUgraphNodeType)") \
+  X(Stream, "stream", "stream") \
+  X(CaptureMode, "capture_mode", "capture mode (CUstreamCaptureMode)") \
+  X(Captured, "captured", "1: made while its stream captured a graph (a node's virtual address, no memory)")
 
 enum class Field : uint8_t {
 #define VT_FIELD_ID(name, json, doc) name,

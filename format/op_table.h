@@ -10,6 +10,8 @@
 //           Release: memory goes away (timestamp before the call, so a reuse of the address by
 //                    another thread always sorts after the release)
 //           Lookup:  returns driver function pointers; the hook substitutes ours
+//           Control: recorded, holds no memory (stream capture begins and ends)
+//           Query:   forwarded and never recorded (the hook may learn from its answer)
 //   kind    what the analyzer accounts the event as (MemKind below)
 //   params / args  the exact parameter list (checked against cuda.h by the compiler) and the
 //           forwarding argument list. They stay in this list, although only the hook side
@@ -29,6 +31,9 @@
 #undef cuDevicePrimaryCtxReset
 #undef cuDevicePrimaryCtxRelease
 #undef cuIpcOpenMemHandle
+#undef cuStreamBeginCapture
+#undef cuGraphInstantiate
+#undef cuGraphAddNode
 
 #define VT_FOR_EACH_HOOK(X)                                                                          \
   X(1, cuMemAlloc_v2, Acquire, Device, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize), (Ptr, Bytes, None, None)) \
@@ -47,17 +52,17 @@
     (p, bytesize, Flags), (Ptr, Bytes, Flags, None))                                                \
   X(9, cuMemHostUnregister, Release, RegisteredHost, (void* p), (p), (Ptr, None, None, None))       \
   X(10, cuMemAllocAsync, Acquire, Async, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),   \
-    (dptr, bytesize, hStream), (Ptr, Bytes, None, None))                                            \
+    (dptr, bytesize, hStream), (Ptr, Bytes, None, Captured))                                            \
   X(11, cuMemAllocAsync_ptsz, Acquire, Async,                                                       \
-    (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream), (Ptr, Bytes, None, None)) \
-  X(12, cuMemFreeAsync, Release, Async, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), (Ptr, None, None, None)) \
-  X(13, cuMemFreeAsync_ptsz, Release, Async, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), (Ptr, None, None, None)) \
+    (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream), (Ptr, Bytes, None, Captured)) \
+  X(12, cuMemFreeAsync, Release, Async, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), (Ptr, None, None, Captured)) \
+  X(13, cuMemFreeAsync_ptsz, Release, Async, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), (Ptr, None, None, Captured)) \
   X(14, cuMemAllocFromPoolAsync, Acquire, Async,                                                    \
     (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                     \
-    (dptr, bytesize, pool, hStream), (Ptr, Bytes, Pool, None))                                      \
+    (dptr, bytesize, pool, hStream), (Ptr, Bytes, Pool, Captured))                                      \
   X(15, cuMemAllocFromPoolAsync_ptsz, Acquire, Async,                                               \
     (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                     \
-    (dptr, bytesize, pool, hStream), (Ptr, Bytes, Pool, None))                                      \
+    (dptr, bytesize, pool, hStream), (Ptr, Bytes, Pool, Captured))                                      \
   X(16, cuMemPoolCreate, Acquire, Pool, (CUmemoryPool * pool, const CUmemPoolProps* poolProps),     \
     (pool, poolProps), (None, None, Pool, Location))                                                \
   X(17, cuMemPoolDestroy, Release, Pool, (CUmemoryPool pool), (pool), (None, None, Pool, None))     \
@@ -99,11 +104,85 @@
   X(35, cuIpcOpenMemHandle, Acquire, IpcImport,                                                   \
     (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags), (Ptr, ImportBytes, Flags, None)) \
   X(36, cuDevicePrimaryCtxRelease, Release, Context, (CUdevice dev), (dev), (None, None, Device, ReleasedContext)) \
-  X(37, cuDevicePrimaryCtxRelease_v2, Release, Context, (CUdevice dev), (dev), (None, None, Device, ReleasedContext))
+  X(37, cuDevicePrimaryCtxRelease_v2, Release, Context, (CUdevice dev), (dev), (None, None, Device, ReleasedContext)) \
+  /* CUDA graphs: memory nodes hold a virtual address and no memory (graph_node); the driver's */ \
+  /* graph pool gets its memory at upload/launch with no API call: those ops carry a sample of */ \
+  /* it (graph_pool). Capture and query ops hold no memory (graph). */                         \
+  X(38, cuGraphAddMemAllocNode, Acquire, GraphNode,                                                 \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, \
+     CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams),                                                       \
+    (phGraphNode, hGraph, dependencies, numDependencies, nodeParams), (Va, Bytes, Graph, Location)) \
+  X(39, cuGraphAddMemFreeNode, Release, GraphNode,                                                  \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, \
+     CUdeviceptr dptr),                                                                             \
+    (phGraphNode, hGraph, dependencies, numDependencies, dptr), (Va, None, Graph, None))            \
+  X(40, cuGraphAddNode, Acquire, GraphNode,                                                         \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, \
+     CUgraphNodeParams* nodeParams),                                                                \
+    (phGraphNode, hGraph, dependencies, numDependencies, nodeParams), (Va, Bytes, Graph, NodeType)) \
+  X(41, cuGraphAddNode_v2, Acquire, GraphNode,                                                      \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,                    \
+     const CUgraphEdgeData* dependencyData, size_t numDependencies, CUgraphNodeParams* nodeParams), \
+    (phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams),               \
+    (Va, Bytes, Graph, NodeType))                                                                   \
+  X(42, cuGraphInstantiate, Acquire, GraphPool,                                                     \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer, size_t bufferSize), \
+    (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), (GraphExec, GraphReserved, GraphUsed, Graph)) \
+  X(43, cuGraphInstantiate_v2, Acquire, GraphPool,                                                  \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer, size_t bufferSize), \
+    (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), (GraphExec, GraphReserved, GraphUsed, Graph)) \
+  X(44, cuGraphInstantiateWithFlags, Acquire, GraphPool,                                            \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags), (phGraphExec, hGraph, flags), \
+    (GraphExec, GraphReserved, GraphUsed, Graph))                                                   \
+  X(45, cuGraphInstantiateWithParams, Acquire, GraphPool,                                           \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams),  \
+    (phGraphExec, hGraph, instantiateParams), (GraphExec, GraphReserved, GraphUsed, Graph))         \
+  X(46, cuGraphInstantiateWithParams_ptsz, Acquire, GraphPool,                                      \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams),  \
+    (phGraphExec, hGraph, instantiateParams), (GraphExec, GraphReserved, GraphUsed, Graph))         \
+  X(47, cuGraphUpload, Acquire, GraphPool, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream), \
+    (GraphExec, GraphReserved, GraphUsed, Stream))                                                  \
+  X(48, cuGraphUpload_ptsz, Acquire, GraphPool, (CUgraphExec hGraphExec, CUstream hStream),         \
+    (hGraphExec, hStream), (GraphExec, GraphReserved, GraphUsed, Stream))                           \
+  X(49, cuGraphLaunch, Acquire, GraphPool, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream), \
+    (GraphExec, GraphReserved, GraphUsed, Stream))                                                  \
+  X(50, cuGraphLaunch_ptsz, Acquire, GraphPool, (CUgraphExec hGraphExec, CUstream hStream),         \
+    (hGraphExec, hStream), (GraphExec, GraphReserved, GraphUsed, Stream))                           \
+  X(51, cuGraphExecDestroy, Release, GraphPool, (CUgraphExec hGraphExec), (hGraphExec),             \
+    (GraphExec, GraphReserved, GraphUsed, None))                                                    \
+  X(52, cuGraphDestroy, Release, GraphPool, (CUgraph hGraph), (hGraph), (Graph, GraphReserved, GraphUsed, None)) \
+  X(53, cuDeviceGraphMemTrim, Release, GraphPool, (CUdevice device), (device),                      \
+    (None, GraphReserved, GraphUsed, Device))                                                       \
+  X(54, cuDeviceGetGraphMemAttribute, Query, Graph, (CUdevice device, CUgraphMem_attribute attr, void* value), \
+    (device, attr, value), (None, None, None, None))                                                \
+  X(55, cuDeviceSetGraphMemAttribute, Query, Graph, (CUdevice device, CUgraphMem_attribute attr, void* value), \
+    (device, attr, value), (None, None, None, None))                                                \
+  X(56, cuStreamBeginCapture, Control, Graph, (CUstream hStream), (hStream), (Stream, None, None, None)) \
+  X(57, cuStreamBeginCapture_ptsz, Control, Graph, (CUstream hStream), (hStream), (Stream, None, None, None)) \
+  X(58, cuStreamBeginCapture_v2, Control, Graph, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), \
+    (Stream, None, CaptureMode, None))                                                              \
+  X(59, cuStreamBeginCapture_v2_ptsz, Control, Graph, (CUstream hStream, CUstreamCaptureMode mode), \
+    (hStream, mode), (Stream, None, CaptureMode, None))                                             \
+  X(60, cuStreamBeginCaptureToGraph, Control, Graph,                                                \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, \
+     size_t numDependencies, CUstreamCaptureMode mode),                                             \
+    (hStream, hGraph, dependencies, dependencyData, numDependencies, mode), (Stream, None, CaptureMode, Graph)) \
+  X(61, cuStreamBeginCaptureToGraph_ptsz, Control, Graph,                                           \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, \
+     size_t numDependencies, CUstreamCaptureMode mode),                                             \
+    (hStream, hGraph, dependencies, dependencyData, numDependencies, mode), (Stream, None, CaptureMode, Graph)) \
+  X(62, cuStreamEndCapture, Control, Graph, (CUstream hStream, CUgraph* phGraph), (hStream, phGraph), \
+    (Stream, None, Graph, None))                                                                    \
+  X(63, cuStreamEndCapture_ptsz, Control, Graph, (CUstream hStream, CUgraph* phGraph), (hStream, phGraph), \
+    (Stream, None, Graph, None))                                                                    \
+  X(64, cuStreamIsCapturing, Query, Graph, (CUstream hStream, CUstreamCaptureStatus* captureStatus), \
+    (hStream, captureStatus), (None, None, None, None))                                             \
+  X(65, cuStreamIsCapturing_ptsz, Query, Graph, (CUstream hStream, CUstreamCaptureStatus* captureStatus), \
+    (hStream, captureStatus), (None, None, None, None))
 
 namespace vt {
 
-enum class Action : uint8_t { Acquire, Release, Lookup };
+enum class Action : uint8_t { Acquire, Release, Lookup, Control, Query };
 
 // What an event's memory is, for accounting. Values are written nowhere: traces carry op codes.
 enum class MemKind : uint8_t {
@@ -120,6 +199,9 @@ enum class MemKind : uint8_t {
   Array,           // CUDA array (size approximated from its descriptor)
   IpcImport,       // memory of another process mapped here (imported, not owned)
   Context,         // context teardown: every allocation of that context is gone
+  GraphNode,       // a graph memory node: a virtual address, no memory until the graph runs
+  GraphPool,       // the driver's graph pool (memory graphs take at upload/launch): a sample
+  Graph,           // graphs and stream capture without memory of their own
 };
 
 // How each kind is accounted (buckets, keys, devices): format/accounting.h.
@@ -139,6 +221,9 @@ inline const char* kind_name(MemKind k) {
     case MemKind::Array: return "array";
     case MemKind::IpcImport: return "ipc_import";
     case MemKind::Context: return "context";
+    case MemKind::GraphNode: return "graph_node";
+    case MemKind::GraphPool: return "graph_pool";
+    case MemKind::Graph: return "graph";
     case MemKind::None: break;
   }
   return "none";

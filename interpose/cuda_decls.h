@@ -1,5 +1,6 @@
 // The CUDA driver API as the hooks see it: cuda.h plus the exported names cuda.h does not
-// declare in a normal build (the _ptsz variants and the 4-argument v1 cuGetProcAddress).
+// declare in a normal build (the _ptsz variants, the 4-argument v1 cuGetProcAddress, and the
+// older graph and capture exports that cuda.h's macros hide).
 // Types only: nothing here is linked; every real function is found at run time.
 #pragma once
 
@@ -11,6 +12,9 @@
 #undef cuDevicePrimaryCtxReset
 #undef cuDevicePrimaryCtxRelease
 #undef cuIpcOpenMemHandle
+#undef cuStreamBeginCapture
+#undef cuGraphInstantiate
+#undef cuGraphAddNode
 
 extern "C" {
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream);
@@ -21,4 +25,23 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
 CUresult cuDevicePrimaryCtxReset(CUdevice dev);
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
 CUresult cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags);
+// Graphs and stream capture: the older exports, and the _ptsz ones.
+CUresult cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                        size_t numDependencies, CUgraphNodeParams* nodeParams);
+CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer,
+                            size_t bufferSize);
+CUresult cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer,
+                               size_t bufferSize);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams);
+CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuStreamBeginCapture(CUstream hStream);
+CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies,
+                                          const CUgraphEdgeData* dependencyData, size_t numDependencies,
+                                          CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph);
+CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus);
 }

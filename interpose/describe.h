@@ -1,6 +1,8 @@
 // What each hooked function means for memory: one small overload per driver function fills the
 // Event's address, size and op-specific fields from the call's arguments and result. The hook
-// body that calls these is generic (hooks.cpp); this is the only per-function code.
+// body that calls these is generic (hooks.cpp); this is the only per-function code. observe()
+// (after every real call, recorded or not) keeps graph_state.h's capture table; a describe()
+// may drop its event (a graph op that changed nothing).
 // Which fields each op fills, and what they hold, is the `fields` column of format/op_table.h
 // (the reader and docs/trace-format.md take it from there); each overload sets exactly those.
 #pragma once
@@ -9,6 +11,7 @@
 #include "cuda_decls.h"
 #include "driver_api.h"
 #include "event.h"
+#include "graph_state.h"
 
 namespace vt {
 
@@ -55,30 +58,44 @@ inline void describe(Op<HookId::cuMemHostRegister_v2>, Event& e, CUresult, void*
   e.set_aux(flags);
 }
 inline void describe(Op<HookId::cuMemHostUnregister>, Event& e, CUresult, void* p) { e.set_addr(u(p)); }
-inline void describe(Op<HookId::cuMemAllocAsync>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n, CUstream s) {
+// A stream-ordered call on a capturing stream makes a graph node (format/accounting.h, rule 8):
+// aux2 = 1. While no capture is active this is one relaxed load (graph_state.h).
+inline void mark_captured(Event& e, CUstream s, bool ptsz) {
+  if (__builtin_expect(captures_possible(), 0) && stream_captures(s, ptsz)) e.set_aux2(1);
+}
+inline void describe_alloc_async(Event& e, CUresult r, CUdeviceptr* dptr, size_t n, CUstream s, bool ptsz) {
   e.set_size(n);
   e.set_stream(u(s));
   if (ok(r)) e.set_addr(*dptr);
+  mark_captured(e, s, ptsz);
+}
+inline void describe_free_async(Event& e, CUdeviceptr p, CUstream s, bool ptsz) {
+  e.set_addr(p);
+  e.set_stream(u(s));
+  mark_captured(e, s, ptsz);
+}
+inline void describe(Op<HookId::cuMemAllocAsync>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n, CUstream s) {
+  describe_alloc_async(e, r, dptr, n, s, false);
 }
 inline void describe(Op<HookId::cuMemAllocAsync_ptsz>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n,
                      CUstream s) {
-  describe(Op<HookId::cuMemAllocAsync>{}, e, r, dptr, n, s);
+  describe_alloc_async(e, r, dptr, n, s, true);
 }
 inline void describe(Op<HookId::cuMemFreeAsync>, Event& e, CUresult, CUdeviceptr p, CUstream s) {
-  e.set_addr(p);
-  e.set_stream(u(s));
+  describe_free_async(e, p, s, false);
 }
-inline void describe(Op<HookId::cuMemFreeAsync_ptsz>, Event& e, CUresult r, CUdeviceptr p, CUstream s) {
-  describe(Op<HookId::cuMemFreeAsync>{}, e, r, p, s);
+inline void describe(Op<HookId::cuMemFreeAsync_ptsz>, Event& e, CUresult, CUdeviceptr p, CUstream s) {
+  describe_free_async(e, p, s, true);
 }
 inline void describe(Op<HookId::cuMemAllocFromPoolAsync>, Event& e, CUresult r, CUdeviceptr* dptr, size_t n,
                      CUmemoryPool pool, CUstream s) {
-  describe(Op<HookId::cuMemAllocAsync>{}, e, r, dptr, n, s);
+  describe_alloc_async(e, r, dptr, n, s, false);
   e.set_aux(u(pool));
 }
 inline void describe(Op<HookId::cuMemAllocFromPoolAsync_ptsz>, Event& e, CUresult r, CUdeviceptr* dptr,
                      size_t n, CUmemoryPool pool, CUstream s) {
-  describe(Op<HookId::cuMemAllocFromPoolAsync>{}, e, r, dptr, n, pool, s);
+  describe_alloc_async(e, r, dptr, n, s, true);
+  e.set_aux(u(pool));
 }
 inline void describe(Op<HookId::cuMemPoolCreate>, Event& e, CUresult r, CUmemoryPool* pool,
                      const CUmemPoolProps* props) {
@@ -182,6 +199,171 @@ inline void describe_release(Event& e, CUresult r, CUdevice dev) {
 }
 inline void describe(Op<HookId::cuDevicePrimaryCtxRelease>, Event& e, CUresult r, CUdevice dev) { describe_release(e, r, dev); }
 inline void describe(Op<HookId::cuDevicePrimaryCtxRelease_v2>, Event& e, CUresult r, CUdevice dev) { describe_release(e, r, dev); }
+
+// ---- CUDA graphs and stream capture ----
+static_assert(kGraphNodeMemAlloc == CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+
+inline void describe(Op<HookId::cuGraphAddMemAllocNode>, Event& e, CUresult r, CUgraphNode*, CUgraph g,
+                     const CUgraphNode*, size_t, CUDA_MEM_ALLOC_NODE_PARAMS* p) {
+  e.set_aux(u(g));
+  if (!p) return;
+  e.set_size(p->bytesize);
+  e.set_aux2(location(p->poolProps.location));
+  if (ok(r)) e.set_addr(p->dptr);
+}
+inline void describe(Op<HookId::cuGraphAddMemFreeNode>, Event& e, CUresult, CUgraphNode*, CUgraph g,
+                     const CUgraphNode*, size_t, CUdeviceptr p) {
+  e.set_aux(u(g));
+  e.set_addr(p);
+}
+// A node of any other type holds no memory: not recorded.
+inline void describe_add_node(Event& e, CUresult r, CUgraph g, CUgraphNodeParams* p) {
+  if (!p || (p->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC && p->type != CU_GRAPH_NODE_TYPE_MEM_FREE)) {
+    e.drop = true;
+    return;
+  }
+  e.set_aux(u(g));
+  e.set_aux2(uint64_t(p->type));
+  if (p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+    e.set_addr(p->free.dptr);
+    return;
+  }
+  e.set_size(p->alloc.bytesize);
+  if (ok(r)) e.set_addr(p->alloc.dptr);
+}
+inline void describe(Op<HookId::cuGraphAddNode>, Event& e, CUresult r, CUgraphNode*, CUgraph g, const CUgraphNode*,
+                     size_t, CUgraphNodeParams* p) {
+  describe_add_node(e, r, g, p);
+}
+inline void describe(Op<HookId::cuGraphAddNode_v2>, Event& e, CUresult r, CUgraphNode*, CUgraph g,
+                     const CUgraphNode*, const CUgraphEdgeData*, size_t, CUgraphNodeParams* p) {
+  describe_add_node(e, r, g, p);
+}
+
+// The graph pool after a graph op (rule 9): size = reserved, aux = used. Returns whether it
+// changed since the last sample of that device.
+inline bool describe_graph_pool(Event& e, int32_t device) {
+  uint64_t reserved = 0, used = 0;
+  bool changed = false;
+  if (!sample_graph_pool(device, &reserved, &used, &changed)) return false;
+  e.set_size(reserved);
+  e.set_aux(used);
+  return changed;
+}
+inline void describe_instantiate(Event& e, CUresult r, CUgraphExec* exec, CUgraph g) {
+  e.set_aux2(u(g));
+  if (!ok(r)) return;
+  if (exec) e.set_addr(u(*exec));
+  describe_graph_pool(e, e.device);  // CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD uploads it now
+}
+inline void describe(Op<HookId::cuGraphInstantiate>, Event& e, CUresult r, CUgraphExec* x, CUgraph g, CUgraphNode*,
+                     char*, size_t) {
+  describe_instantiate(e, r, x, g);
+}
+inline void describe(Op<HookId::cuGraphInstantiate_v2>, Event& e, CUresult r, CUgraphExec* x, CUgraph g,
+                     CUgraphNode*, char*, size_t) {
+  describe_instantiate(e, r, x, g);
+}
+inline void describe(Op<HookId::cuGraphInstantiateWithFlags>, Event& e, CUresult r, CUgraphExec* x, CUgraph g,
+                     unsigned long long) {
+  describe_instantiate(e, r, x, g);
+}
+inline void describe(Op<HookId::cuGraphInstantiateWithParams>, Event& e, CUresult r, CUgraphExec* x, CUgraph g,
+                     CUDA_GRAPH_INSTANTIATE_PARAMS*) {
+  describe_instantiate(e, r, x, g);
+}
+inline void describe(Op<HookId::cuGraphInstantiateWithParams_ptsz>, Event& e, CUresult r, CUgraphExec* x,
+                     CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS*) {
+  describe_instantiate(e, r, x, g);
+}
+// Upload and launch: a training loop relaunches the same graph, whose memory is already there:
+// a launch that left the pool as it was is not recorded (one sample, no record). A failure is.
+inline void describe_run(Event& e, CUresult r, CUgraphExec x, CUstream s) {
+  e.set_addr(u(x));
+  e.set_aux2(u(s));
+  if (ok(r) && !describe_graph_pool(e, e.device)) e.drop = true;
+}
+inline void describe(Op<HookId::cuGraphUpload>, Event& e, CUresult r, CUgraphExec x, CUstream s) { describe_run(e, r, x, s); }
+inline void describe(Op<HookId::cuGraphUpload_ptsz>, Event& e, CUresult r, CUgraphExec x, CUstream s) { describe_run(e, r, x, s); }
+inline void describe(Op<HookId::cuGraphLaunch>, Event& e, CUresult r, CUgraphExec x, CUstream s) { describe_run(e, r, x, s); }
+inline void describe(Op<HookId::cuGraphLaunch_ptsz>, Event& e, CUresult r, CUgraphExec x, CUstream s) { describe_run(e, r, x, s); }
+inline void describe(Op<HookId::cuGraphExecDestroy>, Event& e, CUresult r, CUgraphExec x) {
+  e.set_addr(u(x));
+  if (ok(r)) describe_graph_pool(e, e.device);
+}
+inline void describe(Op<HookId::cuGraphDestroy>, Event& e, CUresult r, CUgraph g) {
+  e.set_addr(u(g));
+  if (ok(r)) describe_graph_pool(e, e.device);
+}
+inline void describe(Op<HookId::cuDeviceGraphMemTrim>, Event& e, CUresult r, CUdevice dev) {
+  e.set_aux2(uint64_t(uint32_t(dev)));
+  if (ok(r)) describe_graph_pool(e, int32_t(dev));
+}
+// Queries: never recorded (Action::Query), so never described.
+inline void describe(Op<HookId::cuDeviceGetGraphMemAttribute>, Event&, CUresult, CUdevice, CUgraphMem_attribute, void*) {}
+inline void describe(Op<HookId::cuDeviceSetGraphMemAttribute>, Event&, CUresult, CUdevice, CUgraphMem_attribute, void*) {}
+inline void describe(Op<HookId::cuStreamIsCapturing>, Event&, CUresult, CUstream, CUstreamCaptureStatus*) {}
+inline void describe(Op<HookId::cuStreamIsCapturing_ptsz>, Event&, CUresult, CUstream, CUstreamCaptureStatus*) {}
+
+inline void describe(Op<HookId::cuStreamBeginCapture>, Event& e, CUresult, CUstream s) { e.set_addr(u(s)); }
+inline void describe(Op<HookId::cuStreamBeginCapture_ptsz>, Event& e, CUresult, CUstream s) { e.set_addr(u(s)); }
+inline void describe(Op<HookId::cuStreamBeginCapture_v2>, Event& e, CUresult, CUstream s, CUstreamCaptureMode m) {
+  e.set_addr(u(s));
+  e.set_aux(uint64_t(m));
+}
+inline void describe(Op<HookId::cuStreamBeginCapture_v2_ptsz>, Event& e, CUresult, CUstream s, CUstreamCaptureMode m) {
+  e.set_addr(u(s));
+  e.set_aux(uint64_t(m));
+}
+inline void describe(Op<HookId::cuStreamBeginCaptureToGraph>, Event& e, CUresult, CUstream s, CUgraph g,
+                     const CUgraphNode*, const CUgraphEdgeData*, size_t, CUstreamCaptureMode m) {
+  e.set_addr(u(s));
+  e.set_aux(uint64_t(m));
+  e.set_aux2(u(g));
+}
+inline void describe(Op<HookId::cuStreamBeginCaptureToGraph_ptsz>, Event& e, CUresult, CUstream s, CUgraph g,
+                     const CUgraphNode*, const CUgraphEdgeData*, size_t, CUstreamCaptureMode m) {
+  e.set_addr(u(s));
+  e.set_aux(uint64_t(m));
+  e.set_aux2(u(g));
+}
+inline void describe(Op<HookId::cuStreamEndCapture>, Event& e, CUresult r, CUstream s, CUgraph* g) {
+  e.set_addr(u(s));
+  if (ok(r) && g) e.set_aux(u(*g));
+}
+inline void describe(Op<HookId::cuStreamEndCapture_ptsz>, Event& e, CUresult r, CUstream s, CUgraph* g) {
+  e.set_addr(u(s));
+  if (ok(r) && g) e.set_aux(u(*g));
+}
+
+// observe() runs after every real call, recorded or not (tracing may be off): it keeps
+// graph_state.h's table of capturing streams true.
+template <HookId I, typename... A>
+inline void observe(Op<I>, CUresult, A...) {}
+inline void observe(Op<HookId::cuStreamBeginCapture>, CUresult r, CUstream s) { if (ok(r)) capture_began(s, false); }
+inline void observe(Op<HookId::cuStreamBeginCapture_ptsz>, CUresult r, CUstream s) { if (ok(r)) capture_began(s, true); }
+inline void observe(Op<HookId::cuStreamBeginCapture_v2>, CUresult r, CUstream s, CUstreamCaptureMode) {
+  if (ok(r)) capture_began(s, false);
+}
+inline void observe(Op<HookId::cuStreamBeginCapture_v2_ptsz>, CUresult r, CUstream s, CUstreamCaptureMode) {
+  if (ok(r)) capture_began(s, true);
+}
+inline void observe(Op<HookId::cuStreamBeginCaptureToGraph>, CUresult r, CUstream s, CUgraph, const CUgraphNode*,
+                    const CUgraphEdgeData*, size_t, CUstreamCaptureMode) {
+  if (ok(r)) capture_began(s, false);
+}
+inline void observe(Op<HookId::cuStreamBeginCaptureToGraph_ptsz>, CUresult r, CUstream s, CUgraph,
+                    const CUgraphNode*, const CUgraphEdgeData*, size_t, CUstreamCaptureMode) {
+  if (ok(r)) capture_began(s, true);
+}
+inline void observe(Op<HookId::cuStreamEndCapture>, CUresult, CUstream s, CUgraph*) { capture_end_attempted(s, false); }
+inline void observe(Op<HookId::cuStreamEndCapture_ptsz>, CUresult, CUstream s, CUgraph*) { capture_end_attempted(s, true); }
+inline void observe(Op<HookId::cuStreamIsCapturing>, CUresult r, CUstream, CUstreamCaptureStatus* st) {
+  if (ok(r) && st) capture_status_seen(*st);
+}
+inline void observe(Op<HookId::cuStreamIsCapturing_ptsz>, CUresult r, CUstream, CUstreamCaptureStatus* st) {
+  if (ok(r) && st) capture_status_seen(*st);
+}
 
 // prepare() runs before the real call, for the few ops whose meaning must be read first.
 template <HookId I, typename... A>

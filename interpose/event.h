@@ -24,6 +24,7 @@ struct Event {
   uint64_t total_bytes = 0;
   uint32_t stack = 0;        // stack id (0 = none), filled by the recorder
   uint64_t caller_ip = 0;    // return address into the program: stacks start there (not written)
+  bool drop = false;         // describe() found nothing worth a record (a graph op that changed nothing)
 
   void set_addr(uint64_t v) { addr = v; fields |= format::kEvAddr; }
   void set_size(uint64_t v) { size = v; fields |= format::kEvSize; }

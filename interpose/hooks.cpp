@@ -80,13 +80,16 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
                                                            A... args) {
   constexpr OpInfo op = kOps[int(Id)];
   HookScope scope;  // its end may record queued events: errno is put back by the caller after it
-  bool wanted = op.action == Action::Acquire ? tracing_possible() : recording();
+  // Acquires and capture begins/ends may open the trace; releases only matter once it is open.
+  bool wanted = op.action == Action::Acquire || op.action == Action::Control ? tracing_possible()
+                : op.action != Action::Query && recording();
   if (!wanted) {
     *err = before;
     scope.real_call_begin();
     CUresult r = call_real<Id>(args...);
     scope.real_call_end();
     *errno_after = *err;
+    observe(Op<Id>{}, r, args...);
     return r;
   }
 
@@ -101,9 +104,11 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
   CUresult r = call_real<Id>(args...);
   scope.real_call_end();
   *errno_after = *err;
+  observe(Op<Id>{}, r, args...);
   if (op.action == Action::Acquire) e.t_ns = now_ns();
   e.result = int32_t(r);
   describe(Op<Id>{}, e, r, args...);
+  if (e.drop) return r;
   if (r != CUDA_SUCCESS && op.action == Action::Acquire && g_api.mem_get_info) {
     size_t free_b = 0, total_b = 0;
     if (g_api.mem_get_info(&free_b, &total_b) == CUDA_SUCCESS) {

@@ -345,6 +345,23 @@ void vmm_created(uint64_t handle) {  // rule 3: a new handle is not released, wh
   if (HandleUse* u = g_vmm.find(handle)) u->released = 0;
 }
 
+// ---- the graph pool (format/accounting.h, rule 9) ----
+// Its samples are absolute figures, one per device, not allocations: the device's row moves by
+// the difference from that device's last sample. Devices 0..63 apart; the others (and -1) share
+// the last figure.
+constexpr int kGraphDevices = 64;
+std::atomic<int64_t> g_graph_reserved[kGraphDevices + 1];
+
+void graph_pool_sampled(int32_t device, uint64_t reserved) {
+  const int r = row(device);
+  std::atomic<int64_t>& last = g_graph_reserved[device >= 0 && device < kGraphDevices ? device : kGraphDevices];
+  const int64_t delta = int64_t(reserved) - last.exchange(int64_t(reserved), std::memory_order_relaxed);
+  const int64_t now = g_live[r][kLiveDevice].fetch_add(delta, std::memory_order_relaxed) + delta;
+  int64_t p = g_peak[r].load(std::memory_order_relaxed);
+  while (delta > 0 && now > p && !g_peak[r].compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+  }
+}
+
 // Everything but address-keyed allocations and frees (VMM, pools, teardowns): rare, out of line.
 __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
   switch (effect) {
@@ -365,6 +382,10 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
     case Effect::Teardown:
       if (uint64_t ctx = torn_down_context(e.op, e)) drop_context(ctx);
       return;
+    case Effect::GraphPool:
+      if (has_graph_pool_sample(e)) graph_pool_sampled(graph_pool_device(e.op, e), e.size);
+      return;
+    case Effect::GraphNode:  // rule 8: no memory
     case Effect::Allocate:  // track_event's
     case Effect::Free:
     case Effect::Reserve:  // rule 7: no memory of their own
@@ -379,7 +400,7 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
 void track_event(const Event& e) {
   if (!changes_memory(e.result)) return;  // rule 1
   const OpInfo& op = kOps[int(e.op)];
-  const Effect effect = effect_of(op);
+  const Effect effect = effect_of(op, e);
   if (effect == Effect::Free) {
     if (is_memory_key(e.addr)) remove(e.addr, kAddress);
     return;
@@ -437,6 +458,7 @@ void forget_live_state() {
   for (auto& r : g_live)
     for (auto& b : r) b.store(0);
   for (auto& p : g_peak) p.store(0);
+  for (auto& g : g_graph_reserved) g.store(0);
   std::atomic<int64_t>* s = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
   if (s)
     for (uint32_t i = 0; i < kTrackedStacks; ++i) s[i].store(0);

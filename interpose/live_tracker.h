@@ -17,7 +17,7 @@
 //     release state), released before the handle map is touched.
 //   - cuMemPoolCreate, cuMemPoolDestroy: the pool table's spinlock.
 //   - a context teardown: none (the map's live entries of that context are taken out one by one).
-//   - reservations, trims and lookups: none.
+//   - reservations, trims, lookups, graph nodes and graph pool samples: none (atomics).
 // Shared cache lines written per event: the counters of the event's device and bucket, its call
 // site's counter, and the peak when it rises (atomic adds, no lock). The device's live counter
 // has to be one number for the peak to be exact (the pytest plugin's limits compare against it).

@@ -22,6 +22,7 @@
 #include "deferred_events.h"
 #include "gpu_processes.h"
 #include "activity_recorder.h"
+#include "graph_state.h"
 #include "live_tracker.h"
 #include "python_code_index.h"
 #include "shm_summary.h"
@@ -112,6 +113,7 @@ void after_fork_in_child() {
   forget_stacks();
   forget_modules();
   forget_live_state();
+  forget_graph_state();
   forget_python_codes();
   forget_shm_summary();
   forget_gpu_process_sampler();
@@ -202,7 +204,8 @@ inline int status_for(const Event& e) {
   if (status == kOpen) return status;
   if (status == kOff) return -1;
   if (status == kNotOpen) {
-    if (kOps[int(e.op)].action != Action::Acquire || !open_trace(e.t_ns)) return -1;
+    const Action a = kOps[int(e.op)].action;
+    if ((a != Action::Acquire && a != Action::Control) || !open_trace(e.t_ns)) return -1;
     status = g_status.load(std::memory_order_relaxed);
   }
   return status;

@@ -25,6 +25,10 @@ void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAgg
     for (const auto& [key, p] : live.pools())
       if (p.device == r.device) o.pool_largest_free_gap_bytes = std::max(o.pool_largest_free_gap_bytes, p.largest_free_gap(live.live()));
   o.vmm_unmapped_bytes = live.handle_bytes_unmapped(r.device);
+  if (const DeviceTotals* d = live.find_device(r.device)) {
+    o.graph_pool_reserved_bytes = d->graph_reserved;
+    o.graph_pool_used_bytes = d->graph_used;
+  }
   o.top_holders = site_groups(live.sites(), r.device, true);
   if (o.top_holders.size() > top_) o.top_holders.resize(top_);
   // What grew, where "grew" means at least 1 MiB or 0.1% of the device.

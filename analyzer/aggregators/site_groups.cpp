@@ -33,7 +33,8 @@ std::map<std::string, uint64_t> bytes_by_kind(const std::array<uint64_t, kKindSl
   std::map<std::string, uint64_t> out;
   for (int k = 0; k < kKindSlots; ++k) {
     MemKind kind = MemKind(k);
-    bool device_memory = kind == MemKind::Device || kind == MemKind::Async || kind == MemKind::VmmPhysical || kind == MemKind::Array;
+    bool device_memory = kind == MemKind::Device || kind == MemKind::Async || kind == MemKind::VmmPhysical || kind == MemKind::Array ||
+                         kind == MemKind::GraphPool;
     if (device_memory && kinds[k]) out[kind_name(kind)] = kinds[k];
   }
   return out;

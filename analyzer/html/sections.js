@@ -77,6 +77,19 @@ function timelineSection(ctx) {
   body);
 }
 
+// CUDA graphs on a device (report "graphs"): the graph pool and the graph memory nodes, or nothing.
+function graphsLine(ctx, device) {
+  const g = (ctx.r.graphs || []).find((x) => x.device === device);
+  if (!g) return null;
+  let text = 'CUDA graph pool: ' + fmtBytes(g.pool_reserved_at_peak_bytes) + ' at the peak, up to ' +
+      fmtBytes(g.pool_reserved_max_bytes) + ' reserved; ' + fmtBytes(g.pool_reserved_bytes) + ' reserved (' +
+      fmtBytes(g.pool_used_bytes) + ' used) at the end.';
+  if (g.memory_nodes) text += ' ' + g.memory_nodes + ' graph memory node' + (g.memory_nodes === 1 ? '' : 's') +
+      ' made (' + fmtBytes(g.memory_node_bytes) + ', virtual)' +
+      (g.captured_allocations ? ', ' + g.captured_allocations + ' captured from streams' : '') + '.';
+  return el('p', {class: 'sub'}, text);
+}
+
 function peakSection(ctx) {
   const peaks = ctx.r.peak.by_device;
   if (!peaks.length) return section('peak-' + ctx.index, 'Peak', el('p', {class: 'none'}, 'No device memory was allocated.'));
@@ -86,6 +99,7 @@ function peakSection(ctx) {
     return el('div', {class: 'peak-pane'},
         el('p', {class: 'lead'}, 'Device ' + p.device + ': ', el('strong', null, fmtBytes(p.bytes)), ' at ' + fmtSecs(ctx.rel(p.t_ns)) +
             (kinds ? ' (' + kinds + ')' : '')),
+        graphsLine(ctx, p.device),
         icicle(ctx, p, path),
         el('h3', null, 'Live at the peak, by call site'),
         groupsTable(ctx, p.live_set, path, {shareLabel: 'share of the peak'}));

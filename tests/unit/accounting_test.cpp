@@ -89,7 +89,15 @@ class Both {
     }
     for (int d = 0; d < kTrackedDevices; ++d)
       if (!peak_by_row.count(d)) CHECK(peak_bytes(d) == 0);  // the report lists devices with a peak
-    int64_t all = 0;
+    // The graph pool is live device memory but no leak (rule 9): the analyzer's own per-device
+    // figure, which compare_now() has checked against the tracker's bytes all along.
+    std::map<int, int64_t> graph_by_row;
+    int64_t graph_all = 0;
+    for (const auto& d : live_.devices()) {
+      graph_by_row[row_of(d.device)] += int64_t(d.graph_reserved);
+      graph_all += int64_t(d.graph_reserved);
+    }
+    int64_t all = -graph_all;
     for (int b = 0; b < kBuckets; ++b) all += live_bytes(-1, b);
     CHECK(rep.leak_bytes == uint64_t(all));
     std::map<std::pair<int, std::string>, int64_t> by_row_kind;
@@ -102,7 +110,8 @@ class Both {
       for (int b = 0; b < kBuckets; ++b) {
         INFO("row " << row << ", bucket " << analyzer::bucket_name(Bucket(b)));
         auto it = by_row_kind.find({row, analyzer::bucket_name(Bucket(b))});
-        CHECK(live_bytes(row, b) == (it == by_row_kind.end() ? 0 : it->second));
+        const int64_t graph = b == int(Bucket::Device) ? graph_by_row[row] : 0;
+        CHECK(live_bytes(row, b) - graph == (it == by_row_kind.end() ? 0 : it->second));
       }
     for (uint32_t s : stacks_) CHECK(site_bytes(s) == device_by_stack[s]);
     return rep;
@@ -340,6 +349,64 @@ TEST_CASE("accounting: a stream-ordered allocation counts where its pool lives (
   both.finish();
 }
 
+TEST_CASE("accounting: captured allocations and graph memory nodes hold no memory, and the graph pool counts by its samples (rules 8, 9)") {
+  Both both;
+  Ev ev;
+  Event captured = ev.alloc(HookId::cuMemAllocAsync, 0x7000000, 6 * MiB);
+  captured.set_aux2(1);
+  both.apply(captured);
+  Event node = ev.alloc(HookId::cuGraphAddMemAllocNode, 0x7800000, 3 * MiB);
+  node.set_aux(0x77);
+  node.set_aux2(device_location(1));
+  both.apply(node);
+  CHECK(dev(0) == 0);
+  CHECK(dev(1) == 0);
+  Event captured_free = ev.free(HookId::cuMemFreeAsync, 0x7000000);
+  captured_free.set_aux2(1);
+  both.apply(ev.alloc(HookId::cuMemAllocAsync, 0x7000000, 1 * MiB));  // a real one at the same address
+  both.apply(captured_free);  // a captured free frees nothing now
+  CHECK(dev(0) == int64_t(1 * MiB));
+  auto sample = [&](HookId op, uint64_t reserved, uint64_t used) {
+    Event e = ev.base(op);
+    e.set_size(reserved);
+    e.set_aux(used);
+    return e;
+  };
+  both.apply(sample(HookId::cuGraphUpload, 8 * MiB, 8 * MiB));
+  CHECK(dev(0) == int64_t(9 * MiB));
+  both.apply(ev.alloc(HookId::cuMemAlloc_v2, 0x9000000, 4 * MiB));
+  CHECK(peak_bytes(0) == int64_t(13 * MiB));
+  both.apply(sample(HookId::cuGraphExecDestroy, 8 * MiB, 0));  // unbound, still reserved
+  CHECK(dev(0) == int64_t(13 * MiB));
+  Event no_sample = ev.base(HookId::cuGraphLaunch);
+  both.apply(no_sample);  // the pool could not be read: nothing changes
+  both.apply(ev.failed(sample(HookId::cuGraphLaunch, 64 * MiB, 64 * MiB), 2));  // failed: nothing
+  CHECK(dev(0) == int64_t(13 * MiB));
+  Event trim = sample(HookId::cuDeviceGraphMemTrim, 0, 0);
+  trim.set_aux2(0);
+  both.apply(trim);
+  CHECK(dev(0) == int64_t(5 * MiB));
+  CHECK(peak_bytes(0) == int64_t(13 * MiB));
+  Event trim1 = sample(HookId::cuDeviceGraphMemTrim, 2 * MiB, 2 * MiB);
+  trim1.set_aux2(1);  // a trim samples the device it names, not the event's
+  both.apply(trim1);
+  CHECK(dev(1) == int64_t(2 * MiB));
+  CHECK(dev(0) == int64_t(5 * MiB));
+  const auto* d0 = both.live().find_device(0);
+  REQUIRE(d0);
+  CHECK(d0->captured == 1);
+  CHECK(d0->captured_bytes == 6 * MiB);
+  CHECK(d0->graph_reserved == 0);
+  CHECK(d0->graph_reserved_max == 8 * MiB);
+  const auto* d1 = both.live().find_device(1);
+  REQUIRE(d1);
+  CHECK(d1->graph_nodes == 1);  // cuGraphAddMemAllocNode's location
+  CHECK(d1->graph_node_bytes == 3 * MiB);
+  CHECK(d1->graph_reserved == 2 * MiB);
+  TraceReport rep = both.finish();
+  CHECK(rep.leak_bytes == 1 * MiB + 4 * MiB);  // the real allocations only; the graph pool is no leak
+}
+
 TEST_CASE("accounting: failed calls, frees of unknown pointers, double frees and addresses handed out twice") {
   Both both;
   Ev ev;
@@ -426,8 +493,10 @@ Event random_event(std::mt19937_64& rng) {
     return a[rng() % sizeof...(v)];
   };
   Event e;
+  // Lookups, and the 28 graph ops (rules 8 and 9), less often: the older ops keep their share.
+  auto graph_op = [](HookId id) { return kOps[int(id)].code > uint8_t(HookId::cuGraphAddMemAllocNode); };
   do e.op = HookId(rng() % kHookCount);
-  while (kOps[int(e.op)].action == Action::Lookup && rng() % 4);
+  while ((kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10));
   static const int kDevices[] = {0, 0, 0, 1, 1, 2, 15, 16, 40, -1};
   e.device = kDevices[rng() % 10];
   e.context = pick(0x10, 0x10, 0x20, 0x30);
@@ -459,6 +528,21 @@ Event random_event(std::mt19937_64& rng) {
       if (op.kind == MemKind::Pool || rng() % 3) e.set_aux(pick(0, 0xb1, 0xb2, 0xb3, 0xb4));
       if (e.op == HookId::cuMemPoolCreate) e.set_aux2(locations[rng() % 8]);
       if (e.op == HookId::cuMemAllocAsync || e.op == HookId::cuMemAllocAsync_ptsz) e.fields &= uint8_t(~fmt::kEvAux);
+      if (op.kind == MemKind::Async && rng() % 4 == 0) e.set_aux2(pick(0, 1));  // captured (rule 8), or marked not
+      break;
+    case MemKind::GraphPool:  // a sample (size: reserved) or none; trim names its device
+      if (rng() % 4 == 0) {
+        e.size = 0;
+        e.fields &= uint8_t(~fmt::kEvSize);
+      } else {
+        e.set_size(pick(0, 2, 4, 8, 8, 64) * MiB);
+      }
+      e.set_aux(e.size / 2);
+      if (e.op == HookId::cuDeviceGraphMemTrim) e.set_aux2(pick(0, 1, 2, 16, 40));
+      break;
+    case MemKind::GraphNode:
+      e.set_aux(0x77);
+      if (rng() % 2) e.set_aux2(e.op == HookId::cuGraphAddMemAllocNode ? locations[rng() % 8] : pick(1, 10, 11));
       break;
     case MemKind::Context:
       if (e.op == HookId::cuCtxDestroy_v2)

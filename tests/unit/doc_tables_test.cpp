@@ -122,7 +122,9 @@ TEST_CASE("docs: the op table is op_table.h's") {
   for (const vt::OpInfo& op : vt::kOps) {
     bool lookup = op.action == vt::Action::Lookup;
     auto field = [&](vt::Field f) { return std::string(vt::field_info(f).doc); };
-    want.push_back({std::to_string(op.code), op.name, lookup ? "(lookup, never recorded)" : vt::kind_name(op.kind),
+    bool query = op.action == vt::Action::Query;
+    want.push_back({std::to_string(op.code), op.name,
+                    lookup ? "(lookup, never recorded)" : query ? "(query, never recorded)" : vt::kind_name(op.kind),
                     field(op.fields.addr), field(op.fields.size), field(op.fields.aux), field(op.fields.aux2)});
   }
   check_table({"code", "op", "kind", "addr", "size", "aux", "aux2"}, want);

@@ -1,0 +1,187 @@
+// CUDA graphs end to end: tests/programs/graph_memory.cpp builds graphs with memory nodes and
+// captures stream-ordered allocations on the simulated driver; the report's figures (graph pool
+// reserved and used, memory nodes, captured allocations, the peak with the graph pool in it, no
+// leak for captured allocations, the OOM verdict) must be the driver's, as the program printed
+// them. Also: a relaunch that leaves the graph pool as it was writes no record.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+using nlohmann::json;
+
+namespace {
+
+struct Run {
+  std::string trace;
+  std::map<std::string, uint64_t> figures;  // the program's "name value" lines
+};
+
+Run run_mode(const std::string& mode, std::vector<std::pair<std::string, std::string>> env = {}) {
+  std::string dir = e2e::temp_dir();
+  env.push_back({"VRAMTRACE_OUTPUT", dir});
+  e2e::Result r = e2e::run({{e2e::program("graph_memory"), mode}, env});
+  INFO(mode << ": " << r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  Run run{files[0], {}};
+  for (const std::string& line : e2e::lines(r.out)) {
+    std::istringstream in(line);
+    std::string name;
+    long long v = 0;
+    if (in >> name >> v) run.figures[name] = uint64_t(v);
+  }
+  return run;
+}
+
+json report(const std::string& path, const std::string& section = "report") {
+  e2e::Spec s{{e2e::cli(), section, path, "--format", "json"}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+std::string text_report(const std::string& path) {
+  e2e::Spec s{{e2e::cli(), "report", path}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+size_t count_op(const e2e::Trace& t, const std::string& op) {
+  size_t n = 0;
+  for (const std::string& o : t.ops()) n += o == op;
+  return n;
+}
+
+const json& graph_device(const json& j, int device) {
+  REQUIRE(j.contains("graphs"));
+  for (const json& g : j["graphs"])
+    if (g["device"] == device) return g;
+  FAIL("no graphs entry for device " << device);
+  return j;
+}
+
+constexpr uint64_t MiB = 1 << 20;
+
+}  // namespace
+
+TEST_CASE("graph memory nodes: the graph pool is sampled at upload, launch, destroy and trim") {
+  Run run = run_mode("graph");
+  const auto& f = run.figures;
+  REQUIRE(f.at("reserved_after_upload") >= 8 * MiB);  // the model: 2 MiB pages per allocation
+  REQUIRE(f.at("used_after_upload") == f.at("reserved_after_upload"));
+  REQUIRE(f.at("reserved_end") == 0);
+
+  e2e::Trace t = e2e::load(run.trace);
+  // Five launches of a graph whose memory the upload already bound: no record for any of them.
+  CHECK(count_op(t, "cuGraphUpload") == 1);
+  CHECK(count_op(t, "cuGraphLaunch") == 0);
+  CHECK(count_op(t, "cuGraphAddMemAllocNode") == 1);
+  CHECK(count_op(t, "cuGraphAddMemFreeNode") == 1);
+  CHECK(count_op(t, "cuGraphAddNode_v2") == 2);  // the alloc and free nodes; the empty node is not recorded
+  CHECK(count_op(t, "cuGraphInstantiateWithFlags") == 1);
+  CHECK(count_op(t, "cuGraphExecDestroy") == 1);
+  CHECK(count_op(t, "cuDeviceGraphMemTrim") == 1);
+  CHECK(count_op(t, "cuDeviceGetGraphMemAttribute") == 0);  // a query: never recorded
+
+  json j = report(run.trace);
+  const json& g = graph_device(j, 0);
+  CHECK(g["pool_reserved_max_bytes"] == f.at("reserved_max"));
+  CHECK(g["pool_reserved_at_peak_bytes"] == f.at("reserved_after_upload"));
+  CHECK(g["pool_reserved_bytes"] == f.at("reserved_end"));
+  CHECK(g["pool_used_bytes"] == f.at("used_end"));
+  CHECK(g["memory_nodes"] == f.at("nodes"));
+  CHECK(g["memory_node_bytes"] == f.at("node_bytes"));
+  CHECK(g["captured_allocations"] == 0);
+  // The peak: the 16 MiB cuMemAlloc and the graph pool, together.
+  CHECK(j["peak"]["bytes"] == 16 * MiB + f.at("reserved_after_upload"));
+  CHECK(j["peak"]["by_kind"]["graph_pool"] == f.at("reserved_after_upload"));
+  CHECK(j["peak"]["by_kind"]["device"] == 16 * MiB);
+  CHECK(j["leaks"]["bytes"] == 0);
+
+  std::string text = text_report(run.trace);
+  CHECK(text.find("CUDA graph pool") != std::string::npos);
+  CHECK(text.find("2 graph memory nodes made") != std::string::npos);
+}
+
+TEST_CASE("allocations captured into a graph are graph nodes, never live memory") {
+  Run run = run_mode("capture");
+  const auto& f = run.figures;
+  e2e::Trace t = e2e::load(run.trace);
+  size_t captured = 0, captured_frees = 0, real = 0;
+  for (const auto& e : t.events) {
+    if (!e.op || e.op->kind != vt::MemKind::Async) continue;
+    bool mark = (e.fields & vt::format::kEvAux2) && e.aux2 == 1;
+    if (e.op->action == vt::Action::Acquire) (mark ? captured : real)++;
+    else if (mark) captured_frees++;
+  }
+  CHECK(captured == 3);
+  CHECK(captured_frees == 2);
+  CHECK(real == 1);
+  CHECK(count_op(t, "cuStreamBeginCapture_v2") == 1);
+  CHECK(count_op(t, "cuStreamEndCapture") == 1);
+
+  json j = report(run.trace);
+  const json& g = graph_device(j, 0);
+  CHECK(g["captured_allocations"] == f.at("captured"));
+  CHECK(g["captured_bytes"] == f.at("captured_bytes"));
+  CHECK(g["memory_nodes"] == f.at("captured"));
+  CHECK(g["pool_reserved_max_bytes"] == f.at("reserved_after_launch"));
+  CHECK(g["pool_reserved_bytes"] == f.at("reserved_end"));
+  // No leak for the captured allocations (the 4 MiB one is never freed by a captured free) and the
+  // peak holds only what was really allocated: the graph pool at the launch and the 1 MiB on the
+  // other stream, still live then (counted as live, the captured ones would make it 19 MiB).
+  CHECK(j["leaks"]["bytes"] == 0);
+  CHECK(j["leaks"]["count"] == 0);
+  CHECK(j["peak"]["bytes"] == f.at("real_live_during_capture") + f.at("reserved_after_launch"));
+  const bool async_above_real = j["peak"]["by_kind"].contains("async") && j["peak"]["by_kind"]["async"].get<uint64_t>() > MiB;
+  CHECK_FALSE(async_above_real);
+
+  std::string text = text_report(run.trace);
+  CHECK(text.find("3 allocations of 14.0 MiB captured from streams into CUDA graphs") != std::string::npos);
+}
+
+TEST_CASE("capture into a graph on the per-thread default stream (_ptsz): captured, then real again") {
+  Run run = run_mode("capture-ptsz");
+  const auto& f = run.figures;
+  e2e::Trace t = e2e::load(run.trace);
+  CHECK(count_op(t, "cuStreamBeginCaptureToGraph_ptsz") == 1);
+  CHECK(count_op(t, "cuStreamEndCapture_ptsz") == 1);
+  json j = report(run.trace);
+  const json& g = graph_device(j, 0);
+  CHECK(g["captured_allocations"] == f.at("captured"));
+  CHECK(g["captured_bytes"] == f.at("captured_bytes"));
+  // The real allocation goes with the primary context's last release (a teardown, not a leak);
+  // the captured ones are in neither.
+  CHECK(j["leaks"]["bytes"] == 0);
+  CHECK(j["leaks"]["teardown"]["bytes"] == f.at("real_live_at_end"));
+  CHECK(j["leaks"]["teardown"]["count"] == 1);
+  CHECK(j["peak"]["bytes"] == f.at("real_live_at_end"));
+}
+
+TEST_CASE("an OOM while the graph pool holds the memory says so, in PyTorch's terms") {
+  Run run = run_mode("oom");
+  const auto& f = run.figures;
+  REQUIRE(f.at("oom_result") == 2);
+  REQUIRE(f.at("after_trim_result") == 0);
+  json j = report(run.trace, "oom");
+  REQUIRE(j["ooms"].size() == 1);
+  const json& o = j["ooms"][0];
+  CHECK(o["verdict"] == "graph_pool");
+  CHECK(o["graph_pool_reserved_bytes"] == f.at("reserved_at_oom"));
+  CHECK(o["graph_pool_used_bytes"] == f.at("used_at_oom"));
+  CHECK(o["process_by_kind"]["graph_pool"] == f.at("reserved_at_oom"));
+  std::string remedies = o["remedies"].dump();
+  CHECK(remedies.find("torch.cuda.graph") != std::string::npos);
+  CHECK(remedies.find("cudaDeviceGraphMemTrim") != std::string::npos);
+}

@@ -1,0 +1,208 @@
+// CUDA graphs with memory nodes and stream capture on the simulated driver, linked with -lcuda
+// (tests/e2e/graph_test.cpp runs it under libvramtrace.so and checks the report against the
+// figures printed here, which are the driver's own: cuDeviceGetGraphMemAttribute, cuMemGetInfo).
+//   graph    explicit memory nodes: cuGraphAddMemAllocNode + cuGraphAddMemFreeNode, and
+//            cuGraphAddNode_v2 with MEM_ALLOC / MEM_FREE params (and a kernel-free empty node);
+//            instantiate, upload, 5 launches, destroy the executable graph, trim, destroy.
+//            A 16 MiB cuMemAlloc is live throughout the launches (the peak holds both).
+//   capture  cuMemAllocAsync / cuMemFreeAsync captured on a stream (8, 2 and 4 MiB; the 4 MiB one
+//            not freed in the graph), while another stream allocates 1 MiB for real; the graph
+//            is launched once, its 4 MiB allocation freed with cuMemFreeAsync, then everything
+//            destroyed and trimmed.
+//   capture-ptsz  cuStreamBeginCaptureToGraph_ptsz on the per-thread default stream: two captured
+//            allocations, then a real 3 MiB one after the capture ended (left to the context's teardown).
+//   oom      a graph whose upload takes 10 GiB of the 16 GiB device, then a 8 GiB cuMemAlloc fails.
+// Prints "name value" lines (bytes or counts).
+#include <cuda.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+void check(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) {
+    fprintf(stderr, "graph_memory: %s failed: %d\n", what, int(r));
+    exit(1);
+  }
+}
+
+cuuint64_t attr(CUgraphMem_attribute a) {
+  cuuint64_t v = 0;
+  check(cuDeviceGetGraphMemAttribute(0, a, &v), "cuDeviceGetGraphMemAttribute");
+  return v;
+}
+cuuint64_t reserved() { return attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT); }
+cuuint64_t used() { return attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT); }
+
+CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(size_t bytes) {
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.poolProps.location.id = 0;
+  p.bytesize = bytes;
+  return p;
+}
+
+constexpr size_t MiB = 1 << 20;
+
+int graph_mode(CUstream s) {
+  CUdeviceptr big = 0;
+  check(cuMemAlloc(&big, 16 * MiB), "cuMemAlloc");
+  CUgraph g;
+  check(cuGraphCreate(&g, 0), "cuGraphCreate");
+  CUgraphNode a, fa, c, fc, empty;
+  CUDA_MEM_ALLOC_NODE_PARAMS pa = alloc_params(3 * MiB);
+  check(cuGraphAddMemAllocNode(&a, g, nullptr, 0, &pa), "cuGraphAddMemAllocNode");
+  check(cuGraphAddMemFreeNode(&fa, g, &a, 1, pa.dptr), "cuGraphAddMemFreeNode");
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  np.alloc.poolProps = alloc_params(0).poolProps;
+  np.alloc.bytesize = 5 * MiB;
+  check(cuGraphAddNode(&c, g, &fa, nullptr, 1, &np), "cuGraphAddNode_v2 (alloc)");
+  CUdeviceptr c_ptr = np.alloc.dptr;
+  CUgraphNodeParams nf;
+  memset(&nf, 0, sizeof nf);
+  nf.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+  nf.free.dptr = c_ptr;
+  check(cuGraphAddNode(&fc, g, &c, nullptr, 1, &nf), "cuGraphAddNode_v2 (free)");
+  CUgraphNodeParams ne;
+  memset(&ne, 0, sizeof ne);
+  ne.type = CU_GRAPH_NODE_TYPE_EMPTY;
+  check(cuGraphAddNode(&empty, g, &fc, nullptr, 1, &ne), "cuGraphAddNode_v2 (empty)");
+  printf("nodes 2\nnode_bytes %zu\n", 8 * MiB);
+
+  CUgraphExec x;
+  check(cuGraphInstantiate(&x, g, 0), "cuGraphInstantiateWithFlags");
+  check(cuGraphUpload(x, s), "cuGraphUpload");
+  printf("reserved_after_upload %llu\nused_after_upload %llu\n", (unsigned long long)reserved(),
+         (unsigned long long)used());
+  for (int i = 0; i < 5; ++i) check(cuGraphLaunch(x, s), "cuGraphLaunch");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  printf("reserved_after_launches %llu\nused_after_launches %llu\n", (unsigned long long)reserved(),
+         (unsigned long long)used());
+  printf("reserved_max %llu\n", (unsigned long long)attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH));
+  check(cuMemFree(big), "cuMemFree");
+  check(cuGraphExecDestroy(x), "cuGraphExecDestroy");
+  printf("reserved_after_exec_destroy %llu\nused_after_exec_destroy %llu\n", (unsigned long long)reserved(),
+         (unsigned long long)used());
+  check(cuDeviceGraphMemTrim(0), "cuDeviceGraphMemTrim");
+  check(cuGraphDestroy(g), "cuGraphDestroy");
+  printf("reserved_end %llu\nused_end %llu\n", (unsigned long long)reserved(), (unsigned long long)used());
+  return 0;
+}
+
+int capture_mode(CUstream s) {
+  CUstream other;
+  check(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture_v2");
+  CUdeviceptr p8, p2, p4, real;
+  check(cuMemAllocAsync(&p8, 8 * MiB, s), "cuMemAllocAsync (captured)");
+  check(cuMemAllocAsync(&real, 1 * MiB, other), "cuMemAllocAsync (real)");
+  check(cuMemAllocAsync(&p2, 2 * MiB, s), "cuMemAllocAsync (captured)");
+  check(cuMemFreeAsync(p8, s), "cuMemFreeAsync (captured)");
+  check(cuMemAllocAsync(&p4, 4 * MiB, s), "cuMemAllocAsync (captured)");
+  check(cuMemFreeAsync(p2, s), "cuMemFreeAsync (captured)");
+  CUgraph g;
+  check(cuStreamEndCapture(s, &g), "cuStreamEndCapture");
+  printf("captured 3\ncaptured_bytes %zu\nreal_live_during_capture %zu\n", 14 * MiB, 1 * MiB);
+  CUgraphExec x;
+  check(cuGraphInstantiate(&x, g, 0), "cuGraphInstantiateWithFlags");
+  check(cuGraphLaunch(x, s), "cuGraphLaunch");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  printf("reserved_after_launch %llu\nused_after_launch %llu\n", (unsigned long long)reserved(),
+         (unsigned long long)used());
+  check(cuMemFreeAsync(p4, s), "cuMemFreeAsync (graph allocation)");
+  check(cuMemFreeAsync(real, other), "cuMemFreeAsync (real)");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  check(cuStreamSynchronize(other), "cuStreamSynchronize");
+  check(cuGraphExecDestroy(x), "cuGraphExecDestroy");
+  check(cuGraphDestroy(g), "cuGraphDestroy");
+  check(cuDeviceGraphMemTrim(0), "cuDeviceGraphMemTrim");
+  printf("reserved_end %llu\n", (unsigned long long)reserved());
+  check(cuStreamDestroy(other), "cuStreamDestroy");
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {  // the per-thread-default-stream exports (cuda.h declares them only under its macros)
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
+                                          CUstreamCaptureMode);
+CUresult cuStreamEndCapture_ptsz(CUstream, CUgraph*);
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr*, size_t, CUstream);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr, CUstream);
+}
+
+namespace {
+
+// Capture into an existing graph on the per-thread default stream (stream 0 with _ptsz), in
+// relaxed mode, while the legacy-stream view of the same handle is not capturing.
+int capture_ptsz_mode() {
+  CUgraph g;
+  check(cuGraphCreate(&g, 0), "cuGraphCreate");
+  check(cuStreamBeginCaptureToGraph_ptsz(nullptr, g, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
+        "cuStreamBeginCaptureToGraph_ptsz");
+  CUdeviceptr a, b;
+  check(cuMemAllocAsync_ptsz(&a, 6 * MiB, nullptr), "cuMemAllocAsync_ptsz (captured)");
+  check(cuMemAllocAsync_ptsz(&b, 2 * MiB, nullptr), "cuMemAllocAsync_ptsz (captured)");
+  check(cuMemFreeAsync_ptsz(a, nullptr), "cuMemFreeAsync_ptsz (captured)");
+  check(cuMemFreeAsync_ptsz(b, nullptr), "cuMemFreeAsync_ptsz (captured)");
+  CUgraph out;
+  check(cuStreamEndCapture_ptsz(nullptr, &out), "cuStreamEndCapture_ptsz");
+  CUdeviceptr after;  // the capture ended: a real allocation again
+  check(cuMemAllocAsync_ptsz(&after, 3 * MiB, nullptr), "cuMemAllocAsync_ptsz (real)");
+  printf("captured 2\ncaptured_bytes %zu\nreal_live_at_end %zu\n", 8 * MiB, 3 * MiB);
+  check(cuGraphDestroy(g), "cuGraphDestroy");
+  return 0;  // `after` is left allocated: the primary context's last release frees it
+}
+
+int oom_mode(CUstream s) {
+  CUgraph g;
+  check(cuGraphCreate(&g, 0), "cuGraphCreate");
+  CUgraphNode a, fa;
+  CUDA_MEM_ALLOC_NODE_PARAMS pa = alloc_params(size_t(10) << 30);
+  check(cuGraphAddMemAllocNode(&a, g, nullptr, 0, &pa), "cuGraphAddMemAllocNode");
+  check(cuGraphAddMemFreeNode(&fa, g, &a, 1, pa.dptr), "cuGraphAddMemFreeNode");
+  CUgraphExec x;
+  check(cuGraphInstantiate(&x, g, 0), "cuGraphInstantiateWithFlags");
+  check(cuGraphLaunch(x, s), "cuGraphLaunch");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  printf("reserved_at_oom %llu\nused_at_oom %llu\n", (unsigned long long)reserved(), (unsigned long long)used());
+  CUdeviceptr p = 0;
+  CUresult r = cuMemAlloc(&p, size_t(8) << 30);
+  printf("oom_result %d\n", int(r));
+  check(cuGraphExecDestroy(x), "cuGraphExecDestroy");
+  check(cuGraphDestroy(g), "cuGraphDestroy");
+  check(cuDeviceGraphMemTrim(0), "cuDeviceGraphMemTrim");
+  r = cuMemAlloc(&p, size_t(8) << 30);  // fits once the graph pool is trimmed
+  printf("after_trim_result %d\n", int(r));
+  if (r == CUDA_SUCCESS) check(cuMemFree(p), "cuMemFree");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  check(cuInit(0), "cuInit");
+  CUdevice dev;
+  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+  CUcontext ctx;
+  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  CUstream s;
+  check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  int rc = mode == "graph"          ? graph_mode(s)
+           : mode == "capture"      ? capture_mode(s)
+           : mode == "capture-ptsz" ? capture_ptsz_mode()
+           : mode == "oom"          ? oom_mode(s)
+                                    : 2;
+  check(cuStreamDestroy(s), "cuStreamDestroy");
+  check(cuDevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  return rc;
+}
