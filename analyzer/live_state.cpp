@@ -41,6 +41,19 @@ uint64_t PoolState::largest_free_gap(const AllocMap& live) const {
 }
 
 
+uint32_t SiteTable::insert(const SiteKey& k) {
+  uint32_t r = uint32_t(rows_.size());
+  if (k.stack >= dense_.size() && uint64_t(k.stack) < 2 * uint64_t(r) + 65536)
+    dense_.resize(std::max<size_t>(size_t(k.stack) + 1, dense_.size() * 2), 0);
+  // Once the array grows over an id the hash holds, that id's rows stay chained from the hash.
+  uint32_t* head = head_of(k.stack);
+  if (!head) head = k.stack < dense_.size() ? &dense_[k.stack] : &sparse_[k.stack];
+  rows_.push_back({k, {}});
+  next_.push_back(*head);
+  *head = r + 1;
+  return r;
+}
+
 const DeviceTotals* LiveState::find_other_device(int device) const {
   auto it = other_.find(device);
   return it == other_.end() ? nullptr : &slots_[size_t(it->second)];
@@ -75,7 +88,23 @@ __attribute__((always_inline)) inline void LiveState::account(const Alloc& a, in
     changed_.push_back(a.device);
   SiteBytes& s = sites_.at(a.site);
   s.bytes += delta;
+  uint64_t before = s.count;
   s.count += uint64_t(sign);
+  if (__builtin_expect((before == 0) != (s.count == 0), 0)) held_change(a.site, s.count != 0);
+}
+
+void LiveState::held_change(uint32_t row, bool held) {
+  if (held) {
+    if (row >= held_pos_.size()) held_pos_.resize(std::max<size_t>(size_t(row) + 1, held_pos_.size() * 2), 0);
+    held_.push_back(row);
+    held_pos_[row] = uint32_t(held_.size());
+    return;
+  }
+  uint32_t at = held_pos_[row] - 1, last = held_.back();
+  held_[at] = last;
+  held_pos_[last] = at + 1;
+  held_.pop_back();
+  held_pos_[row] = 0;
 }
 
 PoolState& LiveState::pool_of(uint64_t pool, int device) {

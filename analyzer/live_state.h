@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -55,43 +56,51 @@ using AllocMap = AddressMap<Alloc>;
 // Bytes and count per (stack, device, bucket). Rows are never removed (their number is bounded
 // by distinct stacks), so an allocation keeps its row's index and its release needs no lookup.
 // Rows whose count fell to zero stay, with zero bytes and count.
+// The index is by stack id: ids are dense from 1, so a dense array of each stack's first row,
+// and a stack's rows for other devices and buckets chained from it (a stack nearly always
+// allocates on one device and bucket). Beside the row (32 bytes) that is 8 bytes per stack; the
+// hash map it replaces (absl, SiteKey -> row) took ~30 more, a third of the RSS per distinct
+// stack left once the stack store was flat (docs/PERFORMANCE.md, "Many distinct stacks").
 class SiteTable {
  public:
   struct Row {
     SiteKey key;
     SiteBytes b;
   };
-  // Runs for every allocation: inlined, with the hash lookup kept out of line.
+  // Runs for every new allocation class (live_state.h): inlined, the insertion out of line.
   __attribute__((always_inline)) uint32_t row(const SiteKey& k) {
-    // Stack ids are dense from 1, and a stack nearly always allocates on one device and bucket:
-    // remember its last row by id, and hash only when that is not it.
-    if (k.stack < kMemoStacks) {
-      if (k.stack >= memo_.size()) memo_.resize(std::max<size_t>(k.stack + 1, memo_.size() * 2), 0);
-      uint32_t m = memo_[k.stack];
-      if (m && rows_[m - 1].key == k) return m - 1;
-      uint32_t r = lookup(k);
-      memo_[k.stack] = r + 1;
-      return r;
-    }
-    return lookup(k);
+    uint32_t* head = head_of(k.stack);
+    for (uint32_t r = head ? *head : 0; r; r = next_[r - 1])
+      if (rows_[r - 1].key == k) return r - 1;
+    return insert(k);
   }
   SiteBytes& at(uint32_t i) { return rows_[i].b; }
   const std::vector<Row>& rows() const { return rows_; }
   const SiteBytes* find(const SiteKey& k) const {
-    auto it = index_.find(k);
-    return it == index_.end() ? nullptr : &rows_[it->second].b;
+    const uint32_t* head = head_of(k.stack);
+    for (uint32_t r = head ? *head : 0; r; r = next_[r - 1])
+      if (rows_[r - 1].key == k) return &rows_[r - 1].b;
+    return nullptr;
   }
 
  private:
-  static constexpr uint32_t kMemoStacks = 1u << 22;  // ids beyond (damaged traces) just hash
-  __attribute__((noinline)) uint32_t lookup(const SiteKey& k) {
-    auto [it, inserted] = index_.try_emplace(k, uint32_t(rows_.size()));
-    if (inserted) rows_.push_back({k, {}});
-    return it->second;
+  // The stack's first row + 1 (0 = none yet), nullptr when it has no slot.
+  const uint32_t* head_of(uint32_t stack) const {
+    if (stack < dense_.size() && dense_[stack]) return &dense_[stack];
+    if (!sparse_.empty()) {  // (the array may have grown over ids the hash holds)
+      auto it = sparse_.find(stack);
+      if (it != sparse_.end()) return &it->second;
+    }
+    return nullptr;
   }
+  uint32_t* head_of(uint32_t stack) { return const_cast<uint32_t*>(std::as_const(*this).head_of(stack)); }
+  __attribute__((noinline)) uint32_t insert(const SiteKey& k);
   std::vector<Row> rows_;
-  absl::flat_hash_map<SiteKey, uint32_t> index_;
-  std::vector<uint32_t> memo_;  // stack id -> its last row + 1 (0 = none)
+  std::vector<uint32_t> next_;  // rows_[i]'s stack's next row + 1 (0 = none)
+  // Stack id -> its first row + 1. Ids far beyond the rows seen (damaged or hand-made traces: any
+  // 32-bit value) go to the hash, so no id sizes the array.
+  std::vector<uint32_t> dense_;
+  absl::flat_hash_map<uint32_t, uint32_t> sparse_;
 };
 
 // Slots for device bytes by op kind: MemKind values, with room to spare (a kind is masked into it).
@@ -147,6 +156,10 @@ class LiveState {
     return find_other_device(device);
   }
   const std::vector<SiteTable::Row>& sites() const { return sites_.rows(); }
+  // The rows of sites() with live allocations (count > 0), in no particular order: what a
+  // checkpoint or a peak snapshot reads, so that their cost follows the live sites rather than
+  // every stack the trace ever had (a trace where each event has a new stack has millions).
+  const std::vector<uint32_t>& held_sites() const { return held_; }
   const SiteBytes* site(const SiteKey& k) const { return sites_.find(k); }
   const AllocMap& live() const { return live_; }
   const AllocMap& vmm_handles() const { return handles_; }
@@ -200,6 +213,9 @@ class LiveState {
   int last_device_ = -2, last_slot_ = -1;
   uint64_t device_all_ = 0;
   SiteTable sites_;
+  std::vector<uint32_t> held_;      // rows of sites_ with count > 0
+  std::vector<uint32_t> held_pos_;  // row -> its index in held_ + 1 (0 = not held)
+  __attribute__((noinline)) void held_change(uint32_t row, bool held);
   SiteTable teardown_;
   uint64_t reserved_total_ = 0, mapped_total_ = 0, unmatched_frees_ = 0;
   std::vector<int> changed_;
