@@ -24,12 +24,33 @@ using vt::Bucket;
 using vt::kBuckets;
 const char* bucket_name(Bucket b);
 
+// A live allocation, as the replay keeps it (its address or handle is the map's key): 16 bytes,
+// what it shares with others from the same place in an AllocClass. With the fields inline (40
+// bytes, a 56-byte slot at load <= 1/2) a trace with 1 M allocations live took ~150 B of RSS per
+// live allocation (docs/PERFORMANCE.md, "Many live allocations").
 struct Alloc {
+  static constexpr bool kHasSlotFlag = true;  // address_map.h: the slot's flag is slot_used
   uint64_t size = 0;
+  uint32_t cls = 0;        // its row in LiveState's classes
+  uint32_t slot_used = 0;  // AddressMap's
+};
+
+// Where live allocations count and whose they are: once per distinct (site row, context, pool,
+// kind), the site row giving stack, device and bucket.
+struct AllocClass {
   uint64_t context = 0;
   uint64_t pool = 0;  // Async: the pool (or 0 for the device's current pool)
+  uint32_t site = 0;  // its row in LiveState::sites()
+  MemKind kind = MemKind::None;
+};
+
+// Everything about one live allocation (LiveState::info), for the readers of the live set.
+struct AllocInfo {
+  uint64_t size = 0;
+  uint64_t context = 0;
+  uint64_t pool = 0;
   uint32_t stack = 0;
-  uint32_t site = 0;  // its row in LiveState::sites(), set when it is added
+  uint32_t site = 0;
   int32_t device = -1;
   MemKind kind = MemKind::None;
   Bucket bucket = Bucket::Device;
@@ -114,6 +135,8 @@ struct DeviceTotals {
   std::array<uint64_t, kKindSlots> kinds{};
 };
 
+class LiveState;
+
 // A pool as far as events show it: where its memory counts, the address ranges it handed out
 // since it was created or trimmed (its inferred footprint) and the bytes of its live allocations.
 struct PoolState {
@@ -123,7 +146,7 @@ struct PoolState {
   std::map<uint64_t, uint64_t> extents;  // start -> end, merged
   uint64_t live_bytes = 0;
   uint64_t footprint() const;
-  uint64_t largest_free_gap(const AllocMap& live) const;
+  uint64_t largest_free_gap(const LiveState& live) const;
 };
 
 class LiveState {
@@ -162,6 +185,12 @@ class LiveState {
   const std::vector<uint32_t>& held_sites() const { return held_; }
   const SiteBytes* site(const SiteKey& k) const { return sites_.find(k); }
   const AllocMap& live() const { return live_; }
+  // The whole of a live allocation of live() or vmm_handles().
+  AllocInfo info(const Alloc& a) const {
+    const AllocClass& c = classes_[a.cls];
+    const SiteKey& k = sites_.rows()[c.site].key;
+    return AllocInfo{a.size, c.context, c.pool, k.stack, c.site, k.device, c.kind, k.bucket};
+  }
   const AllocMap& vmm_handles() const { return handles_; }
   const absl::flat_hash_map<uint64_t, PoolState>& pools() const { return pools_; }
 
@@ -183,10 +212,12 @@ class LiveState {
 
  private:
   static constexpr size_t kDirect = 1025;  // devices -1..1023 indexed directly
-  void add(uint64_t key, const Alloc& a, AllocMap& map);
+  void add(uint64_t key, const AllocInfo& a, AllocMap& map);
   void remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown);
   void drop_context(uint64_t ctx);
-  void account(const Alloc& a, int64_t sign);
+  void account(const AllocInfo& a, int64_t sign);
+  uint32_t class_of(const AllocInfo& a);  // finds or adds a's class (a.site set)
+  __attribute__((noinline)) uint32_t new_class(const AllocInfo& a);
   DeviceTotals& device_slot(int device) {  // events come in long runs on one device
     return device == last_device_ ? slots_[size_t(last_slot_)] : new_device_slot(device);
   }
@@ -212,6 +243,9 @@ class LiveState {
   absl::flat_hash_map<int, int32_t> other_;              // the same for devices outside -1..1023
   int last_device_ = -2, last_slot_ = -1;
   uint64_t device_all_ = 0;
+  std::vector<AllocClass> classes_;
+  std::vector<uint32_t> class_next_;  // classes_[i]'s site's next class + 1 (0 = none)
+  std::vector<uint32_t> site_class_;  // site row -> its first class + 1 (0 = none)
   SiteTable sites_;
   std::vector<uint32_t> held_;      // rows of sites_ with count > 0
   std::vector<uint32_t> held_pos_;  // row -> its index in held_ + 1 (0 = not held)

@@ -114,8 +114,8 @@ class PayloadReader {
       uint64_t stops = ~w & 0x8080808080808080ull;
       if (stops) {
         unsigned len = unsigned(__builtin_ctzll(stops) >> 3) + 1;  // bytes, the last one included
-        uint64_t x = w & 0x7f7f7f7f7f7f7f7full;
-        if (len < 8) x &= (1ull << (8 * len)) - 1;
+        // The bytes up to the last one: below its stop bit (wraps to all ones for the 8th byte).
+        uint64_t x = w & ((((stops & -stops) << 1) - 1) & 0x7f7f7f7f7f7f7f7full);
         x = (x & 0x007f007f007f007full) | ((x & 0x7f007f007f007f00ull) >> 1);
         x = (x & 0x00003fff00003fffull) | ((x & 0x3fff00003fff0000ull) >> 2);
         x = (x & 0x000000000fffffffull) | ((x & 0x0fffffff00000000ull) >> 4);
