@@ -1,28 +1,46 @@
 // AddressMap: the replay's map from an address (or handle) to what lives there, touched by every
 // allocation and free of a trace. Open addressing with linear probing and backward-shift deletion:
 // no tombstones, so the steady alloc/free churn of a training loop never degrades the table or
-// forces a rehash, and a lookup is one multiply and a short scan. Load factor at most 1/2.
+// forces a rehash, and a lookup is one multiply and a short scan. Load factor at most 3/4 (it was
+// 1/2: with 24-byte slots, 3/4 keeps a table of 1-2 M live allocations at 32-64 B per entry).
 // (Replacing absl::flat_hash_map here saved ~47 of ~880 instructions per event of a full report:
 // docs/PERFORMANCE.md.)
 //
 // erase() moves later entries back, so it invalidates iterators; iterate, collect, then erase.
+//
+// A value type with a `uint32_t slot_used` member (and `static constexpr bool kHasSlotFlag`)
+// holds the slot's used flag itself, in what would be its padding: the replay's live allocation
+// is 16 bytes, so a slot is 24 instead of 32 (docs/PERFORMANCE.md, "Many live allocations").
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace vt::analyzer {
 
+template <typename V, typename = void>
+struct AddressSlot {
+  uint64_t first = 0;
+  V second{};
+  bool used = false;
+  bool is_used() const { return used; }
+  void set_used(bool u) { used = u; }
+};
+template <typename V>
+struct AddressSlot<V, std::enable_if_t<V::kHasSlotFlag>> {
+  uint64_t first = 0;
+  V second{};
+  bool is_used() const { return second.slot_used != 0; }
+  void set_used(bool u) { second.slot_used = u; }
+};
+
 template <typename V>
 class AddressMap {
  public:
-  struct Slot {
-    uint64_t first = 0;
-    V second{};
-    bool used = false;
-  };
+  using Slot = AddressSlot<V>;
 
   template <typename S>
   class Iter {
@@ -41,7 +59,7 @@ class AddressMap {
    private:
     friend class AddressMap;
     void skip() {
-      while (p_ != end_ && !p_->used) ++p_;
+      while (p_ != end_ && !p_->is_used()) ++p_;
     }
     S* p_;
     S* end_;
@@ -61,24 +79,24 @@ class AddressMap {
 
   iterator find(uint64_t key) {
     size_t i = probe(key);
-    return slots_[i].used ? at(i) : end();
+    return slots_[i].is_used() ? at(i) : end();
   }
   const_iterator find(uint64_t key) const {
     size_t i = probe(key);
-    if (!slots_[i].used) return end();
+    if (!slots_[i].is_used()) return end();
     const Slot* e = slots_.data() + slots_.size();
     return const_at_end(slots_.data() + i, e);
   }
-  size_t count(uint64_t key) const { return slots_[probe(key)].used ? 1 : 0; }
+  size_t count(uint64_t key) const { return slots_[probe(key)].is_used() ? 1 : 0; }
 
   // Inserts (key, value) unless key is present; the entry and whether it was inserted.
   std::pair<iterator, bool> emplace(uint64_t key, const V& value) {
-    if ((size_ + 1) * 2 > slots_.size()) resize(slots_.size() * 2);
+    if ((size_ + 1) * 4 > slots_.size() * 3) resize(slots_.size() * 2);
     size_t i = probe(key);
-    if (slots_[i].used) return {at(i), false};
+    if (slots_[i].is_used()) return {at(i), false};
     slots_[i].first = key;
     slots_[i].second = value;
-    slots_[i].used = true;
+    slots_[i].set_used(true);
     ++size_;
     return {at(i), true};
   }
@@ -86,7 +104,7 @@ class AddressMap {
   void erase(iterator it) { erase_at(size_t(it.p_ - slots_.data())); }
   size_t erase(uint64_t key) {
     size_t i = probe(key);
-    if (!slots_[i].used) return 0;
+    if (!slots_[i].is_used()) return 0;
     erase_at(i);
     return 1;
   }
@@ -99,7 +117,7 @@ class AddressMap {
   // The slot holding key, or the empty slot where it would go.
   size_t probe(uint64_t key) const {
     size_t i = home(key);
-    while (slots_[i].used && slots_[i].first != key) i = (i + 1) & mask_;
+    while (slots_[i].is_used() && slots_[i].first != key) i = (i + 1) & mask_;
     return i;
   }
   iterator at(size_t i) {
@@ -121,13 +139,13 @@ class AddressMap {
     size_t j = hole;
     for (;;) {
       j = (j + 1) & mask_;
-      if (!slots_[j].used) break;
+      if (!slots_[j].is_used()) break;
       if (((j - home(slots_[j].first)) & mask_) >= ((j - hole) & mask_)) {
         slots_[hole] = std::move(slots_[j]);
         hole = j;
       }
     }
-    slots_[hole].used = false;
+    slots_[hole].set_used(false);
     --size_;
   }
   void resize(size_t capacity) {  // a power of two
@@ -138,7 +156,7 @@ class AddressMap {
     for (size_t c = capacity; c > 1; c >>= 1) --shift_;
     size_ = 0;
     for (Slot& s : old)
-      if (s.used) {
+      if (s.is_used()) {
         size_t i = probe(s.first);
         slots_[i] = std::move(s);
         ++size_;

@@ -22,10 +22,10 @@ uint64_t PoolState::footprint() const {
   return sum;
 }
 
-uint64_t PoolState::largest_free_gap(const AllocMap& live) const {
+uint64_t PoolState::largest_free_gap(const LiveState& live) const {
   std::vector<std::pair<uint64_t, uint64_t>> used;
-  for (const auto& e : live)
-    if (e.second.kind == MemKind::Async) used.push_back({e.first, e.first + e.second.size});
+  for (const auto& e : live.live())
+    if (live.info(e.second).kind == MemKind::Async) used.push_back({e.first, e.first + e.second.size});
   std::sort(used.begin(), used.end());
   uint64_t best = 0;
   for (const auto& [lo, hi] : extents) {
@@ -40,6 +40,19 @@ uint64_t PoolState::largest_free_gap(const AllocMap& live) const {
   return best;
 }
 
+
+uint32_t SiteTable::insert(const SiteKey& k) {
+  uint32_t r = uint32_t(rows_.size());
+  if (k.stack >= dense_.size() && uint64_t(k.stack) < 2 * uint64_t(r) + 65536)
+    dense_.resize(std::max<size_t>(size_t(k.stack) + 1, dense_.size() * 2), 0);
+  // Once the array grows over an id the hash holds, that id's rows stay chained from the hash.
+  uint32_t* head = head_of(k.stack);
+  if (!head) head = k.stack < dense_.size() ? &dense_[k.stack] : &sparse_[k.stack];
+  rows_.push_back({k, {}});
+  next_.push_back(*head);
+  *head = r + 1;
+  return r;
+}
 
 const DeviceTotals* LiveState::find_other_device(int device) const {
   auto it = other_.find(device);
@@ -61,7 +74,7 @@ DeviceTotals& LiveState::new_device_slot(int device) {
 
 // account, add and remove_alloc run once or twice per event: always inlined into their callers,
 // which saves their register spills (~45 instructions per event in callgrind).
-__attribute__((always_inline)) inline void LiveState::account(const Alloc& a, int64_t sign) {
+__attribute__((always_inline)) inline void LiveState::account(const AllocInfo& a, int64_t sign) {
   if (sign < 0 && a.bucket == Bucket::Device && before_drop_) before_drop_(before_drop_ctx_, a.device);
   const uint64_t delta = uint64_t(sign) * a.size;
   DeviceTotals& d = device_slot(a.device);
@@ -75,7 +88,23 @@ __attribute__((always_inline)) inline void LiveState::account(const Alloc& a, in
     changed_.push_back(a.device);
   SiteBytes& s = sites_.at(a.site);
   s.bytes += delta;
+  uint64_t before = s.count;
   s.count += uint64_t(sign);
+  if (__builtin_expect((before == 0) != (s.count == 0), 0)) held_change(a.site, s.count != 0);
+}
+
+void LiveState::held_change(uint32_t row, bool held) {
+  if (held) {
+    if (row >= held_pos_.size()) held_pos_.resize(std::max<size_t>(size_t(row) + 1, held_pos_.size() * 2), 0);
+    held_.push_back(row);
+    held_pos_[row] = uint32_t(held_.size());
+    return;
+  }
+  uint32_t at = held_pos_[row] - 1, last = held_.back();
+  held_[at] = last;
+  held_pos_[last] = at + 1;
+  held_.pop_back();
+  held_pos_[row] = 0;
 }
 
 PoolState& LiveState::pool_of(uint64_t pool, int device) {
@@ -85,15 +114,35 @@ PoolState& LiveState::pool_of(uint64_t pool, int device) {
   return p;
 }
 
-__attribute__((always_inline)) inline void LiveState::add(uint64_t key, const Alloc& a, AllocMap& map) {
-  uint32_t site = sites_.row(SiteKey{a.stack, a.device, a.bucket});
-  auto [it, inserted] = map.emplace(key, a);
+// A stack nearly always allocates with one context, pool and kind: its site row's classes are
+// chained from the row, the one found first usually the one.
+__attribute__((always_inline)) inline uint32_t LiveState::class_of(const AllocInfo& a) {
+  for (uint32_t c = a.site < site_class_.size() ? site_class_[a.site] : 0; c; c = class_next_[c - 1]) {
+    const AllocClass& k = classes_[c - 1];
+    if (k.context == a.context && k.pool == a.pool && k.kind == a.kind) return c - 1;
+  }
+  return new_class(a);
+}
+
+uint32_t LiveState::new_class(const AllocInfo& a) {
+  uint32_t c = uint32_t(classes_.size());
+  if (a.site >= site_class_.size()) site_class_.resize(std::max<size_t>(size_t(a.site) + 1, site_class_.size() * 2), 0);
+  classes_.push_back(AllocClass{a.context, a.pool, a.site, a.kind});
+  class_next_.push_back(site_class_[a.site]);
+  site_class_[a.site] = c + 1;
+  return c;
+}
+
+__attribute__((always_inline)) inline void LiveState::add(uint64_t key, const AllocInfo& in, AllocMap& map) {
+  AllocInfo a = in;
+  a.site = sites_.row(SiteKey{a.stack, a.device, a.bucket});
+  Alloc rec{a.size, class_of(a), 0};
+  auto [it, inserted] = map.emplace(key, rec);
   if (!inserted) {  // an address handed out twice without a free we saw: the old one is gone
     remove_alloc(it, map, false);
-    it = map.emplace(key, a).first;
+    it = map.emplace(key, rec).first;
   }
-  it->second.site = site;
-  account(it->second, +1);
+  account(a, +1);
   if (a.kind == MemKind::Async) {
     PoolState& p = pool_of(a.pool, a.device);
     p.live_bytes += a.size;
@@ -119,7 +168,7 @@ __attribute__((always_inline)) inline void LiveState::add(uint64_t key, const Al
 }
 
 __attribute__((always_inline)) inline void LiveState::remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown) {
-  const Alloc a = it->second;
+  const AllocInfo a = info(it->second);
   map.erase(it);
   account(a, -1);
   if (a.kind == MemKind::Async) {
@@ -136,7 +185,7 @@ __attribute__((always_inline)) inline void LiveState::remove_alloc(AllocMap::ite
 void LiveState::drop_context(uint64_t ctx) {
   std::vector<uint64_t> gone;  // erase() moves entries: collect first
   for (const auto& e : live_)
-    if (e.second.context == ctx) gone.push_back(e.first);
+    if (classes_[e.second.cls].context == ctx) gone.push_back(e.first);
   for (uint64_t addr : gone) remove_alloc(live_.find(addr), live_, true);
 }
 
@@ -171,7 +220,7 @@ uint64_t LiveState::handle_bytes_unmapped(int device) const {
   uint64_t sum = 0;
   for (const auto& e : handles_) {
     auto u = handle_use_.find(e.first);
-    if (e.second.device == device && (u == handle_use_.end() || u->second.mappings == 0)) sum += e.second.size;
+    if (info(e.second).device == device && (u == handle_use_.end() || u->second.mappings == 0)) sum += e.second.size;
   }
   return sum;
 }
@@ -208,7 +257,7 @@ void LiveState::apply(const Record& r) {
   if (!r.op || !changes_memory(r.result)) return;  // rule 1
   const OpInfo& op = *r.op;
   auto alloc = [&r, &op] {  // what an acquire adds, on the event's device (rule 4)
-    Alloc a;
+    AllocInfo a;
     a.size = r.size;
     a.context = r.context;
     a.stack = r.stack;
@@ -220,7 +269,7 @@ void LiveState::apply(const Record& r) {
   switch (effect_of(op, r)) {
     case Effect::Allocate: {
       if (!is_memory_key(r.addr)) return;  // rule 2
-      Alloc a = alloc();
+      AllocInfo a = alloc();
       if (op.kind == MemKind::Async) {  // rule 4: where its pool lives
         a.pool = named_pool(r);
         auto p = a.pool ? pools_.find(a.pool) : pools_.end();
@@ -244,7 +293,7 @@ void LiveState::apply(const Record& r) {
     }
     case Effect::CreateHandle: {
       if (!is_memory_key(r.aux)) return;
-      Alloc a = alloc();
+      AllocInfo a = alloc();
       Placement at = placement_at(r.aux2, r.device);  // rule 4
       a.device = at.device;
       a.bucket = at.bucket;
@@ -297,7 +346,7 @@ void LiveState::apply(const Record& r) {
       if (it != pools_.end()) {
         it->second.extents.clear();
         for (const auto& e : live_) {
-          const Alloc& al = e.second;
+          const AllocInfo al = info(e.second);
           if (al.kind == MemKind::Async && (al.pool ? al.pool : default_pool_key(al.device)) == key)
             it->second.extents[e.first] = e.first + al.size;
         }

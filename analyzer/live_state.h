@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -24,12 +25,33 @@ using vt::Bucket;
 using vt::kBuckets;
 const char* bucket_name(Bucket b);
 
+// A live allocation, as the replay keeps it (its address or handle is the map's key): 16 bytes,
+// what it shares with others from the same place in an AllocClass. With the fields inline (40
+// bytes, a 56-byte slot at load <= 1/2) a trace with 1 M allocations live took ~150 B of RSS per
+// live allocation (docs/PERFORMANCE.md, "Many live allocations").
 struct Alloc {
+  static constexpr bool kHasSlotFlag = true;  // address_map.h: the slot's flag is slot_used
   uint64_t size = 0;
+  uint32_t cls = 0;        // its row in LiveState's classes
+  uint32_t slot_used = 0;  // AddressMap's
+};
+
+// Where live allocations count and whose they are: once per distinct (site row, context, pool,
+// kind), the site row giving stack, device and bucket.
+struct AllocClass {
   uint64_t context = 0;
   uint64_t pool = 0;  // Async: the pool (or 0 for the device's current pool)
+  uint32_t site = 0;  // its row in LiveState::sites()
+  MemKind kind = MemKind::None;
+};
+
+// Everything about one live allocation (LiveState::info), for the readers of the live set.
+struct AllocInfo {
+  uint64_t size = 0;
+  uint64_t context = 0;
+  uint64_t pool = 0;
   uint32_t stack = 0;
-  uint32_t site = 0;  // its row in LiveState::sites(), set when it is added
+  uint32_t site = 0;
   int32_t device = -1;
   MemKind kind = MemKind::None;
   Bucket bucket = Bucket::Device;
@@ -56,43 +78,51 @@ using AllocMap = AddressMap<Alloc>;
 // Bytes and count per (stack, device, bucket). Rows are never removed (their number is bounded
 // by distinct stacks), so an allocation keeps its row's index and its release needs no lookup.
 // Rows whose count fell to zero stay, with zero bytes and count.
+// The index is by stack id: ids are dense from 1, so a dense array of each stack's first row,
+// and a stack's rows for other devices and buckets chained from it (a stack nearly always
+// allocates on one device and bucket). Beside the row (32 bytes) that is 8 bytes per stack; the
+// hash map it replaces (absl, SiteKey -> row) took ~30 more, a third of the RSS per distinct
+// stack left once the stack store was flat (docs/PERFORMANCE.md, "Many distinct stacks").
 class SiteTable {
  public:
   struct Row {
     SiteKey key;
     SiteBytes b;
   };
-  // Runs for every allocation: inlined, with the hash lookup kept out of line.
+  // Runs for every new allocation class (live_state.h): inlined, the insertion out of line.
   __attribute__((always_inline)) uint32_t row(const SiteKey& k) {
-    // Stack ids are dense from 1, and a stack nearly always allocates on one device and bucket:
-    // remember its last row by id, and hash only when that is not it.
-    if (k.stack < kMemoStacks) {
-      if (k.stack >= memo_.size()) memo_.resize(std::max<size_t>(k.stack + 1, memo_.size() * 2), 0);
-      uint32_t m = memo_[k.stack];
-      if (m && rows_[m - 1].key == k) return m - 1;
-      uint32_t r = lookup(k);
-      memo_[k.stack] = r + 1;
-      return r;
-    }
-    return lookup(k);
+    uint32_t* head = head_of(k.stack);
+    for (uint32_t r = head ? *head : 0; r; r = next_[r - 1])
+      if (rows_[r - 1].key == k) return r - 1;
+    return insert(k);
   }
   SiteBytes& at(uint32_t i) { return rows_[i].b; }
   const std::vector<Row>& rows() const { return rows_; }
   const SiteBytes* find(const SiteKey& k) const {
-    auto it = index_.find(k);
-    return it == index_.end() ? nullptr : &rows_[it->second].b;
+    const uint32_t* head = head_of(k.stack);
+    for (uint32_t r = head ? *head : 0; r; r = next_[r - 1])
+      if (rows_[r - 1].key == k) return &rows_[r - 1].b;
+    return nullptr;
   }
 
  private:
-  static constexpr uint32_t kMemoStacks = 1u << 22;  // ids beyond (damaged traces) just hash
-  __attribute__((noinline)) uint32_t lookup(const SiteKey& k) {
-    auto [it, inserted] = index_.try_emplace(k, uint32_t(rows_.size()));
-    if (inserted) rows_.push_back({k, {}});
-    return it->second;
+  // The stack's first row + 1 (0 = none yet), nullptr when it has no slot.
+  const uint32_t* head_of(uint32_t stack) const {
+    if (stack < dense_.size() && dense_[stack]) return &dense_[stack];
+    if (!sparse_.empty()) {  // (the array may have grown over ids the hash holds)
+      auto it = sparse_.find(stack);
+      if (it != sparse_.end()) return &it->second;
+    }
+    return nullptr;
   }
+  uint32_t* head_of(uint32_t stack) { return const_cast<uint32_t*>(std::as_const(*this).head_of(stack)); }
+  __attribute__((noinline)) uint32_t insert(const SiteKey& k);
   std::vector<Row> rows_;
-  absl::flat_hash_map<SiteKey, uint32_t> index_;
-  std::vector<uint32_t> memo_;  // stack id -> its last row + 1 (0 = none)
+  std::vector<uint32_t> next_;  // rows_[i]'s stack's next row + 1 (0 = none)
+  // Stack id -> its first row + 1. Ids far beyond the rows seen (damaged or hand-made traces: any
+  // 32-bit value) go to the hash, so no id sizes the array.
+  std::vector<uint32_t> dense_;
+  absl::flat_hash_map<uint32_t, uint32_t> sparse_;
 };
 
 // Slots for device bytes by op kind: MemKind values, with room to spare (a kind is masked into it).
@@ -112,6 +142,8 @@ struct DeviceTotals {
   uint64_t captured = 0, captured_bytes = 0;
 };
 
+class LiveState;
+
 // A pool as far as events show it: where its memory counts, the address ranges it handed out
 // since it was created or trimmed (its inferred footprint) and the bytes of its live allocations.
 struct PoolState {
@@ -121,7 +153,7 @@ struct PoolState {
   std::map<uint64_t, uint64_t> extents;  // start -> end, merged
   uint64_t live_bytes = 0;
   uint64_t footprint() const;
-  uint64_t largest_free_gap(const AllocMap& live) const;
+  uint64_t largest_free_gap(const LiveState& live) const;
 };
 
 class LiveState {
@@ -154,8 +186,18 @@ class LiveState {
     return find_other_device(device);
   }
   const std::vector<SiteTable::Row>& sites() const { return sites_.rows(); }
+  // The rows of sites() with live allocations (count > 0), in no particular order: what a
+  // checkpoint or a peak snapshot reads, so that their cost follows the live sites rather than
+  // every stack the trace ever had (a trace where each event has a new stack has millions).
+  const std::vector<uint32_t>& held_sites() const { return held_; }
   const SiteBytes* site(const SiteKey& k) const { return sites_.find(k); }
   const AllocMap& live() const { return live_; }
+  // The whole of a live allocation of live() or vmm_handles().
+  AllocInfo info(const Alloc& a) const {
+    const AllocClass& c = classes_[a.cls];
+    const SiteKey& k = sites_.rows()[c.site].key;
+    return AllocInfo{a.size, c.context, c.pool, k.stack, c.site, k.device, c.kind, k.bucket};
+  }
   const AllocMap& vmm_handles() const { return handles_; }
   const absl::flat_hash_map<uint64_t, PoolState>& pools() const { return pools_; }
 
@@ -177,11 +219,13 @@ class LiveState {
 
  private:
   static constexpr size_t kDirect = 1025;  // devices -1..1023 indexed directly
-  void add(uint64_t key, const Alloc& a, AllocMap& map);
+  void add(uint64_t key, const AllocInfo& a, AllocMap& map);
   void remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown);
   void drop_context(uint64_t ctx);
-  void account(const Alloc& a, int64_t sign);
+  void account(const AllocInfo& a, int64_t sign);
   void graph_pool_sampled(int device, uint64_t reserved, uint64_t used);
+  uint32_t class_of(const AllocInfo& a);  // finds or adds a's class (a.site set)
+  __attribute__((noinline)) uint32_t new_class(const AllocInfo& a);
   DeviceTotals& device_slot(int device) {  // events come in long runs on one device
     return device == last_device_ ? slots_[size_t(last_slot_)] : new_device_slot(device);
   }
@@ -207,7 +251,13 @@ class LiveState {
   absl::flat_hash_map<int, int32_t> other_;              // the same for devices outside -1..1023
   int last_device_ = -2, last_slot_ = -1;
   uint64_t device_all_ = 0;
+  std::vector<AllocClass> classes_;
+  std::vector<uint32_t> class_next_;  // classes_[i]'s site's next class + 1 (0 = none)
+  std::vector<uint32_t> site_class_;  // site row -> its first class + 1 (0 = none)
   SiteTable sites_;
+  std::vector<uint32_t> held_;      // rows of sites_ with count > 0
+  std::vector<uint32_t> held_pos_;  // row -> its index in held_ + 1 (0 = not held)
+  __attribute__((noinline)) void held_change(uint32_t row, bool held);
   SiteTable teardown_;
   uint64_t reserved_total_ = 0, mapped_total_ = 0, unmatched_frees_ = 0;
   std::vector<int> changed_;

@@ -355,13 +355,13 @@ const std::vector<Frame>& Symbolizer::stack(uint32_t id) {
   auto cached = cache_.find(id);
   if (cached != cache_.end()) return cached->second;
   std::vector<Frame>& out = cache_[id];
-  auto it = store_.stacks.find(id);
-  if (it == store_.stacks.end()) return out;
+  StackFrames::Frames raw_frames;
+  if (!store_.stacks.find(id, &raw_frames)) return out;
 
   // Python frames, grouped by the C-level eval call that ran them (a group ends at an entry frame).
   std::vector<std::vector<Frame>> groups;
   std::vector<Frame> native_frames;
-  for (uint64_t raw : it->second) {
+  for (uint64_t raw : raw_frames) {
     if (raw & fmt::kFramePython) {
       if (groups.empty()) groups.emplace_back();
       for (Frame& f : python_frame(raw)) groups.back().push_back(f);

@@ -82,15 +82,14 @@ bool decode_stack_meta(const Record& r, StackStore* store) {
     case fmt::kTagStack: {
       fmt::StackRecord s;
       if (!fmt::decode<fmt::StackSchema>(b, &s) || s.frames > fmt::kMaxStackRecordFrames) return false;
-      if (store->stacks.count(s.id)) return true;
-      std::vector<uint64_t> frames(s.frames);
-      fmt::StackFrameRow row;
-      for (uint64_t& f : frames) {
-        fmt::decode<fmt::StackFrameSchema>(b, &row);
-        f = row.frame;
-      }
+      // Straight into the arena; kept only when every row was read.
+      uint64_t* frames = store->stacks.begin_add(s.id, uint32_t(s.frames));
+      if (!frames) return true;  // known already: the first record of an id wins
+      // Each row is one varint (StackFrameSchema), read with varint_wide: addresses are 6-7 bytes.
+      static_assert(sizeof(fmt::StackFrameRow) == sizeof(uint64_t), "a frame row is one varint: read it as one");
+      for (uint32_t i = 0; i < s.frames; ++i) frames[i] = b.varint_wide();
       if (!b.ok()) return false;
-      store->stacks.emplace(s.id, std::move(frames));
+      store->stacks.commit();
       return true;
     }
     case fmt::kTagModule: {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "op_table.h"
+#include "stack_frames.h"
 #include "trace_format.h"
 
 namespace vt::analyzer {
@@ -66,7 +67,7 @@ struct ThreadInfo {
 
 // Everything needed to turn stack ids into frames: stacks, modules, Python code objects, threads.
 struct StackStore {
-  std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames, innermost first
+  StackFrames stacks;  // id -> frames, innermost first (stack_frames.h: one arena, no node per stack)
   std::vector<ModuleInfo> modules;
   std::unordered_set<std::string> module_keys;  // lo, hi and path of each module, to skip repeats
   std::unordered_map<uint32_t, PyCodeInfo> code;

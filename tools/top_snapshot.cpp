@@ -49,7 +49,7 @@ uint64_t TracedProcess::peak() const {
 
 const std::vector<analyzer::Frame>* TopSource::frames(const std::string& trace, uint32_t stack) {
   Labels& l = cache_[trace];
-  if (!l.reader || !l.reader->stacks().stacks.count(stack)) {  // (re)load: the stack may be newer
+  if (!l.reader || !l.reader->stacks().stacks.contains(stack)) {  // (re)load: the stack may be newer
     std::string err;
     l.sym.reset();
     l.reader = analyzer::TraceReader::open(trace, &err);

@@ -14,7 +14,7 @@ void FragmentationAggregator::sample(uint64_t t, const LiveState& live) {
     uint64_t footprint = p.footprint();
     uint64_t free_b = footprint > p.live_bytes ? footprint - p.live_bytes : 0;
     if (!free_b) continue;
-    uint64_t largest = p.largest_free_gap(live.live());
+    uint64_t largest = p.largest_free_gap(live);
     uint64_t unusable = free_b > largest ? free_b - largest : 0;
     Worst& w = worst_[key];
     if (unusable > w.unusable) w = {t, footprint, p.live_bytes, largest, unusable};
@@ -40,7 +40,7 @@ void FragmentationAggregator::finish(const LiveState& live, TraceReport* rep) {
     pf.device = p.device;
     pf.footprint_bytes = p.footprint();
     pf.live_bytes = p.live_bytes;
-    pf.largest_free_gap_bytes = p.largest_free_gap(live.live());
+    pf.largest_free_gap_bytes = p.largest_free_gap(live);
     uint64_t free_b = pf.footprint_bytes > pf.live_bytes ? pf.footprint_bytes - pf.live_bytes : 0;
     pf.fragmentation = free_b ? 1.0 - double(pf.largest_free_gap_bytes) / double(free_b) : 0;
     auto w = worst_.find(key);

@@ -11,8 +11,11 @@ namespace {
 
 SiteSnapshot device_sites(const LiveState& live) {
   SiteSnapshot snap;
-  for (const auto& [k, b] : live.sites())
-    if (k.bucket == Bucket::Device && b.bytes) snap.emplace(k, b.bytes);
+  const std::vector<SiteTable::Row>& rows = live.sites();
+  for (uint32_t i : live.held_sites()) {  // (a row with bytes has live allocations)
+    const SiteTable::Row& row = rows[i];
+    if (row.key.bucket == Bucket::Device && row.b.bytes) snap.emplace(row.key, row.b.bytes);
+  }
   return snap;
 }
 

@@ -23,7 +23,7 @@ void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAgg
   o.pool_cached_bytes = live.pool_cached_bytes(r.device);
   if (o.pool_cached_bytes)  // (a pass over the live allocations: only when a pool caches memory)
     for (const auto& [key, p] : live.pools())
-      if (p.device == r.device) o.pool_largest_free_gap_bytes = std::max(o.pool_largest_free_gap_bytes, p.largest_free_gap(live.live()));
+      if (p.device == r.device) o.pool_largest_free_gap_bytes = std::max(o.pool_largest_free_gap_bytes, p.largest_free_gap(live));
   o.vmm_unmapped_bytes = live.handle_bytes_unmapped(r.device);
   if (const DeviceTotals* d = live.find_device(r.device)) {
     o.graph_pool_reserved_bytes = d->graph_reserved;

@@ -19,8 +19,14 @@ void PeakAggregator::before_drop(void* self, int device) {
 void PeakAggregator::snapshot(int device) {
   Dev& d = devs_[device];
   d.rows.clear();
-  for (const SiteTable::Row& row : live_.sites())
-    if (row.key.bucket == Bucket::Device && row.key.device == device && (row.b.bytes || row.b.count)) d.rows.push_back(row);
+  // The held rows only (not every stack the trace had), in row order as before.
+  held_.clear();
+  for (uint32_t i : live_.held_sites()) {
+    const SiteTable::Row& row = live_.sites()[i];
+    if (row.key.bucket == Bucket::Device && row.key.device == device) held_.push_back(i);
+  }
+  std::sort(held_.begin(), held_.end());
+  for (uint32_t i : held_) d.rows.push_back(live_.sites()[i]);
   const DeviceTotals* totals = live_.find_device(device);
   d.kinds = totals ? totals->kinds : std::array<uint64_t, kKindSlots>{};
   d.pending = false;

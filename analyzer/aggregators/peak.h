@@ -60,6 +60,7 @@ class PeakAggregator {
   };
   static void before_drop(void* self, int device);
   void snapshot(int device);
+  std::vector<uint32_t> held_;  // snapshot()'s scratch: the device's held site rows
   Dev& dev(int device) {  // the last device looked up: events come in long runs on one device
     if (device != cached_device_) {
       cached_ = &devs_[device];  // std::map: the pointer stays valid

@@ -30,7 +30,9 @@ void SnapshotAggregator::take(uint64_t t, const LiveState& live) {
   auto bigger = [](const SiteTable::Row* a, const SiteTable::Row* b) {
     return a->b.bytes != b->b.bytes ? a->b.bytes > b->b.bytes : a->key.stack < b->key.stack;
   };
-  for (const SiteTable::Row& row : live.sites()) {
+  const std::vector<SiteTable::Row>& rows = live.sites();
+  for (uint32_t i : live.held_sites()) {  // the rows with live allocations only
+    const SiteTable::Row& row = rows[i];
     if (!row.b.bytes) continue;
     s.total_bytes += row.b.bytes;
     if (top.size() < kSites) {
@@ -49,7 +51,7 @@ void SnapshotAggregator::take(uint64_t t, const LiveState& live) {
   uint64_t k = (t - t0_ + width_ - 1) / width_;  // the first edge at or after t
   next_edge_ = t0_ + k * width_;
   if (next_edge_ < t0_) next_edge_ = ~0ull;  // saturate where it would wrap
-  if (snaps_.size() > 2 * target(live.sites().size())) coarsen();
+  if (snaps_.size() > 2 * target(live.held_sites().size())) coarsen();
 }
 
 // Twice the width: only snapshots at even multiples of the new width stay on the grid.

@@ -7,9 +7,9 @@
 // event, so the snapshot at or before any instant is the state then, or at most one grid step
 // old. `--at` gives the full live set at any instant; these are its summary.
 //
-// Cost: each snapshot visits every call-site row of the replay; the target shrinks when there
-// are many rows (64 snapshots up to 16 Ki rows, proportionally fewer beyond, at least 8), so a
-// trace of a million distinct stacks pays at most ~16 M row visits.
+// Cost: each snapshot visits the call-site rows that hold live allocations (LiveState::held_sites);
+// the target shrinks when there are many (64 snapshots up to 16 Ki rows, proportionally fewer
+// beyond, at least 8), so a million live sites cost at most ~16 M row visits.
 #pragma once
 
 #include <cstdint>

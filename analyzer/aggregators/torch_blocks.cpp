@@ -88,7 +88,7 @@ void TorchAggregator::invalidate(uint64_t t, const std::string& why) {
 void TorchAggregator::start_tracking(const LiveState& live) {
   tracking_ = true;
   for (const auto& slot : live.live()) {
-    const Alloc& a = slot.second;
+    const AllocInfo a = live.info(slot.second);
     if (a.kind != MemKind::Device) continue;
     owners_[slot.first] = Owner{a.device, false, false, a.size, a.stack};
     add_region(slot.first, slot.first + a.size, slot.first, a.device, false);
@@ -99,7 +99,7 @@ void TorchAggregator::start_tracking(const LiveState& live) {
   }
   for (const auto& [va, m] : live.mappings()) {
     auto h = live.vmm_handles().find(m.handle);
-    int device = h != live.vmm_handles().end() ? h->second.device : -1;
+    int device = h != live.vmm_handles().end() ? live.info(h->second).device : -1;
     auto res = reservations_.upper_bound(va);
     uint64_t owner = va;
     if (res != reservations_.begin() && std::prev(res)->second >= va + m.size) owner = std::prev(res)->first;
@@ -574,7 +574,7 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
   // segments (NCCL, cuBLAS workspaces of other libraries, raw CUDA), by call site.
   absl::flat_hash_map<uint32_t, std::pair<uint64_t, uint64_t>> outside;  // stack -> bytes, count
   for (const auto& slot : live.live()) {
-    const Alloc& a = slot.second;
+    const AllocInfo a = live.info(slot.second);
     if (a.bucket != Bucket::Device || a.device != o.device) continue;
     auto ow = owners_.find(slot.first);
     if (ow != owners_.end() && ow->second.torch) continue;
@@ -593,7 +593,7 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
     if (rit->second.hi > va && ow != owners_.end() && ow->second.torch) torch_handles[m.handle] = true;
   }
   for (const auto& slot : live.vmm_handles()) {
-    const Alloc& a = slot.second;
+    const AllocInfo a = live.info(slot.second);
     if (a.bucket != Bucket::Device || a.device != o.device || torch_handles.count(slot.first)) continue;
     auto& e = outside[a.stack];
     e.first += a.size;

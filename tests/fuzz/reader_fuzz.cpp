@@ -145,7 +145,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A fresh symbolizer over the complete store: every stack id the events named, and every
   // stack the file holds.
   const StackStore& store = reader->stacks();
-  for (const auto& kv : store.stacks) seen.insert(kv.first);
+  store.stacks.for_each([&](uint32_t id, const vt::analyzer::StackFrames::Frames&) { seen.insert(id); });
   Symbolizer sym(store, opt);
   size_t n = 0;
   for (uint32_t id : seen) {

@@ -577,7 +577,7 @@ TEST_CASE("accounting: random sequences over every op give the same figures in t
       if (kOps[int(e.op)].kind == MemKind::Async && kOps[int(e.op)].action == Action::Acquire && e.addr &&
           changes_memory(e.result)) {
         auto it = both.live().live().find(e.addr);
-        if (it != both.live().live().end() && it->second.device != e.device) ++cross_device_pool;
+        if (it != both.live().live().end() && both.live().info(it->second).device != e.device) ++cross_device_pool;
       }
     }
     both.finish();
