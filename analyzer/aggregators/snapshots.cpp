@@ -25,10 +25,14 @@ void SnapshotAggregator::take(uint64_t t, const LiveState& live) {
   s.until_ns = t;
   for (const DeviceTotals& d : live.devices())
     if (d.bytes[int(Bucket::Device)]) s.devices.push_back({d.device, d.bytes[int(Bucket::Device)]});
-  // The biggest rows, by bytes then stack id (as every list of the report sorts them).
+  // The biggest rows, by bytes then stack id (as every list of the report sorts them), then
+  // device and bucket: held_sites() has no order of its own, the output must have one.
   std::vector<const SiteTable::Row*> top;
   auto bigger = [](const SiteTable::Row* a, const SiteTable::Row* b) {
-    return a->b.bytes != b->b.bytes ? a->b.bytes > b->b.bytes : a->key.stack < b->key.stack;
+    if (a->b.bytes != b->b.bytes) return a->b.bytes > b->b.bytes;
+    if (a->key.stack != b->key.stack) return a->key.stack < b->key.stack;
+    if (a->key.device != b->key.device) return a->key.device < b->key.device;
+    return a->key.bucket < b->key.bucket;
   };
   const std::vector<SiteTable::Row>& rows = live.sites();
   for (uint32_t i : live.held_sites()) {  // the rows with live allocations only
