@@ -73,6 +73,22 @@ void SnapshotAggregator::coarsen() {
 }
 
 void SnapshotAggregator::finish(TraceReport* rep) {
+  // At most kStacks distinct stacks in all (the page carries each symbolized): those with the
+  // most bytes in any snapshot. A trace where every event has a new stack would otherwise bring
+  // up to 8 per snapshot; the sites of the others count in the snapshot's "other call sites".
+  std::map<uint32_t, uint64_t> best;
+  for (const Snapshot& s : snaps_)
+    for (const Snapshot::Site& x : s.sites) best[x.stack_id] = std::max(best[x.stack_id], x.bytes);
+  if (best.size() > kStacks) {
+    std::vector<std::pair<uint64_t, uint32_t>> order;
+    for (const auto& [id, bytes] : best) order.push_back({bytes, id});
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    std::map<uint32_t, bool> keep;
+    for (size_t i = 0; i < kStacks; ++i) keep[order[i].second] = true;
+    for (Snapshot& s : snaps_)
+      s.sites.erase(std::remove_if(s.sites.begin(), s.sites.end(), [&](const Snapshot::Site& x) { return !keep.count(x.stack_id); }),
+                    s.sites.end());
+  }
   rep->snapshots.interval_ns = started_ ? width_ : 0;
   rep->snapshots.at = std::move(snaps_);
 }

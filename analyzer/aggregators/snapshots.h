@@ -23,7 +23,8 @@ namespace vt::analyzer {
 
 class SnapshotAggregator {
  public:
-  static constexpr size_t kSites = 8;  // call sites kept per snapshot (the rest is "other")
+  static constexpr size_t kSites = 8;    // call sites kept per snapshot (the rest is "other")
+  static constexpr size_t kStacks = 64;  // distinct stacks kept over all snapshots
 
   // Before each event that changes memory is applied.
   void before(uint64_t t, const LiveState& live) {
