@@ -301,7 +301,7 @@ std::string job_table_text(const JobReport& job) {
   size_t unclean = 0;
   for (const RankRow& r : job.ranks) unclean += !r.damaged && r.end != "clean_exit";
   if (unclean)
-    o << "  " << (unclean == 1 ? std::string("1 process") : std::to_string(unclean) + " processes") << " ended without a clean close (KILLED: a signal, a crash, or _exit "
+    o << "  " << (unclean == 1 ? std::string("1 process") : std::to_string(unclean) + " processes") << " ended without a clean close (KILLED: a signal, a crash, or an exec "
       << "before exit handlers ran); its leaks are what was live when it died\n";
   char imb[64];
   snprintf(imb, sizeof imb, "%.2f", job.imbalance);

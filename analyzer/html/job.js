@@ -51,7 +51,7 @@ function renderJob(d, root) {
     el('td', {class: 'num'}, fmtBytes(r.peak_bytes)),
     el('td', {class: 'share'}, shareBar(j.max_peak_bytes ? r.peak_bytes / j.max_peak_bytes : 0, rel > 1.1 ? 'hot' : ''), ' ', rel.toFixed(2)),
     el('td', {class: 'num'}, fmtBytes(r.leak_bytes)), el('td', {class: 'num'}, String(r.ooms)),
-    el('td', null, killed ? el('span', {class: 'killed-tag', title: 'no clean close: a signal, a crash, or _exit before exit handlers ran'},
+    el('td', null, killed ? el('span', {class: 'killed-tag', title: 'no clean close: a signal, a crash, or an exec before exit handlers ran'},
         'KILLED') : r.damaged ? '?' : 'exit'),
     el('td', null, r.verdict ? el('span', {class: 'verdict-code small'}, r.verdict) : ''),
     el('td', {class: 'command', title: r.command || ''}, r.command || ''),
