@@ -66,6 +66,7 @@ srcs=(
   "$repo/analyzer/torch_verdict.cpp"
   "$repo/analyzer/user_frames.cpp"
   "$repo/analyzer/cuda_result.cpp"
+  "$repo/analyzer/stack_frames.cpp"
   "$repo"/analyzer/aggregators/*.cpp
 )
 # CUresult names, generated from the toolkit's cuda.h as the CMake build does (analyzer/CMakeLists.txt).
