@@ -45,20 +45,25 @@ LiveAt live_at(const std::vector<Record>& rs, uint64_t instant) {
   return rep.live_at;
 }
 
+TraceReport snapshots_of(const std::vector<Record>& rs) {
+  LiveState live;
+  SnapshotAggregator agg;
+  for (const Record& r : rs) {
+    agg.before(r.t_ns, live);
+    live.apply(r);
+  }
+  TraceReport rep;
+  agg.finish(&rep);
+  return rep;
+}
+
 }  // namespace
 
 TEST_CASE("snapshots: each is the live-at state at its instant and until the next event") {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     Records rec;
     std::vector<Record> rs = random_run(seed, 3000, rec);
-    LiveState live;
-    SnapshotAggregator agg;
-    for (const Record& r : rs) {
-      agg.before(r.t_ns, live);
-      live.apply(r);
-    }
-    TraceReport rep;
-    agg.finish(&rep);
+    TraceReport rep = snapshots_of(rs);
     const Snapshots& s = rep.snapshots;
     REQUIRE(s.at.size() >= 64);
     REQUIRE(s.at.size() <= 128);
@@ -90,14 +95,7 @@ TEST_CASE("snapshots: a long pause is one snapshot that holds through it") {
   std::vector<Record> rs = {rec.alloc(0x1000, 4 * MiB, 1)};
   rec.t += 5'000'000'000;  // 5 s later
   rs.push_back(rec.alloc(0x2000, 2 * MiB, 2));
-  LiveState live;
-  SnapshotAggregator agg;
-  for (const Record& r : rs) {
-    agg.before(r.t_ns, live);
-    live.apply(r);
-  }
-  TraceReport rep;
-  agg.finish(&rep);
+  TraceReport rep = snapshots_of(rs);
   REQUIRE(rep.snapshots.at.size() == 1);
   const Snapshot& x = rep.snapshots.at[0];
   CHECK(x.t_ns == rs[0].t_ns);
