@@ -64,6 +64,44 @@ bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out) {
   return true;
 }
 
+bool resolve_stack_deltas(StackStore* store) {
+  if (store->pending_deltas.empty()) return true;
+  std::vector<std::string> todo;
+  todo.swap(store->pending_deltas);
+  // Linear in the pending records however long their chains: each is decoded once its base is
+  // known, starting from those whose base is known now.
+  std::unordered_multimap<uint32_t, size_t> waiting;  // base id -> pending record
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    fmt::StackDeltaRecord d;
+    fmt::PayloadReader b(reinterpret_cast<const uint8_t*>(todo[i].data()), todo[i].size());
+    if (!fmt::decode<fmt::StackDeltaSchema>(b, &d) || d.base_back == 0 || d.base_back > d.id) continue;
+    uint32_t base = d.id - d.base_back;
+    if (store->stacks.contains(base))
+      ready.push_back(i);
+    else
+      waiting.emplace(base, i);
+  }
+  size_t decoded = 0;
+  while (!ready.empty()) {
+    size_t i = ready.back();
+    ready.pop_back();
+    Record r;
+    r.tag = fmt::kTagStackDelta;
+    r.payload = reinterpret_cast<const uint8_t*>(todo[i].data());
+    r.payload_len = todo[i].size();
+    fmt::StackDeltaRecord d;
+    fmt::decode<fmt::StackDeltaSchema>(r.payload, r.payload_len, &d);
+    if (!decode_stack_meta(r, store) || !store->stacks.contains(d.id)) continue;
+    ++decoded;
+    auto range = waiting.equal_range(d.id);
+    for (auto it = range.first; it != range.second; ++it) ready.push_back(it->second);
+    waiting.erase(range.first, range.second);
+  }
+  store->pending_deltas.clear();
+  return decoded == todo.size();
+}
+
 std::vector<std::string> split_argv(std::string_view cmdline) {
   std::vector<std::string> argv;
   size_t start = 0;
@@ -88,6 +126,30 @@ bool decode_stack_meta(const Record& r, StackStore* store) {
       // Each row is one varint (StackFrameSchema), read with varint_wide: addresses are 6-7 bytes.
       static_assert(sizeof(fmt::StackFrameRow) == sizeof(uint64_t), "a frame row is one varint: read it as one");
       for (uint32_t i = 0; i < s.frames; ++i) frames[i] = b.varint_wide();
+      if (!b.ok()) return false;
+      store->stacks.commit();
+      return true;
+    }
+    case fmt::kTagStackDelta: {
+      fmt::StackDeltaRecord d;
+      if (!fmt::decode<fmt::StackDeltaSchema>(b, &d) || d.base_back == 0 || d.base_back > d.id) return false;
+      StackFrames::Frames base;
+      if (!store->stacks.find(d.id - d.base_back, &base)) {
+        // The base is another record of the same thread and comes first in time; in a file
+        // read out of order (or a damaged one) it may come later: kept until the end.
+        if (store->pending_deltas.size() >= kMaxPendingDeltas) return false;
+        store->pending_deltas.emplace_back(reinterpret_cast<const char*>(r.payload), r.payload_len);
+        return true;
+      }
+      uint64_t n = uint64_t(d.inner) + d.fresh + d.outer;
+      if (uint64_t(d.inner) + d.outer > base.n || n > fmt::kMaxStackRecordFrames) return false;
+      uint64_t* frames = store->stacks.begin_add(d.id, uint32_t(n));
+      if (!frames) return true;  // known already: the first record of an id wins
+      // The arena's blocks never move, so `base` stays valid while the new stack is written.
+      for (uint32_t i = 0; i < d.inner; ++i) frames[i] = base[i];
+      for (uint32_t i = d.inner; i < d.inner + d.fresh; ++i)
+        frames[i] = fmt::stack_delta_reference(base.data, base.n, d.outer, frames, i) + uint64_t(b.zigzag());
+      for (uint32_t k = 0; k < d.outer; ++k) frames[n - d.outer + k] = base[base.n - d.outer + k];
       if (!b.ok()) return false;
       store->stacks.commit();
       return true;
@@ -200,6 +262,7 @@ void TraceReader::note(std::string msg, bool lost) {
 void TraceReader::finish() {
   if (finished_) return;
   finished_ = true;
+  if (!resolve_stack_deltas(&store_)) note("a stack delta record's base stack is missing or damaged", true);
   if (process_.closed_cleanly && !end_seen_) {
     process_.closed_cleanly = false;
     // When the recorder stopped early, that is the reason (already noted) the end is missing.
@@ -374,7 +437,7 @@ void TraceReader::apply_meta(const Record& r) {
     end_seen_ = true;
     return;
   }
-  if (r.tag >= fmt::kTagStack && r.tag <= fmt::kTagConfig) {
+  if (is_stack_meta(r.tag)) {
     if (stacks_loaded_) return;  // load_stacks() decoded it already
     if (!decode_stack_meta(r, &store_)) note("a stack, module or code record is damaged", true);
     return;
@@ -487,7 +550,7 @@ void TraceReader::load_stacks() {
       const uint8_t* after_dt = fmt::get_varint(body, body + len, &dt);
       if (after_dt) t += dt;  // as advance() does: a damaged dt adds nothing
       if (tag == fmt::kTagEnd) end_seen_ = true;
-      if (tag >= fmt::kTagStack && tag <= fmt::kTagConfig) {
+      if (is_stack_meta(tag)) {
         Record r;
         r.tag = tag;
         r.t_ns = t;  // modules: the symbolizer picks the latest record covering an address
@@ -501,6 +564,7 @@ void TraceReader::load_stacks() {
     }
     release(c0.chunk_lo, c0.chunk_hi);
   }
+  if (!resolve_stack_deltas(&store_)) note("a stack delta record's base stack is missing or damaged", true);
   finish();  // every record's tag was seen
 }
 

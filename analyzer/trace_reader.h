@@ -72,6 +72,9 @@ struct StackStore {
   std::unordered_set<std::string> module_keys;  // lo, hi and path of each module, to skip repeats
   std::unordered_map<uint32_t, PyCodeInfo> code;
   std::unordered_map<uint32_t, ThreadInfo> threads;
+  // Stack delta records read before their base (only out-of-order or damaged files), decoded
+  // by resolve_stack_deltas once every record was seen; at most kMaxPendingDeltas.
+  std::vector<std::string> pending_deltas;
   int stack_depth = -1;  // from the config record; -1 when absent
   int python_status = 0;
   std::string python_message;
@@ -207,5 +210,12 @@ std::vector<std::string> split_argv(std::string_view cmdline);
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out);
 // Applies a stack, module, code, thread or config record to *store.
 bool decode_stack_meta(const Record& r, StackStore* store);
+// Decodes the pending stack deltas whose base has arrived; false when some never found theirs.
+bool resolve_stack_deltas(StackStore* store);
+inline constexpr size_t kMaxPendingDeltas = 1u << 16;
+// The records decode_stack_meta reads.
+inline bool is_stack_meta(uint8_t tag) {
+  return (tag >= format::kTagStack && tag <= format::kTagConfig) || tag == format::kTagStackDelta;
+}
 
 }  // namespace vt::analyzer

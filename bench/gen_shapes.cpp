@@ -14,8 +14,8 @@
 //                                one at a fresh address, so LIVE stay live; at the end all are freed.
 //
 // Frames are addresses inside this program's text, so every frame symbolizes to a real function.
-// Stack ids are this program's own (dense from 1, as the recorder's are); the recorder's stack
-// index is bypassed because its table holds 2^20 stacks (interpose/stack_index.cpp).
+// Stacks go through the recorder's stack index (interpose/stack_index.cpp), so the trace's bytes
+// per event are what a traced program with these stacks would write.
 // One thread; the output is deterministic apart from timestamps.
 // Prints one line: events, stacks, seconds, bytes per event.
 #include <sys/stat.h>
@@ -34,6 +34,7 @@
 #include "module_map.h"
 #include "recorder.h"
 #include "recorder_internal.h"
+#include "stack_index.h"
 
 extern "C" char __executable_start;
 extern "C" char etext;
@@ -82,15 +83,18 @@ uint64_t text_frame(uint64_t h) {
   return lo + 0x40 + h % (hi - lo - 0x80);
 }
 
-uint32_t g_next_stack = 1;
+// The frames as captured are the frames written (no Python frames to translate).
+int as_written(const uint64_t* key, int n, uint64_t* out, uint64_t) {
+  memcpy(out, key, size_t(n) * sizeof *key);
+  return n;
+}
 
+// Through the recorder's own stack index: deduplicated, written whole or as a delta of this
+// thread's previous stack (interpose/stack_index.cpp), exactly as a traced program's stacks are.
+uint32_t g_max_stack = 0;  // the highest id handed out: the recorder's ids are dense from 1
 uint32_t write_stack(const uint64_t* frames, int n, uint64_t t) {
-  uint32_t id = g_next_stack++;
-  uint8_t buf[16 + 256 * vt::format::kMaxVarint];
-  vt::format::PayloadWriter p(buf, sizeof buf);
-  vt::format::encode<vt::format::StackSchema>(p, vt::format::StackRecord{id, uint32_t(n)});
-  for (int i = 0; i < n; ++i) vt::format::encode<vt::format::StackFrameSchema>(p, vt::format::StackFrameRow{frames[i]});
-  vt::write_meta(vt::format::kTagStack, p.data(), p.size(), t);
+  uint32_t id = vt::intern_stack(frames, n, t, as_written);
+  if (id > g_max_stack) g_max_stack = id;
   return id;
 }
 
@@ -228,7 +232,7 @@ int main(int argc, char** argv) {
   struct stat st;
   uint64_t file_bytes = stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
   printf("gen_shapes %s: %llu events, %u stacks in %.2f s; file %.1f MiB (%.1f bytes/event)\n", mode.c_str(),
-         static_cast<unsigned long long>(emitted), g_next_stack - 1, secs, file_bytes / 1048576.0,
+         static_cast<unsigned long long>(emitted), g_max_stack, secs, file_bytes / 1048576.0,
          double(file_bytes) / double(emitted));
   return 0;  // exit() runs the recorder's clean-close mark
 }

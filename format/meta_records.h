@@ -1,4 +1,4 @@
-// The metadata records (tags 0x80..0x89, 0x92, 0x97: trace_format.h) as typed structs, each with its
+// The metadata records (tags 0x80..0x89, 0x92, 0x97, 0x98: trace_format.h) as typed structs, each with its
 // schema (schema.h): the one statement of its fields' order, wire kinds, JSON keys and the words
 // of docs/trace-format.md's "Metadata records" table. Written by interpose/ (trace_session.cpp,
 // stack_index.cpp, module_map.cpp, python_code_index.cpp, stack_capture.cpp, gpu_processes.cpp,
@@ -68,6 +68,42 @@ struct StackFrameRow {
 #define VT_STACK_FRAME_FIELDS(F) F(Varint, frame, "frame", "frame, innermost first (see Stacks)")
 VT_RECORD_SCHEMA(StackFrameSchema, kTagStack, "stack frame", VT_STACK_FRAME_FIELDS);
 inline constexpr uint32_t kMaxStackRecordFrames = 4096;  // a reader refuses more (writers: 256)
+
+// A stack written as a change of a base stack, the stack record the same thread wrote before it
+// (interpose/stack_index.cpp): base[0..inner) + `fresh` new frames + base[base_n - outer..base_n),
+// innermost first. A new frame at position p is stored as zigzag(frame - reference), where the
+// reference is base[p] while p is inside the base's changed middle (p < base_n - outer), else the
+// new frame before it (0 for p = 0): a call site replaced by another in the same function costs a
+// byte or two instead of a 6-7 byte address. Why: when every event has a new stack (tensor-level
+// events from many Python lines), whole stacks were ~200 B per event (docs/PERFORMANCE.md).
+struct StackDeltaRecord {
+  uint32_t id = 0;
+  uint32_t base_back = 0;  // id - base id (> 0)
+  uint32_t inner = 0;
+  uint32_t outer = 0;
+  uint32_t fresh = 0;
+};
+#define VT_STACK_DELTA_FIELDS(F)                                                                  \
+  F(Varint, id, "id", "id")                                                                       \
+  F(Varint, base_back, "base_back", "id minus the base stack's id (the writing thread's previous stack record)") \
+  F(Varint, inner, "inner", "innermost frames kept from the base")                                \
+  F(Varint, outer, "outer", "outermost frames kept from the base")                                \
+  F(Count, fresh, "fresh", "n")
+VT_RECORD_SCHEMA(StackDeltaSchema, kTagStackDelta, "stack delta", VT_STACK_DELTA_FIELDS);
+struct StackDeltaFrameRow {
+  int64_t delta = 0;
+};
+#define VT_STACK_DELTA_FRAME_FIELDS(F) \
+  F(Zigzag, delta, "delta", "a new frame minus its reference, innermost first (see Stacks)")
+VT_RECORD_SCHEMA(StackDeltaFrameSchema, kTagStackDelta, "stack delta frame", VT_STACK_DELTA_FRAME_FIELDS);
+
+// The reference of new frame p of a stack delta (above). `base`/`base_n`: the base's frames;
+// `frames`: the new stack's, of which [0, p) are already known.
+inline uint64_t stack_delta_reference(const uint64_t* base, uint32_t base_n, uint32_t outer, const uint64_t* frames,
+                                      uint32_t p) {
+  if (p + outer < base_n) return base[p];
+  return p ? frames[p - 1] : 0;
+}
 
 struct ModuleRecord {
   uint64_t bias = 0;  // load bias (dlpi_addr)

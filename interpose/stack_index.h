@@ -1,6 +1,9 @@
-// Deduplication of call stacks: each distinct stack is written to the trace once (a kTagStack
-// record) and events carry its id. Keyed by a 64-bit hash of the whole frame sequence in a
-// lock-free, insert-only table; a per-thread cache of recent stacks skips even that.
+// Deduplication of call stacks: each distinct stack is written to the trace once and events
+// carry its id. A new stack is written as a delta of the last stack record this thread wrote
+// (kTagStackDelta: the frames shared at either end are kept by count, the rest as small
+// differences) or whole (kTagStack) when it shares nothing. Keyed by a 64-bit hash of the whole
+// frame sequence in a lock-free, insert-only table that grows by levels (nothing moves); a
+// per-thread cache of recent stacks skips even that.
 // (A 64-bit hash collision between two different stacks would merge them: for a million distinct
 // stacks the chance is about 3e-8.)
 #pragma once

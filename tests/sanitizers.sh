@@ -20,7 +20,7 @@ launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B "$out" -DCMAKE_BUILD_TYPE=Release -DVRAMTRACE_SANITIZE="$sanitizers" -DVRAMTRACE_BUILD_BENCH=OFF \
   "${launcher[@]}" >/dev/null
-cmake --build "$out" -j"$jobs" --target vramtrace_cli unit_tests
+cmake --build "$out" -j"$jobs" --target vramtrace_cli unit_tests stack_index_tests
 mkdir -p "$out/lib"
 ln -sf "$(cd "$build/lib" && pwd)/libvramtrace.so" "$out/lib/libvramtrace.so"
 rm -f "$out"/finding.*
@@ -31,6 +31,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:verify_asan_link_order=0:log
 export LSAN_OPTIONS=log_path=$log
 rc=0
 "$out/tests/unit_tests" >"$out/unit_tests.log" 2>&1 || { rc=$?; tail -40 "$out/unit_tests.log" >&2; }
+"$out/tests/stack_index_tests" >"$out/stack_index_tests.log" 2>&1 || { rc=$?; tail -40 "$out/stack_index_tests.log" >&2; }
 export VRAMTRACE_TEST_CLI=$PWD/$out/bin/vramtrace
 (cd "$build" && ctest -j"$jobs" -R '^(e2e|doctor|golden):' --output-on-failure) || rc=$?
 if ls "$out"/finding.* >/dev/null 2>&1; then

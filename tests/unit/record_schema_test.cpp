@@ -122,6 +122,8 @@ TEST_CASE("record schemas: every record survives encode and decode, field by fie
   round_trip<fmt::NoteSchema, fmt::NoteRecord>();
   round_trip<fmt::StackSchema, fmt::StackRecord>();
   round_trip<fmt::StackFrameSchema, fmt::StackFrameRow>();
+  round_trip<fmt::StackDeltaSchema, fmt::StackDeltaRecord>();
+  round_trip<fmt::StackDeltaFrameSchema, fmt::StackDeltaFrameRow>();
   round_trip<fmt::ModuleSchema, fmt::ModuleRecord>();
   round_trip<fmt::PyCodeSchema, fmt::PyCodeRecord>();
   round_trip<fmt::ThreadSchema, fmt::ThreadRecord>();
