@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "harness.h"
 #include "symbolizer.h"
 
@@ -129,4 +131,52 @@ TEST_CASE("VRAMTRACE_STACK_DEPTH=0 turns stacks off, a bad value turns tracing o
   auto reader = vt::analyzer::TraceReader::open(e2e::files_in(dir3).at(0), &err);
   reader->load_stacks();
   reader->stacks().stacks.for_each([](uint32_t, const vt::analyzer::StackFrames::Frames& frames) { CHECK(frames.size() <= 2); });
+}
+
+TEST_CASE("a new call path per allocation: each stack reads back with its own path, written as deltas") {
+  // 4^6 paths through six levels of branch0..branch3: 4,096 allocations, each from its own stack,
+  // consecutive ones differing in their innermost levels (interpose/stack_index.cpp writes them
+  // as deltas of the thread's previous stack; trace_reader.cpp rebuilds them).
+  const int paths = 4096, depth = 6;
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("call_tree"), std::to_string(paths), std::to_string(depth)}, {{"VRAMTRACE_OUTPUT", dir}}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> want;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) want.push_back(line);
+  REQUIRE(want.size() == size_t(paths));
+
+  std::string err;
+  std::string path = e2e::files_in(dir).at(0);
+  auto reader = vt::analyzer::TraceReader::open(path, &err);
+  REQUIRE(reader);
+  reader->load_stacks();
+  vt::analyzer::Symbolizer sym(reader->stacks());
+  std::vector<uint32_t> alloc_stacks;
+  vt::analyzer::Record rec;
+  while (reader->next(&rec))
+    if (rec.is_event() && rec.op && std::string(rec.op->name) == "cuMemAlloc_v2") alloc_stacks.push_back(rec.stack);
+  CHECK(reader->problems().empty());
+  REQUIRE(alloc_stacks.size() == size_t(paths));
+  CHECK(std::set<uint32_t>(alloc_stacks.begin(), alloc_stacks.end()).size() == size_t(paths));
+  size_t mismatched = 0;
+  for (int i = 0; i < paths; ++i) {
+    // The branch frames, innermost first, read back outermost first as the program printed them.
+    std::string got;
+    for (const auto& f : sym.stack(alloc_stacks[size_t(i)]))
+      if (size_t at = f.function.find("branch"); at != std::string::npos && at + 6 < f.function.size())
+        got.insert(got.begin(), f.function[at + 6]);
+    if (got != want[size_t(i)] && ++mismatched <= 3) CHECK(got == want[size_t(i)]);
+  }
+  CHECK(mismatched == 0);
+  // The frees come from one stack, the allocations' 4,096 from ~14 frames each: as deltas the
+  // whole file's records stay under 40 B per event (written whole, each new stack would be ~17
+  // frames of 6-7 bytes).
+  auto info = e2e::run({{e2e::cli(), "info", path}, {}});
+  REQUIRE(info.exit_code == 0);
+  auto j = nlohmann::json::parse(info.out);
+  double per_event = double(j["record_bytes"].get<uint64_t>()) / double(j["events"].get<uint64_t>());
+  INFO("record bytes per event " << per_event);
+  CHECK(per_event < 40);
 }
