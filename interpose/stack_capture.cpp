@@ -169,6 +169,7 @@ uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) {
 }
 
 bool python_frames_on() { return g_python.load(std::memory_order_relaxed) == kPythonOn; }
+bool stacks_wanted() { return native_stack_depth() != 0 || python_frames_on(); }
 
 void write_stack_config(uint64_t t) {
   const char* why = g_python_why.load();

@@ -25,6 +25,9 @@ uint32_t stack_id(const uint64_t* frames, int n, uint64_t t);
 
 // Whether Python frames are being captured (for the thread records).
 bool python_frames_on();
+// False when no frames at all are captured (VRAMTRACE_STACK_DEPTH=0 and no Python frames): the
+// hook then skips the capture and the 2.5 KiB frame it needs.
+bool stacks_wanted();
 
 // A one-line description of the stack configuration for the trace (kTagConfig).
 void write_stack_config(uint64_t t);

@@ -215,10 +215,24 @@ __attribute__((always_inline)) inline void record_captured(int status, const Eve
   if (status == kNullSink) return;
   if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
   describe_thread(e.t_ns);
+  if (n == 0) {  // no stack: the event as described (its stack is 0), without a copy
+    encode_event(e);
+    track_event(e);
+    return;
+  }
   Event ev = e;
   ev.stack = stack_id(frames, n, e.t_ns);
   encode_event(ev);
   track_event(ev);
+}
+
+// The capture and the frames it fills, out of record(): when stacks are off, the hook does not
+// set up this 2.5 KiB frame at all.
+__attribute__((noinline)) void record_unwound(int status, const Event& e, uint64_t caller) {
+  // Unwinding happens here, with no lock of ours held.
+  uint64_t frames[kMaxCaptureSlots];
+  int n = capture_stack(frames, kMaxCaptureSlots, caller);
+  record_captured(status, e, frames, n);
 }
 
 }  // namespace
@@ -226,11 +240,8 @@ __attribute__((always_inline)) inline void record_captured(int status, const Eve
 __attribute__((noinline)) void record(const Event& e) {
   int status = status_for(e);
   if (status < 0) return;
-  // Unwinding happens here, with no lock of ours held.
-  uint64_t frames[kMaxCaptureSlots];
-  uint64_t caller = e.caller_ip ? e.caller_ip : reinterpret_cast<uint64_t>(__builtin_return_address(0));
-  int n = capture_stack(frames, kMaxCaptureSlots, caller);
-  record_captured(status, e, frames, n);
+  if (!stacks_wanted()) return record_captured(status, e, nullptr, 0);
+  record_unwound(status, e, e.caller_ip ? e.caller_ip : reinterpret_cast<uint64_t>(__builtin_return_address(0)));
 }
 
 void mark_quick_exit(int status) {
