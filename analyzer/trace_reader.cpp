@@ -143,15 +143,18 @@ bool decode_stack_meta(const Record& r, StackStore* store) {
       }
       uint64_t n = uint64_t(d.inner) + d.fresh + d.outer;
       if (uint64_t(d.inner) + d.outer > base.n || n > fmt::kMaxStackRecordFrames) return false;
-      uint64_t* frames = store->stacks.begin_add(d.id, uint32_t(n));
-      if (!frames) return true;  // known already: the first record of an id wins
-      // The arena's blocks never move, so `base` stays valid while the new stack is written.
+      if (store->stacks.contains(d.id)) return true;  // known already: the first record of an id wins
+      // Rebuilt whole (the references need the frames before them), then kept as the change
+      // (StackFrames::add_delta). `base` may live in the store's scratch: nothing touches the
+      // store until it has been read.
+      std::vector<uint64_t>& frames = store->rebuilt;
+      frames.resize(size_t(n));
       for (uint32_t i = 0; i < d.inner; ++i) frames[i] = base[i];
       for (uint32_t i = d.inner; i < d.inner + d.fresh; ++i)
-        frames[i] = fmt::stack_delta_reference(base.data, base.n, d.outer, frames, i) + uint64_t(b.zigzag());
+        frames[i] = fmt::stack_delta_reference(base.data, base.n, d.outer, frames.data(), i) + uint64_t(b.zigzag());
       for (uint32_t k = 0; k < d.outer; ++k) frames[n - d.outer + k] = base[base.n - d.outer + k];
       if (!b.ok()) return false;
-      store->stacks.commit();
+      store->stacks.add_delta(d.id, d.id - d.base_back, d.inner, d.outer, frames.data(), uint32_t(n));
       return true;
     }
     case fmt::kTagModule: {

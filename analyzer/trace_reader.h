@@ -75,6 +75,7 @@ struct StackStore {
   // Stack delta records read before their base (only out-of-order or damaged files), decoded
   // by resolve_stack_deltas once every record was seen; at most kMaxPendingDeltas.
   std::vector<std::string> pending_deltas;
+  std::vector<uint64_t> rebuilt;  // the decoder's buffer for a stack delta's whole frames
   int stack_depth = -1;  // from the config record; -1 when absent
   int python_status = 0;
   std::string python_message;

@@ -2,6 +2,7 @@
 // live_state.h) and the wide varint read the stack records use (format/payload.h).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -101,4 +102,49 @@ TEST_CASE("SiteTable finds each (stack, device, bucket) row again, dense and spa
   CHECK(t.rows().size() == rows.size());
   CHECK(t.find(SiteKey{5, 0, vt::Bucket::Device}) == nullptr);
   CHECK(t.find(SiteKey{1, 7, vt::Bucket::Device}) == nullptr);
+}
+
+TEST_CASE("StackFrames keeps deltas as changes and gives every stack back whole") {
+  // A chain of deltas longer than kMaxChain (so some are kept whole), each changing the middle
+  // frames of the one before it, with ids dense and sparse; every stack reads back whole, from the
+  // recently added ones and, once they have passed, rebuilt from its chain.
+  StackFrames s;
+  std::map<uint32_t, std::vector<uint64_t>> want;
+  std::vector<uint64_t> cur(24);
+  for (size_t i = 0; i < cur.size(); ++i) cur[i] = 0x400000 + i * 64;
+  REQUIRE(s.add(1, cur.data(), uint32_t(cur.size())));
+  want[1] = cur;
+  uint32_t prev = 1;
+  for (uint32_t k = 2; k <= 3000; ++k) {
+    uint32_t id = k % 500 == 0 ? 0x80000000u + k : k;  // now and then a sparse id
+    std::vector<uint64_t> next = cur;
+    uint32_t inner = k % 5, outer = std::min<uint32_t>(8 + k % 3, uint32_t(cur.size()) - inner);  // no overlap
+    next.resize(inner);
+    for (uint32_t j = 0; j < 1 + k % 4; ++j) next.push_back(0x900000 + k * 16 + j);  // the changed middle
+    next.insert(next.end(), cur.end() - outer, cur.end());
+    REQUIRE(s.add_delta(id, prev, inner, outer, next.data(), uint32_t(next.size())));
+    CHECK_FALSE(s.add_delta(id, prev, inner, outer, next.data(), uint32_t(next.size())));  // known: refused
+    want[id] = next;
+    cur = next;
+    prev = id;
+  }
+  CHECK_FALSE(s.add_delta(5000, 4999, 0, 0, cur.data(), uint32_t(cur.size())));  // unknown base
+  CHECK(s.size() == want.size());
+  for (const auto& [id, frames] : want) {
+    StackFrames::Frames f;
+    REQUIRE(s.find(id, &f));
+    REQUIRE(std::vector<uint64_t>(f.begin(), f.end()) == frames);
+  }
+  size_t seen = 0;
+  s.for_each([&](uint32_t id, const StackFrames::Frames& f) {
+    ++seen;
+    CHECK(std::vector<uint64_t>(f.begin(), f.end()) == want[id]);
+  });
+  CHECK(seen == want.size());
+  // Kept as changes: one header word and 1-4 new frames per delta, a whole stack every
+  // kMaxChain, against 13-17 frames each when whole.
+  StackFrames whole;
+  for (const auto& [id, frames] : want) whole.add(id, frames.data(), uint32_t(frames.size()));
+  INFO("arena words: deltas " << s.arena_words() << ", whole " << whole.arena_words());
+  CHECK(s.arena_words() * 2 < whole.arena_words());  // 14,063 against 39,964 words
 }
