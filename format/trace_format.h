@@ -16,11 +16,13 @@ namespace vt::format {
 
 inline constexpr char kFileMagic[8] = {'V', 'R', 'A', 'M', 'T', 'R', 'C', '\0'};
 inline constexpr uint32_t kVersionMajor = 1;  // readers refuse a different major
-inline constexpr uint32_t kVersionMinor = 2;  // readers accept newer minors (new tags are skipped)
+inline constexpr uint32_t kVersionMinor = 3;  // readers accept newer minors (new tags are skipped)
 // Minor versions: 1.0 the first; 1.1 adds the PyTorch block records (0x93..0x96) and the lookup
 // record (0x97), whose absence then means "no lookup reached vramtrace"; 1.2 adds the CUDA graph
 // and stream capture ops (codes 38..65) and the "captured" mark (aux2 = 1) on stream-ordered ops,
-// and the header's _exit flag (kHeaderQuickExit) with exit_status.
+// and the header's _exit flag (kHeaderQuickExit) with exit_status; 1.3 adds the sharing,
+// multicast, external memory, mipmapped array and sparse mapping ops and the CUDA 2.x ABI
+// (codes 66..94).
 inline constexpr uint32_t kChunkSize = 64 * 1024;
 inline constexpr uint32_t kFileHeaderSize = kChunkSize;  // the header fills the first chunk slot
 inline constexpr uint32_t kChunkMagic = 0x4b435456;  // "VTCK"
