@@ -215,8 +215,8 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       groups(o, sh.shared, native);
       if (sh.multicast_objects)
         o << "  multicast: " << count(sh.multicast_objects, "object") << " of " << format_bytes(sh.multicast_bytes)
-          << " created (no memory of their own: the memory bound to them is counted where it was created); "
-          << sh.multicast_live << " left at the end with " << format_bytes(sh.multicast_bound_bytes) << " bound\n";
+          << " created, " << sh.multicast_live << " left at the end with " << format_bytes(sh.multicast_bound_bytes)
+          << " bound\n    (no memory of their own: the memory bound to them is counted where it was created)\n";
       groups(o, sh.multicast, native);
     }
     o << "\nGROWTH (call sites whose live bytes kept rising)\n";

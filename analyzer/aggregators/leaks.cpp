@@ -2,6 +2,7 @@
 #include "aggregators/leaks.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "aggregators/site_groups.h"
 

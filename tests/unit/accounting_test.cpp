@@ -563,7 +563,7 @@ TEST_CASE("accounting: a retained VMM handle is freed only by its last release (
   both.finish();
 }
 
-TEST_CASE("accounting: multicast objects hold no memory; the memory bound to them is counted once, by its cuMemCreate (rule 12)") {
+TEST_CASE("accounting: multicast objects hold no memory: the memory bound to them is counted once, by its cuMemCreate (rule 12)") {
   Both both;
   Ev ev;
   both.apply(ev.multicast(HookId::cuMulticastCreate, 0x90, 8 * MiB, 2));
@@ -653,13 +653,16 @@ Event random_event(std::mt19937_64& rng) {
     return a[rng() % sizeof...(v)];
   };
   Event e;
-  // Lookups, and the 28 graph ops (rules 8 and 9), less often: the older ops keep their share.
+  // Lookups, the 28 graph ops (rules 8 and 9) and the sharing ops less often: the older ops keep their share.
   auto graph_op = [](HookId id) {
     return kOps[int(id)].code >= kOps[int(HookId::cuGraphAddMemAllocNode)].code &&
            kOps[int(id)].code <= kOps[int(HookId::cuStreamIsCapturing_ptsz)].code;
   };
+  // The 29 sharing ops (rules 10 to 13) at a third of the rate, so that the VMM ops they build on stay common.
+  auto sharing_op = [](HookId id) { return kOps[int(id)].code >= kOps[int(HookId::cuMemImportFromShareableHandle)].code; };
   do e.op = HookId(rng() % kHookCount);
-  while ((kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10));
+  while ((kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10) ||
+         (sharing_op(e.op) && rng() % 3));
   static const int kDevices[] = {0, 0, 0, 1, 1, 2, 15, 16, 40, -1};
   e.device = kDevices[rng() % 10];
   e.context = pick(0x10, 0x10, 0x20, 0x30);
@@ -736,13 +739,15 @@ TEST_CASE("accounting: random sequences over every op give the same figures in t
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
     Both both;
-    for (int i = 0; i < 400; ++i) {
+    for (int i = 0; i < 600; ++i) {
       Event e = random_event(rng);
-      int64_t before = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost));
+      int64_t before = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost)) +
+                       live_bytes(-1, int(Bucket::Imported));
       const int64_t imported_before = live_bytes(-1, int(Bucket::Imported));
       const bool retained_before = e.op == HookId::cuMemRelease && both.live().vmm_handles().count(e.aux);
       both.apply(e);
-      int64_t after = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost));
+      int64_t after = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost)) +
+                      live_bytes(-1, int(Bucket::Imported));
       if (e.op == HookId::cuMemUnmap && after < before) ++vmm_freed_while_mapped;
       if (e.op == HookId::cuMemMap && live_bytes(-1, int(Bucket::Imported)) > imported_before) ++imports_sized;
       if (e.op == HookId::cuMemRelease && changes_memory(e.result) && after == before && retained_before) ++retained_releases;
@@ -755,6 +760,8 @@ TEST_CASE("accounting: random sequences over every op give the same figures in t
     both.finish();
   }
   // The sequences reached the cases the rules are about.
+  INFO("freed while mapped " << vmm_freed_while_mapped << ", cross-device pools " << cross_device_pool
+                             << ", imports sized " << imports_sized << ", retained releases " << retained_releases);
   CHECK(vmm_freed_while_mapped > 20);
   CHECK(cross_device_pool > 20);
   CHECK(imports_sized > 20);  // mappings that told an import's size (rule 10)
