@@ -208,16 +208,16 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       o << "\nSHARING (memory of other processes is not this process's: no leak, not in its peak)\n";
       o << "  imported: " << format_bytes(sh.imported_bytes) << " in " << count(sh.imported_count, "import")
         << " still open at the end, at most " << format_bytes(sh.imported_max_bytes) << " at once\n";
-      groups(o, sh.imported, native);
+      if (!sh.imported.empty()) groups(o, sh.imported, native);
       if (sh.exports)
         o << "  exported: " << count(sh.shared_count, "allocation") << " of " << format_bytes(sh.shared_bytes)
           << " shared with other processes (" << count(sh.exports, "export call") << ")\n";
-      groups(o, sh.shared, native);
+      if (!sh.shared.empty()) groups(o, sh.shared, native);
       if (sh.multicast_objects)
         o << "  multicast: " << count(sh.multicast_objects, "object") << " of " << format_bytes(sh.multicast_bytes)
           << " created, " << sh.multicast_live << " left at the end with " << format_bytes(sh.multicast_bound_bytes)
           << " bound\n    (no memory of their own: the memory bound to them is counted where it was created)\n";
-      groups(o, sh.multicast, native);
+      if (!sh.multicast.empty()) groups(o, sh.multicast, native);
     }
     o << "\nGROWTH (call sites whose live bytes kept rising)\n";
     for (const GrowthSite& g : r.growth) {

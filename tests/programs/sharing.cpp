@@ -143,6 +143,7 @@ int vmm_mode() {
 
   printf("imported_open %zu\n", 4 * MiB + 2 * MiB);  // the VMM import and the IPC import
   printf("imports_open 2\n");
+  printf("imported_max %zu\n", 4 * MiB + 2 * MiB + 1 * MiB);  // with the pool pointer, while it was open
   printf("shared_allocations 3\nshared_bytes %zu\n", 4 * MiB + 2 * MiB + 1 * MiB);  // VMM, cuMemAlloc (once), pool block
   printf("export_calls 5\n");
   return 0;
