@@ -62,6 +62,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   live_at_.before(r.t_ns, live_);
   snapshots_.before(r.t_ns, live_);
   allocations_.before(r, live_);
+  if (SharingAggregator::wants(*r.op)) sharing_.before(r, live_);
   live_.apply(r);  // snapshots a pending peak before a device's bytes go down
   torch_.after(r);
   peaks_.after(r.t_ns);
@@ -99,7 +100,8 @@ void AnalysisPass::finish(TraceReport* rep) {
   fragmentation_.finish(live_, rep);
   cache_flushes_.finish(rep);
   timeline_.finish(rep);
-  leaks_.finish(live_, opt_.top, rep);  // growth is measured against the highest peak
+  leaks_.finish(live_, opt_.top, rep);  // growth is measured against the highest peak; the imported part of rep->sharing
+  sharing_.finish(live_, rep);
   ooms_.finish(rep);
   activity_.finish(rep->last_t_ns, [this](int device) { return peaks_.activity_query(device); },
                    ooms_.activity_queries(), rep);
@@ -121,6 +123,9 @@ void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt,
   for (DevicePeak& p : rep->peaks) fill(p.live_set);
   fill(rep->leaks);
   fill(rep->teardown);
+  fill(rep->sharing.imported);
+  fill(rep->sharing.shared);
+  fill(rep->sharing.multicast);
   for (GrowthSite& g : rep->growth) g.site.stack = sym.stack(g.site.stack_id);
   for (LargeAllocation& a : rep->allocations.largest) a.stack = a.stack_id ? sym.stack(a.stack_id) : std::vector<Frame>{};
   fill(rep->live_at.live_set);

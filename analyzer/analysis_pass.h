@@ -21,6 +21,7 @@
 #include "aggregators/peak.h"
 #include "aggregators/phases.h"
 #include "aggregators/regions.h"
+#include "aggregators/sharing.h"
 #include "aggregators/timeline.h"
 #include "aggregators/torch_blocks.h"
 #include "live_state.h"
@@ -69,6 +70,7 @@ class AnalysisPass {
   AllocationStatsAggregator allocations_;
   LiveAtAggregator live_at_;
   SnapshotAggregator snapshots_;
+  SharingAggregator sharing_;
 };
 
 }  // namespace vt::analyzer

@@ -82,6 +82,9 @@ __attribute__((always_inline)) inline void LiveState::account(const AllocInfo& a
   if (a.bucket == Bucket::Device) {
     d.kinds[int(a.kind) & (kKindSlots - 1)] += delta;
     device_all_ += delta;
+  } else if (a.bucket == Bucket::Imported) {
+    imported_all_ += delta;
+    imported_max_ = std::max(imported_max_, imported_all_);
   }
   if (changed_.empty() || (changed_.back() != a.device &&
                            std::find(changed_.begin(), changed_.end(), a.device) == changed_.end()))
@@ -189,20 +192,35 @@ void LiveState::drop_context(uint64_t ctx) {
   for (uint64_t addr : gone) remove_alloc(live_.find(addr), live_, true);
 }
 
-// Rule 5: a handle's memory goes at the later of its release and its last unmap.
+// Rule 5: a handle's memory goes at the later of its last release (rule 11) and its last unmap;
+// a multicast object likewise (rule 12).
 void LiveState::free_handle_if_done(uint64_t handle) {
   auto u = handle_use_.find(handle);
-  if (u == handle_use_.end() || u->second.mappings > 0) return;  // still mapped: nothing changes
-  bool freed = handle_freed(u->second.released, 0);
-  handle_use_.erase(u);  // unmapped and not released is the same as no entry
+  if (u == handle_use_.end() || u->second.mappings > 0 || u->second.refs.retains > 0) return;  // still in use
+  bool freed = handle_freed(u->second.refs.released, 0);
+  handle_use_.erase(u);  // unmapped, unretained and not released is the same as no entry
   if (!freed) return;
   auto it = handles_.find(handle);
   if (it != handles_.end()) remove_alloc(it, handles_, false);
+  multicasts_.erase(handle);
 }
 
 void LiveState::release_handle(uint64_t handle) {
-  handle_use_[handle].released = true;
+  handle_use_[handle].refs.release();
   free_handle_if_done(handle);
+}
+
+// Rule 10: a mapping of an imported handle tells its size.
+void LiveState::import_mapped(const Record& map) {
+  auto it = handles_.find(map.aux);
+  if (it == handles_.end()) return;
+  AllocInfo a = info(it->second);
+  if (a.kind != MemKind::VmmImport) return;
+  const uint64_t size = import_size_after_map(a.size, map);
+  if (size == a.size) return;
+  account(a, -1);
+  it->second.size = a.size = size;
+  account(a, +1);
 }
 
 void LiveState::unmap(uint64_t va, uint64_t size) {
@@ -220,7 +238,9 @@ uint64_t LiveState::handle_bytes_unmapped(int device) const {
   uint64_t sum = 0;
   for (const auto& e : handles_) {
     auto u = handle_use_.find(e.first);
-    if (info(e.second).device == device && (u == handle_use_.end() || u->second.mappings == 0)) sum += e.second.size;
+    const AllocInfo a = info(e.second);
+    if (a.device == device && a.kind != MemKind::VmmImport && (u == handle_use_.end() || u->second.mappings == 0))
+      sum += e.second.size;  // (an import is another process's memory: rule 10)
   }
   return sum;
 }
@@ -266,7 +286,8 @@ void LiveState::apply(const Record& r) {
     a.bucket = bucket_of(op.kind);
     return a;
   };
-  switch (effect_of(op, r)) {
+  const Effect fx = effect_of(op, r);
+  switch (fx) {
     case Effect::Allocate: {
       if (!is_memory_key(r.addr)) return;  // rule 2
       AllocInfo a = alloc();
@@ -291,19 +312,28 @@ void LiveState::apply(const Record& r) {
         remove_alloc(it, live_, false);
       return;
     }
-    case Effect::CreateHandle: {
+    case Effect::CreateHandle:
+    case Effect::ImportHandle: {
       if (!is_memory_key(r.aux)) return;
       AllocInfo a = alloc();
       Placement at = placement_at(r.aux2, r.device);  // rule 4
       a.device = at.device;
       a.bucket = at.bucket;
+      if (fx == Effect::ImportHandle) {  // rule 10: imported; its size comes with its mappings
+        a.bucket = Bucket::Imported;
+        a.size = 0;
+      }
       auto u = handle_use_.find(r.aux);
-      if (u != handle_use_.end()) u->second.released = false;  // rule 3: a new handle; its mappings stay
+      if (u != handle_use_.end()) u->second.refs = HandleRefs{};  // rule 3: a new handle; its mappings stay
+      multicasts_.erase(r.aux);
       add(r.aux, a, handles_);
       return;
     }
-    case Effect::ReleaseHandle:
-      if (handles_.find(r.aux) != handles_.end()) release_handle(r.aux);  // rule 5
+    case Effect::RetainHandle:  // rule 11
+      if (is_memory_key(r.aux)) handle_use_[r.aux].refs.retains++;
+      return;
+    case Effect::ReleaseHandle:  // rules 5, 11 and 12
+      if (is_memory_key(r.aux)) release_handle(r.aux);
       return;
     case Effect::Map: {
       auto old = mappings_.find(r.addr);
@@ -311,8 +341,32 @@ void LiveState::apply(const Record& r) {
       mappings_[r.addr] = {r.size, r.aux};
       handle_use_[r.aux].mappings++;
       mapped_total_ += r.size;
+      if (is_memory_key(r.aux)) import_mapped(r);  // rule 10
       return;
     }
+    case Effect::CreateMulticast: {  // rule 12: kept apart, no memory
+      // (A handle value live as memory too is a damaged trace: that memory stays as it is, so
+      // that the figures stay the tracker's, which keeps no multicast objects.)
+      if (!is_memory_key(r.aux)) return;
+      MulticastState m;
+      m.size = r.size;
+      m.stack = r.stack;
+      m.device = r.device;
+      m.team = uint32_t(r.aux2);
+      multicasts_[r.aux] = m;
+      return;
+    }
+    case Effect::AddDevice:
+    case Effect::Bind:
+    case Effect::Unbind: {
+      auto m = multicasts_.find(r.aux);
+      if (m == multicasts_.end()) return;
+      if (fx == Effect::AddDevice) m->second.added++;
+      else if (fx == Effect::Bind) m->second.bound += r.size;
+      else m->second.bound -= std::min(m->second.bound, r.size);
+      return;
+    }
+    case Effect::Export: return;  // rule 13: no memory (the sharing aggregator notes it)
     case Effect::Unmap:
       unmap(r.addr, r.size);  // rule 5
       return;
@@ -354,7 +408,7 @@ void LiveState::apply(const Record& r) {
       return;
     }
     case Effect::Teardown:
-      if (uint64_t ctx = torn_down_context(HookId(op.code - 1), r)) drop_context(ctx);  // rule 6
+      if (uint64_t ctx = torn_down_context(op.id, r)) drop_context(ctx);  // rule 6
       return;
     case Effect::GraphNode: {  // rule 8: counted, never live
       DeviceTotals& d = device_slot(graph_node_device(op, r));
@@ -367,7 +421,7 @@ void LiveState::apply(const Record& r) {
       return;
     }
     case Effect::GraphPool:
-      if (has_graph_pool_sample(r)) graph_pool_sampled(graph_pool_device(HookId(op.code - 1), r), r.size, r.aux);
+      if (has_graph_pool_sample(r)) graph_pool_sampled(graph_pool_device(op.id, r), r.size, r.aux);
       return;
     case Effect::None: return;
   }

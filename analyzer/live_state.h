@@ -126,8 +126,8 @@ class SiteTable {
 };
 
 // Slots for device bytes by op kind: MemKind values, with room to spare (a kind is masked into it).
-inline constexpr int kKindSlots = 16;
-static_assert(int(MemKind::Graph) < kKindSlots);
+inline constexpr int kKindSlots = 32;
+static_assert(int(MemKind::Sharing) < kKindSlots);
 
 // Live bytes of one device (-1 = unknown) by bucket, and its device-bucket bytes by op kind.
 struct DeviceTotals {
@@ -143,6 +143,14 @@ struct DeviceTotals {
 };
 
 class LiveState;
+
+// A live multicast object (format/accounting.h, rule 12): no memory of its own, kept apart.
+struct MulticastState {
+  uint64_t size = 0, bound = 0;  // its size; the bytes bound to it now
+  uint32_t stack = 0;            // where it was created
+  int32_t device = -1;           // the creating event's
+  uint32_t team = 0, added = 0;  // devices in its team, and added so far
+};
 
 // A pool as far as events show it: where its memory counts, the address ranges it handed out
 // since it was created or trimmed (its inferred footprint) and the bytes of its live allocations.
@@ -176,6 +184,9 @@ class LiveState {
   }
   // Device-bucket bytes summed over all devices.
   uint64_t device_bytes_all() const { return device_all_; }
+  // Imported bytes summed over all devices (rule 10), and their highest.
+  uint64_t imported_bytes_all() const { return imported_all_; }
+  uint64_t imported_max() const { return imported_max_; }
   // Devices whose totals the last apply() changed (usually one).
   const std::vector<int>& changed() const { return changed_; }
   // Every device seen so far, in order of first appearance.
@@ -199,6 +210,7 @@ class LiveState {
     return AllocInfo{a.size, c.context, c.pool, k.stack, c.site, k.device, c.kind, k.bucket};
   }
   const AllocMap& vmm_handles() const { return handles_; }
+  const absl::flat_hash_map<uint64_t, MulticastState>& multicasts() const { return multicasts_; }
   const absl::flat_hash_map<uint64_t, PoolState>& pools() const { return pools_; }
 
   // VMM: mapped ranges (va -> size, physical handle) and reserved ranges (va -> size).
@@ -238,10 +250,12 @@ class LiveState {
 
   AllocMap live_;     // by address (or array handle)
   AllocMap handles_;  // VMM physical handles
-  struct HandleUse {  // a VMM handle's mappings, and whether it was released (rule 5)
+  struct HandleUse {  // a VMM handle's mappings and references (rules 5 and 11)
     uint32_t mappings = 0;
-    bool released = false;
+    HandleRefs refs;
   };
+  void import_mapped(const Record& map);
+  absl::flat_hash_map<uint64_t, MulticastState> multicasts_;  // live multicast objects (rule 12)
   std::map<uint64_t, Mapping> mappings_;                   // va -> mapping
   absl::flat_hash_map<uint64_t, HandleUse> handle_use_;    // handles mapped or released, not yet freed
   std::map<uint64_t, uint64_t> reservations_;        // va -> size
@@ -250,7 +264,7 @@ class LiveState {
   std::array<int32_t, kDirect> direct_ = make_direct();  // device + 1 -> index in slots_, -1 = none
   absl::flat_hash_map<int, int32_t> other_;              // the same for devices outside -1..1023
   int last_device_ = -2, last_slot_ = -1;
-  uint64_t device_all_ = 0;
+  uint64_t device_all_ = 0, imported_all_ = 0, imported_max_ = 0;
   std::vector<AllocClass> classes_;
   std::vector<uint32_t> class_next_;  // classes_[i]'s site's next class + 1 (0 = none)
   std::vector<uint32_t> site_class_;  // site row -> its first class + 1 (0 = none)

@@ -137,6 +137,16 @@ json graphs_json(const std::vector<GraphDevice>& graphs) {
   return a;
 }
 
+json sharing_json(const SharingReport& s) {
+  return {{"imported", {{"bytes", s.imported_bytes}, {"count", s.imported_count}, {"max_bytes", s.imported_max_bytes},
+                        {"groups", groups_json(s.imported)}}},
+          {"exported", {{"calls", s.exports}, {"bytes", s.shared_bytes}, {"count", s.shared_count},
+                        {"groups", groups_json(s.shared)}}},
+          {"multicast", {{"objects", s.multicast_objects}, {"bytes", s.multicast_bytes}, {"live", s.multicast_live},
+                         {"live_bytes", s.multicast_live_bytes}, {"bound_bytes", s.multicast_bound_bytes},
+                         {"groups", groups_json(s.multicast)}}}};
+}
+
 json allocations_json(const AllocationStats& a) {
   json largest = json::array();
   for (const LargeAllocation& x : a.largest)
@@ -239,6 +249,7 @@ json report_json(const TraceReport& r, const std::string& section) {
   if (r.live_at.asked && (section.empty() || section == "peak")) j["live_at"] = live_at_json(r.live_at);
   if (section.empty()) j["allocations"] = allocations_json(r.allocations);
   if ((section.empty() || section == "peak") && !r.graphs.empty()) j["graphs"] = graphs_json(r.graphs);  // only with graphs
+  if ((section.empty() || section == "leaks") && r.sharing.present()) j["sharing"] = sharing_json(r.sharing);  // only with sharing
   if (section.empty()) {
     const KernelRecording& k = r.kernels;
     j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},

@@ -197,6 +197,22 @@ struct GraphDevice {
   uint64_t captured = 0, captured_bytes = 0;              // of them, stream-ordered allocations captured
 };
 
+// Memory shared between processes (format/accounting.h, rules 10 to 13): what this process
+// imported (another's memory: never a leak, a peak or an allocation of its own), which of its
+// allocations it exported, and its multicast objects (no memory of their own).
+struct SharingReport {
+  uint64_t imported_bytes = 0, imported_count = 0;  // live at the end (not in leak_bytes)
+  uint64_t imported_max_bytes = 0;                  // the most imported at once, all devices
+  std::vector<SiteGroup> imported;                  // live at the end, by importing site
+  uint64_t exports = 0;                             // export calls that succeeded
+  uint64_t shared_bytes = 0, shared_count = 0;      // the distinct live allocations they shared
+  std::vector<SiteGroup> shared;                    // by the allocation's site
+  uint64_t multicast_objects = 0, multicast_bytes = 0;  // created during the run
+  uint64_t multicast_live = 0, multicast_live_bytes = 0, multicast_bound_bytes = 0;  // at the end
+  std::vector<SiteGroup> multicast;                 // created, by creating site (kind "multicast")
+  bool present() const { return imported_count || imported_max_bytes || exports || multicast_objects; }
+};
+
 struct LiveAt {  // what was live at a chosen time (AnalysisOptions::at_ns)
   bool asked = false;
   uint64_t t_ns = 0;      // the instant, on the trace's clock
@@ -265,6 +281,7 @@ struct TraceReport {
   LiveAt live_at;
   Snapshots snapshots;
   std::vector<GraphDevice> graphs;  // devices with graph activity only
+  SharingReport sharing;
 };
 
 struct RankRow {

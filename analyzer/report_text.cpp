@@ -203,6 +203,22 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     if (r.teardown_bytes)
       o << "  released only by context teardown: " << format_bytes(r.teardown_bytes) << " in "
         << count(r.teardown_count, "allocation") << "\n";
+    const SharingReport& sh = r.sharing;
+    if (sh.present()) {
+      o << "\nSHARING (memory of other processes is not this process's: no leak, not in its peak)\n";
+      o << "  imported: " << format_bytes(sh.imported_bytes) << " in " << count(sh.imported_count, "import")
+        << " still open at the end, at most " << format_bytes(sh.imported_max_bytes) << " at once\n";
+      if (!sh.imported.empty()) groups(o, sh.imported, native);
+      if (sh.exports)
+        o << "  exported: " << count(sh.shared_count, "allocation") << " of " << format_bytes(sh.shared_bytes)
+          << " shared with other processes (" << count(sh.exports, "export call") << ")\n";
+      if (!sh.shared.empty()) groups(o, sh.shared, native);
+      if (sh.multicast_objects)
+        o << "  multicast: " << count(sh.multicast_objects, "object") << " of " << format_bytes(sh.multicast_bytes)
+          << " created, " << sh.multicast_live << " left at the end with " << format_bytes(sh.multicast_bound_bytes)
+          << " bound\n    (no memory of their own: the memory bound to them is counted where it was created)\n";
+      if (!sh.multicast.empty()) groups(o, sh.multicast, native);
+    }
     o << "\nGROWTH (call sites whose live bytes kept rising)\n";
     for (const GrowthSite& g : r.growth) {
       o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", " << count(g.new_highs, "new high")

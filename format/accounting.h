@@ -12,7 +12,8 @@
 //  1. Only successful calls change memory (a failed call changed nothing in the driver). An OOM is
 //     an acquire that failed with CUDA_ERROR_OUT_OF_MEMORY (is_out_of_memory).
 //  2. Keys: memory of the address-keyed kinds (device, pitch, managed, pinned and registered host,
-//     stream-ordered, arrays, IPC imports) is known by the address its acquire returned and its
+//     stream-ordered, arrays and mipmapped arrays, IPC and pool-pointer imports, external
+//     mappings) is known by the address its acquire returned and its
 //     release passes; VMM physical memory by its handle, in a key space of its own (a handle never
 //     matches an address). Key 0 is no memory (a successful acquire always returns an address;
 //     0 only comes from a damaged trace).
@@ -53,6 +54,46 @@
 //     A sample sets the pool's figures (it is not a delta); the reserved bytes count as device
 //     memory of kind graph_pool, on the sampled device (graph_pool_device), so peaks and OOMs
 //     include them. An op without a sample (SIZE absent: it could not be read) changes nothing.
+// 10. Imported memory is another process's (or another API's): it counts in the imported bucket,
+//     never as device memory, in a peak, as a leak or as an allocation of this process; the
+//     report lists what is imported at the end apart from the leaks. Four ways in, one rule:
+//     - cuIpcOpenMemHandle (legacy IPC) and cuMemPoolImportPointer (a pointer of an exported
+//       pool): address-keyed, their size from cuMemGetAddressRange, freed by cuIpcCloseMemHandle
+//       and by cuMemFree(Async) respectively, on the event's device;
+//     - cuMemImportFromShareableHandle: a VMM handle, keyed by the handle like VMM memory, on
+//       the device of its location (cuMemGetAllocationPropertiesFromHandle; the event's device
+//       when that could not be read). No driver call tells a handle's size: it is what its
+//       mappings show, each cuMemMap of it raising it to offset + size when larger
+//       (import_size_after_map), and it is freed by rule 5 like any handle. Mappings hold no
+//       memory (rule 7), so mapping an import adds nothing to the owner's figures (those are in
+//       the owner's trace). An import of this process's own export is a second handle of memory
+//       its cuMemCreate counted: it counts as imported too, in that bucket only;
+//     - what is mapped from external memory (rule 13).
+// 11. Handle references: cuMemCreate and cuMemImportFromShareableHandle give a handle one
+//     reference, each cuMemRetainAllocationHandle (which returns the value that mapped the
+//     address: AUX) one more, and each cuMemRelease takes one. Rule 5's release is the last
+//     reference's: the release of a retained handle frees nothing. A new handle (rule 3) starts
+//     with one reference; a retain of a handle the trace never saw made counts no memory.
+// 12. Multicast. A multicast object (cuMulticastCreate: handle AUX, size SIZE, team AUX2) holds no
+//     memory of its own: each team device's memory is the physical memory bound to it
+//     (cuMulticastBindMem / BindAddr, unbound by cuMulticastUnbind), which cuMemCreate counted
+//     on that memory's device. So the object and its bindings are in no bucket (never device
+//     memory, a peak or a leak); the replay keeps each live object with its creating site, its
+//     team (cuMulticastAddDevice) and its bound bytes (bind: + SIZE, unbind: - SIZE), and the
+//     report lists them by site. The object goes like VMM memory (rule 5: the later of its
+//     handle's last release and its last unmap; it is mapped with cuMemMap). Not modelled:
+//     memory released and unmapped while still bound stays in the driver until it is unbound
+//     (NCCL unbinds first).
+// 13. External memory (cuImportExternalMemory) belongs to another API and holds nothing by
+//     itself here; what this process maps of it counts as imported (rule 10), address-keyed, on
+//     the event's device: a buffer (cuExternalMemoryGetMappedBuffer, SIZE its size; freed by
+//     cuMemFree) or a mipmapped array (cuExternalMemoryGetMappedMipmappedArray, SIZE from its
+//     descriptor; freed by cuMipmappedArrayDestroy). cuDestroyExternalMemory frees no mapping
+//     (cuda.h: they must be freed explicitly). Exports (cuMemExportToShareableHandle,
+//     cuIpcGetMemHandle, cuMemPoolExportPointer, cuMemPoolExportToShareableHandle,
+//     cuMemGetHandleForAddressRange) and cuMemPoolImportFromShareableHandle hold no memory:
+//     an export marks the live allocation it shares (the report's shared allocations, by site).
+//     Mipmapped arrays of this process (cuMipmappedArrayCreate) are device memory of kind array.
 #pragma once
 
 #include <cstdint>
@@ -68,10 +109,14 @@ namespace vt {
 // on a device, arrays), managed, pinned host (incl. registered host memory) and imported (IPC).
 enum class Bucket : uint8_t { Device, Managed, PinnedHost, Imported, kCount };
 inline constexpr int kBuckets = int(Bucket::kCount);
+// Memory of another process or API (rule 10).
+constexpr bool is_imported(MemKind k) {
+  return k == MemKind::IpcImport || k == MemKind::VmmImport || k == MemKind::ExternalMapping;
+}
 constexpr Bucket bucket_of(MemKind k) {
   return k == MemKind::Managed                                      ? Bucket::Managed
          : k == MemKind::PinnedHost || k == MemKind::RegisteredHost ? Bucket::PinnedHost
-         : k == MemKind::IpcImport                                  ? Bucket::Imported
+         : is_imported(k)                                           ? Bucket::Imported
                                                                     : Bucket::Device;
 }
 
@@ -91,7 +136,7 @@ constexpr bool keyed_by_address(MemKind k) {
   constexpr uint32_t kAddressed = 1u << unsigned(MemKind::Device) | 1u << unsigned(MemKind::Managed) |
                                   1u << unsigned(MemKind::PinnedHost) | 1u << unsigned(MemKind::RegisteredHost) |
                                   1u << unsigned(MemKind::Async) | 1u << unsigned(MemKind::Array) |
-                                  1u << unsigned(MemKind::IpcImport);
+                                  1u << unsigned(MemKind::IpcImport) | 1u << unsigned(MemKind::ExternalMapping);
   return unsigned(k) < 32 && (kAddressed >> unsigned(k) & 1);  // one test on the hook's path
 }
 
@@ -111,18 +156,39 @@ enum class Effect : uint8_t {
   Teardown,       // a context's memory goes (torn_down_context)
   GraphNode,      // a graph memory node or captured allocation: addr, size bytes, no memory (rule 8)
   GraphPool,      // a sample of the device's graph pool: size reserved, aux used (rule 9)
+  ImportHandle,   // an imported VMM handle (key: aux; location: aux2; rule 10)
+  RetainHandle,   // one more reference to handle aux (rule 11)
+  CreateMulticast,  // multicast object aux of size bytes, team aux2 (rule 12)
+  AddDevice,      // a device joined multicast object aux's team
+  Bind,           // size bytes bound to multicast object aux
+  Unbind,         // size bytes unbound from it
+  Export,         // shares a live allocation (addr) or handle (aux), or a pool: no memory (rule 13)
 };
 
 constexpr Effect effect_of(const OpInfo& op) {
   const bool acquire = op.action == Action::Acquire;
   if (keyed_by_address(op.kind)) return acquire ? Effect::Allocate : Effect::Free;
   switch (op.kind) {
-    case MemKind::VmmPhysical: return acquire ? Effect::CreateHandle : Effect::ReleaseHandle;
+    case MemKind::VmmPhysical:
+      return !acquire                                          ? Effect::ReleaseHandle
+             : op.id == HookId::cuMemRetainAllocationHandle    ? Effect::RetainHandle
+                                                               : Effect::CreateHandle;
+    case MemKind::VmmImport: return Effect::ImportHandle;
+    case MemKind::Multicast:
+      return op.id == HookId::cuMulticastCreate      ? Effect::CreateMulticast
+             : op.id == HookId::cuMulticastAddDevice ? Effect::AddDevice
+             : op.id == HookId::cuMulticastUnbind    ? Effect::Unbind
+                                                     : Effect::Bind;
+    case MemKind::Sharing:
+      return op.id == HookId::cuMemPoolImportFromShareableHandle || op.id == HookId::cuImportExternalMemory ||
+                     op.id == HookId::cuDestroyExternalMemory
+                 ? Effect::None
+                 : Effect::Export;
     case MemKind::VmmMapping: return acquire ? Effect::Map : Effect::Unmap;
     case MemKind::VmmReservation: return acquire ? Effect::Reserve : Effect::Unreserve;
     case MemKind::Pool:
-      return HookId(op.code - 1) == HookId::cuMemPoolCreate    ? Effect::CreatePool
-             : HookId(op.code - 1) == HookId::cuMemPoolDestroy ? Effect::DestroyPool
+      return op.id == HookId::cuMemPoolCreate    ? Effect::CreatePool
+             : op.id == HookId::cuMemPoolDestroy ? Effect::DestroyPool
                                                                : Effect::TrimPool;
     case MemKind::Context: return Effect::Teardown;
     case MemKind::GraphNode: return acquire ? Effect::GraphNode : Effect::None;
@@ -182,6 +248,31 @@ constexpr bool unmap_removes(uint64_t mapping_va, uint64_t va, uint64_t size) {
   return mapping_va >= va && mapping_va - va < size;
 }
 
+// ---- rules 10 and 11 ----
+
+// An imported handle's size after a mapping of [offset, offset + size) of it (rule 10).
+template <typename E>
+constexpr uint64_t import_size_after_map(uint64_t known, const E& map) {
+  const uint64_t offset = (map.fields & format::kEvAux2) ? map.aux2 : 0;
+  const uint64_t end = offset + map.size < offset ? ~0ull : offset + map.size;  // saturating
+  return end > known ? end : known;
+}
+// A handle's references (rule 11), as both replays keep them: released = its first reference
+// (from cuMemCreate or the import) is gone, retains = the references retains added and releases
+// have not yet taken. A release takes the first one first (which one does not matter: only the
+// count does).
+struct HandleRefs {
+  bool released = false;
+  uint32_t retains = 0;
+  void release() {
+    if (!released)
+      released = true;
+    else if (retains > 0)
+      --retains;
+  }
+  bool referenced() const { return !released || retains > 0; }
+};
+
 // ---- rule 6 ----
 
 // The context a teardown event tore down, 0 when none (a primary context release that was not
@@ -207,7 +298,7 @@ constexpr Effect effect_of(const OpInfo& op, const E& e) {
   if (captured(op, e)) return op.action == Action::Acquire ? Effect::GraphNode : Effect::None;
   if (op.kind == MemKind::GraphNode && op.action == Action::Acquire &&
       ((e.fields & format::kEvAux2) && e.aux2 != kGraphNodeMemAlloc) &&
-      (HookId(op.code - 1) == HookId::cuGraphAddNode || HookId(op.code - 1) == HookId::cuGraphAddNode_v2))
+      (op.id == HookId::cuGraphAddNode || op.id == HookId::cuGraphAddNode_v2))
     return Effect::None;  // a kernel, copy, free... node
   return effect_of(op);
 }
@@ -215,7 +306,7 @@ constexpr Effect effect_of(const OpInfo& op, const E& e) {
 // names one), else the event's.
 template <typename E>
 constexpr int32_t graph_node_device(const OpInfo& op, const E& e) {
-  return HookId(op.code - 1) == HookId::cuGraphAddMemAllocNode && (e.fields & format::kEvAux2) &&
+  return op.id == HookId::cuGraphAddMemAllocNode && (e.fields & format::kEvAux2) &&
                  location_type(e.aux2) == kLocationDevice
              ? int32_t(uint32_t(e.aux2))
              : e.device;

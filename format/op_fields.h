@@ -37,7 +37,17 @@ namespace vt {
   X(NodeType, "node_type", "node type (CUgraphNodeType)") \
   X(Stream, "stream", "stream") \
   X(CaptureMode, "capture_mode", "capture mode (CUstreamCaptureMode)") \
-  X(Captured, "captured", "1: made while its stream captured a graph (a node's virtual address, no memory)")
+  X(Captured, "captured", "1: made while its stream captured a graph (a node's virtual address, no memory)") \
+  X(HandleType, "handle_type", "shareable handle type (CUmemAllocationHandleType)") \
+  X(RangeHandleType, "handle_type", "range handle type (CUmemRangeHandleType)") \
+  X(Multicast, "multicast", "multicast object (a handle)") \
+  X(McOffset, "multicast_offset", "offset in the multicast object") \
+  X(TeamSize, "team_size", "devices in the team") \
+  X(ExternalMemory, "external_memory", "external memory object") \
+  X(ExternalType, "handle_type", "external handle type (CUexternalMemoryHandleType)") \
+  X(MipmapBytes, "size", "≈ the levels' width × height × depth × channels × element") \
+  X(Levels, "levels", "mipmap levels") \
+  X(Count, "count", "entries")
 
 enum class Field : uint8_t {
 #define VT_FIELD_ID(name, json, doc) name,

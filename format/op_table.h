@@ -34,6 +34,13 @@
 #undef cuStreamBeginCapture
 #undef cuGraphInstantiate
 #undef cuGraphAddNode
+#undef cuMemAlloc
+#undef cuMemFree
+#undef cuMemAllocHost
+#undef cuMemAllocPitch
+#undef cuArrayCreate
+#undef cuArray3DCreate
+#undef cuMemHostRegister
 
 #define VT_FOR_EACH_HOOK(X)                                                                          \
   X(1, cuMemAlloc_v2, Acquire, Device, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize), (Ptr, Bytes, None, None)) \
@@ -178,7 +185,95 @@
   X(64, cuStreamIsCapturing, Query, Graph, (CUstream hStream, CUstreamCaptureStatus* captureStatus), \
     (hStream, captureStatus), (None, None, None, None))                                             \
   X(65, cuStreamIsCapturing_ptsz, Query, Graph, (CUstream hStream, CUstreamCaptureStatus* captureStatus), \
-    (hStream, captureStatus), (None, None, None, None))
+    (hStream, captureStatus), (None, None, None, None))                                             \
+  /* Sharing (format/accounting.h, rules 10 to 13). An imported VMM handle is another process's */ \
+  /* memory (vmm_import); a retain adds a reference to a handle; exports and pool imports hold no */ \
+  /* memory (sharing). */                                                                         \
+  X(66, cuMemImportFromShareableHandle, Acquire, VmmImport,                                         \
+    (CUmemGenericAllocationHandle * handle, void* osHandle, CUmemAllocationHandleType shHandleType), \
+    (handle, osHandle, shHandleType), (None, None, Handle, Location))                               \
+  X(67, cuMemRetainAllocationHandle, Acquire, VmmPhysical, (CUmemGenericAllocationHandle * handle, void* addr), \
+    (handle, addr), (Va, None, Handle, None))                                                       \
+  X(68, cuMemExportToShareableHandle, Control, Sharing,                                             \
+    (void* shareableHandle, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType handleType, \
+     unsigned long long flags),                                                                     \
+    (shareableHandle, handle, handleType, flags), (None, None, Handle, HandleType))                 \
+  X(69, cuIpcGetMemHandle, Control, Sharing, (CUipcMemHandle * pHandle, CUdeviceptr dptr), (pHandle, dptr), \
+    (Ptr, None, None, None))                                                                        \
+  X(70, cuMemGetHandleForAddressRange, Control, Sharing,                                            \
+    (void* handle, CUdeviceptr dptr, size_t size, CUmemRangeHandleType handleType, unsigned long long flags), \
+    (handle, dptr, size, handleType, flags), (Ptr, Bytes, RangeHandleType, None))                   \
+  X(71, cuMemPoolExportToShareableHandle, Control, Sharing,                                         \
+    (void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags), \
+    (handle_out, pool, handleType, flags), (None, None, Pool, HandleType))                          \
+  X(72, cuMemPoolImportFromShareableHandle, Control, Sharing,                                       \
+    (CUmemoryPool * pool_out, void* handle, CUmemAllocationHandleType handleType, unsigned long long flags), \
+    (pool_out, handle, handleType, flags), (None, None, Pool, HandleType))                          \
+  X(73, cuMemPoolExportPointer, Control, Sharing, (CUmemPoolPtrExportData * shareData_out, CUdeviceptr ptr), \
+    (shareData_out, ptr), (Ptr, None, None, None))                                                  \
+  X(74, cuMemPoolImportPointer, Acquire, IpcImport,                                                 \
+    (CUdeviceptr * ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData* shareData), (ptr_out, pool, shareData), \
+    (Ptr, ImportBytes, Pool, None))                                                                 \
+  /* Multicast objects (rule 12): no memory of their own; the memory bound to them is counted */  \
+  /* by its cuMemCreate. */                                                                        \
+  X(75, cuMulticastCreate, Acquire, Multicast,                                                      \
+    (CUmemGenericAllocationHandle * mcHandle, const CUmulticastObjectProp* prop), (mcHandle, prop), \
+    (None, Bytes, Multicast, TeamSize))                                                             \
+  X(76, cuMulticastAddDevice, Control, Multicast, (CUmemGenericAllocationHandle mcHandle, CUdevice dev), \
+    (mcHandle, dev), (None, None, Multicast, Device))                                               \
+  X(77, cuMulticastBindMem, Control, Multicast,                                                     \
+    (CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUmemGenericAllocationHandle memHandle, \
+     size_t memOffset, size_t size, unsigned long long flags),                                      \
+    (mcHandle, mcOffset, memHandle, memOffset, size, flags), (McOffset, Bytes, Multicast, Handle))  \
+  X(78, cuMulticastBindAddr, Control, Multicast,                                                    \
+    (CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUdeviceptr memptr, size_t size,       \
+     unsigned long long flags),                                                                     \
+    (mcHandle, mcOffset, memptr, size, flags), (Va, Bytes, Multicast, McOffset))                    \
+  X(79, cuMulticastUnbind, Control, Multicast,                                                      \
+    (CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size),            \
+    (mcHandle, dev, mcOffset, size), (McOffset, Bytes, Multicast, Device))                          \
+  /* External memory (rule 13): the object holds no memory; what is mapped from it is imported. */ \
+  X(80, cuImportExternalMemory, Control, Sharing,                                                   \
+    (CUexternalMemory * extMem_out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* memHandleDesc),         \
+    (extMem_out, memHandleDesc), (None, Bytes, ExternalMemory, ExternalType))                       \
+  X(81, cuExternalMemoryGetMappedBuffer, Acquire, ExternalMapping,                                  \
+    (CUdeviceptr * devPtr, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* bufferDesc), \
+    (devPtr, extMem, bufferDesc), (Ptr, Bytes, ExternalMemory, Offset))                             \
+  X(82, cuExternalMemoryGetMappedMipmappedArray, Acquire, ExternalMapping,                          \
+    (CUmipmappedArray * mipmap, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC* mipmapDesc), \
+    (mipmap, extMem, mipmapDesc), (ArrayHandle, MipmapBytes, ExternalMemory, Levels))               \
+  X(83, cuDestroyExternalMemory, Control, Sharing, (CUexternalMemory extMem), (extMem),             \
+    (None, None, ExternalMemory, None))                                                             \
+  X(84, cuMipmappedArrayCreate, Acquire, Array,                                                     \
+    (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pMipmappedArrayDesc, unsigned int numMipmapLevels), \
+    (pHandle, pMipmappedArrayDesc, numMipmapLevels), (ArrayHandle, MipmapBytes, Levels, None))      \
+  X(85, cuMipmappedArrayDestroy, Release, Array, (CUmipmappedArray hMipmappedArray), (hMipmappedArray), \
+    (ArrayHandle, None, None, None))                                                                \
+  /* Sparse array tiles mapped onto VMM memory that cuMemCreate already counted: no memory. */    \
+  X(86, cuMemMapArrayAsync, Control, None, (CUarrayMapInfo * mapInfoList, unsigned int count, CUstream hStream), \
+    (mapInfoList, count, hStream), (None, None, Count, Stream))                                     \
+  X(87, cuMemMapArrayAsync_ptsz, Control, None,                                                     \
+    (CUarrayMapInfo * mapInfoList, unsigned int count, CUstream hStream), (mapInfoList, count, hStream), \
+    (None, None, Count, Stream))                                                                    \
+  /* The CUDA 2.x ABI (32-bit device pointers and sizes; cuda.h declares it only for the driver's */ \
+  /* own build: interpose/cuda_decls.h). The driver still exports it and cuGetProcAddress hands it */ \
+  /* out for versions below 3020 (cuMemHostRegister: below 6050, with the current ABI). */         \
+  X(88, cuMemAlloc, Acquire, Device, (vt_CUdeviceptr_v1 * dptr, unsigned int bytesize), (dptr, bytesize), \
+    (Ptr, Bytes, None, None))                                                                       \
+  X(89, cuMemFree, Release, Device, (vt_CUdeviceptr_v1 dptr), (dptr), (Ptr, None, None, None))      \
+  X(90, cuMemAllocHost, Acquire, PinnedHost, (void** pp, unsigned int bytesize), (pp, bytesize),    \
+    (Ptr, Bytes, None, None))                                                                       \
+  X(91, cuMemAllocPitch, Acquire, Device,                                                           \
+    (vt_CUdeviceptr_v1 * dptr, unsigned int* pPitch, unsigned int WidthInBytes, unsigned int Height, \
+     unsigned int ElementSizeBytes),                                                                \
+    (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), (Ptr, PitchBytes, None, None))          \
+  X(92, cuArrayCreate, Acquire, Array, (CUarray * pHandle, const vt_CUDA_ARRAY_DESCRIPTOR_v1* pAllocateArray), \
+    (pHandle, pAllocateArray), (ArrayHandle, ArrayBytes, None, None))                               \
+  X(93, cuArray3DCreate, Acquire, Array,                                                            \
+    (CUarray * pHandle, const vt_CUDA_ARRAY3D_DESCRIPTOR_v1* pAllocateArray), (pHandle, pAllocateArray), \
+    (ArrayHandle, Array3DBytes, None, None))                                                        \
+  X(94, cuMemHostRegister, Acquire, RegisteredHost, (void* p, size_t bytesize, unsigned int Flags), \
+    (p, bytesize, Flags), (Ptr, Bytes, Flags, None))
 
 namespace vt {
 
@@ -202,6 +297,10 @@ enum class MemKind : uint8_t {
   GraphNode,       // a graph memory node: a virtual address, no memory until the graph runs
   GraphPool,       // the driver's graph pool (memory graphs take at upload/launch): a sample
   Graph,           // graphs and stream capture without memory of their own
+  VmmImport,       // a VMM handle imported from another process (imported, not owned)
+  Multicast,       // a multicast object and its team and bindings: no memory of its own
+  ExternalMapping, // a buffer or mipmapped array mapped from external memory (imported)
+  Sharing,         // exports, pool imports and external memory objects: no memory
 };
 
 // How each kind is accounted (buckets, keys, devices): format/accounting.h.
@@ -224,6 +323,10 @@ inline const char* kind_name(MemKind k) {
     case MemKind::GraphNode: return "graph_node";
     case MemKind::GraphPool: return "graph_pool";
     case MemKind::Graph: return "graph";
+    case MemKind::VmmImport: return "vmm_import";
+    case MemKind::Multicast: return "multicast";
+    case MemKind::ExternalMapping: return "external_mapping";
+    case MemKind::Sharing: return "sharing";
     case MemKind::None: break;
   }
   return "none";
@@ -244,6 +347,7 @@ struct OpFields {
 
 struct OpInfo {
   uint8_t code;
+  HookId id;  // its row in kOps (codes may leave gaps between the ranges helpers were given)
   const char* name;
   Action action;
   MemKind kind;
@@ -254,23 +358,32 @@ struct OpInfo {
 #define VT_OP_FIELDS(addr, size, aux, aux2) {Field::addr, Field::size, Field::aux, Field::aux2}
 inline constexpr OpInfo kOps[] = {
 #define VT_OP_INFO(code, name, action, kind, params, args, fields) \
-  {code, #name, Action::action, MemKind::kind, VT_OP_FIELDS fields},
+  {code, HookId::name, #name, Action::action, MemKind::kind, VT_OP_FIELDS fields},
     VT_FOR_EACH_HOOK(VT_OP_INFO)
 #undef VT_OP_INFO
 };
 #undef VT_OP_FIELDS
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == kHookCount);
 
-constexpr bool codes_are_dense() {
+constexpr bool codes_increase() {
   for (int i = 0; i < kHookCount; ++i)
-    if (kOps[i].code != i + 1) return false;
+    if (kOps[i].code < 1 || kOps[i].code > 127 || (i > 0 && kOps[i].code <= kOps[i - 1].code)) return false;
   return true;
 }
-static_assert(codes_are_dense(), "op codes must be 1..N in list order");
+static_assert(codes_increase(), "op codes must increase in list order, within 1..127 (event tags)");
+
+// Op code -> its row + 1 (0: no such op).
+struct OpIndex {
+  uint8_t row[128] = {};
+  constexpr OpIndex() {
+    for (int i = 0; i < kHookCount; ++i) row[kOps[i].code] = uint8_t(i + 1);
+  }
+};
+inline constexpr OpIndex kOpIndex{};
 
 // Op code -> info, or nullptr for codes this build does not know (newer traces).
 inline const OpInfo* op_by_code(uint8_t code) {
-  return code >= 1 && code <= kHookCount ? &kOps[code - 1] : nullptr;
+  return code < 128 && kOpIndex.row[code] ? &kOps[kOpIndex.row[code] - 1] : nullptr;
 }
 
 }  // namespace vt

@@ -21,7 +21,8 @@ inline constexpr uint32_t kVersionMinor = 3;  // readers accept newer minors (ne
 // record (0x97), whose absence then means "no lookup reached vramtrace"; 1.2 adds the CUDA graph
 // and stream capture ops (codes 38..65) and the "captured" mark (aux2 = 1) on stream-ordered ops,
 // and the header's _exit flag (kHeaderQuickExit) with exit_status; 1.3 adds the stack delta record
-// (0x98), which a 1.2 reader skips: it then lacks those stacks.
+// (0x98), which a 1.2 reader skips (it then lacks those stacks), and the sharing, multicast,
+// external memory, mipmapped array and sparse mapping ops and the CUDA 2.x ABI (codes 66..94).
 inline constexpr uint32_t kChunkSize = 64 * 1024;
 inline constexpr uint32_t kFileHeaderSize = kChunkSize;  // the header fills the first chunk slot
 inline constexpr uint32_t kChunkMagic = 0x4b435456;  // "VTCK"

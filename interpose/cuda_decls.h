@@ -15,6 +15,27 @@
 #undef cuStreamBeginCapture
 #undef cuGraphInstantiate
 #undef cuGraphAddNode
+#undef cuMemAlloc
+#undef cuMemFree
+#undef cuMemAllocHost
+#undef cuMemAllocPitch
+#undef cuArrayCreate
+#undef cuArray3DCreate
+#undef cuMemHostRegister
+
+// The CUDA 2.x ABI's types, as cuda.h declares them for the driver's own build only
+// (__CUDA_API_VERSION_INTERNAL): 32-bit device pointers, sizes and array extents.
+typedef unsigned int vt_CUdeviceptr_v1;
+struct vt_CUDA_ARRAY_DESCRIPTOR_v1 {
+  unsigned int Width, Height;
+  CUarray_format Format;
+  unsigned int NumChannels;
+};
+struct vt_CUDA_ARRAY3D_DESCRIPTOR_v1 {
+  unsigned int Width, Height, Depth;
+  CUarray_format Format;
+  unsigned int NumChannels, Flags;
+};
 
 extern "C" {
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream);
@@ -44,4 +65,14 @@ CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, cons
                                           CUstreamCaptureMode mode);
 CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph);
 CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus);
+CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo* mapInfoList, unsigned int count, CUstream hStream);
+// The CUDA 2.x exports (and cuMemHostRegister, the 4.0 one: the current ABI).
+CUresult cuMemAlloc(vt_CUdeviceptr_v1* dptr, unsigned int bytesize);
+CUresult cuMemFree(vt_CUdeviceptr_v1 dptr);
+CUresult cuMemAllocHost(void** pp, unsigned int bytesize);
+CUresult cuMemAllocPitch(vt_CUdeviceptr_v1* dptr, unsigned int* pPitch, unsigned int WidthInBytes, unsigned int Height,
+                         unsigned int ElementSizeBytes);
+CUresult cuArrayCreate(CUarray* pHandle, const vt_CUDA_ARRAY_DESCRIPTOR_v1* pAllocateArray);
+CUresult cuArray3DCreate(CUarray* pHandle, const vt_CUDA_ARRAY3D_DESCRIPTOR_v1* pAllocateArray);
+CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags);
 }

@@ -146,28 +146,52 @@ inline uint64_t element_bytes(CUarray_format f) {
 }
 inline uint64_t at_least_one(size_t v) { return v ? v : 1; }
 
-inline void describe(Op<HookId::cuArrayCreate_v2>, Event& e, CUresult r, CUarray* h, const CUDA_ARRAY_DESCRIPTOR* d) {
+// The current descriptors and the CUDA 2.x ones (32-bit extents) alike.
+template <typename D>
+inline void describe_array(Event& e, CUresult r, CUarray* h, const D* d) {
   if (d) e.set_size(at_least_one(d->Width) * at_least_one(d->Height) * d->NumChannels * element_bytes(d->Format));
   if (ok(r)) e.set_addr(u(*h));
 }
-inline void describe(Op<HookId::cuArray3DCreate_v2>, Event& e, CUresult r, CUarray* h,
-                     const CUDA_ARRAY3D_DESCRIPTOR* d) {
-  if (d)
-    e.set_size(at_least_one(d->Width) * at_least_one(d->Height) * at_least_one(d->Depth) * d->NumChannels *
-               element_bytes(d->Format));
+template <typename D>
+inline uint64_t array3d_bytes(const D& d) {
+  return at_least_one(d.Width) * at_least_one(d.Height) * at_least_one(d.Depth) * d.NumChannels * element_bytes(d.Format);
+}
+template <typename D>
+inline void describe_array3d(Event& e, CUresult r, CUarray* h, const D* d) {
+  if (d) e.set_size(array3d_bytes(*d));
   if (ok(r)) e.set_addr(u(*h));
 }
+inline void describe(Op<HookId::cuArrayCreate_v2>, Event& e, CUresult r, CUarray* h, const CUDA_ARRAY_DESCRIPTOR* d) {
+  describe_array(e, r, h, d);
+}
+inline void describe(Op<HookId::cuArray3DCreate_v2>, Event& e, CUresult r, CUarray* h,
+                     const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  describe_array3d(e, r, h, d);
+}
+// A mipmapped array: its levels' sizes, each extent halved per level (at least 1).
+inline uint64_t mipmap_bytes(CUDA_ARRAY3D_DESCRIPTOR d, unsigned levels) {
+  uint64_t sum = 0;
+  for (unsigned l = 0; l < (levels ? levels : 1) && l < 32; ++l) {
+    sum += array3d_bytes(d);
+    d.Width = d.Width > 1 ? d.Width / 2 : d.Width;
+    d.Height = d.Height > 1 ? d.Height / 2 : d.Height;
+    d.Depth = d.Depth > 1 ? d.Depth / 2 : d.Depth;
+  }
+  return sum;
+}
 inline void describe(Op<HookId::cuArrayDestroy>, Event& e, CUresult, CUarray h) { e.set_addr(u(h)); }
+// An imported address: the handle does not say how big the import is; the driver's address
+// range does.
+inline void describe_import(Event& e, CUdeviceptr p) {
+  e.set_addr(p);
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (g_api.mem_get_address_range && g_api.mem_get_address_range(&base, &size, p) == CUDA_SUCCESS) e.set_size(size);
+}
 inline void describe(Op<HookId::cuIpcOpenMemHandle_v2>, Event& e, CUresult r, CUdeviceptr* p, CUipcMemHandle,
                      unsigned flags) {
   e.set_aux(flags);
-  if (!ok(r)) return;
-  e.set_addr(*p);
-  // The handle does not say how big the import is; the driver's address range does.
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (g_api.mem_get_address_range && g_api.mem_get_address_range(&base, &size, *p) == CUDA_SUCCESS)
-    e.set_size(size);
+  if (ok(r)) describe_import(e, *p);
 }
 inline void describe(Op<HookId::cuIpcCloseMemHandle>, Event& e, CUresult, CUdeviceptr p) { e.set_addr(p); }
 inline void describe(Op<HookId::cuCtxDestroy_v2>, Event& e, CUresult, CUcontext c) { e.set_aux(u(c)); }
@@ -176,6 +200,160 @@ inline void describe(Op<HookId::cuDevicePrimaryCtxReset>, Event& e, CUresult, CU
 inline void describe(Op<HookId::cuIpcOpenMemHandle>, Event& e, CUresult r, CUdeviceptr* p, CUipcMemHandle h,
                      unsigned flags) {
   describe(Op<HookId::cuIpcOpenMemHandle_v2>{}, e, r, p, h, flags);
+}
+
+// ---- sharing (format/accounting.h, rules 10 to 13) ----
+
+inline void describe(Op<HookId::cuMemImportFromShareableHandle>, Event& e, CUresult r,
+                     CUmemGenericAllocationHandle* h, void*, CUmemAllocationHandleType) {
+  if (!ok(r)) return;
+  e.set_aux(*h);
+  // Where the imported memory lives. Its size no call tells: its mappings do (rule 10).
+  CUmemAllocationProp prop{};
+  if (g_api.mem_get_allocation_properties_from_handle &&
+      g_api.mem_get_allocation_properties_from_handle(&prop, *h) == CUDA_SUCCESS)
+    e.set_aux2(location(prop.location));
+}
+inline void describe(Op<HookId::cuMemRetainAllocationHandle>, Event& e, CUresult r, CUmemGenericAllocationHandle* h,
+                     void* addr) {
+  e.set_addr(u(addr));
+  if (ok(r)) e.set_aux(*h);
+}
+inline void describe(Op<HookId::cuMemExportToShareableHandle>, Event& e, CUresult, void*, CUmemGenericAllocationHandle h,
+                     CUmemAllocationHandleType type, unsigned long long) {
+  e.set_aux(h);
+  e.set_aux2(uint64_t(type));
+}
+inline void describe(Op<HookId::cuIpcGetMemHandle>, Event& e, CUresult, CUipcMemHandle*, CUdeviceptr p) { e.set_addr(p); }
+inline void describe(Op<HookId::cuMemGetHandleForAddressRange>, Event& e, CUresult, void*, CUdeviceptr p, size_t n,
+                     CUmemRangeHandleType type, unsigned long long) {
+  e.set_addr(p);
+  e.set_size(n);
+  e.set_aux(uint64_t(type));
+}
+inline void describe(Op<HookId::cuMemPoolExportToShareableHandle>, Event& e, CUresult, void*, CUmemoryPool pool,
+                     CUmemAllocationHandleType type, unsigned long long) {
+  e.set_aux(u(pool));
+  e.set_aux2(uint64_t(type));
+}
+inline void describe(Op<HookId::cuMemPoolImportFromShareableHandle>, Event& e, CUresult r, CUmemoryPool* pool, void*,
+                     CUmemAllocationHandleType type, unsigned long long) {
+  if (ok(r) && pool) e.set_aux(u(*pool));
+  e.set_aux2(uint64_t(type));
+}
+inline void describe(Op<HookId::cuMemPoolExportPointer>, Event& e, CUresult, CUmemPoolPtrExportData*, CUdeviceptr p) {
+  e.set_addr(p);
+}
+inline void describe(Op<HookId::cuMemPoolImportPointer>, Event& e, CUresult r, CUdeviceptr* p, CUmemoryPool pool,
+                     CUmemPoolPtrExportData*) {
+  e.set_aux(u(pool));
+  if (ok(r)) describe_import(e, *p);
+}
+
+// Multicast objects (rule 12).
+inline void describe(Op<HookId::cuMulticastCreate>, Event& e, CUresult r, CUmemGenericAllocationHandle* mc,
+                     const CUmulticastObjectProp* prop) {
+  if (prop) {
+    e.set_size(prop->size);
+    e.set_aux2(prop->numDevices);
+  }
+  if (ok(r)) e.set_aux(*mc);
+}
+inline void describe(Op<HookId::cuMulticastAddDevice>, Event& e, CUresult, CUmemGenericAllocationHandle mc, CUdevice dev) {
+  e.set_aux(mc);
+  e.set_aux2(uint64_t(uint32_t(dev)));
+}
+inline void describe(Op<HookId::cuMulticastBindMem>, Event& e, CUresult, CUmemGenericAllocationHandle mc,
+                     size_t mc_offset, CUmemGenericAllocationHandle mem, size_t, size_t n, unsigned long long) {
+  e.set_addr(mc_offset);
+  e.set_size(n);
+  e.set_aux(mc);
+  e.set_aux2(mem);
+}
+inline void describe(Op<HookId::cuMulticastBindAddr>, Event& e, CUresult, CUmemGenericAllocationHandle mc,
+                     size_t mc_offset, CUdeviceptr p, size_t n, unsigned long long) {
+  e.set_addr(p);
+  e.set_size(n);
+  e.set_aux(mc);
+  e.set_aux2(mc_offset);
+}
+inline void describe(Op<HookId::cuMulticastUnbind>, Event& e, CUresult, CUmemGenericAllocationHandle mc, CUdevice dev,
+                     size_t mc_offset, size_t n) {
+  e.set_addr(mc_offset);
+  e.set_size(n);
+  e.set_aux(mc);
+  e.set_aux2(uint64_t(uint32_t(dev)));
+}
+
+// External memory (rule 13).
+inline void describe(Op<HookId::cuImportExternalMemory>, Event& e, CUresult r, CUexternalMemory* ext,
+                     const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* d) {
+  if (d) {
+    e.set_size(d->size);
+    e.set_aux2(uint64_t(d->type));
+  }
+  if (ok(r) && ext) e.set_aux(u(*ext));
+}
+inline void describe(Op<HookId::cuExternalMemoryGetMappedBuffer>, Event& e, CUresult r, CUdeviceptr* p,
+                     CUexternalMemory ext, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* d) {
+  e.set_aux(u(ext));
+  if (d) {
+    e.set_size(d->size);
+    e.set_aux2(d->offset);
+  }
+  if (ok(r)) e.set_addr(*p);
+}
+inline void describe(Op<HookId::cuExternalMemoryGetMappedMipmappedArray>, Event& e, CUresult r, CUmipmappedArray* m,
+                     CUexternalMemory ext, const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC* d) {
+  e.set_aux(u(ext));
+  if (d) {
+    e.set_size(mipmap_bytes(d->arrayDesc, d->numLevels));
+    e.set_aux2(d->numLevels);
+  }
+  if (ok(r)) e.set_addr(u(*m));
+}
+inline void describe(Op<HookId::cuDestroyExternalMemory>, Event& e, CUresult, CUexternalMemory ext) { e.set_aux(u(ext)); }
+inline void describe(Op<HookId::cuMipmappedArrayCreate>, Event& e, CUresult r, CUmipmappedArray* m,
+                     const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
+  if (d) e.set_size(mipmap_bytes(*d, levels));
+  e.set_aux(levels);
+  if (ok(r)) e.set_addr(u(*m));
+}
+inline void describe(Op<HookId::cuMipmappedArrayDestroy>, Event& e, CUresult, CUmipmappedArray m) { e.set_addr(u(m)); }
+inline void describe(Op<HookId::cuMemMapArrayAsync>, Event& e, CUresult, CUarrayMapInfo*, unsigned count, CUstream s) {
+  e.set_aux(count);
+  e.set_aux2(u(s));
+}
+inline void describe(Op<HookId::cuMemMapArrayAsync_ptsz>, Event& e, CUresult, CUarrayMapInfo*, unsigned count,
+                     CUstream s) {
+  e.set_aux(count);
+  e.set_aux2(u(s));
+}
+
+// The CUDA 2.x ABI: the same meaning, 32-bit values.
+inline void describe(Op<HookId::cuMemAlloc>, Event& e, CUresult r, vt_CUdeviceptr_v1* p, unsigned n) {
+  e.set_size(n);
+  if (ok(r)) e.set_addr(*p);
+}
+inline void describe(Op<HookId::cuMemFree>, Event& e, CUresult, vt_CUdeviceptr_v1 p) { e.set_addr(p); }
+inline void describe(Op<HookId::cuMemAllocHost>, Event& e, CUresult r, void** pp, unsigned n) {
+  e.set_size(n);
+  if (ok(r)) e.set_addr(u(*pp));
+}
+inline void describe(Op<HookId::cuMemAllocPitch>, Event& e, CUresult r, vt_CUdeviceptr_v1* p, unsigned* pitch,
+                     unsigned width, unsigned height, unsigned) {
+  e.set_size(ok(r) ? uint64_t(*pitch) * height : uint64_t(width) * height);
+  if (ok(r)) e.set_addr(*p);
+}
+inline void describe(Op<HookId::cuArrayCreate>, Event& e, CUresult r, CUarray* h, const vt_CUDA_ARRAY_DESCRIPTOR_v1* d) {
+  describe_array(e, r, h, d);
+}
+inline void describe(Op<HookId::cuArray3DCreate>, Event& e, CUresult r, CUarray* h,
+                     const vt_CUDA_ARRAY3D_DESCRIPTOR_v1* d) {
+  describe_array3d(e, r, h, d);
+}
+inline void describe(Op<HookId::cuMemHostRegister>, Event& e, CUresult r, void* p, size_t n, unsigned flags) {
+  describe(Op<HookId::cuMemHostRegister_v2>{}, e, r, p, n, flags);
 }
 
 // The active primary context of `dev`, or 0. Retain + release leaves its reference count as it

@@ -105,7 +105,7 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
   scope.real_call_end();
   *errno_after = *err;
   observe(Op<Id>{}, r, args...);
-  if (op.action == Action::Acquire) e.t_ns = now_ns();
+  if (op.action == Action::Acquire || op.action == Action::Control) e.t_ns = now_ns();  // (Control: an instant)
   e.result = int32_t(r);
   describe(Op<Id>{}, e, r, args...);
   if (e.drop) return r;

@@ -163,10 +163,10 @@ bool pool_placement(uint64_t pool, Placement* at) {
 struct Mapping {
   uint64_t va, size, handle;
 };
-struct HandleUse {  // a handle with mappings, or released and still mapped
+struct HandleUse {  // a handle with mappings or retained references (rules 5 and 11)
   uint64_t handle;  // 0: empty slot
   uint32_t mappings;
-  uint8_t released;
+  HandleRefs refs;
 };
 
 // A growable array in mmap'ed memory.
@@ -215,7 +215,7 @@ struct Vmm {
     if ((use_n + 1) * 2 > use_cap && !rehash(use_cap ? use_cap * 2 : 256)) return nullptr;
     size_t j = mix(h) & (use_cap - 1);
     while (use[j].handle) j = (j + 1) & (use_cap - 1);
-    use[j] = {h, 0, 0};
+    use[j] = {h, 0, HandleRefs{}};
     ++use_n;
     return &use[j];
   }
@@ -268,11 +268,12 @@ struct Vmm {
 };
 Vmm g_vmm;
 
-// After a handle lost a mapping or was released: drops its use entry once it has no mappings
-// (unmapped and not released is the same as no entry). True when the handle is then freed.
+// After a handle lost a mapping or a reference: drops its use entry once it has neither mappings
+// nor retained references (unmapped, not retained and not released is the same as no entry).
+// True when the handle is then freed.
 bool settle(HandleUse* u) {
-  if (u->mappings > 0) return false;
-  bool freed = handle_freed(u->released, 0);
+  if (u->mappings > 0 || u->refs.retains > 0) return false;
+  bool freed = handle_freed(u->refs.released, 0);
   g_vmm.drop(u);
   return freed;
 }
@@ -331,18 +332,40 @@ void vmm_release(uint64_t handle) {
   {
     Guard g(g_vmm.lock);
     HandleUse* u = g_vmm.find(handle);
-    if (u && u->mappings > 0) {
-      u->released = 1;  // freed at its last unmap
-      return;
+    if (u) {
+      u->refs.release();  // rule 11: a retained reference may remain
+      if (!settle(u)) return;  // still mapped or retained: freed later
     }
-    if (u) g_vmm.drop(u);
   }
   remove(handle, kHandle);
 }
 
-void vmm_created(uint64_t handle) {  // rule 3: a new handle is not released, whatever came before
+void vmm_retained(uint64_t handle) {  // rule 11
   Guard g(g_vmm.lock);
-  if (HandleUse* u = g_vmm.find(handle)) u->released = 0;
+  if (HandleUse* u = g_vmm.get(handle)) u->refs.retains++;
+}
+
+void vmm_created(uint64_t handle) {  // rule 3: a new handle has one reference, whatever came before
+  Guard g(g_vmm.lock);
+  if (HandleUse* u = g_vmm.find(handle)) u->refs = HandleRefs{};
+}
+
+// Rule 10: a mapping of an imported handle tells its size. Imports are rare: until one is seen,
+// a mapping costs one relaxed load here.
+std::atomic<bool> g_imports_seen{false};
+void import_mapped(const Event& map) {
+  live::Value v;
+  if (!g_handles.erase(map.aux, &v)) return;
+  const uint64_t size = v.bucket == uint8_t(Bucket::Imported) ? import_size_after_map(v.size, map) : v.size;
+  if (size != v.size) {
+    account(v, -1);
+    v.size = size;
+    account(v, +1);
+  }
+  live::Value old;
+  bool had_old = false;
+  if (!g_handles.insert(map.aux, v, &old, &had_old)) account(v, -1);  // out of memory: uncounted
+  else if (had_old) account(old, -1);  // (a handle made again meanwhile, without a release we saw)
 }
 
 // ---- the graph pool (format/accounting.h, rule 9) ----
@@ -372,10 +395,24 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
       add(e.aux, kHandle, {e.size, 0, e.stack, uint8_t(row(at.device)), uint8_t(at.bucket)});
       return;
     }
+    case Effect::ImportHandle: {  // rule 10: imported, its size known at its mappings
+      if (!is_memory_key(e.aux)) return;
+      Placement at = placement_at(e.aux2, e.device);
+      vmm_created(e.aux);
+      g_imports_seen.store(true, std::memory_order_relaxed);
+      add(e.aux, kHandle, {0, 0, e.stack, uint8_t(row(at.device)), uint8_t(Bucket::Imported)});
+      return;
+    }
+    case Effect::RetainHandle:
+      if (is_memory_key(e.aux)) vmm_retained(e.aux);
+      return;
     case Effect::ReleaseHandle:
       if (is_memory_key(e.aux)) vmm_release(e.aux);
       return;
-    case Effect::Map: vmm_map(e.addr, e.size, e.aux); return;  // handle 0: only rule 3's unmap
+    case Effect::Map:
+      vmm_map(e.addr, e.size, e.aux);  // handle 0: only rule 3's unmap
+      if (g_imports_seen.load(std::memory_order_relaxed) && is_memory_key(e.aux)) import_mapped(e);
+      return;
     case Effect::Unmap: vmm_unmap(e.addr, e.size); return;
     case Effect::CreatePool: pool_created(e.aux, placement_at(e.aux2, e.device)); return;
     case Effect::DestroyPool: pool_destroyed(e.aux); return;
@@ -385,6 +422,11 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
     case Effect::GraphPool:
       if (has_graph_pool_sample(e)) graph_pool_sampled(graph_pool_device(e.op, e), e.size);
       return;
+    case Effect::CreateMulticast:  // rule 12: no memory; the analyzer keeps the objects
+    case Effect::AddDevice:
+    case Effect::Bind:
+    case Effect::Unbind:
+    case Effect::Export:  // rule 13: no memory
     case Effect::GraphNode:  // rule 8: no memory
     case Effect::Allocate:  // track_event's
     case Effect::Free:
@@ -455,6 +497,7 @@ void forget_live_state() {
   g_pools_lock.clear();
   for (PoolSlot& p : g_pools) p.pool.store(0);
   g_pool_slots.store(0);
+  g_imports_seen.store(false);
   for (auto& r : g_live)
     for (auto& b : r) b.store(0);
   for (auto& p : g_peak) p.store(0);

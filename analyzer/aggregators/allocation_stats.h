@@ -1,7 +1,8 @@
 // The allocation-statistics aggregator (`vramtrace summary`, memray's `stats`): how many
 // allocations the run made and how many bytes in all, how their sizes spread (powers of 4), and
 // the largest ones with when they were made and freed. Counts successful address-keyed
-// allocations and VMM physical handles (accounting.h's Allocate and CreateHandle); a free counts
+// allocations and VMM physical handles (accounting.h's Allocate and CreateHandle), imports
+// excepted (rule 10: another process's memory); a free counts
 // when the replay holds what it frees (LiveState: no map of its own). Per event a few
 // instructions: only an allocation that enters the largest, or the free of one as big, goes further.
 #pragma once
@@ -25,6 +26,7 @@ class AllocationStatsAggregator {
   void before(const Record& r, const LiveState& live) {
     Effect fx = effect_of(*r.op);
     if (fx == Effect::Allocate || fx == Effect::CreateHandle) {
+      if (is_imported(r.op->kind)) return;  // another process's memory (rule 10)
       uint64_t size = r.has(format::kEvSize) ? r.size : 0;
       count(size);
       // Only one that enters the largest is looked at further (most are smaller).
@@ -33,6 +35,7 @@ class AllocationStatsAggregator {
       const AllocMap& m = fx == Effect::Free ? live.live() : live.vmm_handles();
       auto it = m.find(fx == Effect::Free ? r.addr : r.aux);
       if (it == m.end()) return;  // nothing live to free (rule 3)
+      if (live.info(it->second).bucket == Bucket::Imported) return;  // not an allocation of ours
       ++freed_;
       // Only an allocation as big as the smallest of the largest can be one of them.
       if (it->second.size >= min_largest_) freed(it->first, r.t_ns);

@@ -2,6 +2,7 @@
 #include "aggregators/leaks.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "aggregators/site_groups.h"
 
@@ -65,12 +66,21 @@ std::vector<GrowthSite> LeakAggregator::grew_before(const LiveState& live, uint6
 
 void LeakAggregator::finish(const LiveState& live, size_t top, TraceReport* rep) const {
   rep->end = rep->process.closed_cleanly ? "clean_exit" : "killed";
-  rep->leaks = site_groups(live.sites(), 0, false);
-  for (const SiteGroup& g : rep->leaks) {
-    rep->leak_bytes += g.bytes;
-    rep->leak_count += g.count;
+  // Imported memory is another process's: what is still open at the end is no leak of this one
+  // (format/accounting.h, rule 10), and the report lists it apart.
+  SharingReport& sh = rep->sharing;
+  for (SiteGroup& g : site_groups(live.sites(), 0, false)) {
+    const bool imported = g.kind == bucket_name(Bucket::Imported);
+    (imported ? sh.imported_bytes : rep->leak_bytes) += g.bytes;
+    (imported ? sh.imported_count : rep->leak_count) += g.count;
+    (imported ? sh.imported : rep->leaks).push_back(std::move(g));
   }
-  if (rep->leaks.size() > top) rep->leaks.resize(top);
+  for (std::vector<SiteGroup>* v : {&rep->leaks, &sh.imported}) {
+    uint64_t total = 0;
+    for (const SiteGroup& g : *v) total += g.bytes;
+    for (SiteGroup& g : *v) g.share = total ? double(g.bytes) / double(total) : 0;
+    if (v->size() > top) v->resize(top);
+  }
   rep->teardown = site_groups(live.teardown(), 0, false);
   for (const SiteGroup& g : rep->teardown) {
     rep->teardown_bytes += g.bytes;

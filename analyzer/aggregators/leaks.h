@@ -1,5 +1,6 @@
 // The leaks and growth aggregator. Leaks: what is live at the end of the trace, by call site, and
-// apart from them what only a context teardown released. Growth (docs/metrics.md, "growth"): the
+// apart from them what only a context teardown released and what is imported (another
+// process's memory: rep->sharing.imported). Growth (docs/metrics.md, "growth"): the
 // call sites whose live device bytes kept reaching new highs across the run, from per-site
 // checkpoints (aggregators/growth_rule.h, the rule shared with the PyTorch aggregator);
 // the OOM aggregator asks it what grew before a failure.

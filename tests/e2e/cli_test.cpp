@@ -187,7 +187,7 @@ TEST_CASE("vramtrace dump prints one JSON object per event") {
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
   auto l = e2e::lines(r.out);
-  REQUIRE(l.size() == 38);
+  REQUIRE(l.size() == 39);
   auto first = nlohmann::json::parse(l[0]);
   CHECK(first["op"] == "cuMemAlloc_v2");
   CHECK(first["result"] == 0);
@@ -196,7 +196,7 @@ TEST_CASE("vramtrace dump prints one JSON object per event") {
   CHECK(first["tid"].is_number());
   CHECK(first["t_ns"].is_number());
   CHECK(first["device"] == 0);
-  auto oom = nlohmann::json::parse(l[33]);
+  auto oom = nlohmann::json::parse(l[34]);
   CHECK(oom["result"] == 2);
   CHECK(oom["size"] == 1ull << 40);
   CHECK(oom["total_bytes"] == 16ull << 30);
@@ -213,7 +213,7 @@ TEST_CASE("vramtrace dump prints one JSON object per event") {
 
   r = cli({"info", trace});
   auto info = nlohmann::json::parse(r.out);
-  CHECK(info["events"] == 38);
+  CHECK(info["events"] == 39);
   CHECK(info["failed_events"] == 1);
   CHECK(info["closed_cleanly"] == true);
   CHECK(info["devices"].size() == 1);

@@ -1,6 +1,7 @@
 // api_external.cpp — memory of other APIs (Vulkan, OpenGL, DMA-BUF exporters):
 // cuImportExternalMemory, cuExternalMemoryGetMappedBuffer, cuExternalMemoryGetMappedMipmappedArray,
-// cuDestroyExternalMemory.
+// cuDestroyExternalMemory; and the other direction, cuMemGetHandleForAddressRange (a DMA-BUF fd
+// for a range of device memory).
 //
 // Model (cuda.h's documentation): on Linux an opaque or DMA-BUF file descriptor is imported and
 // its ownership passes to the driver (closed at cuDestroyExternalMemory). The memory belongs to
@@ -10,6 +11,7 @@
 #include "state.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 using namespace fc;
@@ -104,5 +106,26 @@ FC_API CUresult cuDestroyExternalMemory(CUexternalMemory extMem) {
   if (it == s.external.end()) return CUDA_ERROR_INVALID_VALUE;
   if (it->second.fd >= 0) close(it->second.fd);  // the driver owned it
   s.external.erase(it);  // mapped buffers stay until cuMemFree, as documented
+  return CUDA_SUCCESS;
+}
+
+// A DMA-BUF file descriptor for [dptr, dptr + size) of one cuMemAlloc allocation: a memfd here
+// (nothing reads it); it takes no device memory. Host-page-aligned, as cuda.h requires.
+FC_API CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size, CUmemRangeHandleType handleType,
+                                              unsigned long long flags) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  const Bytes page = static_cast<Bytes>(sysconf(_SC_PAGESIZE));
+  if (!handle || size == 0 || dptr % page || size % page || handleType != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ||
+      (flags & ~static_cast<unsigned long long>(CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)))
+    return CUDA_ERROR_INVALID_VALUE;
+  auto it = s.allocs.upper_bound(dptr);
+  if (it == s.allocs.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --it;
+  if (it->second.kind != Kind::Device || dptr + size > it->first + it->second.size) return CUDA_ERROR_INVALID_VALUE;
+  const int fd = memfd_create("fakecuda-dmabuf", MFD_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *static_cast<int *>(handle) = fd;
   return CUDA_SUCCESS;
 }

@@ -19,7 +19,7 @@ static const ApiName kApiNames[] = {
     API_ENTRY(ctx_create, "cuCtxCreate_v4", "cuCtxCreate", false),
     API_ENTRY(stream_create, "cuStreamCreate", "cuStreamCreate", false),
     API_ENTRY(granularity, "cuMemGetAllocationGranularity", "cuMemGetAllocationGranularity", false),
-    API_ENTRY(ipc_get, "cuIpcGetMemHandle", "cuIpcGetMemHandle", false),
+    API_ENTRY(ipc_get, "cuIpcGetMemHandle", "cuIpcGetMemHandle", true),
     API_ENTRY(mem_alloc, "cuMemAlloc_v2", "cuMemAlloc", true),
     API_ENTRY(mem_alloc_pitch, "cuMemAllocPitch_v2", "cuMemAllocPitch", true),
     API_ENTRY(mem_free, "cuMemFree_v2", "cuMemFree", true),

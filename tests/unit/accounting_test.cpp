@@ -97,14 +97,22 @@ class Both {
       graph_by_row[row_of(d.device)] += int64_t(d.graph_reserved);
       graph_all += int64_t(d.graph_reserved);
     }
+    // Imported memory is no leak (rule 10): the report lists it apart.
     int64_t all = -graph_all;
-    for (int b = 0; b < kBuckets; ++b) all += live_bytes(-1, b);
+    for (int b = 0; b < kBuckets; ++b)
+      if (b != int(Bucket::Imported)) all += live_bytes(-1, b);
     CHECK(rep.leak_bytes == uint64_t(all));
+    CHECK(rep.sharing.imported_bytes == uint64_t(live_bytes(-1, int(Bucket::Imported))));
     std::map<std::pair<int, std::string>, int64_t> by_row_kind;
     std::map<uint32_t, int64_t> device_by_stack;
     for (const auto& g : rep.leaks) {
+      CHECK(g.kind != "imported");
       by_row_kind[{row_of(g.device), g.kind}] += int64_t(g.bytes);
       if (g.kind == "device") device_by_stack[slot_of(g.stack_id)] += int64_t(g.bytes);
+    }
+    for (const auto& g : rep.sharing.imported) {
+      CHECK(g.kind == "imported");
+      by_row_kind[{row_of(g.device), g.kind}] += int64_t(g.bytes);
     }
     for (int row = 0; row <= kShared; ++row)
       for (int b = 0; b < kBuckets; ++b) {
@@ -251,6 +259,30 @@ struct Ev {
     Event e = base(HookId::cuMemUnmap);
     e.set_addr(va);
     e.set_size(size);
+    return e;
+  }
+  Event vmm_import(uint64_t handle, uint64_t location) const {
+    Event e = base(HookId::cuMemImportFromShareableHandle);
+    e.set_aux(handle);
+    e.set_aux2(location);
+    return e;
+  }
+  Event retain(uint64_t va, uint64_t handle) const {
+    Event e = base(HookId::cuMemRetainAllocationHandle);
+    e.set_addr(va);
+    e.set_aux(handle);
+    return e;
+  }
+  Event map_at(uint64_t va, uint64_t size, uint64_t handle, uint64_t offset) const {
+    Event e = map(va, size, handle);
+    e.set_aux2(offset);
+    return e;
+  }
+  Event multicast(HookId op, uint64_t mc, uint64_t size, uint64_t aux2) const {
+    Event e = base(op);
+    e.set_size(size);
+    e.set_aux(mc);
+    e.set_aux2(aux2);
     return e;
   }
   Event failed(Event e, int32_t result) const {
@@ -466,6 +498,134 @@ TEST_CASE("accounting: IPC imports, managed and pinned memory in their buckets, 
   CHECK(rep.teardown_bytes == (32 + 2 + 3 + 1 + 8 + 16) * MiB);
 }
 
+TEST_CASE("accounting: an imported VMM handle is imported memory sized by its mappings, never this process's (rule 10)") {
+  Both both;
+  Ev ev;
+  both.apply(ev.vmm_create(7, 4 * MiB, device_location(0)));  // our own, for comparison
+  both.apply(ev.vmm_import(0x51, device_location(1)));         // a peer's memory on device 1
+  CHECK(live_bytes(1, int(Bucket::Imported)) == 0);           // its size comes with its mappings
+  both.apply(ev.map_at(0x40000000, 4 * MiB, 0x51, 0));
+  CHECK(live_bytes(1, int(Bucket::Imported)) == int64_t(4 * MiB));
+  both.apply(ev.map_at(0x40400000, 4 * MiB, 0x51, 2 * MiB));  // [2, 6) MiB of it: it is 6 MiB at least
+  CHECK(live_bytes(1, int(Bucket::Imported)) == int64_t(6 * MiB));
+  both.apply(ev.map_at(0x40800000, 2 * MiB, 0x51, 0));  // inside what is known: no change
+  CHECK(live_bytes(1, int(Bucket::Imported)) == int64_t(6 * MiB));
+  CHECK(dev(1) == 0);  // never device memory of this process, so never in its peak
+  CHECK(dev(0) == int64_t(4 * MiB));
+  both.apply(ev.vmm_release(0x51));  // released while mapped: stays until the last unmap (rule 5)
+  CHECK(live_bytes(1, int(Bucket::Imported)) == int64_t(6 * MiB));
+  both.apply(ev.unmap(0x40000000, 12 * MiB));
+  CHECK(live_bytes(1, int(Bucket::Imported)) == 0);
+  both.apply(ev.vmm_import(0x52, 0));  // no location read: the event's device
+  both.apply(ev.map_at(0x40000000, 2 * MiB, 0x52, 0));
+  both.apply(ev.unmap(0x40000000, 2 * MiB));
+  CHECK(live_bytes(0, int(Bucket::Imported)) == int64_t(2 * MiB));  // still imported, not released
+  TraceReport rep = both.finish();
+  CHECK(rep.leak_bytes == 4 * MiB);  // our own handle only
+  CHECK(rep.sharing.imported_bytes == 2 * MiB);
+  CHECK(rep.sharing.imported_count == 1);
+  CHECK(rep.sharing.imported_max_bytes == 6 * MiB);
+  CHECK(rep.peaks.at(0).bytes == 4 * MiB);
+  CHECK(rep.allocations.count == 1);  // imports are no allocations of this process
+}
+
+TEST_CASE("accounting: a retained VMM handle is freed only by its last release (rule 11)") {
+  Both both;
+  Ev ev;
+  both.apply(ev.vmm_create(7, 2 * MiB, device_location(0)));
+  both.apply(ev.map(0x40000000, 2 * MiB, 7));
+  both.apply(ev.retain(0x40000000, 7));
+  both.apply(ev.retain(0x40000000, 7));
+  both.apply(ev.unmap(0x40000000, 2 * MiB));
+  both.apply(ev.vmm_release(7));  // three references: two left
+  CHECK(dev(0) == int64_t(2 * MiB));
+  both.apply(ev.vmm_release(7));
+  CHECK(dev(0) == int64_t(2 * MiB));
+  both.apply(ev.vmm_release(7));  // the last one
+  CHECK(dev(0) == 0);
+  both.apply(ev.vmm_release(7));  // one too many: nothing
+  // Released, then retained again through a mapping that outlived the release, then unmapped:
+  // the retained reference keeps it.
+  both.apply(ev.vmm_create(8, 4 * MiB, device_location(0)));
+  both.apply(ev.map(0x40000000, 4 * MiB, 8));
+  both.apply(ev.vmm_release(8));
+  both.apply(ev.retain(0x40000000, 8));
+  both.apply(ev.unmap(0x40000000, 4 * MiB));
+  CHECK(dev(0) == int64_t(4 * MiB));
+  both.apply(ev.vmm_release(8));
+  CHECK(dev(0) == 0);
+  // A retain of a handle the trace never saw made counts nothing; a new handle of that value
+  // starts with one reference.
+  both.apply(ev.retain(0x40000000, 9));
+  both.apply(ev.vmm_create(9, 2 * MiB, device_location(0)));
+  both.apply(ev.vmm_release(9));
+  CHECK(dev(0) == 0);
+  both.finish();
+}
+
+TEST_CASE("accounting: multicast objects hold no memory: the memory bound to them is counted once, by its cuMemCreate (rule 12)") {
+  Both both;
+  Ev ev;
+  both.apply(ev.multicast(HookId::cuMulticastCreate, 0x90, 8 * MiB, 2));
+  both.apply(ev.multicast(HookId::cuMulticastAddDevice, 0x90, 0, 0));
+  both.apply(ev.vmm_create(7, 4 * MiB, device_location(0)));
+  both.apply(ev.multicast(HookId::cuMulticastBindMem, 0x90, 4 * MiB, 7));
+  both.apply(ev.map(0x40000000, 8 * MiB, 0x90));  // the team's address: no memory either
+  CHECK(dev(0) == int64_t(4 * MiB));
+  const auto& mcs = both.live().multicasts();
+  REQUIRE(mcs.count(0x90));
+  CHECK(mcs.at(0x90).size == 8 * MiB);
+  CHECK(mcs.at(0x90).bound == 4 * MiB);
+  CHECK(mcs.at(0x90).team == 2);
+  CHECK(mcs.at(0x90).added == 1);
+  both.apply(ev.multicast(HookId::cuMulticastUnbind, 0x90, 4 * MiB, 0));
+  CHECK(both.live().multicasts().at(0x90).bound == 0);
+  both.apply(ev.vmm_release(0x90));  // still mapped: the object stays (rule 5)
+  CHECK(both.live().multicasts().count(0x90) == 1);
+  both.apply(ev.unmap(0x40000000, 8 * MiB));
+  CHECK(both.live().multicasts().count(0x90) == 0);
+  both.apply(ev.multicast(HookId::cuMulticastCreate, 0x91, 2 * MiB, 1));
+  TraceReport rep = both.finish();
+  CHECK(rep.peaks.at(0).bytes == 4 * MiB);
+  CHECK(rep.leak_bytes == 4 * MiB);  // the physical memory; no object is a leak
+  CHECK(rep.sharing.multicast_objects == 2);
+  CHECK(rep.sharing.multicast_bytes == 10 * MiB);
+  CHECK(rep.sharing.multicast_live == 1);
+  CHECK(rep.sharing.multicast_live_bytes == 2 * MiB);
+}
+
+TEST_CASE("accounting: external mappings and imported pool pointers are imported, mipmapped arrays device memory, exports hold nothing (rules 10, 13)") {
+  Both both;
+  Ev ev;
+  Event ext = ev.base(HookId::cuImportExternalMemory);
+  ext.set_size(64 * MiB);
+  ext.set_aux(0xe1);
+  both.apply(ext);
+  CHECK(live_bytes(0, int(Bucket::Imported)) == 0);  // the object holds nothing
+  both.apply(ev.alloc(HookId::cuExternalMemoryGetMappedBuffer, 0x1000000, 4 * MiB));
+  both.apply(ev.alloc(HookId::cuExternalMemoryGetMappedMipmappedArray, 0xa001, 80 * 1024));
+  both.apply(ev.alloc(HookId::cuMemPoolImportPointer, 0x2000000, 1 * MiB));
+  both.apply(ev.alloc(HookId::cuMipmappedArrayCreate, 0xa002, 87040));
+  Event destroy = ev.base(HookId::cuDestroyExternalMemory);
+  destroy.set_aux(0xe1);
+  both.apply(destroy);  // frees no mapping
+  CHECK(live_bytes(0, int(Bucket::Imported)) == int64_t(4 * MiB + 80 * 1024 + 1 * MiB));
+  CHECK(dev(0) == 87040);
+  both.apply(ev.free(HookId::cuMemFree_v2, 0x2000000));  // an imported pointer is closed with cuMemFree
+  both.apply(ev.free(HookId::cuMemFree_v2, 0x1000000));
+  both.apply(ev.free(HookId::cuMipmappedArrayDestroy, 0xa001));
+  CHECK(live_bytes(0, int(Bucket::Imported)) == 0);
+  Event exported = ev.base(HookId::cuIpcGetMemHandle);
+  exported.set_addr(0xa002);
+  both.apply(exported);
+  CHECK(dev(0) == 87040);
+  TraceReport rep = both.finish();
+  CHECK(rep.leak_bytes == 87040);
+  CHECK(rep.sharing.exports == 1);
+  CHECK(rep.sharing.shared_bytes == 87040);
+  CHECK(rep.unmatched_frees == 0);
+}
+
 TEST_CASE("accounting: devices outside 0..15 and unknown devices share the tracker's last row, and stacks beyond its table share slot 0") {
   Both both;
   Ev ev;
@@ -493,10 +653,16 @@ Event random_event(std::mt19937_64& rng) {
     return a[rng() % sizeof...(v)];
   };
   Event e;
-  // Lookups, and the 28 graph ops (rules 8 and 9), less often: the older ops keep their share.
-  auto graph_op = [](HookId id) { return kOps[int(id)].code > uint8_t(HookId::cuGraphAddMemAllocNode); };
+  // Lookups, the 28 graph ops (rules 8 and 9) and the sharing ops less often: the older ops keep their share.
+  auto graph_op = [](HookId id) {
+    return kOps[int(id)].code >= kOps[int(HookId::cuGraphAddMemAllocNode)].code &&
+           kOps[int(id)].code <= kOps[int(HookId::cuStreamIsCapturing_ptsz)].code;
+  };
+  // The 29 sharing ops (rules 10 to 13) at a third of the rate, so that the VMM ops they build on stay common.
+  auto sharing_op = [](HookId id) { return kOps[int(id)].code >= kOps[int(HookId::cuMemImportFromShareableHandle)].code; };
   do e.op = HookId(rng() % kHookCount);
-  while ((kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10));
+  while ((kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10) ||
+         (sharing_op(e.op) && rng() % 3));
   static const int kDevices[] = {0, 0, 0, 1, 1, 2, 15, 16, 40, -1};
   e.device = kDevices[rng() % 10];
   e.context = pick(0x10, 0x10, 0x20, 0x30);
@@ -515,12 +681,17 @@ Event random_event(std::mt19937_64& rng) {
   switch (op.kind) {
     case MemKind::VmmPhysical:
       e.set_aux(pick(0, 1, 2, 3, 4, 5, 6, 0x10000000));  // the last equals an address
-      if (op.action == Action::Acquire) e.set_aux2(locations[rng() % 8]);
+      if (op.action == Action::Acquire && e.op != HookId::cuMemRetainAllocationHandle) e.set_aux2(locations[rng() % 8]);
+      break;
+    case MemKind::VmmImport:  // handles shared with cuMemCreate's, and multicast objects'
+    case MemKind::Multicast:
+      e.set_aux(pick(0, 1, 2, 3, 4, 5, 6, 9));
+      e.set_aux2(op.kind == MemKind::VmmImport ? locations[rng() % 8] : pick(0, 1, 2));
       break;
     case MemKind::VmmMapping:
       if (op.action == Action::Acquire) {
         e.set_aux(pick(0, 1, 2, 3, 4, 5, 6, 9));
-        e.set_aux2(0);
+        e.set_aux2(pick(0, 0, 2 * MiB));
       }
       break;
     case MemKind::Pool:
@@ -563,17 +734,23 @@ Event random_event(std::mt19937_64& rng) {
 }  // namespace
 
 TEST_CASE("accounting: random sequences over every op give the same figures in the tracker and the analyzer") {
-  size_t vmm_freed_while_mapped = 0, cross_device_pool = 0;
+  size_t vmm_freed_while_mapped = 0, cross_device_pool = 0, imports_sized = 0, retained_releases = 0;
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
     Both both;
-    for (int i = 0; i < 400; ++i) {
+    for (int i = 0; i < 600; ++i) {
       Event e = random_event(rng);
-      int64_t before = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost));
+      int64_t before = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost)) +
+                       live_bytes(-1, int(Bucket::Imported));
+      const int64_t imported_before = live_bytes(-1, int(Bucket::Imported));
+      const bool retained_before = e.op == HookId::cuMemRelease && both.live().vmm_handles().count(e.aux);
       both.apply(e);
-      int64_t after = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost));
+      int64_t after = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost)) +
+                      live_bytes(-1, int(Bucket::Imported));
       if (e.op == HookId::cuMemUnmap && after < before) ++vmm_freed_while_mapped;
+      if (e.op == HookId::cuMemMap && live_bytes(-1, int(Bucket::Imported)) > imported_before) ++imports_sized;
+      if (e.op == HookId::cuMemRelease && changes_memory(e.result) && after == before && retained_before) ++retained_releases;
       if (kOps[int(e.op)].kind == MemKind::Async && kOps[int(e.op)].action == Action::Acquire && e.addr &&
           changes_memory(e.result)) {
         auto it = both.live().live().find(e.addr);
@@ -583,6 +760,10 @@ TEST_CASE("accounting: random sequences over every op give the same figures in t
     both.finish();
   }
   // The sequences reached the cases the rules are about.
+  INFO("freed while mapped " << vmm_freed_while_mapped << ", cross-device pools " << cross_device_pool
+                             << ", imports sized " << imports_sized << ", retained releases " << retained_releases);
   CHECK(vmm_freed_while_mapped > 20);
   CHECK(cross_device_pool > 20);
+  CHECK(imports_sized > 20);  // mappings that told an import's size (rule 10)
+  CHECK(retained_releases > 20);  // releases of live handles that freed nothing (mapped or retained)
 }

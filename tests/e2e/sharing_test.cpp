@@ -1,0 +1,160 @@
+// Shared memory end to end (format/accounting.h, rules 10 to 13): tests/programs/sharing.cpp
+// exports, imports, retains, multicasts and maps external memory on the simulated driver; the
+// report must count imports as imported (never in the peak or the leaks), free a retained VMM
+// handle only at its last release, list the exported allocations and the multicast objects by
+// site without counting the objects as memory, and count external mappings as imported and
+// this process's mipmapped arrays as device memory, with the figures the program printed.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+using nlohmann::json;
+
+namespace {
+
+struct Run {
+  std::string trace;
+  std::map<std::string, uint64_t> figures;  // the program's "name value" lines
+};
+
+Run run_mode(const std::string& mode) {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("sharing"), mode}, {{"VRAMTRACE_OUTPUT", dir}, {"FAKECUDA_CONTEXT_BYTES", "0"}}});
+  INFO(mode << ": " << r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  Run run{files[0], {}};
+  for (const std::string& line : e2e::lines(r.out)) {
+    std::istringstream in(line);
+    std::string name;
+    long long v = 0;
+    if (in >> name >> v) run.figures[name] = uint64_t(v);
+  }
+  return run;
+}
+
+json report(const std::string& path) {
+  e2e::Spec s{{e2e::cli(), "report", path, "--format", "json"}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+std::string text_report(const std::string& path) {
+  e2e::Spec s{{e2e::cli(), "report", path}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+size_t count_op(const e2e::Trace& t, const std::string& op) {
+  size_t n = 0;
+  for (const std::string& o : t.ops()) n += o == op;
+  return n;
+}
+
+constexpr uint64_t MiB = 1 << 20;
+
+}  // namespace
+
+TEST_CASE("VMM and IPC imports count as imported, never as this process's memory, and a retained handle lives until its last release") {
+  Run run = run_mode("vmm");
+  const auto& f = run.figures;
+  REQUIRE(f.at("retained_same_handle") == 1);
+  e2e::Trace t = e2e::load(run.trace);
+  CHECK(count_op(t, "cuMemImportFromShareableHandle") == 1);
+  CHECK(count_op(t, "cuMemRetainAllocationHandle") == 1);
+  CHECK(count_op(t, "cuMemHostRegister") == 1);  // the 4.0 export, hooked under its own name
+
+  json j = report(run.trace);
+  INFO(j.dump(1));
+  // The peak is this process's own memory: the VMM allocation and the cuMemAlloc, no import.
+  CHECK(j["peak"]["bytes"] == f.at("peak_own"));
+  // The retained handle's memory is still allocated at exit (the driver says so too): a leak.
+  REQUIRE(f.at("vmm_left") == 4 * MiB);
+  CHECK(j["leaks"]["bytes"] == f.at("vmm_left"));
+  CHECK(j["leaks"]["count"] == 1);
+  for (const json& g : j["leaks"]["groups"]) CHECK(g["kind"] == "device");
+  // Both imports, the VMM one (its size from its mapping) and the legacy IPC one, are imported
+  // memory still open at exit, the same way.
+  const json& sh = j.at("sharing");
+  CHECK(sh["imported"]["bytes"] == f.at("imported_open"));
+  CHECK(sh["imported"]["count"] == f.at("imports_open"));
+  CHECK(sh["imported"]["max_bytes"] == f.at("imported_max"));  // the pool's pointer came and went on top of them
+  REQUIRE(sh["imported"]["groups"].size() == 2);
+  for (const json& g : sh["imported"]["groups"]) {
+    CHECK(g["kind"] == "imported");
+    CHECK(g["count"] == 1);
+  }
+  CHECK(sh["imported"]["groups"][0]["bytes"] == 4 * MiB);
+  CHECK(sh["imported"]["groups"][1]["bytes"] == 2 * MiB);
+  // What was shared: each exported allocation once, by the site that allocated it.
+  CHECK(sh["exported"]["calls"] == f.at("export_calls"));
+  CHECK(sh["exported"]["count"] == f.at("shared_allocations"));
+  CHECK(sh["exported"]["bytes"] == f.at("shared_bytes"));
+  // The VMM allocation, the cuMemAlloc, the pool block, the host registration: no import.
+  CHECK(j["allocations"]["count"] == 4);
+
+  std::string text = text_report(run.trace);
+  CHECK(text.find("SHARING") != std::string::npos);
+  CHECK(text.find("imported: 6.00 MiB in 2 imports still open") != std::string::npos);
+}
+
+TEST_CASE("multicast objects hold no memory: the bound memory is counted once, the objects are listed by site") {
+  Run run = run_mode("multicast");
+  const auto& f = run.figures;
+  REQUIRE(f.at("used_all") == f.at("physical"));  // the driver: the object costs nothing
+  e2e::Trace t = e2e::load(run.trace);
+  CHECK(count_op(t, "cuMulticastCreate") == 2);
+  CHECK(count_op(t, "cuMulticastAddDevice") == 1);
+  CHECK(count_op(t, "cuMulticastBindMem") == 1);
+  CHECK(count_op(t, "cuMulticastBindAddr") == 1);
+  CHECK(count_op(t, "cuMulticastUnbind") == 1);
+
+  json j = report(run.trace);
+  INFO(j.dump(1));
+  CHECK(j["peak"]["bytes"] == f.at("physical"));
+  CHECK(j["peak"]["by_kind"]["vmm_physical"] == f.at("physical"));
+  CHECK(j["leaks"]["bytes"] == f.at("physical"));  // both physical allocations, never released
+  const json& mc = j.at("sharing").at("multicast");
+  CHECK(mc["objects"] == f.at("multicast_objects"));
+  CHECK(mc["bytes"] == f.at("multicast_bytes"));
+  CHECK(mc["live"] == f.at("multicast_live"));
+  CHECK(mc["live_bytes"] == f.at("multicast_live_bytes"));
+  CHECK(mc["bound_bytes"] == f.at("multicast_bound"));
+  // One creating site per call line: each object attributed to where it was made.
+  REQUIRE(mc["groups"].size() == 2);
+  for (const json& g : mc["groups"]) {
+    CHECK(g["kind"] == "multicast");
+    CHECK(g["count"] == 1);
+  }
+  CHECK(j["sharing"]["imported"]["bytes"] == 0);
+}
+
+TEST_CASE("external memory: its mappings are imported, the object holds nothing, mipmapped arrays of this process are device memory") {
+  Run run = run_mode("external");
+  const auto& f = run.figures;
+  e2e::Trace t = e2e::load(run.trace);
+  CHECK(count_op(t, "cuImportExternalMemory") == 1);
+  CHECK(count_op(t, "cuDestroyExternalMemory") == 1);
+  CHECK(count_op(t, "cuMemMapArrayAsync") == 1);  // recorded (it failed: not simulated)
+
+  json j = report(run.trace);
+  INFO(j.dump(1));
+  CHECK(j["peak"]["bytes"] == f.at("peak_own"));
+  CHECK(j["peak"]["by_kind"]["array"] == f.at("peak_own"));
+  CHECK(j["leaks"]["bytes"] == f.at("own_mipmap"));
+  const json& sh = j.at("sharing");
+  CHECK(sh["imported"]["bytes"] == f.at("imported_open"));  // destroying the object freed no mapping
+  CHECK(sh["imported"]["count"] == f.at("imports_open"));
+}
