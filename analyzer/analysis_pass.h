@@ -11,6 +11,7 @@
 
 #include "aggregators/allocation_stats.h"
 #include "aggregators/cache_flush.h"
+#include "aggregators/fidelity.h"
 #include "aggregators/fragmentation.h"
 #include "aggregators/kernel_activity.h"
 #include "aggregators/leaks.h"
@@ -69,6 +70,7 @@ class AnalysisPass {
   AllocationStatsAggregator allocations_;
   LiveAtAggregator live_at_;
   SnapshotAggregator snapshots_;
+  FidelityAggregator fidelity_;
 };
 
 }  // namespace vt::analyzer

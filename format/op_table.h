@@ -34,6 +34,8 @@
 #undef cuStreamBeginCapture
 #undef cuGraphInstantiate
 #undef cuGraphAddNode
+#undef cuCtxCreate
+#undef cuCtxDestroy
 
 #define VT_FOR_EACH_HOOK(X)                                                                          \
   X(1, cuMemAlloc_v2, Acquire, Device, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize), (Ptr, Bytes, None, None)) \
@@ -178,7 +180,77 @@
   X(64, cuStreamIsCapturing, Query, Graph, (CUstream hStream, CUstreamCaptureStatus* captureStatus), \
     (hStream, captureStatus), (None, None, None, None))                                             \
   X(65, cuStreamIsCapturing_ptsz, Query, Graph, (CUstream hStream, CUstreamCaptureStatus* captureStatus), \
-    (hStream, captureStatus), (None, None, None, None))
+    (hStream, captureStatus), (None, None, None, None))                                             \
+  /* Contexts and code (codes 100..126): what they cost is the driver's free memory around the */ \
+  /* call (format/accounting.h, rule 10), read by the hook before and after it. */                \
+  X(100, cuCtxCreate, Acquire, Code, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev), \
+    (CodeObject, FreeBefore, FreeAfter, Device))                                                    \
+  X(101, cuCtxCreate_v2, Acquire, Code, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev), \
+    (CodeObject, FreeBefore, FreeAfter, Device))                                                    \
+  X(102, cuCtxCreate_v3, Acquire, Code,                                                             \
+    (CUcontext * pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags, CUdevice dev), \
+    (pctx, paramsArray, numParams, flags, dev), (CodeObject, FreeBefore, FreeAfter, Device))        \
+  X(103, cuCtxCreate_v4, Acquire, Code,                                                             \
+    (CUcontext * pctx, CUctxCreateParams* ctxCreateParams, unsigned int flags, CUdevice dev),       \
+    (pctx, ctxCreateParams, flags, dev), (CodeObject, FreeBefore, FreeAfter, Device))               \
+  X(104, cuCtxDestroy, Release, Context, (CUcontext ctx), (ctx), (None, None, DestroyedContext, None)) \
+  X(105, cuCtxDetach, Release, Context, (CUcontext ctx), (ctx), (None, None, DestroyedContext, None)) \
+  X(106, cuCtxSetLimit, Acquire, Code, (CUlimit limit, size_t value), (limit, value),               \
+    (LimitValue, FreeBefore, FreeAfter, Limit))                                                     \
+  X(107, cuDevicePrimaryCtxRetain, Acquire, Code, (CUcontext * pctx, CUdevice dev), (pctx, dev),    \
+    (CodeObject, FreeBefore, FreeAfter, Device))                                                    \
+  X(108, cuGreenCtxCreate, Acquire, Code,                                                           \
+    (CUgreenCtx * phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags), (phCtx, desc, dev, flags), \
+    (CodeObject, FreeBefore, FreeAfter, Device))                                                    \
+  X(109, cuGreenCtxDestroy, Release, Context, (CUgreenCtx hCtx), (hCtx), (None, None, DestroyedContext, None)) \
+  X(110, cuModuleLoad, Acquire, Code, (CUmodule * module, const char* fname), (module, fname),      \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(111, cuModuleLoadData, Acquire, Code, (CUmodule * module, const void* image), (module, image),  \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(112, cuModuleLoadDataEx, Acquire, Code,                                                         \
+    (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, void** optionValues), \
+    (module, image, numOptions, options, optionValues), (CodeObject, FreeBefore, FreeAfter, None))  \
+  X(113, cuModuleLoadFatBinary, Acquire, Code, (CUmodule * module, const void* fatCubin), (module, fatCubin), \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(114, cuModuleUnload, Release, Code, (CUmodule hmod), (hmod), (CodeObject, None, None, None))   \
+  X(115, cuLibraryLoadData, Acquire, Code,                                                          \
+    (CUlibrary * library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,      \
+     unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,       \
+     unsigned int numLibraryOptions),                                                               \
+    (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, \
+     numLibraryOptions),                                                                            \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(116, cuLibraryLoadFromFile, Acquire, Code,                                                      \
+    (CUlibrary * library, const char* fileName, CUjit_option* jitOptions, void** jitOptionsValues,  \
+     unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,       \
+     unsigned int numLibraryOptions),                                                               \
+    (library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, \
+     numLibraryOptions),                                                                            \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(117, cuLibraryUnload, Release, Code, (CUlibrary library), (library), (CodeObject, None, None, None)) \
+  /* Lazy loading: the first use of a library or kernel in a context loads its code there. */      \
+  X(118, cuLibraryGetModule, Acquire, Code, (CUmodule * pMod, CUlibrary library), (pMod, library),  \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(119, cuKernelGetFunction, Acquire, Code, (CUfunction * pFunc, CUkernel kernel), (pFunc, kernel), \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  /* Pools by location (CUDA 13) and pool attributes: no memory; they say where a pool lives. */    \
+  X(120, cuMemPoolSetAttribute, Control, PoolConfig, (CUmemoryPool pool, CUmemPool_attribute attr, void* value), \
+    (pool, attr, value), (None, PoolAttrValue, Pool, PoolAttr))                                     \
+  X(121, cuDeviceSetMemPool, Control, PoolConfig, (CUdevice dev, CUmemoryPool pool), (dev, pool),   \
+    (None, None, Pool, Location))                                                                   \
+  X(122, cuMemGetDefaultMemPool, Control, PoolConfig,                                               \
+    (CUmemoryPool * pool_out, CUmemLocation* location, CUmemAllocationType type), (pool_out, location, type), \
+    (None, None, Pool, Location))                                                                   \
+  X(123, cuMemGetMemPool, Control, PoolConfig,                                                      \
+    (CUmemoryPool * pool_out, CUmemLocation* location, CUmemAllocationType type), (pool_out, location, type), \
+    (None, None, Pool, Location))                                                                   \
+  X(124, cuMemSetMemPool, Control, PoolConfig,                                                      \
+    (CUmemLocation * location, CUmemAllocationType type, CUmemoryPool pool), (location, type, pool), \
+    (None, None, Pool, Location))                                                                   \
+  X(125, cuGLCtxCreate, Acquire, Code, (CUcontext * pCtx, unsigned int Flags, CUdevice device),     \
+    (pCtx, Flags, device), (CodeObject, FreeBefore, FreeAfter, Device))                             \
+  X(126, cuGLCtxCreate_v2, Acquire, Code, (CUcontext * pCtx, unsigned int Flags, CUdevice device),  \
+    (pCtx, Flags, device), (CodeObject, FreeBefore, FreeAfter, Device))
 
 namespace vt {
 
@@ -202,6 +274,8 @@ enum class MemKind : uint8_t {
   GraphNode,       // a graph memory node: a virtual address, no memory until the graph runs
   GraphPool,       // the driver's graph pool (memory graphs take at upload/launch): a sample
   Graph,           // graphs and stream capture without memory of their own
+  Code,            // contexts, modules, libraries, limits: the driver's memory for them (rule 10)
+  PoolConfig,      // a pool named for a location, or its attributes set: no memory (rule 4)
 };
 
 // How each kind is accounted (buckets, keys, devices): format/accounting.h.
@@ -224,6 +298,8 @@ inline const char* kind_name(MemKind k) {
     case MemKind::GraphNode: return "graph_node";
     case MemKind::GraphPool: return "graph_pool";
     case MemKind::Graph: return "graph";
+    case MemKind::Code: return "code";
+    case MemKind::PoolConfig: return "pool_config";
     case MemKind::None: break;
   }
   return "none";
@@ -243,6 +319,7 @@ struct OpFields {
 };
 
 struct OpInfo {
+  HookId id;
   uint8_t code;
   const char* name;
   Action action;
@@ -254,23 +331,34 @@ struct OpInfo {
 #define VT_OP_FIELDS(addr, size, aux, aux2) {Field::addr, Field::size, Field::aux, Field::aux2}
 inline constexpr OpInfo kOps[] = {
 #define VT_OP_INFO(code, name, action, kind, params, args, fields) \
-  {code, #name, Action::action, MemKind::kind, VT_OP_FIELDS fields},
+  {HookId::name, code, #name, Action::action, MemKind::kind, VT_OP_FIELDS fields},
     VT_FOR_EACH_HOOK(VT_OP_INFO)
 #undef VT_OP_INFO
 };
 #undef VT_OP_FIELDS
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == kHookCount);
 
-constexpr bool codes_are_dense() {
-  for (int i = 0; i < kHookCount; ++i)
-    if (kOps[i].code != i + 1) return false;
+// Codes are unique and below 0x80 (tags from 0x80 on are metadata: trace_format.h); they need
+// not be dense (ranges are handed out to parallel work), so the reader looks them up in a table.
+constexpr bool codes_are_valid() {
+  for (int i = 0; i < kHookCount; ++i) {
+    if (kOps[i].code == 0 || kOps[i].code >= 0x80) return false;
+    for (int j = 0; j < i; ++j)
+      if (kOps[j].code == kOps[i].code) return false;
+  }
   return true;
 }
-static_assert(codes_are_dense(), "op codes must be 1..N in list order");
+static_assert(codes_are_valid(), "op codes must be unique, 1..127");
+
+struct OpCodeTable {
+  const OpInfo* by_code[0x80] = {};
+  constexpr OpCodeTable() {
+    for (int i = 0; i < kHookCount; ++i) by_code[kOps[i].code] = &kOps[i];
+  }
+};
+inline constexpr OpCodeTable kOpCodes{};
 
 // Op code -> info, or nullptr for codes this build does not know (newer traces).
-inline const OpInfo* op_by_code(uint8_t code) {
-  return code >= 1 && code <= kHookCount ? &kOps[code - 1] : nullptr;
-}
+inline const OpInfo* op_by_code(uint8_t code) { return code < 0x80 ? kOpCodes.by_code[code] : nullptr; }
 
 }  // namespace vt

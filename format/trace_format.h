@@ -16,11 +16,13 @@ namespace vt::format {
 
 inline constexpr char kFileMagic[8] = {'V', 'R', 'A', 'M', 'T', 'R', 'C', '\0'};
 inline constexpr uint32_t kVersionMajor = 1;  // readers refuse a different major
-inline constexpr uint32_t kVersionMinor = 2;  // readers accept newer minors (new tags are skipped)
+inline constexpr uint32_t kVersionMinor = 3;  // readers accept newer minors (new tags are skipped)
 // Minor versions: 1.0 the first; 1.1 adds the PyTorch block records (0x93..0x96) and the lookup
 // record (0x97), whose absence then means "no lookup reached vramtrace"; 1.2 adds the CUDA graph
 // and stream capture ops (codes 38..65) and the "captured" mark (aux2 = 1) on stream-ordered ops,
-// and the header's _exit flag (kHeaderQuickExit) with exit_status.
+// and the header's _exit flag (kHeaderQuickExit) with exit_status; 1.3 adds the context, code
+// and pool-location ops (codes 100..126; the free memory around context and code ops), the managed
+// bit of a pool's location, and the pool usage record (0xA0) after an allocation failure.
 inline constexpr uint32_t kChunkSize = 64 * 1024;
 inline constexpr uint32_t kFileHeaderSize = kChunkSize;  // the header fills the first chunk slot
 inline constexpr uint32_t kChunkMagic = 0x4b435456;  // "VTCK"
@@ -92,6 +94,9 @@ enum Tag : uint8_t {
                            // string PYTORCH_NO_CUDA_MEMORY_CACHING (written at open when one is set)
   kTagLookup = 0x97,       // varint kind (kLookupReached / kLookupGap), string symbol, varint
                            // category (kLookupCategory*), varint version, varint flags
+  // (0x98..0x9F left to other work in flight.)
+  kTagPoolUsage = 0xA0,    // varint device, varint count, count x (varint pool, varint location,
+                           // varint reserved, varint used): the device's pools right after a failure
 };
 inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
 // kTagLookup: the first lookup that reached vramtrace's cuGetProcAddress or dlsym (cudart's own

@@ -4,6 +4,8 @@
 // Types only: nothing here is linked; every real function is found at run time.
 #pragma once
 
+// cuCtxDetach is deprecated: hooking it is not using it.
+#define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
 
 // cuda.h maps these names to their _v2 exports; the older exports are distinct functions that
@@ -15,6 +17,8 @@
 #undef cuStreamBeginCapture
 #undef cuGraphInstantiate
 #undef cuGraphAddNode
+#undef cuCtxCreate
+#undef cuCtxDestroy
 
 extern "C" {
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream);
@@ -44,4 +48,13 @@ CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, cons
                                           CUstreamCaptureMode mode);
 CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph);
 CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus);
+// Contexts: the older exports (cuda.h names only the newest), and the OpenGL ones (cudaGL.h
+// would need GL's headers; the signature needs no GL type).
+CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags,
+                        CUdevice dev);
+CUresult cuCtxDestroy(CUcontext ctx);
+CUresult cuGLCtxCreate(CUcontext* pCtx, unsigned int Flags, CUdevice device);
+CUresult cuGLCtxCreate_v2(CUcontext* pCtx, unsigned int Flags, CUdevice device);
 }
