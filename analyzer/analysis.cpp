@@ -22,14 +22,30 @@ AnalysisPass::AnalysisPass(const ProcessInfo& process, const AnalysisOptions& op
       phases_(activity_.stream()),
       timeline_(opt.timeline_points),
       torch_(opt.top, opt.timeline_points),
-      live_at_(opt.at_ns, process.start_monotonic_ns) {}
+      live_at_(opt.at_ns, process.start_monotonic_ns),
+      fidelity_(process.pid) {
+  for (const DeviceInfo& d : process.devices) live_.set_device_total(d.ordinal, d.total_bytes);
+}
 
 // The dispatch, inlined into both loops below (a call per record costs ~7 instructions).
 __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& r) {
   if (activity_.take(r)) return;  // kernel activity (CUPTI)
   if (r.tag == format::kTagGpuProcesses) {
     GpuProcessList list;
-    if (decode_gpu_processes(r, &list)) ooms_.on_gpu_processes(list);
+    if (decode_gpu_processes(r, &list)) {
+      ooms_.on_gpu_processes(list);
+      fidelity_.on_gpu_processes(list, r.t_ns);
+    }
+    return;
+  }
+  if (r.tag == format::kTagPoolUsage) {
+    PoolUsageList list;
+    if (decode_pool_usage(r, &list)) ooms_.on_pool_usage(list);
+    return;
+  }
+  if (r.tag == format::kTagDevice) {  // (the reader keeps them too; the replay needs each total)
+    DeviceInfo d;
+    if (decode_device_payload(r.payload, r.payload_len, &d)) live_.set_device_total(d.ordinal, d.total_bytes);
     return;
   }
   if (r.tag == format::kTagRegion) {
@@ -51,7 +67,9 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   if (!r.is_event() || !r.op) return;  // other metadata, or an op newer than this reader
   count(r);
   if (!changes_memory(r.result)) {  // rule 1: a failed call changes nothing; an OOM is what the report explains
-    if (is_out_of_memory(*r.op, r.result)) {
+    const bool oom = is_out_of_memory(*r.op, r.result);
+    if (r.op->action == Action::Acquire) fidelity_.on_failed(r, live_, oom);
+    if (oom) {
       ooms_.on_oom(r, live_, leaks_, activity_.stream());
       cache_flushes_.on_oom(r);
       fragmentation_.on_oom(r.t_ns, live_);
@@ -71,6 +89,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   timeline_.after(r.t_ns, live_);
   fragmentation_.after(r.t_ns, live_);
   leaks_.after(r.t_ns, live_);
+  fidelity_.after(r, live_);
 }
 
 void AnalysisPass::feed_all(TraceReader& reader) {
@@ -107,6 +126,7 @@ void AnalysisPass::finish(TraceReport* rep) {
                    ooms_.activity_queries(), rep);
   phases_.finish(rep);  // after the activity stream's finish
   torch_.finish(rep);   // after the OOMs and their activity: it adds to them
+  fidelity_.finish(rep);  // after the peaks, the OOMs (their NVML lists, pool figures) and the kernel recording
   allocations_.finish(rep);
   live_at_.finish(live_, rep);
   snapshots_.finish(rep);

@@ -11,6 +11,7 @@
 
 #include "aggregators/allocation_stats.h"
 #include "aggregators/cache_flush.h"
+#include "aggregators/fidelity.h"
 #include "aggregators/fragmentation.h"
 #include "aggregators/kernel_activity.h"
 #include "aggregators/leaks.h"
@@ -71,6 +72,7 @@ class AnalysisPass {
   LiveAtAggregator live_at_;
   SnapshotAggregator snapshots_;
   SharingAggregator sharing_;
+  FidelityAggregator fidelity_;
 };
 
 }  // namespace vt::analyzer

@@ -82,6 +82,7 @@ __attribute__((always_inline)) inline void LiveState::account(const AllocInfo& a
   if (a.bucket == Bucket::Device) {
     d.kinds[int(a.kind) & (kKindSlots - 1)] += delta;
     device_all_ += delta;
+    d.version++;
   } else if (a.bucket == Bucket::Imported) {
     imported_all_ += delta;
     imported_max_ = std::max(imported_max_, imported_all_);
@@ -190,6 +191,35 @@ void LiveState::drop_context(uint64_t ctx) {
   for (const auto& e : live_)
     if (classes_[e.second.cls].context == ctx) gone.push_back(e.first);
   for (uint64_t addr : gone) remove_alloc(live_.find(addr), live_, true);
+  release_code([ctx](const CodeEntry& c) { return c.context == ctx || c.key == ctx; });  // rule 14
+}
+
+// Rule 14: a measured cost, in its device's figure for its category.
+void LiveState::add_code(const OpInfo& op, const Record& r) {
+  const int32_t device = code_device(op, r);
+  const uint64_t key = code_key(op, r);
+  if (makes_context(op.id)) release_code([key](const CodeEntry& c) { return c.key == key; });  // rule 3
+  const DeviceTotals* d = find_device(device);
+  uint64_t accounted = d ? d->bytes[int(Bucket::Device)] : 0;
+  if (d)
+    for (int64_t b : d->code) accounted += b > 0 ? uint64_t(b) : 0;
+  const CodeCost cost = code_cost(op, r, device_total(device), accounted);
+  if (!cost.known) return;
+  const CodeCategory category = code_category(op);
+  code_.push_back(CodeEntry{key, code_context(op, r), device, category, cost.bytes});
+  device_slot(device).code[size_t(category)] += cost.bytes;
+}
+
+template <typename Pred>
+void LiveState::release_code(Pred gone) {
+  size_t kept = 0;
+  for (const CodeEntry& c : code_) {
+    if (gone(c))
+      device_slot(c.device).code[size_t(c.category)] -= c.bytes;
+    else
+      code_[kept++] = c;
+  }
+  code_.resize(kept);
 }
 
 // Rule 5: a handle's memory goes at the later of its last release (rule 11) and its last unmap;
@@ -268,6 +298,7 @@ void LiveState::graph_pool_sampled(int device, uint64_t reserved, uint64_t used)
   d.graph_reserved = reserved;
   d.graph_used = used;
   d.graph_reserved_max = std::max(d.graph_reserved_max, reserved);
+  if (delta) d.version++;
   if (delta && std::find(changed_.begin(), changed_.end(), device) == changed_.end()) changed_.push_back(device);
 }
 
@@ -382,7 +413,16 @@ void LiveState::apply(const Record& r) {
       }
       return;
     }
-    case Effect::CreatePool: {
+    case Effect::Code:
+      add_code(op, r);
+      return;
+    case Effect::CodeRelease: {
+      const uint64_t key = code_key(op, r);
+      release_code([key](const CodeEntry& c) { return c.key == key; });
+      return;
+    }
+    case Effect::CreatePool:
+    case Effect::PlacePool: {
       if (!is_memory_key(r.aux)) return;
       PoolState& p = pools_[r.aux];
       Placement at = placement_at(r.aux2, r.device);

@@ -128,6 +128,7 @@ class SiteTable {
 // Slots for device bytes by op kind: MemKind values, with room to spare (a kind is masked into it).
 inline constexpr int kKindSlots = 32;
 static_assert(int(MemKind::Sharing) < kKindSlots);
+static_assert(int(MemKind::PoolConfig) < kKindSlots);
 
 // Live bytes of one device (-1 = unknown) by bucket, and its device-bucket bytes by op kind.
 struct DeviceTotals {
@@ -140,6 +141,20 @@ struct DeviceTotals {
   uint64_t graph_reserved = 0, graph_used = 0, graph_reserved_max = 0;
   uint64_t graph_nodes = 0, graph_node_bytes = 0;
   uint64_t captured = 0, captured_bytes = 0;
+  // Contexts and code (rule 14), by CodeCategory: their own figure, not in bytes[] (signed: a
+  // measured cost may be negative; the report shows at least 0).
+  std::array<int64_t, size_t(CodeCategory::kCount)> code{};
+  // Bumped whenever bytes[Device] changes: two instants with the same version had the same
+  // device figures (a driver reading taken after the peak, before anything changed, is the peak's).
+  uint64_t version = 0;
+};
+
+// A context or code cost (rule 14), as long as it is not given back.
+struct CodeEntry {
+  uint64_t key = 0, context = 0;
+  int32_t device = -1;
+  CodeCategory category = CodeCategory::Context;
+  int64_t bytes = 0;
 };
 
 class LiveState;
@@ -211,6 +226,18 @@ class LiveState {
   }
   const AllocMap& vmm_handles() const { return handles_; }
   const absl::flat_hash_map<uint64_t, MulticastState>& multicasts() const { return multicasts_; }
+  // Rule 14: the device's memory (its device record), for a context measured without `before`.
+  void set_device_total(int device, uint64_t bytes) { totals_[device] = bytes; }
+  uint64_t device_total(int device) const {
+    auto it = totals_.find(device);
+    return it == totals_.end() ? 0 : it->second;
+  }
+  const std::vector<CodeEntry>& code_costs() const { return code_; }
+  // A device's contexts and code, each at least 0.
+  uint64_t code_bytes(int device, CodeCategory c) const {
+    const DeviceTotals* d = find_device(device);
+    return d && d->code[size_t(c)] > 0 ? uint64_t(d->code[size_t(c)]) : 0;
+  }
   const absl::flat_hash_map<uint64_t, PoolState>& pools() const { return pools_; }
 
   // VMM: mapped ranges (va -> size, physical handle) and reserved ranges (va -> size).
@@ -234,6 +261,9 @@ class LiveState {
   void add(uint64_t key, const AllocInfo& a, AllocMap& map);
   void remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown);
   void drop_context(uint64_t ctx);
+  void add_code(const OpInfo& op, const Record& r);
+  template <typename Pred>
+  void release_code(Pred gone);
   void account(const AllocInfo& a, int64_t sign);
   void graph_pool_sampled(int device, uint64_t reserved, uint64_t used);
   uint32_t class_of(const AllocInfo& a);  // finds or adds a's class (a.site set)
@@ -260,6 +290,8 @@ class LiveState {
   absl::flat_hash_map<uint64_t, HandleUse> handle_use_;    // handles mapped or released, not yet freed
   std::map<uint64_t, uint64_t> reservations_;        // va -> size
   absl::flat_hash_map<uint64_t, PoolState> pools_;
+  std::vector<CodeEntry> code_;
+  std::map<int, uint64_t> totals_;  // device -> total bytes
   std::vector<DeviceTotals> slots_;
   std::array<int32_t, kDirect> direct_ = make_direct();  // device + 1 -> index in slots_, -1 = none
   absl::flat_hash_map<int, int32_t> other_;              // the same for devices outside -1..1023

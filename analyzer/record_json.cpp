@@ -20,7 +20,8 @@ std::string hex(uint64_t v) {
 // One optional field under the name the op table gives it (`unnamed` for an op it does not know).
 void put_field(nlohmann::json& j, Field f, const char* unnamed, uint64_t v) {
   if (f == Field::Location) {
-    j["location"] = {{"type", location_type_name(uint32_t(v >> 32))}, {"id", int32_t(uint32_t(v))}};
+    j["location"] = {{"type", location_type_name(location_type_of(v))}, {"id", int32_t(uint32_t(v))}};
+    if (v & kLocationManaged) j["location"]["managed"] = true;
   } else {
     j[f == Field::None ? unnamed : field_info(f).json] = v;
   }

@@ -46,11 +46,26 @@ json activity_json(const ActivityAt& a) {
   return {{"running_kernels", kernels(a.running)}, {"last_kernels", kernels(a.last_before)}, {"nvtx", a.nvtx}};
 }
 
+// The device's used memory explained (docs/report-schema.md, "fidelity"); null without a driver reading.
+json fidelity_json(const Fidelity& f) {
+  if (!f.known) return nullptr;
+  return {{"t_ns", f.t_ns}, {"at_instant", f.at_instant}, {"offset_ns", f.offset_ns},
+          {"total_bytes", f.total_bytes}, {"used_bytes", f.used_bytes},
+          {"tracked_bytes", f.tracked_bytes}, {"tracked_by_kind", f.tracked_by_kind},
+          {"contexts_bytes", f.contexts_bytes}, {"modules_bytes", f.modules_bytes},
+          {"pool_cached_bytes", f.pool_cached_bytes}, {"pool_cached_source", f.pool_cached_source},
+          {"cupti_buffers_bytes", f.cupti_known ? json(f.cupti_bytes) : json(nullptr)},
+          {"other_processes_bytes", f.other_processes_known ? json(f.other_processes_bytes) : json(nullptr)},
+          {"other_processes_t_ns", f.other_processes_known ? json(f.other_processes_t_ns) : json(nullptr)},
+          {"unexplained_bytes", f.unexplained_bytes}, {"unexplained_share", f.unexplained_share}};
+}
+
 json peak_json(const TraceReport& r) {
   json by_device = json::array();
   for (const DevicePeak& p : r.peaks)
     by_device.push_back({{"device", p.device}, {"bytes", p.bytes}, {"t_ns", p.t_ns}, {"by_kind", p.by_kind},
-                         {"live_set", groups_json(p.live_set)}, {"activity", activity_json(p.activity)}});
+                         {"live_set", groups_json(p.live_set)}, {"activity", activity_json(p.activity)},
+                         {"fidelity", fidelity_json(p.fidelity)}});
   json peak = {{"bytes", 0}, {"t_ns", 0}, {"device", -1}, {"live_set", json::array()}};
   if (!r.peaks.empty()) {
     peak = by_device[0];
@@ -109,6 +124,9 @@ json ooms_json(const TraceReport& r) {
                  {"device_total_bytes", o.device_total_bytes}, {"process_device_bytes", o.process_device_bytes},
                  {"process_by_kind", o.process_by_kind}, {"not_attributable_bytes", o.not_attributable_bytes},
                  {"pool_cached_bytes", o.pool_cached_bytes}, {"pool_largest_free_gap_bytes", o.pool_largest_free_gap_bytes},
+                 {"pool_figures", o.pool_driver ? "driver" : "model"},
+                 {"pool_reserved_bytes", o.pool_driver ? json(o.pool_reserved_bytes) : json(nullptr)},
+                 {"pool_used_bytes", o.pool_driver ? json(o.pool_used_bytes) : json(nullptr)},
                  {"vmm_unmapped_bytes", o.vmm_unmapped_bytes},
                  {"graph_pool_reserved_bytes", o.graph_pool_reserved_bytes},
                  {"graph_pool_used_bytes", o.graph_pool_used_bytes},
@@ -116,7 +134,7 @@ json ooms_json(const TraceReport& r) {
                  {"grew_before", growth_json(o.grew_before)}, {"verdict", o.verdict}, {"causes", causes},
                  {"nvml", o.nvml}, {"other_processes", procs_json(o.other_processes)},
                  {"activity", activity_json(o.activity)},
-                 {"remedies", o.remedies}});
+                 {"remedies", o.remedies}, {"fidelity", fidelity_json(o.fidelity)}});
     if (o.torch) a.back()["torch"] = torch_oom_json(o.torch_info);  // only PyTorch's OOMs have it
   }
   return a;

@@ -36,6 +36,28 @@ struct ActivityAt {
   std::vector<std::string> nvtx;       // enclosing NVTX ranges, outermost first
 };
 
+// What a device's used memory was made of at one instant, in the terms of nvidia-smi's "used"
+// against what vramtrace tracked (aggregators/fidelity.h; docs/metrics.md, "Fidelity").
+struct Fidelity {
+  bool known = false;      // a driver reading was found (none: no figure below is set)
+  uint64_t t_ns = 0;       // when the driver was read
+  bool at_instant = true;  // the reading is of the instant explained; else the nearest one (offset_ns)
+  int64_t offset_ns = 0;   // reading time - the instant explained
+  uint64_t total_bytes = 0, used_bytes = 0;  // the driver's: total, and total - free
+  std::map<std::string, uint64_t> tracked_by_kind;  // at the reading
+  uint64_t tracked_bytes = 0;
+  uint64_t contexts_bytes = 0, modules_bytes = 0;  // format/accounting.h, rule 14
+  uint64_t pool_cached_bytes = 0;                  // free memory kept by stream-ordered pools
+  std::string pool_cached_source;                  // "driver" (read at the failure) or "model"
+  bool cupti_known = false;
+  uint64_t cupti_bytes = 0;
+  bool other_processes_known = false;  // NVML's list
+  uint64_t other_processes_bytes = 0;
+  uint64_t other_processes_t_ns = 0;   // when NVML was asked
+  int64_t unexplained_bytes = 0;       // used - everything above (negative: counted twice somewhere)
+  double unexplained_share = 0;        // of used
+};
+
 struct DevicePeak {
   int device = -1;
   uint64_t bytes = 0;
@@ -43,6 +65,7 @@ struct DevicePeak {
   std::map<std::string, uint64_t> by_kind;  // op kinds at the peak: device, async, vmm_physical, array
   std::vector<SiteGroup> live_set;
   ActivityAt activity;
+  Fidelity fidelity;  // the device's used memory explained at (or nearest) the peak
 };
 
 struct TimelineSeries {
@@ -80,6 +103,11 @@ struct OomReport {
   uint64_t vmm_unmapped_bytes = 0;               // physical handles not mapped anywhere
   uint64_t graph_pool_reserved_bytes = 0;        // the driver's graph pool (in process_device_bytes)
   uint64_t graph_pool_used_bytes = 0;            // of it, bound to graph allocations
+  // The pools' own figures read at the failure (RESERVED/USED_MEM_CURRENT of the device's
+  // pools): when present, pool_cached_bytes is reserved - used from them, not the model.
+  bool pool_driver = false;
+  uint64_t pool_reserved_bytes = 0, pool_used_bytes = 0;
+  Fidelity fidelity;  // the device's used memory explained at the failure
   std::vector<SiteGroup> top_holders;
   std::vector<GrowthSite> grew_before;
   bool nvml = false;                       // the process list below comes from NVML

@@ -97,6 +97,33 @@ void interception_lines(std::ostringstream& o, const InterceptionReport& x) {
   o << "\n";
 }
 
+// The device's used memory explained: what nvidia-smi calls used, against what was tracked.
+void fidelity_lines(std::ostringstream& o, const Fidelity& f, const char* indent) {
+  if (!f.known) return;
+  o << indent << "used on the GPU (driver: total - free): " << format_bytes(f.used_bytes) << " of "
+    << format_bytes(f.total_bytes);
+  if (!f.at_instant) {
+    char off[48];
+    snprintf(off, sizeof off, "%.3f s %s", double(f.offset_ns < 0 ? -f.offset_ns : f.offset_ns) / 1e9,
+             f.offset_ns < 0 ? "before" : "after");
+    o << " (no driver reading at that instant: the nearest, " << off << ", with the figures of then)";
+  }
+  o << "\n";
+  std::string kinds;
+  for (const auto& [k, v] : f.tracked_by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + format_bytes(v);
+  o << indent << "  tracked allocations " << format_bytes(f.tracked_bytes) << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
+  o << indent << "  contexts " << format_bytes(f.contexts_bytes) << ", modules and code " << format_bytes(f.modules_bytes)
+    << ", kept free by pools " << format_bytes(f.pool_cached_bytes) << " (" << f.pool_cached_source << ")\n";
+  o << indent << "  CUPTI buffers " << (f.cupti_known ? format_bytes(f.cupti_bytes) : std::string("not known"))
+    << ", other processes " << (f.other_processes_known ? format_bytes(f.other_processes_bytes) + " (NVML)" : std::string("not known"))
+    << "\n";
+  const uint64_t abs_rest = uint64_t(f.unexplained_bytes < 0 ? -f.unexplained_bytes : f.unexplained_bytes);
+  char share[24];
+  snprintf(share, sizeof share, "%.1f%%", f.unexplained_share * 100);
+  o << indent << "  unexplained " << (f.unexplained_bytes < 0 ? "-" : "") << format_bytes(abs_rest) << " (" << share
+    << " of used)\n";
+}
+
 void header(std::ostringstream& o, const TraceReport& r) {
   const ProcessInfo& p = r.process;
   o << "vramtrace report: " << e(r.path) << "\n";
@@ -160,6 +187,7 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + format_bytes(v);
       o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
       activity_lines(o, p.activity, "  ");
+      fidelity_lines(o, p.fidelity, "  ");
       groups(o, p.live_set, native);
     }
     if (!r.phases.empty()) {
@@ -267,6 +295,7 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
         for (const GpuProcess& g : x.other_processes)
           o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << format_bytes(g.bytes) << "\n";
       }
+      fidelity_lines(o, x.fidelity, "     ");
       activity_lines(o, x.activity, "     ");
       if (x.torch) torch_oom_text(o, x, e);
       o << "     requested at:\n";

@@ -233,6 +233,20 @@ bool decode_gpu_processes(const Record& r, GpuProcessList* out) {
   return true;
 }
 
+bool decode_pool_usage(const Record& r, PoolUsageList* out) {
+  Bytes b(r.payload, r.payload_len);
+  fmt::PoolUsageRecord head;
+  if (!fmt::decode<fmt::PoolUsageSchema>(b, &head)) return false;
+  out->device = int(head.device);
+  out->pools.clear();
+  for (uint64_t i = 0; i < head.count && i < fmt::kMaxPoolUsageRows; ++i) {
+    fmt::PoolUsageRow row;
+    if (!fmt::decode<fmt::PoolUsageRowSchema>(b, &row)) return false;
+    out->pools.push_back({row.pool, row.location, row.reserved, row.used});
+  }
+  return true;
+}
+
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out) {
   fmt::DeviceRecord rec;
   bool ok = fmt::decode<fmt::DeviceSchema>(p, n, &rec);

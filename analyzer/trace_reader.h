@@ -209,6 +209,17 @@ bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out);
 // /proc/self/cmdline's NUL-separated arguments (the process record's argv field).
 std::vector<std::string> split_argv(std::string_view cmdline);
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out);
+
+// The pools of a device right after a failed allocation (kTagPoolUsage).
+struct PoolUsage {
+  uint64_t pool = 0, location = 0, reserved = 0, used = 0;
+};
+struct PoolUsageList {
+  int device = -1;
+  std::vector<PoolUsage> pools;  // at most format::kMaxPoolUsageRows
+};
+// False when the payload is damaged (nothing of it is kept).
+bool decode_pool_usage(const Record& r, PoolUsageList* out);
 // Applies a stack, module, code, thread or config record to *store.
 bool decode_stack_meta(const Record& r, StackStore* store);
 // Decodes the pending stack deltas whose base has arrived; false when some never found theirs.

@@ -94,6 +94,22 @@
 //     cuMemGetHandleForAddressRange) and cuMemPoolImportFromShareableHandle hold no memory:
 //     an export marks the live allocation it shares (the report's shared allocations, by site).
 //     Mipmapped arrays of this process (cuMipmappedArrayCreate) are device memory of kind array.
+// 14. Contexts and code. Creating a context (cuCtxCreate*, cuGLCtxCreate*, cuGreenCtxCreate, the
+//     first cuDevicePrimaryCtxRetain of a device: later ones are not recorded), loading code
+//     (cuModuleLoad*, cuLibraryLoad*, and lazy loading: the first cuLibraryGetModule /
+//     cuKernelGetFunction of an object in a context that changed the free memory) and cuCtxSetLimit
+//     carry the device's free memory before and after the call (cuMemGetInfo, read by the hook).
+//     What it cost (code_cost) is before - after (may be negative: a limit lowered). A context
+//     creation without a `before` (no context on that device to ask: the first one) costs what
+//     the device uses after it beyond what is accounted there already (tracked allocations and
+//     earlier costs): this includes other processes' memory at that moment (docs/metrics.md).
+//     Each cost is kept under its key (code_key: the object made, or for a limit the event's
+//     context) and belongs to a context (code_context: a context made is its own; code goes with
+//     the context it was loaded in). An unload (cuModuleUnload, cuLibraryUnload) gives back the
+//     costs under its key; a teardown (rule 6, also cuCtxDestroy v1, cuCtxDetach,
+//     cuGreenCtxDestroy) gives back every cost of that context. These bytes are counted per
+//     device in their own figure (contexts, code), never as allocations: not live, not in a
+//     peak's bytes, not leaks.
 #pragma once
 
 #include <cstdint>
@@ -163,6 +179,9 @@ enum class Effect : uint8_t {
   Bind,           // size bytes bound to multicast object aux
   Unbind,         // size bytes unbound from it
   Export,         // shares a live allocation (addr) or handle (aux), or a pool: no memory (rule 13)
+  Code,           // a context or code cost measured around the call (rule 14)
+  CodeRelease,    // the costs under a key given back (rule 14)
+  PlacePool,      // pool aux lives at location aux2 (a location's pool named: rule 4)
 };
 
 constexpr Effect effect_of(const OpInfo& op) {
@@ -193,6 +212,8 @@ constexpr Effect effect_of(const OpInfo& op) {
     case MemKind::Context: return Effect::Teardown;
     case MemKind::GraphNode: return acquire ? Effect::GraphNode : Effect::None;
     case MemKind::GraphPool: return Effect::GraphPool;
+    case MemKind::Code: return acquire ? Effect::Code : Effect::CodeRelease;
+    case MemKind::PoolConfig: return op.id == HookId::cuMemPoolSetAttribute ? Effect::None : Effect::PlacePool;
     default: return Effect::None;
   }
 }
@@ -209,7 +230,7 @@ inline constexpr uint32_t kLocationDevice = 1;            // CU_MEM_LOCATION_TYP
 inline constexpr uint32_t kLocationHost = 2;              // CU_MEM_LOCATION_TYPE_HOST
 inline constexpr uint32_t kLocationHostNuma = 3;          // CU_MEM_LOCATION_TYPE_HOST_NUMA
 inline constexpr uint32_t kLocationHostNumaCurrent = 4;   // CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
-constexpr uint32_t location_type(uint64_t location) { return uint32_t(location >> 32); }
+constexpr uint32_t location_type(uint64_t location) { return location_type_of(location); }
 constexpr bool location_is_host(uint64_t location) {
   return location_type(location) >= kLocationHost && location_type(location) <= kLocationHostNumaCurrent;
 }
@@ -220,8 +241,12 @@ struct Placement {
 };
 // Where memory at `location` counts (VMM physical memory, a pool's allocations). A location of
 // no known type (a driver newer than this build, or none recorded) counts on the event's device.
+// A pool making managed memory (kLocationManaged) counts as managed memory: not device memory.
 constexpr Placement placement_at(uint64_t location, int32_t event_device) {
-  return location_type(location) == kLocationDevice ? Placement{int32_t(uint32_t(location)), Bucket::Device}
+  return (location & kLocationManaged)
+             ? Placement{location_type(location) == kLocationDevice ? int32_t(uint32_t(location)) : event_device,
+                         Bucket::Managed}
+         : location_type(location) == kLocationDevice ? Placement{int32_t(uint32_t(location)), Bucket::Device}
          : location_is_host(location)               ? Placement{event_device, Bucket::PinnedHost}
                                                     : Placement{event_device, Bucket::Device};
 }
@@ -279,7 +304,10 @@ struct HandleRefs {
 // the last keeps it alive: the recorder writes aux2 = 0 then).
 template <typename E>
 constexpr uint64_t torn_down_context(HookId op, const E& e) {
-  return op == HookId::cuCtxDestroy_v2 ? e.aux : e.aux2;
+  return op == HookId::cuCtxDestroy_v2 || op == HookId::cuCtxDestroy || op == HookId::cuCtxDetach ||
+                 op == HookId::cuGreenCtxDestroy
+             ? e.aux
+             : e.aux2;
 }
 
 // ---- rule 8 ----
@@ -322,6 +350,64 @@ constexpr bool has_graph_pool_sample(const E& e) {
 template <typename E>
 constexpr int32_t graph_pool_device(HookId op, const E& e) {
   return op == HookId::cuDeviceGraphMemTrim && (e.fields & format::kEvAux2) ? int32_t(e.aux2) : e.device;
+}
+
+// ---- rule 14 ----
+
+// The event flag of the field that holds meaning `f` for `op` (0: none of them).
+constexpr uint8_t field_flag(const OpInfo& op, Field f) {
+  return op.fields.addr == f   ? uint8_t(format::kEvAddr)
+         : op.fields.size == f ? uint8_t(format::kEvSize)
+         : op.fields.aux == f  ? uint8_t(format::kEvAux)
+         : op.fields.aux2 == f ? uint8_t(format::kEvAux2)
+                               : uint8_t(0);
+}
+template <typename E>
+constexpr bool field_value(const OpInfo& op, const E& e, Field f, uint64_t* v) {
+  const uint8_t flag = field_flag(op, f);
+  if (!flag || !(e.fields & flag)) return false;
+  *v = flag == format::kEvAddr ? e.addr : flag == format::kEvSize ? e.size : flag == format::kEvAux ? e.aux : e.aux2;
+  return true;
+}
+
+enum class CodeCategory : uint8_t { Context, Module, kCount };  // contexts (and their limits), code
+constexpr bool makes_context(HookId id) {
+  return id == HookId::cuCtxCreate || id == HookId::cuCtxCreate_v2 || id == HookId::cuCtxCreate_v3 ||
+         id == HookId::cuCtxCreate_v4 || id == HookId::cuDevicePrimaryCtxRetain || id == HookId::cuGreenCtxCreate ||
+         id == HookId::cuGLCtxCreate || id == HookId::cuGLCtxCreate_v2;
+}
+constexpr CodeCategory code_category(const OpInfo& op) {
+  return makes_context(op.id) || op.id == HookId::cuCtxSetLimit ? CodeCategory::Context : CodeCategory::Module;
+}
+template <typename E>
+constexpr uint64_t code_key(const OpInfo& op, const E& e) {
+  uint64_t v = 0;
+  return field_value(op, e, Field::CodeObject, &v) ? v : e.context;
+}
+template <typename E>
+constexpr uint64_t code_context(const OpInfo& op, const E& e) {
+  return makes_context(op.id) ? code_key(op, e) : e.context;
+}
+// The device whose free memory was read: the one a context was made on, else the event's.
+template <typename E>
+constexpr int32_t code_device(const OpInfo& op, const E& e) {
+  uint64_t v = 0;
+  return field_value(op, e, Field::Device, &v) ? int32_t(uint32_t(v)) : e.device;
+}
+struct CodeCost {
+  bool known;
+  int64_t bytes;
+};
+// `total`: the device's memory (its device record); `accounted`: what the device's figures
+// already hold (tracked device memory and earlier costs), for a context made without a `before`.
+template <typename E>
+constexpr CodeCost code_cost(const OpInfo& op, const E& e, uint64_t total, uint64_t accounted) {
+  uint64_t before = 0, after = 0;
+  if (!field_value(op, e, Field::FreeAfter, &after)) return {false, 0};
+  if (field_value(op, e, Field::FreeBefore, &before)) return {true, int64_t(before - after)};
+  if (!makes_context(op.id) || total == 0 || after > total) return {false, 0};
+  const uint64_t used = total - after;
+  return {true, used > accounted ? int64_t(used - accounted) : 0};
 }
 
 }  // namespace vt

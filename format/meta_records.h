@@ -1,4 +1,4 @@
-// The metadata records (tags 0x80..0x89, 0x92, 0x97, 0x98: trace_format.h) as typed structs, each with its
+// The metadata records (tags 0x80..0x89, 0x92, 0x97..0x99: trace_format.h) as typed structs, each with its
 // schema (schema.h): the one statement of its fields' order, wire kinds, JSON keys and the words
 // of docs/trace-format.md's "Metadata records" table. Written by interpose/ (trace_session.cpp,
 // stack_index.cpp, module_map.cpp, python_code_index.cpp, stack_capture.cpp, gpu_processes.cpp,
@@ -211,5 +211,30 @@ struct LookupRecord {
   F(Varint, version, "version", "CUDA version asked for (0: dlsym)")                                    \
   F(Varint, flags, "flags", "cuGetProcAddress flags")
 VT_RECORD_SCHEMA(LookupSchema, kTagLookup, "lookup", VT_LOOKUP_FIELDS);
+
+// The stream-ordered pools of a device right after an allocation on it failed (the device's
+// current and default pools, the pool the failed call named, the device pools this run created
+// or named), read with cuMemPoolGetAttribute: the header, then `count` rows (PoolUsageRowSchema).
+struct PoolUsageRecord {
+  uint64_t device = 0;
+  uint64_t count = 0;
+};
+#define VT_POOL_USAGE_FIELDS(F)                  \
+  F(Varint, device, "device", "CUDA device")     \
+  F(Count, count, "count", "n")
+VT_RECORD_SCHEMA(PoolUsageSchema, kTagPoolUsage, "pool usage", VT_POOL_USAGE_FIELDS);
+struct PoolUsageRow {
+  uint64_t pool = 0;
+  uint64_t location = 0;  // type << 32 | id (a device pool: its device)
+  uint64_t reserved = 0;  // CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
+  uint64_t used = 0;      // CU_MEMPOOL_ATTR_USED_MEM_CURRENT
+};
+#define VT_POOL_USAGE_ROW_FIELDS(F)                                        \
+  F(Varint, pool, "pool", "pool")                                          \
+  F(Varint, location, "location", "location (as in events)")               \
+  F(Varint, reserved, "reserved", "reserved bytes (RESERVED_MEM_CURRENT)") \
+  F(Varint, used, "used", "used bytes (USED_MEM_CURRENT)")
+VT_RECORD_SCHEMA(PoolUsageRowSchema, kTagPoolUsage, "pool usage row", VT_POOL_USAGE_ROW_FIELDS);
+inline constexpr uint64_t kMaxPoolUsageRows = 64;
 
 }  // namespace vt::format

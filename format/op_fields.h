@@ -47,7 +47,14 @@ namespace vt {
   X(ExternalType, "handle_type", "external handle type (CUexternalMemoryHandleType)") \
   X(MipmapBytes, "size", "≈ the levels' width × height × depth × channels × element") \
   X(Levels, "levels", "mipmap levels") \
-  X(Count, "count", "entries")
+  X(Count, "count", "entries") \
+  X(CodeObject, "object", "the context, module or library it made or names (lazy loads: the library, else the kernel)") \
+  X(FreeBefore, "free_before", "device free bytes before it (cuMemGetInfo; absent: not read)") \
+  X(FreeAfter, "free_after", "device free bytes after it (absent: not read)") \
+  X(LimitValue, "value", "limit value") \
+  X(Limit, "limit", "limit (CUlimit)") \
+  X(PoolAttrValue, "value", "attribute value (cuuint64_t; the reuse flags as int)") \
+  X(PoolAttr, "attribute", "attribute (CUmemPool_attribute)")
 
 enum class Field : uint8_t {
 #define VT_FIELD_ID(name, json, doc) name,
@@ -66,7 +73,12 @@ inline constexpr FieldInfo kFieldInfo[] = {
 };
 inline const FieldInfo& field_info(Field f) { return kFieldInfo[int(f)]; }
 
-// CUmemLocationType names, for fields that hold a location (type << 32 | id).
+// A location word is type << 32 | id (interpose/describe.h); a pool's location also says
+// whether the pool makes managed memory (CU_MEM_ALLOCATION_TYPE_MANAGED, CUDA 13): this bit.
+inline constexpr uint64_t kLocationManaged = 1ull << 56;
+constexpr uint32_t location_type_of(uint64_t location) { return uint32_t(location >> 32) & 0xffffffu; }
+
+// CUmemLocationType names, for fields that hold a location (location_type_of).
 inline const char* location_type_name(uint32_t t) {
   switch (t) {
     case 1: return "device";

@@ -41,6 +41,8 @@
 #undef cuArrayCreate
 #undef cuArray3DCreate
 #undef cuMemHostRegister
+#undef cuCtxCreate
+#undef cuCtxDestroy
 
 #define VT_FOR_EACH_HOOK(X)                                                                          \
   X(1, cuMemAlloc_v2, Acquire, Device, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize), (Ptr, Bytes, None, None)) \
@@ -273,7 +275,77 @@
     (CUarray * pHandle, const vt_CUDA_ARRAY3D_DESCRIPTOR_v1* pAllocateArray), (pHandle, pAllocateArray), \
     (ArrayHandle, Array3DBytes, None, None))                                                        \
   X(94, cuMemHostRegister, Acquire, RegisteredHost, (void* p, size_t bytesize, unsigned int Flags), \
-    (p, bytesize, Flags), (Ptr, Bytes, Flags, None))
+    (p, bytesize, Flags), (Ptr, Bytes, Flags, None)) \
+  /* Contexts and code (codes 100..126): what they cost is the driver's free memory around the */ \
+  /* call (format/accounting.h, rule 14), read by the hook before and after it. */                \
+  X(100, cuCtxCreate, Acquire, Code, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev), \
+    (CodeObject, FreeBefore, FreeAfter, Device))                                                    \
+  X(101, cuCtxCreate_v2, Acquire, Code, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev), \
+    (CodeObject, FreeBefore, FreeAfter, Device))                                                    \
+  X(102, cuCtxCreate_v3, Acquire, Code,                                                             \
+    (CUcontext * pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags, CUdevice dev), \
+    (pctx, paramsArray, numParams, flags, dev), (CodeObject, FreeBefore, FreeAfter, Device))        \
+  X(103, cuCtxCreate_v4, Acquire, Code,                                                             \
+    (CUcontext * pctx, CUctxCreateParams* ctxCreateParams, unsigned int flags, CUdevice dev),       \
+    (pctx, ctxCreateParams, flags, dev), (CodeObject, FreeBefore, FreeAfter, Device))               \
+  X(104, cuCtxDestroy, Release, Context, (CUcontext ctx), (ctx), (None, None, DestroyedContext, None)) \
+  X(105, cuCtxDetach, Release, Context, (CUcontext ctx), (ctx), (None, None, DestroyedContext, None)) \
+  X(106, cuCtxSetLimit, Acquire, Code, (CUlimit limit, size_t value), (limit, value),               \
+    (LimitValue, FreeBefore, FreeAfter, Limit))                                                     \
+  X(107, cuDevicePrimaryCtxRetain, Acquire, Code, (CUcontext * pctx, CUdevice dev), (pctx, dev),    \
+    (CodeObject, FreeBefore, FreeAfter, Device))                                                    \
+  X(108, cuGreenCtxCreate, Acquire, Code,                                                           \
+    (CUgreenCtx * phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags), (phCtx, desc, dev, flags), \
+    (CodeObject, FreeBefore, FreeAfter, Device))                                                    \
+  X(109, cuGreenCtxDestroy, Release, Context, (CUgreenCtx hCtx), (hCtx), (None, None, DestroyedContext, None)) \
+  X(110, cuModuleLoad, Acquire, Code, (CUmodule * module, const char* fname), (module, fname),      \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(111, cuModuleLoadData, Acquire, Code, (CUmodule * module, const void* image), (module, image),  \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(112, cuModuleLoadDataEx, Acquire, Code,                                                         \
+    (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, void** optionValues), \
+    (module, image, numOptions, options, optionValues), (CodeObject, FreeBefore, FreeAfter, None))  \
+  X(113, cuModuleLoadFatBinary, Acquire, Code, (CUmodule * module, const void* fatCubin), (module, fatCubin), \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(114, cuModuleUnload, Release, Code, (CUmodule hmod), (hmod), (CodeObject, None, None, None))   \
+  X(115, cuLibraryLoadData, Acquire, Code,                                                          \
+    (CUlibrary * library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,      \
+     unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,       \
+     unsigned int numLibraryOptions),                                                               \
+    (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, \
+     numLibraryOptions),                                                                            \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(116, cuLibraryLoadFromFile, Acquire, Code,                                                      \
+    (CUlibrary * library, const char* fileName, CUjit_option* jitOptions, void** jitOptionsValues,  \
+     unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,       \
+     unsigned int numLibraryOptions),                                                               \
+    (library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, \
+     numLibraryOptions),                                                                            \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(117, cuLibraryUnload, Release, Code, (CUlibrary library), (library), (CodeObject, None, None, None)) \
+  /* Lazy loading: the first use of a library or kernel in a context loads its code there. */      \
+  X(118, cuLibraryGetModule, Acquire, Code, (CUmodule * pMod, CUlibrary library), (pMod, library),  \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  X(119, cuKernelGetFunction, Acquire, Code, (CUfunction * pFunc, CUkernel kernel), (pFunc, kernel), \
+    (CodeObject, FreeBefore, FreeAfter, None))                                                      \
+  /* Pools by location (CUDA 13) and pool attributes: no memory; they say where a pool lives. */    \
+  X(120, cuMemPoolSetAttribute, Control, PoolConfig, (CUmemoryPool pool, CUmemPool_attribute attr, void* value), \
+    (pool, attr, value), (None, PoolAttrValue, Pool, PoolAttr))                                     \
+  X(121, cuDeviceSetMemPool, Control, PoolConfig, (CUdevice dev, CUmemoryPool pool), (dev, pool),   \
+    (None, None, Pool, Location))                                                                   \
+  X(122, cuMemGetDefaultMemPool, Control, PoolConfig,                                               \
+    (CUmemoryPool * pool_out, CUmemLocation* location, CUmemAllocationType type), (pool_out, location, type), \
+    (None, None, Pool, Location))                                                                   \
+  X(123, cuMemGetMemPool, Control, PoolConfig,                                                      \
+    (CUmemoryPool * pool_out, CUmemLocation* location, CUmemAllocationType type), (pool_out, location, type), \
+    (None, None, Pool, Location))                                                                   \
+  X(124, cuMemSetMemPool, Control, PoolConfig,                                                      \
+    (CUmemLocation * location, CUmemAllocationType type, CUmemoryPool pool), (location, type, pool), \
+    (None, None, Pool, Location))                                                                   \
+  X(125, cuGLCtxCreate, Acquire, Code, (CUcontext * pCtx, unsigned int Flags, CUdevice device),     \
+    (pCtx, Flags, device), (CodeObject, FreeBefore, FreeAfter, Device))                             \
+  X(126, cuGLCtxCreate_v2, Acquire, Code, (CUcontext * pCtx, unsigned int Flags, CUdevice device),  \
+    (pCtx, Flags, device), (CodeObject, FreeBefore, FreeAfter, Device))
 
 namespace vt {
 
@@ -301,6 +373,8 @@ enum class MemKind : uint8_t {
   Multicast,       // a multicast object and its team and bindings: no memory of its own
   ExternalMapping, // a buffer or mipmapped array mapped from external memory (imported)
   Sharing,         // exports, pool imports and external memory objects: no memory
+  Code,            // contexts, modules, libraries, limits: the driver's memory for them (rule 14)
+  PoolConfig,      // a pool named for a location, or its attributes set: no memory (rule 4)
 };
 
 // How each kind is accounted (buckets, keys, devices): format/accounting.h.
@@ -327,6 +401,8 @@ inline const char* kind_name(MemKind k) {
     case MemKind::Multicast: return "multicast";
     case MemKind::ExternalMapping: return "external_mapping";
     case MemKind::Sharing: return "sharing";
+    case MemKind::Code: return "code";
+    case MemKind::PoolConfig: return "pool_config";
     case MemKind::None: break;
   }
   return "none";

@@ -21,8 +21,11 @@ inline constexpr uint32_t kVersionMinor = 3;  // readers accept newer minors (ne
 // record (0x97), whose absence then means "no lookup reached vramtrace"; 1.2 adds the CUDA graph
 // and stream capture ops (codes 38..65) and the "captured" mark (aux2 = 1) on stream-ordered ops,
 // and the header's _exit flag (kHeaderQuickExit) with exit_status; 1.3 adds the stack delta record
-// (0x98), which a 1.2 reader skips (it then lacks those stacks), and the sharing, multicast,
-// external memory, mipmapped array and sparse mapping ops and the CUDA 2.x ABI (codes 66..94).
+// (0x98), which a 1.2 reader skips (it then lacks those stacks), the sharing, multicast,
+// external memory, mipmapped array and sparse mapping ops and the CUDA 2.x ABI (codes 66..94),
+// the context, code and pool-location ops (codes 100..126; the free memory around context and
+// code ops), the managed bit of a pool's location, and the pool usage record (0x99) after an
+// allocation failure.
 inline constexpr uint32_t kChunkSize = 64 * 1024;
 inline constexpr uint32_t kFileHeaderSize = kChunkSize;  // the header fills the first chunk slot
 inline constexpr uint32_t kChunkMagic = 0x4b435456;  // "VTCK"
@@ -95,6 +98,8 @@ enum Tag : uint8_t {
   kTagLookup = 0x97,       // varint kind (kLookupReached / kLookupGap), string symbol, varint
                            // category (kLookupCategory*), varint version, varint flags
   kTagStackDelta = 0x98,   // a stack as a change of the writing thread's previous one (meta_records.h)
+  kTagPoolUsage = 0x99,    // varint device, varint count, count x (varint pool, varint location,
+                           // varint reserved, varint used): the device's pools right after a failure
 };
 inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
 // kTagLookup: the first lookup that reached vramtrace's cuGetProcAddress or dlsym (cudart's own

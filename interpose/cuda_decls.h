@@ -4,6 +4,8 @@
 // Types only: nothing here is linked; every real function is found at run time.
 #pragma once
 
+// cuCtxDetach is deprecated: hooking it is not using it.
+#define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
 
 // cuda.h maps these names to their _v2 exports; the older exports are distinct functions that
@@ -36,6 +38,8 @@ struct vt_CUDA_ARRAY3D_DESCRIPTOR_v1 {
   CUarray_format Format;
   unsigned int NumChannels, Flags;
 };
+#undef cuCtxCreate
+#undef cuCtxDestroy
 
 extern "C" {
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream);
@@ -75,4 +79,13 @@ CUresult cuMemAllocPitch(vt_CUdeviceptr_v1* dptr, unsigned int* pPitch, unsigned
 CUresult cuArrayCreate(CUarray* pHandle, const vt_CUDA_ARRAY_DESCRIPTOR_v1* pAllocateArray);
 CUresult cuArray3DCreate(CUarray* pHandle, const vt_CUDA_ARRAY3D_DESCRIPTOR_v1* pAllocateArray);
 CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags);
+// Contexts: the older exports (cuda.h names only the newest), and the OpenGL ones (cudaGL.h
+// would need GL's headers; the signature needs no GL type).
+CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags,
+                        CUdevice dev);
+CUresult cuCtxDestroy(CUcontext ctx);
+CUresult cuGLCtxCreate(CUcontext* pCtx, unsigned int Flags, CUdevice device);
+CUresult cuGLCtxCreate_v2(CUcontext* pCtx, unsigned int Flags, CUdevice device);
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "accounting.h"
+#include "code_costs.h"
 #include "cuda_decls.h"
 #include "driver_api.h"
 #include "event.h"
@@ -97,10 +98,14 @@ inline void describe(Op<HookId::cuMemAllocFromPoolAsync_ptsz>, Event& e, CUresul
   describe_alloc_async(e, r, dptr, n, s, true);
   e.set_aux(u(pool));
 }
+// A pool's location also says whether it makes managed memory (format/op_fields.h).
+inline uint64_t pool_location(const CUmemLocation& l, CUmemAllocationType type) {
+  return location(l) | (type == CU_MEM_ALLOCATION_TYPE_MANAGED ? kLocationManaged : 0);
+}
 inline void describe(Op<HookId::cuMemPoolCreate>, Event& e, CUresult r, CUmemoryPool* pool,
                      const CUmemPoolProps* props) {
   if (ok(r)) e.set_aux(u(*pool));
-  if (props) e.set_aux2(location(props->location));
+  if (props) e.set_aux2(pool_location(props->location, props->allocType));
 }
 inline void describe(Op<HookId::cuMemPoolDestroy>, Event& e, CUresult, CUmemoryPool pool) { e.set_aux(u(pool)); }
 inline void describe(Op<HookId::cuMemPoolTrimTo>, Event& e, CUresult, CUmemoryPool pool, size_t keep) {
@@ -514,6 +519,150 @@ inline void describe(Op<HookId::cuStreamEndCapture_ptsz>, Event& e, CUresult r, 
   if (ok(r) && g) e.set_aux(u(*g));
 }
 
+// ---- contexts and code (format/accounting.h, rule 14) ----
+// size = free bytes before (prepare), aux = free bytes after; both absent when not readable.
+inline void code_before(Event& e, int32_t device) {
+  uint64_t f = 0;
+  if (free_on_device(device, &f)) e.set_size(f);
+}
+inline void code_after(Event& e, uint64_t ctx) {  // ctx 0: the current context's device
+  uint64_t f = 0;
+  if (ctx ? free_in_context(ctx, &f) : free_on_device(-1, &f)) e.set_aux(f);
+}
+// A failed call keeps no `before`: SIZE of a failed acquire is what it asked for (nothing here).
+inline void code_failed(Event& e) {
+  e.fields &= uint8_t(~format::kEvSize);
+  e.size = 0;
+}
+inline void describe_ctx_made(Event& e, CUresult r, uint64_t ctx, CUdevice dev) {
+  e.set_aux2(uint64_t(uint32_t(dev)));
+  if (!ok(r)) return code_failed(e);
+  e.set_addr(ctx);
+  code_after(e, ctx);
+}
+inline void describe_loaded(Event& e, CUresult r, uint64_t object) {
+  if (!ok(r)) return code_failed(e);
+  e.set_addr(object);
+  code_after(e, 0);
+}
+// A lazy load shows only when the free memory changed.
+inline void describe_lazy(Event& e, CUresult r, uint64_t object) {
+  if (e.drop) return;
+  describe_loaded(e, r, object);
+  if (ok(r) && (e.fields & format::kEvSize) && (e.fields & format::kEvAux) && e.size == e.aux) e.drop = true;
+}
+
+inline void describe(Op<HookId::cuCtxCreate>, Event& e, CUresult r, CUcontext* p, unsigned, CUdevice dev) {
+  describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
+}
+inline void describe(Op<HookId::cuCtxCreate_v2>, Event& e, CUresult r, CUcontext* p, unsigned, CUdevice dev) {
+  describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
+}
+inline void describe(Op<HookId::cuCtxCreate_v3>, Event& e, CUresult r, CUcontext* p, CUexecAffinityParam*, int,
+                     unsigned, CUdevice dev) {
+  describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
+}
+inline void describe(Op<HookId::cuCtxCreate_v4>, Event& e, CUresult r, CUcontext* p, CUctxCreateParams*, unsigned,
+                     CUdevice dev) {
+  describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
+}
+inline void describe(Op<HookId::cuGLCtxCreate>, Event& e, CUresult r, CUcontext* p, unsigned, CUdevice dev) {
+  describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
+}
+inline void describe(Op<HookId::cuGLCtxCreate_v2>, Event& e, CUresult r, CUcontext* p, unsigned, CUdevice dev) {
+  describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
+}
+// Only the retain that creates the primary context is recorded (prepare drops the others).
+inline void describe(Op<HookId::cuDevicePrimaryCtxRetain>, Event& e, CUresult r, CUcontext* p, CUdevice dev) {
+  if (!e.drop) describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
+}
+// A green context is known by its CUcontext: the one its events and its destroy name.
+inline uint64_t green_context(CUgreenCtx g) {
+  CUcontext c = nullptr;
+  if (g_api.ctx_from_green_ctx && g_api.ctx_from_green_ctx(&c, g) == CUDA_SUCCESS && c) return u(c);
+  return u(g);
+}
+inline void describe(Op<HookId::cuGreenCtxCreate>, Event& e, CUresult r, CUgreenCtx* p, CUdevResourceDesc, CUdevice dev,
+                     unsigned) {
+  describe_ctx_made(e, r, ok(r) && p ? green_context(*p) : 0, dev);
+}
+inline void describe(Op<HookId::cuGreenCtxDestroy>, Event&, CUresult, CUgreenCtx) {}  // prepare named it
+inline void describe(Op<HookId::cuCtxDestroy>, Event& e, CUresult, CUcontext c) { e.set_aux(u(c)); }
+inline void describe(Op<HookId::cuCtxDetach>, Event& e, CUresult, CUcontext c) { e.set_aux(u(c)); }
+inline void describe(Op<HookId::cuCtxSetLimit>, Event& e, CUresult r, CUlimit limit, size_t value) {
+  e.set_addr(value);
+  e.set_aux2(uint64_t(limit));
+  if (!ok(r)) return code_failed(e);
+  code_after(e, 0);
+}
+inline void describe(Op<HookId::cuModuleLoad>, Event& e, CUresult r, CUmodule* m, const char*) {
+  describe_loaded(e, r, ok(r) && m ? u(*m) : 0);
+}
+inline void describe(Op<HookId::cuModuleLoadData>, Event& e, CUresult r, CUmodule* m, const void*) {
+  describe_loaded(e, r, ok(r) && m ? u(*m) : 0);
+}
+inline void describe(Op<HookId::cuModuleLoadDataEx>, Event& e, CUresult r, CUmodule* m, const void*, unsigned,
+                     CUjit_option*, void**) {
+  describe_loaded(e, r, ok(r) && m ? u(*m) : 0);
+}
+inline void describe(Op<HookId::cuModuleLoadFatBinary>, Event& e, CUresult r, CUmodule* m, const void*) {
+  describe_loaded(e, r, ok(r) && m ? u(*m) : 0);
+}
+inline void describe(Op<HookId::cuModuleUnload>, Event& e, CUresult, CUmodule m) { e.set_addr(u(m)); }
+inline void describe(Op<HookId::cuLibraryLoadData>, Event& e, CUresult r, CUlibrary* l, const void*, CUjit_option*,
+                     void**, unsigned, CUlibraryOption*, void**, unsigned) {
+  describe_loaded(e, r, ok(r) && l ? u(*l) : 0);
+}
+inline void describe(Op<HookId::cuLibraryLoadFromFile>, Event& e, CUresult r, CUlibrary* l, const char*,
+                     CUjit_option*, void**, unsigned, CUlibraryOption*, void**, unsigned) {
+  describe_loaded(e, r, ok(r) && l ? u(*l) : 0);
+}
+inline void describe(Op<HookId::cuLibraryUnload>, Event& e, CUresult, CUlibrary l) { e.set_addr(u(l)); }
+inline void describe(Op<HookId::cuLibraryGetModule>, Event& e, CUresult r, CUmodule*, CUlibrary l) {
+  describe_lazy(e, r, u(l));
+}
+// The code is the kernel's library's (its unload gives it back); the kernel when that is unknown.
+inline uint64_t kernel_library(CUkernel k) {
+  CUlibrary l = nullptr;
+  if (g_api.kernel_get_library && g_api.kernel_get_library(&l, k) == CUDA_SUCCESS && l) return u(l);
+  return u(k);
+}
+inline void describe(Op<HookId::cuKernelGetFunction>, Event& e, CUresult r, CUfunction*, CUkernel k) {
+  if (!e.drop) describe_lazy(e, r, kernel_library(k));
+}
+
+// ---- pools by location, pool attributes ----
+inline void describe(Op<HookId::cuMemPoolSetAttribute>, Event& e, CUresult, CUmemoryPool pool, CUmemPool_attribute attr,
+                     void* value) {
+  e.set_aux(u(pool));
+  e.set_aux2(uint64_t(attr));
+  if (!value) return;
+  const bool flag = attr == CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || attr == CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC ||
+                    attr == CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES;
+  e.set_size(flag ? uint64_t(uint32_t(*static_cast<const int*>(value))) : *static_cast<const cuuint64_t*>(value));
+}
+inline void describe(Op<HookId::cuDeviceSetMemPool>, Event& e, CUresult, CUdevice dev, CUmemoryPool pool) {
+  e.set_aux(u(pool));
+  e.set_aux2(uint64_t(kLocationDevice) << 32 | uint32_t(dev));
+}
+inline void describe_location_pool(Event& e, CUresult r, CUmemoryPool* out, const CUmemLocation* l, CUmemAllocationType t) {
+  if (ok(r) && out) e.set_aux(u(*out));
+  if (l) e.set_aux2(pool_location(*l, t));
+}
+inline void describe(Op<HookId::cuMemGetDefaultMemPool>, Event& e, CUresult r, CUmemoryPool* out, CUmemLocation* l,
+                     CUmemAllocationType t) {
+  describe_location_pool(e, r, out, l, t);
+}
+inline void describe(Op<HookId::cuMemGetMemPool>, Event& e, CUresult r, CUmemoryPool* out, CUmemLocation* l,
+                     CUmemAllocationType t) {
+  describe_location_pool(e, r, out, l, t);
+}
+inline void describe(Op<HookId::cuMemSetMemPool>, Event& e, CUresult, CUmemLocation* l, CUmemAllocationType t,
+                     CUmemoryPool pool) {
+  e.set_aux(u(pool));
+  if (l) e.set_aux2(pool_location(*l, t));
+}
+
 // observe() runs after every real call, recorded or not (tracing may be off): it keeps
 // graph_state.h's table of capturing streams true.
 template <HookId I, typename... A>
@@ -552,5 +701,51 @@ inline void prepare(Op<HookId::cuDevicePrimaryCtxReset_v2>, Event& e, CUdevice d
 inline void prepare(Op<HookId::cuDevicePrimaryCtxReset>, Event& e, CUdevice dev) { e.set_aux2(active_primary_context(dev)); }
 inline void prepare(Op<HookId::cuDevicePrimaryCtxRelease>, Event& e, CUdevice dev) { e.set_aux2(active_primary_context(dev)); }
 inline void prepare(Op<HookId::cuDevicePrimaryCtxRelease_v2>, Event& e, CUdevice dev) { e.set_aux2(active_primary_context(dev)); }
+
+// Rule 14: the free memory before (size); a green context's CUcontext while it still exists.
+inline void prepare(Op<HookId::cuCtxCreate>, Event& e, CUcontext*, unsigned, CUdevice dev) { code_before(e, int32_t(dev)); }
+inline void prepare(Op<HookId::cuCtxCreate_v2>, Event& e, CUcontext*, unsigned, CUdevice dev) { code_before(e, int32_t(dev)); }
+inline void prepare(Op<HookId::cuCtxCreate_v3>, Event& e, CUcontext*, CUexecAffinityParam*, int, unsigned, CUdevice dev) {
+  code_before(e, int32_t(dev));
+}
+inline void prepare(Op<HookId::cuCtxCreate_v4>, Event& e, CUcontext*, CUctxCreateParams*, unsigned, CUdevice dev) {
+  code_before(e, int32_t(dev));
+}
+inline void prepare(Op<HookId::cuGLCtxCreate>, Event& e, CUcontext*, unsigned, CUdevice dev) { code_before(e, int32_t(dev)); }
+inline void prepare(Op<HookId::cuGLCtxCreate_v2>, Event& e, CUcontext*, unsigned, CUdevice dev) { code_before(e, int32_t(dev)); }
+inline void prepare(Op<HookId::cuDevicePrimaryCtxRetain>, Event& e, CUcontext*, CUdevice dev) {
+  if (active_primary_context(dev))
+    e.drop = true;  // it exists: this retain creates nothing
+  else
+    code_before(e, int32_t(dev));
+}
+inline void prepare(Op<HookId::cuGreenCtxCreate>, Event& e, CUgreenCtx*, CUdevResourceDesc, CUdevice dev, unsigned) {
+  code_before(e, int32_t(dev));
+}
+inline void prepare(Op<HookId::cuGreenCtxDestroy>, Event& e, CUgreenCtx g) { e.set_aux(green_context(g)); }
+inline void prepare(Op<HookId::cuCtxSetLimit>, Event& e, CUlimit, size_t) { code_before(e, -1); }
+inline void prepare(Op<HookId::cuModuleLoad>, Event& e, CUmodule*, const char*) { code_before(e, -1); }
+inline void prepare(Op<HookId::cuModuleLoadData>, Event& e, CUmodule*, const void*) { code_before(e, -1); }
+inline void prepare(Op<HookId::cuModuleLoadDataEx>, Event& e, CUmodule*, const void*, unsigned, CUjit_option*, void**) {
+  code_before(e, -1);
+}
+inline void prepare(Op<HookId::cuModuleLoadFatBinary>, Event& e, CUmodule*, const void*) { code_before(e, -1); }
+inline void prepare(Op<HookId::cuLibraryLoadData>, Event& e, CUlibrary*, const void*, CUjit_option*, void**, unsigned,
+                    CUlibraryOption*, void**, unsigned) {
+  code_before(e, -1);
+}
+inline void prepare(Op<HookId::cuLibraryLoadFromFile>, Event& e, CUlibrary*, const char*, CUjit_option*, void**,
+                    unsigned, CUlibraryOption*, void**, unsigned) {
+  code_before(e, -1);
+}
+// Lazy loads: measured the first time per object and context only.
+inline void prepare_lazy(Event& e, uint64_t object) {
+  if (!first_use(object, e.context))
+    e.drop = true;
+  else
+    code_before(e, -1);
+}
+inline void prepare(Op<HookId::cuLibraryGetModule>, Event& e, CUmodule*, CUlibrary l) { prepare_lazy(e, u(l)); }
+inline void prepare(Op<HookId::cuKernelGetFunction>, Event& e, CUfunction*, CUkernel k) { prepare_lazy(e, u(k)); }
 
 }  // namespace vt

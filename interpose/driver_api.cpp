@@ -96,6 +96,13 @@ __attribute__((noinline)) bool resolve_driver() {
       load(lib, &a.primary_ctx_get_state, "cuDevicePrimaryCtxGetState");
       load(lib, &a.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
       load(lib, &a.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2");
+      load(lib, &a.ctx_push, "cuCtxPushCurrent_v2");
+      load(lib, &a.ctx_pop, "cuCtxPopCurrent_v2");
+      load(lib, &a.ctx_from_green_ctx, "cuCtxFromGreenCtx");
+      load(lib, &a.kernel_get_library, "cuKernelGetLibrary");
+      load(lib, &a.device_get_mem_pool, "cuDeviceGetMemPool");
+      load(lib, &a.device_get_default_mem_pool, "cuDeviceGetDefaultMemPool");
+      load(lib, &a.mem_pool_get_attribute, "cuMemPoolGetAttribute");
       g_resolved.store(true, std::memory_order_release);
     }
     dlerror();  // our failed lookups must not show up in the program's next dlerror()

@@ -31,6 +31,14 @@ struct DriverApi {
   CUresult (*primary_ctx_get_state)(CUdevice, unsigned int*, int*);
   CUresult (*primary_ctx_retain)(CUcontext*, CUdevice);
   CUresult (*primary_ctx_release)(CUdevice);
+  // For the free memory around context and code ops (code_costs.h), and pools at a failure.
+  CUresult (*ctx_push)(CUcontext);
+  CUresult (*ctx_pop)(CUcontext*);
+  CUresult (*ctx_from_green_ctx)(CUcontext*, CUgreenCtx);
+  CUresult (*kernel_get_library)(CUlibrary*, CUkernel);
+  CUresult (*device_get_mem_pool)(CUmemoryPool*, CUdevice);
+  CUresult (*device_get_default_mem_pool)(CUmemoryPool*, CUdevice);
+  CUresult (*mem_pool_get_attribute)(CUmemoryPool, CUmemPool_attribute, void*);
 };
 extern DriverApi g_api;
 

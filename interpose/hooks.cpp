@@ -19,6 +19,7 @@
 #include "gpu_processes.h"
 #include "lookup_gaps.h"
 #include "lookup_log.h"
+#include "pool_usage.h"
 #include "recorder.h"
 #include "reentry_guard.h"
 
@@ -80,9 +81,11 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
                                                            A... args) {
   constexpr OpInfo op = kOps[int(Id)];
   HookScope scope;  // its end may record queued events: errno is put back by the caller after it
-  // Acquires and capture begins/ends may open the trace; releases only matter once it is open.
+  // Acquires and capture begins/ends may open the trace; releases only matter once it is open,
+  // or may be by the time a queue they join is recorded (a handler interrupting our work before
+  // the trace opened: its queued acquire opens it, its release must follow).
   bool wanted = op.action == Action::Acquire || op.action == Action::Control ? tracing_possible()
-                : op.action != Action::Query && recording();
+                : op.action != Action::Query && (recording() || (tracing_possible() && scope.nested_in_our_work()));
   if (!wanted) {
     *err = before;
     scope.real_call_begin();
@@ -120,8 +123,10 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
     defer_event(e);
   } else {
     record(e);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && op.action == Action::Acquire && recording())
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && op.action == Action::Acquire && recording()) {
       record_gpu_processes(e.device, e.t_ns);
+      record_pool_usage(e);
+    }
   }
   return r;
 }

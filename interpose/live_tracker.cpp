@@ -158,6 +158,21 @@ bool pool_placement(uint64_t pool, Placement* at) {
   return false;
 }
 
+}  // namespace
+
+int tracked_device_pools(int32_t device, uint64_t* out, int max) {
+  int found = 0;
+  const int n = g_pool_slots.load(std::memory_order_acquire);
+  for (int i = 0; i < n && found < max; ++i) {
+    const uint64_t pool = g_pools[i].pool.load(std::memory_order_acquire);
+    const uint64_t w = g_pools[i].where.load(std::memory_order_relaxed);
+    if (pool && int32_t(uint32_t(w)) == device && Bucket(w >> 32) == Bucket::Device) out[found++] = pool;
+  }
+  return found;
+}
+
+namespace {
+
 // ---- VMM mappings and handle release (rule 5), under one spinlock ----
 
 struct Mapping {
@@ -414,7 +429,8 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
       if (g_imports_seen.load(std::memory_order_relaxed) && is_memory_key(e.aux)) import_mapped(e);
       return;
     case Effect::Unmap: vmm_unmap(e.addr, e.size); return;
-    case Effect::CreatePool: pool_created(e.aux, placement_at(e.aux2, e.device)); return;
+    case Effect::CreatePool:
+    case Effect::PlacePool: pool_created(e.aux, placement_at(e.aux2, e.device)); return;
     case Effect::DestroyPool: pool_destroyed(e.aux); return;
     case Effect::Teardown:
       if (uint64_t ctx = torn_down_context(e.op, e)) drop_context(ctx);
@@ -433,6 +449,8 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
     case Effect::Reserve:  // rule 7: no memory of their own
     case Effect::Unreserve:
     case Effect::TrimPool:
+    case Effect::Code:  // rule 14: contexts and code are the report's figure, not live memory
+    case Effect::CodeRelease:
     case Effect::None: return;
   }
 }

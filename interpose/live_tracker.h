@@ -52,6 +52,10 @@ inline constexpr uint32_t kTrackedStacks = 1u << 16;
 // such limit: the figures then differ).
 inline constexpr int kTrackedPools = 256;
 
+// The device pools created or named in this run that live on `device` (at most `max`): the
+// pools whose figures an allocation failure reads (pool_usage.h). Lock-free.
+int tracked_device_pools(int32_t device, uint64_t* out, int max);
+
 void forget_live_state();  // after fork: the child starts with nothing live
 
 }  // namespace vt

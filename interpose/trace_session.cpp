@@ -51,6 +51,41 @@ pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
 bool g_atfork_registered = false;
 std::atomic<uint64_t> g_lost_before_open{0};  // counted before the header existed
 
+// Context, code and pool-location ops made before the trace opened (format/accounting.h, rule 14):
+// they open no trace (a process that only creates a context leaves no file), but the first
+// context's cost is known only from its own event, so a few are held and written when the trace
+// opens, before the event that opened it. Without stacks; beyond kHeld, dropped.
+constexpr int kHeld = 16;
+Event g_held[kHeld];
+int g_held_n = 0;
+bool g_held_written = false;  // once the trace opened: nothing is held any more
+std::atomic_flag g_held_lock = ATOMIC_FLAG_INIT;
+
+bool opens_no_trace(const OpInfo& op) { return op.kind == MemKind::Code || op.kind == MemKind::PoolConfig; }
+
+void hold_until_open(const Event& e) {
+  while (g_held_lock.test_and_set(std::memory_order_acquire)) {
+  }
+  if (!g_held_written && g_held_n < kHeld) g_held[g_held_n++] = e;
+  g_held_lock.clear(std::memory_order_release);
+}
+
+// Called by the thread that opened the trace (its chunk), at time t.
+void write_held(uint64_t t) {
+  while (g_held_lock.test_and_set(std::memory_order_acquire)) {
+  }
+  for (int i = 0; i < g_held_n; ++i) {
+    Event ev = g_held[i];
+    ev.t_ns = t;  // (records of a chunk go forward in time; they came before the opening event)
+    ev.stack = 0;
+    encode_event(ev);
+    track_event(ev);
+  }
+  g_held_n = 0;
+  g_held_written = true;
+  g_held_lock.clear(std::memory_order_release);
+}
+
 size_t read_file(const char* path, char* buf, size_t cap) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -119,6 +154,9 @@ void after_fork_in_child() {
   forget_gpu_process_sampler();
   forget_deferred_events();
   g_lost_before_open.store(0);
+  g_held_lock.clear();
+  g_held_n = 0;
+  g_held_written = false;  // (the child's first context was the parent's: nothing to hold)
   g_generation.fetch_add(1);
   g_status.store(kNotOpen);
 }
@@ -152,6 +190,7 @@ bool open_trace(uint64_t t) {
       cupti::start(cfg.kernels, t);
       flush_pending_regions(t);
       write_device_records(t);
+      write_held(t);
       status = kOpen;
     }
     g_status.store(status, std::memory_order_release);
@@ -204,8 +243,12 @@ inline int status_for(const Event& e) {
   if (status == kOpen) return status;
   if (status == kOff) return -1;
   if (status == kNotOpen) {
-    const Action a = kOps[int(e.op)].action;
-    if ((a != Action::Acquire && a != Action::Control) || !open_trace(e.t_ns)) return -1;
+    const OpInfo& op = kOps[int(e.op)];
+    if (opens_no_trace(op)) {
+      hold_until_open(e);
+      return -1;
+    }
+    if ((op.action != Action::Acquire && op.action != Action::Control) || !open_trace(e.t_ns)) return -1;
     status = g_status.load(std::memory_order_relaxed);
   }
   return status;

@@ -50,4 +50,20 @@ void OomAggregator::on_gpu_processes(const GpuProcessList& list) {
     }
 }
 
+void OomAggregator::on_pool_usage(const PoolUsageList& list) {
+  for (auto it = ooms_.rbegin(); it != ooms_.rend(); ++it)
+    if (it->device == list.device && !it->pool_driver) {
+      it->pool_driver = true;
+      uint64_t reserved = 0, used = 0;
+      for (const PoolUsage& p : list.pools) {
+        reserved += p.reserved;
+        used += std::min(p.used, p.reserved);
+      }
+      it->pool_reserved_bytes = reserved;
+      it->pool_used_bytes = used;
+      it->pool_cached_bytes = reserved - used;  // the verdict's figure from here on
+      return;
+    }
+}
+
 }  // namespace vt::analyzer

@@ -25,6 +25,9 @@ class OomAggregator {
   // NVML's process list: it belongs to the latest failure on that device that has none yet. This
   // process itself is left out.
   void on_gpu_processes(const GpuProcessList& list);
+  // The pools' own figures read at the failure: they replace the modelled cache of the latest
+  // failure on that device that has none yet.
+  void on_pool_usage(const PoolUsageList& list);
 
   // One per OOM, in order: what ran at each.
   const std::vector<ActivityStream::QueryId>& activity_queries() const { return queries_; }

@@ -90,6 +90,27 @@ function graphsLine(ctx, device) {
   return el('p', {class: 'sub'}, text);
 }
 
+// The device's used memory (the driver's total - free) against what vramtrace explains of it
+// (report "fidelity"), or nothing without a driver reading.
+function fidelityBlock(f) {
+  if (!f) return null;
+  const row = (label, bytes, note) => el('tr', null, el('td', null, label),
+      el('td', {class: 'num'}, bytes === null ? 'not known' : fmtBytes(bytes)), el('td', null, note || ''));
+  const kinds = Object.keys(f.tracked_by_kind).map((k) => k + ' ' + fmtBytes(f.tracked_by_kind[k])).join(', ');
+  const rest = f.unexplained_bytes;
+  const when = f.at_instant ? '' : ' (the nearest driver reading, ' + fmtSecs(Math.abs(f.offset_ns)) +
+      (f.offset_ns < 0 ? ' before' : ' after') + ', with the figures of then)';
+  return [el('h4', null, 'Used on the GPU: ' + fmtBytes(f.used_bytes) + ' of ' + fmtBytes(f.total_bytes) + when),
+    el('table', {class: 'groups fidelity'}, el('tbody', null,
+        row('tracked allocations', f.tracked_bytes, kinds),
+        row('contexts', f.contexts_bytes), row('modules and code', f.modules_bytes),
+        row('kept free by pools', f.pool_cached_bytes, f.pool_cached_source),
+        row('CUPTI buffers', f.cupti_buffers_bytes), row('other processes (NVML)', f.other_processes_bytes),
+        el('tr', null, el('td', null, el('strong', null, 'unexplained')),
+            el('td', {class: 'num'}, (rest < 0 ? '-' : '') + fmtBytes(Math.abs(rest))),
+            el('td', null, (f.unexplained_share * 100).toFixed(1) + '% of used'))))];
+}
+
 function peakSection(ctx) {
   const peaks = ctx.r.peak.by_device;
   if (!peaks.length) return section('peak-' + ctx.index, 'Peak', el('p', {class: 'none'}, 'No device memory was allocated.'));
@@ -100,6 +121,7 @@ function peakSection(ctx) {
         el('p', {class: 'lead'}, 'Device ' + p.device + ': ', el('strong', null, fmtBytes(p.bytes)), ' at ' + fmtSecs(ctx.rel(p.t_ns)) +
             (kinds ? ' (' + kinds + ')' : '')),
         graphsLine(ctx, p.device),
+        fidelityBlock(p.fidelity),
         icicle(ctx, p, path),
         el('h3', null, 'Live at the peak, by call site'),
         groupsTable(ctx, p.live_set, path, {shareLabel: 'share of the peak'}));
@@ -194,7 +216,7 @@ function oomCard(ctx, o, i) {
           el('span', {class: 'oom-verdict'}, o.verdict)),
       el('div', {class: 'verdict'}, el('span', {class: 'verdict-label'}, 'verdict'), el('span', {class: 'verdict-code'}, o.verdict),
           el('span', {class: 'verdict-text'}, verdictText(o.verdict))),
-      el('h4', null, 'The GPU at the failure (' + fmtBytes(T) + ')'), device,
+      el('h4', null, 'The GPU at the failure (' + fmtBytes(T) + ')'), device, fidelityBlock(o.fidelity),
       o.torch ? torchOomBlock(ctx, o.torch, path + '/torch') : null,
       el('h4', null, 'Causes, most to blame first'), causes,
       el('h4', null, 'What to do'), el('ul', {class: 'remedies'}, o.remedies.map((m) => el('li', null, m))),

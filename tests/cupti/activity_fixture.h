@@ -75,7 +75,9 @@ inline Loaded load(const std::string& path) {
   uint64_t end = 0;
   while (reader->next(&r)) {
     end = std::max(end, r.t_ns);
-    if (r.is_event()) l.events.push_back(r);
+    // Memory events only, as e2e::load keeps them (context and code ops apart: not memory).
+    if (r.is_event() && !(r.op && (r.op->kind == vt::MemKind::Code || r.op->kind == vt::MemKind::PoolConfig)))
+      l.events.push_back(r);
     if (r.tag == vt::format::kTagKernelName) l.name_records++;
     l.index->add(r);
   }

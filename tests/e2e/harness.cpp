@@ -146,8 +146,11 @@ Trace load(const std::string& path) {
   REQUIRE(reader);
   Trace t;
   vt::analyzer::Record r;
-  while (reader->next(&r))
-    if (r.is_event()) t.events.push_back(r);
+  while (reader->next(&r)) {
+    if (!r.is_event()) continue;
+    const bool code = r.op && (r.op->kind == vt::MemKind::Code || r.op->kind == vt::MemKind::PoolConfig);
+    (code ? t.code_events : t.events).push_back(r);
+  }
   t.info = reader->process();
   t.problems = reader->problems();
   t.data_lost = reader->data_lost();

@@ -37,7 +37,8 @@ std::vector<std::string> lines(const std::string& text);
 
 struct Trace {
   vt::analyzer::ProcessInfo info;
-  std::vector<vt::analyzer::Record> events;
+  std::vector<vt::analyzer::Record> events;       // memory events
+  std::vector<vt::analyzer::Record> code_events;  // context, code and pool-location ops (kinds code, pool_config)
   std::vector<std::string> problems;
   bool data_lost = false;
   std::vector<std::string> ops() const;

@@ -1,7 +1,7 @@
 // api_module.cpp — code and what it costs: cuModuleLoad, cuModuleLoadData(Ex),
 // cuModuleLoadFatBinary, cuModuleUnload, cuModuleGetFunction, and the context-independent
 // libraries: cuLibraryLoadData, cuLibraryLoadFromFile, cuLibraryUnload, cuLibraryGetModule,
-// cuLibraryGetKernel, cuKernelGetFunction.
+// cuLibraryGetKernel, cuKernelGetFunction, cuKernelGetLibrary.
 //
 // Model: a module loaded into a context costs its device FAKECUDA_MODULE_BYTES (default 2 MiB,
 // one page: code and static data of a small cubin) until it is unloaded or its context goes.
@@ -204,5 +204,17 @@ FC_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
   CUmodule mod;
   if (CUresult r = library_module(s, lib, &mod)) return r;  // lazy loading happens here
   *pFunc = new_handle_as<CUfunction>(s, 13);
+  return CUDA_SUCCESS;
+}
+
+// The library a kernel handle belongs to (a tracer keys a lazy load's cost by it).
+FC_API CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  if (!pLib) return CUDA_ERROR_INVALID_VALUE;
+  CUlibrary lib = reinterpret_cast<CUlibrary>(reinterpret_cast<uintptr_t>(kernel) & ~uintptr_t(0x8));
+  if (!s.libraries.count(lib)) return CUDA_ERROR_INVALID_HANDLE;
+  *pLib = lib;
   return CUDA_SUCCESS;
 }

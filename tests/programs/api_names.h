@@ -14,9 +14,9 @@ struct ApiName {
 static const ApiName kApiNames[] = {
     API_ENTRY(init, "cuInit", "cuInit", false),
     API_ENTRY(device_get, "cuDeviceGet", "cuDeviceGet", false),
-    API_ENTRY(primary_retain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", false),
+    API_ENTRY(primary_retain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", true),
     API_ENTRY(ctx_set_current, "cuCtxSetCurrent", "cuCtxSetCurrent", false),
-    API_ENTRY(ctx_create, "cuCtxCreate_v4", "cuCtxCreate", false),
+    API_ENTRY(ctx_create, "cuCtxCreate_v4", "cuCtxCreate", true),
     API_ENTRY(stream_create, "cuStreamCreate", "cuStreamCreate", false),
     API_ENTRY(granularity, "cuMemGetAllocationGranularity", "cuMemGetAllocationGranularity", false),
     API_ENTRY(ipc_get, "cuIpcGetMemHandle", "cuIpcGetMemHandle", true),

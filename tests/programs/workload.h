@@ -12,7 +12,7 @@
 #undef cuGetProcAddress
 
 struct Api {
-  // setup (not hooked)
+  // setup (not hooked, except the context creations: recorded with what they cost)
   CUresult (*init)(unsigned);
   CUresult (*device_get)(CUdevice*, int);
   CUresult (*primary_retain)(CUcontext*, CUdevice);

@@ -626,6 +626,119 @@ TEST_CASE("accounting: external mappings and imported pool pointers are imported
   CHECK(rep.unmatched_frees == 0);
 }
 
+// Rule 14: a context or code op as the recorder writes it (free bytes before in SIZE, after in AUX).
+Record code_op(HookId op, uint64_t object, int device, uint64_t ctx, bool before, uint64_t free_before,
+               uint64_t free_after) {
+  Record r;
+  r.op = &kOps[int(op)];
+  r.tag = r.op->code;
+  r.device = device;
+  r.context = ctx;
+  r.fields = fmt::kEvContext | fmt::kEvAux;
+  if (r.op->fields.addr == Field::CodeObject) {
+    r.addr = object;
+    r.fields |= fmt::kEvAddr;
+  }
+  if (before) {
+    r.size = free_before;
+    r.fields |= fmt::kEvSize;
+  }
+  r.aux = free_after;
+  if (r.op->fields.aux2 == Field::Device) {
+    r.aux2 = 0;
+    r.fields |= fmt::kEvAux2;
+  }
+  return r;
+}
+
+TEST_CASE("accounting: contexts and code are their own figure, measured by the free memory around them, and go back with their unload or context (rule 14)") {
+  constexpr uint64_t GiB = 1024 * MiB, total = 16 * GiB;
+  LiveState live;
+  live.set_device_total(0, total);
+  auto contexts = [&] { return live.code_bytes(0, CodeCategory::Context); };
+  auto modules = [&] { return live.code_bytes(0, CodeCategory::Module); };
+  // The first context: nothing was current to ask before it; it costs what the device uses after.
+  live.apply(code_op(HookId::cuCtxCreate_v4, 0xc1, -1, 0, false, 0, total - 512 * MiB));
+  CHECK(contexts() == 512 * MiB);
+  Record a;
+  a.op = &kOps[int(HookId::cuMemAlloc_v2)];
+  a.device = 0;
+  a.context = 0xc1;
+  a.fields = fmt::kEvContext | fmt::kEvAddr | fmt::kEvSize;
+  a.addr = 0x7000000;
+  a.size = 32 * MiB;
+  live.apply(a);
+  // The second: measured (the first was current), and not an allocation.
+  uint64_t free = total - 544 * MiB;
+  live.apply(code_op(HookId::cuCtxCreate_v4, 0xc2, 0, 0xc1, true, free, free - 512 * MiB));
+  free -= 512 * MiB;
+  CHECK(contexts() == 1024 * MiB);
+  CHECK(live.bytes(0, Bucket::Device) == 32 * MiB);
+  live.apply(code_op(HookId::cuModuleLoadData, 0x3d, 0, 0xc2, true, free, free - 2 * MiB));
+  free -= 2 * MiB;
+  live.apply(code_op(HookId::cuKernelGetFunction, 0x4e, 0, 0xc2, true, free, free - 2 * MiB));  // lazy: the library 0x4e
+  free -= 2 * MiB;
+  CHECK(modules() == 4 * MiB);
+  live.apply(code_op(HookId::cuCtxSetLimit, 0, 0, 0xc2, true, free, free - 64 * MiB));  // keyed by its context
+  CHECK(contexts() == 1088 * MiB);
+  // A limit lowered gives memory back (a negative cost).
+  live.apply(code_op(HookId::cuCtxSetLimit, 0, 0, 0xc2, true, free - 64 * MiB, free - 32 * MiB));
+  CHECK(contexts() == 1056 * MiB);
+  // An unload gives back what its key cost; a module of a context goes with it.
+  Record unload = code_op(HookId::cuModuleUnload, 0x3d, 0, 0xc2, false, 0, 0);
+  unload.fields &= uint8_t(~fmt::kEvAux);
+  live.apply(unload);
+  CHECK(modules() == 2 * MiB);
+  Record destroy;
+  destroy.op = &kOps[int(HookId::cuCtxDestroy)];
+  destroy.device = 0;
+  destroy.fields = fmt::kEvAux;
+  destroy.aux = 0xc2;
+  live.apply(destroy);
+  CHECK(contexts() == 512 * MiB);  // its creation and its limits
+  CHECK(modules() == 0);           // the lazy load made in it
+  CHECK(live.bytes(0, Bucket::Device) == 32 * MiB);
+  // Without a reading after the call nothing is known; a failed call changes nothing.
+  Record blind = code_op(HookId::cuModuleLoad, 0x3f, 0, 0xc1, true, free, 0);
+  blind.fields &= uint8_t(~fmt::kEvAux);
+  live.apply(blind);
+  Record failed = code_op(HookId::cuModuleLoad, 0x40, 0, 0xc1, true, free, free - 2 * MiB);
+  failed.result = 2;
+  live.apply(failed);
+  CHECK(modules() == 0);
+  // A device without a total (no device record): a context without `before` is not guessed.
+  Record retain = code_op(HookId::cuDevicePrimaryCtxRetain, 0xd1, -1, 0, false, 0, 8 * GiB);
+  retain.aux2 = 3;
+  live.apply(retain);
+  CHECK(live.code_bytes(3, CodeCategory::Context) == 0);
+  CHECK(contexts() == 512 * MiB);
+}
+
+TEST_CASE("accounting: a pool named for a location counts there: a host pool's allocations are pinned host memory, a managed pool's managed (rule 4)") {
+  Both both;
+  Ev a;
+  Event host = a.base(HookId::cuMemGetMemPool);
+  host.set_aux(0xb7);
+  host.set_aux2(host_location());
+  both.apply(host);
+  Event managed = a.base(HookId::cuMemSetMemPool);
+  managed.set_aux(0xb8);
+  managed.set_aux2(device_location(1) | kLocationManaged);
+  both.apply(managed);
+  both.apply(a.from_pool(0x9000000, 4 * MiB, 0xb7));
+  both.apply(a.from_pool(0xa000000, 6 * MiB, 0xb8));
+  CHECK(live_bytes(0, int(Bucket::PinnedHost)) == int64_t(4 * MiB));
+  CHECK(live_bytes(1, int(Bucket::Managed)) == int64_t(6 * MiB));
+  CHECK(live_bytes(-1, int(Bucket::Device)) == 0);
+  Event attr = a.base(HookId::cuMemPoolSetAttribute);  // holds no memory, moves no pool
+  attr.set_aux(0xb7);
+  attr.set_aux2(4);
+  attr.set_size(0);
+  both.apply(attr);
+  CHECK(live_bytes(0, int(Bucket::PinnedHost)) == int64_t(4 * MiB));
+  both.finish();
+}
+
 TEST_CASE("accounting: devices outside 0..15 and unknown devices share the tracker's last row, and stacks beyond its table share slot 0") {
   Both both;
   Ev ev;
@@ -653,13 +766,17 @@ Event random_event(std::mt19937_64& rng) {
     return a[rng() % sizeof...(v)];
   };
   Event e;
-  // Lookups, the 28 graph ops (rules 8 and 9) and the sharing ops less often: the older ops keep their share.
+  // Lookups, the 28 graph ops (rules 8 and 9) and the context, code and pool-location ops (codes
+  // 100.., rules 4 and 14) less often: the older ops keep their share.
   auto graph_op = [](HookId id) {
-    return kOps[int(id)].code >= kOps[int(HookId::cuGraphAddMemAllocNode)].code &&
-           kOps[int(id)].code <= kOps[int(HookId::cuStreamIsCapturing_ptsz)].code;
+    return (kOps[int(id)].code >= kOps[int(HookId::cuGraphAddMemAllocNode)].code &&
+            kOps[int(id)].code <= kOps[int(HookId::cuStreamIsCapturing_ptsz)].code) ||
+           kOps[int(id)].code >= 100;
   };
   // The 29 sharing ops (rules 10 to 13) at a third of the rate, so that the VMM ops they build on stay common.
-  auto sharing_op = [](HookId id) { return kOps[int(id)].code >= kOps[int(HookId::cuMemImportFromShareableHandle)].code; };
+  auto sharing_op = [](HookId id) {
+    return kOps[int(id)].code >= kOps[int(HookId::cuMemImportFromShareableHandle)].code && kOps[int(id)].code < 100;
+  };
   do e.op = HookId(rng() % kHookCount);
   while ((kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10) ||
          (sharing_op(e.op) && rng() % 3));
@@ -715,8 +832,17 @@ Event random_event(std::mt19937_64& rng) {
       e.set_aux(0x77);
       if (rng() % 2) e.set_aux2(e.op == HookId::cuGraphAddMemAllocNode ? locations[rng() % 8] : pick(1, 10, 11));
       break;
+    case MemKind::PoolConfig:  // a pool named for a location (rule 4), managed ones too
+      e.set_aux(pick(0, 0xb1, 0xb2, 0xb3, 0xb4));
+      e.set_aux2(rng() % 3 ? locations[rng() % 8] : device_location(int(rng() % 3)) | kLocationManaged);
+      break;
+    case MemKind::Code:  // costs: never live memory (rule 14)
+      if (rng() % 2) e.set_size(pick(8, 6, 4) * 1024 * MiB);
+      if (rng() % 4) e.set_aux(pick(8, 6, 4) * 1024 * MiB);
+      break;
     case MemKind::Context:
-      if (e.op == HookId::cuCtxDestroy_v2)
+      if (e.op == HookId::cuCtxDestroy_v2 || e.op == HookId::cuCtxDestroy || e.op == HookId::cuCtxDetach ||
+          e.op == HookId::cuGreenCtxDestroy)
         e.set_aux(pick(0x10, 0x20, 0x30, 0x99));
       else
         e.set_aux2(pick(0, 0x10, 0x20, 0x30));

@@ -1,0 +1,148 @@
+// See fidelity.h.
+#include "aggregators/fidelity.h"
+
+#include <cstdlib>
+
+#include "aggregators/site_groups.h"
+
+namespace vt::analyzer {
+
+FidelityAggregator::Reading FidelityAggregator::read(const LiveState& live, int device, uint64_t t, uint64_t free,
+                                                     uint64_t total) const {
+  Reading x;
+  x.valid = true;
+  x.t = t;
+  x.free = free;
+  x.total = total;
+  if (const DeviceTotals* d = live.find_device(device)) {
+    x.version = d->version;
+    x.kinds = d->kinds;
+    x.tracked = d->bytes[int(Bucket::Device)];
+  }
+  x.contexts = live.code_bytes(device, CodeCategory::Context);
+  x.modules = live.code_bytes(device, CodeCategory::Module);
+  x.pool_cached = live.pool_cached_bytes(device);
+  return x;
+}
+
+void FidelityAggregator::reading(int device, const Reading& x) {
+  Dev& d = devs_[device];
+  d.last = x;
+  if (d.peak && !d.after.valid) d.after = x;
+}
+
+void FidelityAggregator::on_failed(const Record& r, const LiveState& live, bool oom) {
+  const bool figures = r.has(format::kEvFailed) && r.total_bytes > 0;
+  Reading x = figures ? read(live, r.device, r.t_ns, r.free_bytes, r.total_bytes) : Reading{};
+  if (oom) ooms_.push_back(x);  // invalid when the driver could not be read
+  if (figures) reading(r.device, x);
+}
+
+void FidelityAggregator::after(const Record& r, const LiveState& live) {
+  for (int device : live.changed()) {
+    const DeviceTotals* t = live.find_device(device);
+    Dev& d = devs_[device];
+    if (t->bytes[int(Bucket::Device)] > d.peak) {
+      d.peak = t->bytes[int(Bucket::Device)];
+      d.peak_t = r.t_ns;
+      d.peak_version = t->version;
+      d.before = d.last;
+      d.after = Reading{};
+    }
+  }
+  uint64_t free = 0;
+  const OpInfo& op = *r.op;
+  if (op.kind != MemKind::Code || op.action != Action::Acquire || !field_value(op, r, Field::FreeAfter, &free)) return;
+  const int device = code_device(op, r);
+  const uint64_t total = live.device_total(device);
+  if (total) reading(device, read(live, device, r.t_ns, free, total));
+}
+
+void FidelityAggregator::on_gpu_processes(const GpuProcessList& list, uint64_t t) {
+  uint64_t bytes = 0;
+  for (const GpuProcess& g : list.processes)
+    if (g.pid != own_pid_) bytes += g.bytes;
+  nvml_[list.device].push_back({t, bytes});
+}
+
+Fidelity FidelityAggregator::explain(const Reading& x, uint64_t instant, bool at_instant,
+                                     const KernelRecording& k) const {
+  Fidelity f;
+  if (!x.valid) return f;
+  f.known = true;
+  f.t_ns = x.t;
+  f.at_instant = at_instant;
+  f.offset_ns = at_instant ? 0 : int64_t(x.t - instant);
+  f.total_bytes = x.total;
+  f.used_bytes = x.total > x.free ? x.total - x.free : 0;
+  f.tracked_by_kind = bytes_by_kind(x.kinds);
+  f.tracked_bytes = x.tracked;
+  f.contexts_bytes = x.contexts;
+  f.modules_bytes = x.modules;
+  f.pool_cached_bytes = x.pool_cached;
+  f.pool_cached_source = "model";
+  // vramtrace's CUPTI recorder did not run: no buffers of its own. When it ran, what CUPTI holds
+  // on the device is not recorded (its limits are: kernels.device_buffers).
+  f.cupti_known = !k.recorded;
+  return f;
+}
+
+namespace {
+
+// The remainder, once every part is known.
+void settle(Fidelity& f) {
+  if (!f.known) return;
+  const int64_t parts = int64_t(f.tracked_bytes + f.contexts_bytes + f.modules_bytes + f.pool_cached_bytes +
+                                f.cupti_bytes + f.other_processes_bytes);
+  f.unexplained_bytes = int64_t(f.used_bytes) - parts;
+  f.unexplained_share = f.used_bytes ? double(f.unexplained_bytes) / double(f.used_bytes) : 0;
+}
+
+}  // namespace
+
+void FidelityAggregator::finish(TraceReport* rep) const {
+  for (DevicePeak& p : rep->peaks) {
+    auto it = devs_.find(p.device);
+    if (it == devs_.end()) continue;
+    const Dev& d = it->second;
+    // The reading at the peak's state, else the nearest one in time.
+    const Reading* pick = nullptr;
+    bool exact = false;
+    if (d.after.valid && d.after.version == d.peak_version) {
+      pick = &d.after;
+      exact = true;
+    } else if (d.before.valid && d.after.valid) {
+      pick = d.peak_t - d.before.t <= d.after.t - d.peak_t ? &d.before : &d.after;
+    } else if (d.before.valid || d.after.valid) {
+      pick = d.before.valid ? &d.before : &d.after;
+    }
+    if (!pick) continue;
+    p.fidelity = explain(*pick, d.peak_t, exact, rep->kernels);
+    auto n = nvml_.find(p.device);
+    if (n != nvml_.end() && !n->second.empty()) {  // NVML's list nearest the reading
+      const Nvml* best = &n->second[0];
+      for (const Nvml& v : n->second)
+        if (std::llabs(int64_t(v.t - pick->t)) < std::llabs(int64_t(best->t - pick->t))) best = &v;
+      p.fidelity.other_processes_known = true;
+      p.fidelity.other_processes_bytes = best->bytes;
+      p.fidelity.other_processes_t_ns = best->t;
+    }
+    settle(p.fidelity);
+  }
+  for (size_t i = 0; i < rep->ooms.size() && i < ooms_.size(); ++i) {
+    OomReport& o = rep->ooms[i];
+    o.fidelity = explain(ooms_[i], o.t_ns, true, rep->kernels);
+    if (o.pool_driver) {
+      o.fidelity.pool_cached_bytes = o.pool_cached_bytes;
+      o.fidelity.pool_cached_source = "driver";
+    }
+    if (o.nvml) {
+      o.fidelity.other_processes_known = true;
+      o.fidelity.other_processes_t_ns = o.t_ns;
+      for (const GpuProcess& g : o.other_processes) o.fidelity.other_processes_bytes += g.bytes;
+    }
+    settle(o.fidelity);
+  }
+}
+
+}  // namespace vt::analyzer

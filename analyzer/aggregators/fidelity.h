@@ -1,0 +1,58 @@
+// The fidelity aggregator: what each device's used memory (the driver's total - free, what
+// nvidia-smi shows) was made of, at its peak and at each OOM: tracked allocations by kind,
+// contexts and code (format/accounting.h, rule 14), what stream-ordered pools keep free, CUPTI's
+// buffers, other processes (NVML), and the unexplained remainder. The driver is read at failed
+// allocations (free/total) and around context and code ops (free after them); the peak takes the
+// reading at its state (taken after it, before anything changed) or else the nearest in time,
+// and says so. Each reading keeps the figures of its own instant, so the remainder never mixes
+// two instants. O(devices) state; OOM readings one per OOM.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "live_state.h"
+#include "report_model.h"
+#include "trace_reader.h"
+
+namespace vt::analyzer {
+
+class FidelityAggregator {
+ public:
+  explicit FidelityAggregator(uint64_t own_pid) : own_pid_(own_pid) {}
+  // A failed acquire, before anything else sees it (`oom`: one of the report's OOMs, in order).
+  void on_failed(const Record& r, const LiveState& live, bool oom);
+  // After each applied event: the peak, and the reading of a context or code op.
+  void after(const Record& r, const LiveState& live);
+  void on_gpu_processes(const GpuProcessList& list, uint64_t t);
+  // Fills rep->peaks[].fidelity and rep->ooms[].fidelity (after the peaks, OOMs and the kernel
+  // recording are in rep).
+  void finish(TraceReport* rep) const;
+
+ private:
+  struct Reading {
+    bool valid = false;
+    uint64_t t = 0, version = 0, free = 0, total = 0;
+    std::array<uint64_t, kKindSlots> kinds{};
+    uint64_t tracked = 0, contexts = 0, modules = 0, pool_cached = 0;
+  };
+  struct Dev {
+    uint64_t peak = 0, peak_t = 0, peak_version = 0;
+    Reading last, before, after;  // the latest reading; those before and after the peak
+  };
+  struct Nvml {
+    uint64_t t = 0, bytes = 0;
+  };
+  Reading read(const LiveState& live, int device, uint64_t t, uint64_t free, uint64_t total) const;
+  void reading(int device, const Reading& x);
+  Fidelity explain(const Reading& x, uint64_t instant, bool at_instant, const KernelRecording& k) const;
+
+  uint64_t own_pid_;
+  std::map<int, Dev> devs_;
+  std::map<int, std::vector<Nvml>> nvml_;
+  std::vector<Reading> ooms_;  // one per OOM, in order
+};
+
+}  // namespace vt::analyzer

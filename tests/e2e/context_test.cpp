@@ -1,0 +1,118 @@
+// Contexts, code and pools by location end to end: tests/programs/context_costs.cpp creates two
+// contexts, loads a module and (lazily) a library, raises a limit at its peak, allocates from the
+// host pool, then unloads, destroys and fails an allocation, on the simulated driver. The report's
+// "fidelity" breakdown (format/accounting.h, rule 14) must give the costs the program measured
+// itself with cuMemGetInfo, and explain the driver's used memory with nothing left over (the
+// simulator holds nothing else), at the peak and at the OOM.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t MiB = 1 << 20;
+
+struct Run {
+  std::string trace;
+  std::map<std::string, uint64_t> figures;
+};
+
+Run run_program() {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("context_costs")}, {{"VRAMTRACE_OUTPUT", dir}}});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  Run run{files[0], {}};
+  for (const std::string& line : e2e::lines(r.out)) {
+    std::istringstream in(line);
+    std::string name;
+    unsigned long long v = 0;
+    if (in >> name >> v) run.figures[name] = v;
+  }
+  return run;
+}
+
+json report(const std::string& path) {
+  e2e::Spec s{{e2e::cli(), "report", path, "--format", "json"}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("contexts and code: their costs explain the driver's used memory at the peak and at the OOM") {
+  Run run = run_program();
+  const auto& f = run.figures;
+  REQUIRE(f.count("used_at_oom"));
+  // The simulator's own model (FAKECUDA_CONTEXT_BYTES, FAKECUDA_MODULE_BYTES): what was measured.
+  CHECK(f.at("first_context") == 512 * MiB);
+  CHECK(f.at("second_context") == 512 * MiB);
+  CHECK(f.at("module") == 2 * MiB);
+  CHECK(f.at("lazy") == 2 * MiB);
+  CHECK(f.at("limit") > 0);
+
+  json j = report(run.trace);
+  INFO(j.dump(1));
+  const json& peak = j["peak"]["by_device"][0];
+  REQUIRE(peak["fidelity"].is_object());
+  const json& p = peak["fidelity"];
+  CHECK(peak["bytes"] == f.at("tracked_at_peak"));  // contexts and code are no allocations
+  CHECK(p["at_instant"] == true);  // cuCtxSetLimit read the driver at the peak's state
+  CHECK(p["used_bytes"] == f.at("used_at_peak"));
+  CHECK(p["tracked_bytes"] == f.at("tracked_at_peak"));
+  CHECK(p["contexts_bytes"] == f.at("first_context") + f.at("second_context") + f.at("limit"));
+  CHECK(p["modules_bytes"] == f.at("module") + f.at("lazy"));
+  CHECK(p["cupti_buffers_bytes"] == 0);  // vramtrace's CUPTI recorder did not run
+  CHECK(p["other_processes_bytes"].is_null());
+  CHECK(p["unexplained_bytes"] == 0);
+  // The host pool's allocation is pinned host memory, not the device's.
+  CHECK(j["peak"]["pinned_host_bytes"] == 8 * MiB);
+
+  REQUIRE(j["ooms"].size() == 1);
+  const json& o = j["ooms"][0]["fidelity"];
+  REQUIRE(o.is_object());
+  CHECK(o["used_bytes"] == f.at("used_at_oom"));
+  CHECK(o["contexts_bytes"] == f.at("first_context"));  // the second context, its limit and code went back
+  CHECK(o["modules_bytes"] == 0);
+  CHECK(o["tracked_bytes"] == 32 * MiB);
+  CHECK(o["unexplained_bytes"] == 0);
+  // The pools' own figures were read at the failure.
+  CHECK(j["ooms"][0]["pool_figures"] == "driver");
+  CHECK(o["pool_cached_source"] == "driver");
+  // Contexts and code are not leaks.
+  CHECK(j["leaks"]["bytes"] == 0);
+}
+
+TEST_CASE("contexts and code: the trace records each creation, load and limit with the free memory around it") {
+  Run run = run_program();
+  e2e::Trace t = e2e::load(run.trace);
+  std::map<std::string, int> ops;
+  for (const vt::analyzer::Record& r : t.code_events) ops[r.op->name]++;
+  for (const std::string& op : t.ops()) ops[op]++;
+  CHECK(ops["cuCtxCreate_v4"] == 2);
+  CHECK(ops["cuModuleLoadData"] == 1);
+  CHECK(ops["cuLibraryLoadData"] == 1);
+  CHECK(ops["cuKernelGetFunction"] == 1);  // the second call loaded nothing: not recorded
+  CHECK(ops["cuCtxSetLimit"] == 1);
+  CHECK(ops["cuMemGetMemPool"] == 1);
+  CHECK(ops["cuMemSetMemPool"] == 1);
+  CHECK(ops["cuMemPoolSetAttribute"] == 1);
+  CHECK(ops["cuModuleUnload"] == 1);
+  CHECK(ops["cuLibraryUnload"] == 1);
+  for (const vt::analyzer::Record& r : t.code_events) {
+    if (r.op->id != vt::HookId::cuCtxCreate_v4) continue;
+    CHECK(r.has(vt::format::kEvAux));  // free after: always readable (the new context is current)
+  }
+}
