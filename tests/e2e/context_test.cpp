@@ -7,11 +7,10 @@
 #include <catch2/catch.hpp>
 
 #include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "harness.h"
+#include "figures.h"
 
 using nlohmann::json;
 
@@ -19,36 +18,10 @@ namespace {
 
 constexpr uint64_t MiB = 1 << 20;
 
-struct Run {
-  std::string trace;
-  std::map<std::string, uint64_t> figures;
-};
+using Run = e2e::FigureRun;
 
-Run run_program() {
-  std::string dir = e2e::temp_dir();
-  e2e::Result r = e2e::run({{e2e::program("context_costs")}, {{"VRAMTRACE_OUTPUT", dir}}});
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  auto files = e2e::files_in(dir);
-  REQUIRE(files.size() == 1);
-  Run run{files[0], {}};
-  for (const std::string& line : e2e::lines(r.out)) {
-    std::istringstream in(line);
-    std::string name;
-    unsigned long long v = 0;
-    if (in >> name >> v) run.figures[name] = v;
-  }
-  return run;
-}
-
-json report(const std::string& path) {
-  e2e::Spec s{{e2e::cli(), "report", path, "--format", "json"}, {}};
-  s.preload = false;
-  e2e::Result r = e2e::run(s);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return json::parse(r.out);
-}
+Run run_program() { return e2e::run_figures({e2e::program("context_costs")}); }
+json report(const std::string& path) { return e2e::cli_json(path); }
 
 }  // namespace
 

@@ -5,63 +5,24 @@
 // them. Also: a relaunch that leaves the graph pool as it was writes no record.
 #include <catch2/catch.hpp>
 
-#include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "harness.h"
+#include "figures.h"
 
 using nlohmann::json;
 
 namespace {
 
-struct Run {
-  std::string trace;
-  std::map<std::string, uint64_t> figures;  // the program's "name value" lines
-};
+using Run = e2e::FigureRun;
+using e2e::count_op;
 
 Run run_mode(const std::string& mode, std::vector<std::pair<std::string, std::string>> env = {}) {
-  std::string dir = e2e::temp_dir();
-  env.push_back({"VRAMTRACE_OUTPUT", dir});
-  e2e::Result r = e2e::run({{e2e::program("graph_memory"), mode}, env});
-  INFO(mode << ": " << r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  auto files = e2e::files_in(dir);
-  REQUIRE(files.size() == 1);
-  Run run{files[0], {}};
-  for (const std::string& line : e2e::lines(r.out)) {
-    std::istringstream in(line);
-    std::string name;
-    long long v = 0;
-    if (in >> name >> v) run.figures[name] = uint64_t(v);
-  }
-  return run;
+  return e2e::run_figures({e2e::program("graph_memory"), mode}, std::move(env));
 }
 
-json report(const std::string& path, const std::string& section = "report") {
-  e2e::Spec s{{e2e::cli(), section, path, "--format", "json"}, {}};
-  s.preload = false;
-  e2e::Result r = e2e::run(s);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return json::parse(r.out);
-}
-
-std::string text_report(const std::string& path) {
-  e2e::Spec s{{e2e::cli(), "report", path}, {}};
-  s.preload = false;
-  e2e::Result r = e2e::run(s);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return r.out;
-}
-
-size_t count_op(const e2e::Trace& t, const std::string& op) {
-  size_t n = 0;
-  for (const std::string& o : t.ops()) n += o == op;
-  return n;
-}
+json report(const std::string& path, const std::string& section = "report") { return e2e::cli_json(path, section); }
+std::string text_report(const std::string& path) { return e2e::cli_text(path); }
 
 const json& graph_device(const json& j, int device) {
   REQUIRE(j.contains("graphs"));

@@ -6,62 +6,24 @@
 // this process's mipmapped arrays as device memory, with the figures the program printed.
 #include <catch2/catch.hpp>
 
-#include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "harness.h"
+#include "figures.h"
 
 using nlohmann::json;
 
 namespace {
 
-struct Run {
-  std::string trace;
-  std::map<std::string, uint64_t> figures;  // the program's "name value" lines
-};
+using Run = e2e::FigureRun;
+using e2e::count_op;
 
 Run run_mode(const std::string& mode) {
-  std::string dir = e2e::temp_dir();
-  e2e::Result r = e2e::run({{e2e::program("sharing"), mode}, {{"VRAMTRACE_OUTPUT", dir}, {"FAKECUDA_CONTEXT_BYTES", "0"}}});
-  INFO(mode << ": " << r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  auto files = e2e::files_in(dir);
-  REQUIRE(files.size() == 1);
-  Run run{files[0], {}};
-  for (const std::string& line : e2e::lines(r.out)) {
-    std::istringstream in(line);
-    std::string name;
-    long long v = 0;
-    if (in >> name >> v) run.figures[name] = uint64_t(v);
-  }
-  return run;
+  return e2e::run_figures({e2e::program("sharing"), mode}, {{"FAKECUDA_CONTEXT_BYTES", "0"}});
 }
 
-json report(const std::string& path) {
-  e2e::Spec s{{e2e::cli(), "report", path, "--format", "json"}, {}};
-  s.preload = false;
-  e2e::Result r = e2e::run(s);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return json::parse(r.out);
-}
-
-std::string text_report(const std::string& path) {
-  e2e::Spec s{{e2e::cli(), "report", path}, {}};
-  s.preload = false;
-  e2e::Result r = e2e::run(s);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return r.out;
-}
-
-size_t count_op(const e2e::Trace& t, const std::string& op) {
-  size_t n = 0;
-  for (const std::string& o : t.ops()) n += o == op;
-  return n;
-}
+json report(const std::string& path) { return e2e::cli_json(path); }
+std::string text_report(const std::string& path) { return e2e::cli_text(path); }
 
 constexpr uint64_t MiB = 1 << 20;
 
