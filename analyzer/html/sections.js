@@ -178,7 +178,28 @@ function leaksSection(ctx) {
       L.teardown.bytes ? [el('h3', null, 'Released only by context teardown: ' + fmtBytes(L.teardown.bytes) + ' in ' +
           plural(L.teardown.count, 'allocation')), groupsTable(ctx, L.teardown.groups, '/leaks/teardown/groups')] : null,
       el('h3', null, 'Growth: call sites whose live memory kept rising'),
-      groupsTable(ctx, L.growth, '/leaks/growth', {growth: true, empty: 'No call site kept growing.', shareLabel: 'share'}));
+      groupsTable(ctx, L.growth, '/leaks/growth', {growth: true, empty: 'No call site kept growing.', shareLabel: 'share'}),
+      sharingBlock(ctx));
+}
+
+// Memory shared with other processes (report "sharing", present only when something was
+// imported, exported or multicast): the text report's SHARING lines, with their call sites.
+function sharingBlock(ctx) {
+  const S = ctx.r.sharing;
+  if (!S) return null;
+  const I = S.imported, X = S.exported, M = S.multicast;
+  return el('div', {class: 'sharing'},
+      el('h3', null, 'Shared memory: other processes\u2019 memory is not this process\u2019s (no leak, not in its peak)'),
+      el('p', null, 'Imported: ', el('strong', null, fmtBytes(I.bytes)), ' in ' + plural(I.count, 'import') +
+          ' still open at the end, at most ' + fmtBytes(I.max_bytes) + ' at once.'),
+      I.groups.length ? groupsTable(ctx, I.groups, '/sharing/imported/groups', {shareLabel: 'share of the imports'}) : null,
+      X.calls ? el('p', null, 'Exported: ' + plural(X.count, 'allocation') + ' of ' + fmtBytes(X.bytes) +
+          ' shared with other processes (' + plural(X.calls, 'export call') + ').') : null,
+      X.groups.length ? groupsTable(ctx, X.groups, '/sharing/exported/groups', {shareLabel: 'share of the exports'}) : null,
+      M.objects ? el('p', null, 'Multicast: ' + plural(M.objects, 'object') + ' of ' + fmtBytes(M.bytes) + ' created, ' +
+          fmtCount(M.live) + ' left at the end with ' + fmtBytes(M.bound_bytes) + ' bound (no memory of their own: ' +
+          'the memory bound to them is counted where it was created).') : null,
+      M.groups.length ? groupsTable(ctx, M.groups, '/sharing/multicast/groups', {shareLabel: 'share of the objects'}) : null);
 }
 
 function evidenceValue(k, v) {

@@ -104,4 +104,22 @@ python3 "$here/check_dom.py" torch "$work/torch.dom" >"$work/torch.problems" || 
 browse --screenshot="$out/torch.png" --window-size=1400,1000 --hide-scrollbars --run-all-compositor-stages-before-draw \
   "file://$out/torch.html" >/dev/null 2>&1 || fail "chromium could not take a screenshot of torch.html"
 pages=$((pages + 1))
+# Memory shared with other processes (tests/programs/sharing.cpp, VMM export, import and retain):
+# the leaks section's "Shared memory" block with the imports' call sites.
+VRAMTRACE_OUTPUT="$work/sharing.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 FAKECUDA_CONTEXT_BYTES=0 \
+  "$build/tests/programs/sharing" vmm >/dev/null 2>&1 || fail "tracing the sharing program failed"
+"$build/bin/vramtrace" report "$work/sharing.trace" --format html -o "$out/sharing.html" || fail "report --format html (sharing) failed"
+browse --enable-logging=stderr --v=0 --dump-dom "file://$out/sharing.html" >"$work/sharing.dom" 2>"$work/sharing.log" ||
+  fail "chromium could not load sharing.html"
+if grep -F 'CONSOLE' "$work/sharing.log" | grep -F "file://$out/sharing.html" >"$work/sharing.console"; then
+  fail "sharing.html logged to the console: $(head -3 "$work/sharing.console")"
+fi
+python3 - "$work/sharing.dom" <<'PY' || fail "sharing.html: no shared-memory block with the imports' call sites"
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+block = re.search(r'<div class="sharing"><h3>Shared memory.*?</div>', dom, re.S)
+sys.exit(0 if block and re.search(r"Imported: <strong>[1-9][0-9.]* MiB</strong>", dom) and
+         'data-vt-status="ok"' in dom and '<table class="groups"' in dom[block.start():] else 1)
+PY
+pages=$((pages + 1))
 echo "browser_test: ok ($pages pages rendered and driven without console errors; screenshots in $out)"
