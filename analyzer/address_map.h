@@ -8,8 +8,9 @@
 //
 // erase() moves later entries back, so it invalidates iterators; iterate, collect, then erase.
 //
-// A value type with a `uint32_t slot_used` member (and `static constexpr bool kHasSlotFlag`)
-// holds the slot's used flag itself, in what would be its padding: the replay's live allocation
+// A value type with `slot_flag()` / `set_slot_flag(bool)` (and `static constexpr bool
+// kHasSlotFlag`) holds the slot's used flag itself, in a bit of its own (so it is never assigned
+// whole through an iterator): the replay's live allocation
 // is 16 bytes, so a slot is 24 instead of 32 (docs/PERFORMANCE.md, "Many live allocations").
 #pragma once
 
@@ -33,8 +34,8 @@ template <typename V>
 struct AddressSlot<V, std::enable_if_t<V::kHasSlotFlag>> {
   uint64_t first = 0;
   V second{};
-  bool is_used() const { return second.slot_used != 0; }
-  void set_used(bool u) { second.slot_used = u; }
+  bool is_used() const { return second.slot_flag(); }
+  void set_used(bool u) { second.set_slot_flag(u); }
 };
 
 template <typename V>
@@ -88,9 +89,19 @@ class AddressMap {
     return const_at_end(slots_.data() + i, e);
   }
   size_t count(uint64_t key) const { return slots_[probe(key)].is_used() ? 1 : 0; }
+  // Whether the slots outgrow the caches (~3 MiB and more), where a lookup is a cache miss.
+  bool beyond_cache() const { return slots_.size() * sizeof(Slot) > (3u << 20); }
+  // Starts loading key's home slot, so that a lookup some records later finds it in cache (with
+  // millions of live allocations the replay otherwise waits on one cache miss per event).
+  void prefetch(uint64_t key) const {
+    if (slots_.empty()) return;
+    const char* p = reinterpret_cast<const char*>(slots_.data() + home(key));
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + sizeof(Slot) - 1);  // a slot can straddle two cache lines
+  }
 
   // Inserts (key, value) unless key is present; the entry and whether it was inserted.
-  std::pair<iterator, bool> emplace(uint64_t key, const V& value) {
+  __attribute__((always_inline)) std::pair<iterator, bool> emplace(uint64_t key, const V& value) {
     if ((size_ + 1) * 4 > slots_.size() * 3) resize(slots_.size() * 2);
     size_t i = probe(key);
     if (slots_[i].is_used()) return {at(i), false};

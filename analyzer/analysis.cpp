@@ -92,8 +92,37 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   fidelity_.after(r, live_);
 }
 
+// Once the live map outgrows the caches, events wait in a short queue while the map's slot of each
+// is prefetched: the replay of a trace with a million live allocations was bound by one cache miss
+// per event (a free's lookup, an allocation's insert at a random slot), and kAhead records later
+// the slot is in cache (2x faster). Below that the queue's copy would only cost (+78 instructions
+// per event of churn). Metadata is dispatched after the queue and before the next read: its
+// payload lives only until the reader's next call. The order of records is kept.
 void AnalysisPass::feed_all(TraceReader& reader) {
-  while (const Record* r = reader.next()) dispatch(*r);
+  constexpr unsigned kAhead = 8, kMask = kAhead - 1;
+  Record queue[kAhead];
+  unsigned head = 0, queued = 0;
+  const Record* r = reader.next();
+  for (;;) {  // one call site of dispatch: inlined once, the aggregators inline into it
+    if (r && r->is_event() && queued < kAhead && live_.lookups_miss()) {
+      live_.prefetch(*r);
+      queue[(head + queued++) & kMask] = *r;
+      r = reader.next();
+      continue;
+    }
+    const Record* now;  // the oldest queued event first; then a metadata record; at the end, nothing
+    if (queued) {
+      now = &queue[head];
+      head = (head + 1) & kMask;
+      --queued;
+    } else if (r) {
+      now = r;
+    } else {
+      break;
+    }
+    dispatch(*now);
+    if (now == r) r = reader.next();
+  }
 }
 
 void AnalysisPass::feed(const Record& r) { dispatch(r); }

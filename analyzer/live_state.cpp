@@ -48,8 +48,7 @@ uint32_t SiteTable::insert(const SiteKey& k) {
   // Once the array grows over an id the hash holds, that id's rows stay chained from the hash.
   uint32_t* head = head_of(k.stack);
   if (!head) head = k.stack < dense_.size() ? &dense_[k.stack] : &sparse_[k.stack];
-  rows_.push_back({k, {}});
-  next_.push_back(*head);
+  rows_.push_back({k, *head, {}});
   *head = r + 1;
   return r;
 }
@@ -118,29 +117,34 @@ PoolState& LiveState::pool_of(uint64_t pool, int device) {
   return p;
 }
 
-// A stack nearly always allocates with one context, pool and kind: its site row's classes are
-// chained from the row, the one found first usually the one.
-__attribute__((always_inline)) inline uint32_t LiveState::class_of(const AllocInfo& a) {
-  for (uint32_t c = a.site < site_class_.size() ? site_class_[a.site] : 0; c; c = class_next_[c - 1]) {
-    const AllocClass& k = classes_[c - 1];
-    if (k.context == a.context && k.pool == a.pool && k.kind == a.kind) return c - 1;
+// A stack nearly always allocates with one context, pool and kind: the site row remembers the
+// attrs row of its last allocation, which is nearly always the one.
+__attribute__((always_inline)) inline uint32_t LiveState::attrs_of(const AllocInfo& a) {
+  uint32_t hint = a.site < site_attrs_.size() ? site_attrs_[a.site] : 0;
+  if (hint) {
+    const AllocAttrs& k = attrs_[hint - 1];
+    if (k.context == a.context && k.pool == a.pool && k.kind == a.kind) return hint - 1;
   }
-  return new_class(a);
+  return new_attrs(a);
 }
 
-uint32_t LiveState::new_class(const AllocInfo& a) {
-  uint32_t c = uint32_t(classes_.size());
-  if (a.site >= site_class_.size()) site_class_.resize(std::max<size_t>(size_t(a.site) + 1, site_class_.size() * 2), 0);
-  classes_.push_back(AllocClass{a.context, a.pool, a.site, a.kind});
-  class_next_.push_back(site_class_[a.site]);
-  site_class_[a.site] = c + 1;
-  return c;
+uint32_t LiveState::new_attrs(const AllocInfo& a) {
+  const AllocAttrs k{a.context, a.pool, a.kind};
+  auto [it, inserted] = attrs_index_.try_emplace(k, uint32_t(attrs_.size()));
+  // (a row index needs 31 bits: more distinct contexts and pools than that share the last row)
+  if (inserted) {
+    if (attrs_.size() < (1u << 31) - 1) attrs_.push_back(k);
+    else it->second = uint32_t(attrs_.size() - 1);
+  }
+  if (a.site >= site_attrs_.size()) site_attrs_.resize(std::max<size_t>(size_t(a.site) + 1, site_attrs_.size() * 2), 0);
+  site_attrs_[a.site] = it->second + 1;
+  return it->second;
 }
 
 __attribute__((always_inline)) inline void LiveState::add(uint64_t key, const AllocInfo& in, AllocMap& map) {
   AllocInfo a = in;
   a.site = sites_.row(SiteKey{a.stack, a.device, a.bucket});
-  Alloc rec{a.size, class_of(a), 0};
+  Alloc rec{a.size, a.site, attrs_of(a) << 1};
   auto [it, inserted] = map.emplace(key, rec);
   if (!inserted) {  // an address handed out twice without a free we saw: the old one is gone
     remove_alloc(it, map, false);
@@ -189,7 +193,7 @@ __attribute__((always_inline)) inline void LiveState::remove_alloc(AllocMap::ite
 void LiveState::drop_context(uint64_t ctx) {
   std::vector<uint64_t> gone;  // erase() moves entries: collect first
   for (const auto& e : live_)
-    if (classes_[e.second.cls].context == ctx) gone.push_back(e.first);
+    if (attrs_[e.second.attrs()].context == ctx) gone.push_back(e.first);
   for (uint64_t addr : gone) remove_alloc(live_.find(addr), live_, true);
   release_code([ctx](const CodeEntry& c) { return c.context == ctx || c.key == ctx; });  // rule 14
 }

@@ -17,6 +17,7 @@
 
 #include "accounting.h"
 #include "address_map.h"
+#include "pod_array.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
@@ -26,23 +27,31 @@ using vt::kBuckets;
 const char* bucket_name(Bucket b);
 
 // A live allocation, as the replay keeps it (its address or handle is the map's key): 16 bytes,
-// what it shares with others from the same place in an AllocClass. With the fields inline (40
-// bytes, a 56-byte slot at load <= 1/2) a trace with 1 M allocations live took ~150 B of RSS per
-// live allocation (docs/PERFORMANCE.md, "Many live allocations").
+// its site row, and its context, pool and kind as a row of AllocAttrs shared by every allocation
+// with the same three. With the fields inline (40 bytes, a 56-byte slot at load <= 1/2) a trace
+// with 1 M allocations live took ~150 B of RSS per live allocation; with a class row per site
+// (context, pool, kind and site: 32 bytes with its chain) a trace where every allocation has a
+// new stack took 16 B of RSS more per stack (docs/PERFORMANCE.md, "Many distinct stacks").
 struct Alloc {
-  static constexpr bool kHasSlotFlag = true;  // address_map.h: the slot's flag is slot_used
+  static constexpr bool kHasSlotFlag = true;  // address_map.h: the slot's flag is bit 0 of attrs_used
   uint64_t size = 0;
-  uint32_t cls = 0;        // its row in LiveState's classes
-  uint32_t slot_used = 0;  // AddressMap's
+  uint32_t site = 0;        // its row in LiveState::sites()
+  uint32_t attrs_used = 0;  // its row in LiveState's AllocAttrs << 1, | 1 while the slot is used
+  uint32_t attrs() const { return attrs_used >> 1; }
+  bool slot_flag() const { return attrs_used & 1; }
+  void set_slot_flag(bool u) { attrs_used = (attrs_used & ~1u) | uint32_t(u); }
 };
 
-// Where live allocations count and whose they are: once per distinct (site row, context, pool,
-// kind), the site row giving stack, device and bucket.
-struct AllocClass {
+// What many live allocations share: their context, pool and kind, once per distinct three.
+struct AllocAttrs {
   uint64_t context = 0;
   uint64_t pool = 0;  // Async: the pool (or 0 for the device's current pool)
-  uint32_t site = 0;  // its row in LiveState::sites()
   MemKind kind = MemKind::None;
+  bool operator==(const AllocAttrs& o) const { return context == o.context && pool == o.pool && kind == o.kind; }
+  template <typename H>
+  friend H AbslHashValue(H h, const AllocAttrs& a) {
+    return H::combine(std::move(h), a.context, a.pool, uint8_t(a.kind));
+  }
 };
 
 // Everything about one live allocation (LiveState::info), for the readers of the live set.
@@ -80,27 +89,30 @@ using AllocMap = AddressMap<Alloc>;
 // Rows whose count fell to zero stay, with zero bytes and count.
 // The index is by stack id: ids are dense from 1, so a dense array of each stack's first row,
 // and a stack's rows for other devices and buckets chained from it (a stack nearly always
-// allocates on one device and bucket). Beside the row (32 bytes) that is 8 bytes per stack; the
+// allocates on one device and bucket). Beside the row (32 bytes, its chain link included) that
+// is 4 bytes per stack; the
 // hash map it replaces (absl, SiteKey -> row) took ~30 more, a third of the RSS per distinct
 // stack left once the stack store was flat (docs/PERFORMANCE.md, "Many distinct stacks").
 class SiteTable {
  public:
   struct Row {
     SiteKey key;
+    uint32_t next = 0;  // the table's: the next row of the same stack + 1 (0 = none), in what was padding
     SiteBytes b;
   };
+  using Rows = PodArray<Row>;
   // Runs for every new allocation class (live_state.h): inlined, the insertion out of line.
   __attribute__((always_inline)) uint32_t row(const SiteKey& k) {
     uint32_t* head = head_of(k.stack);
-    for (uint32_t r = head ? *head : 0; r; r = next_[r - 1])
+    for (uint32_t r = head ? *head : 0; r; r = rows_[r - 1].next)
       if (rows_[r - 1].key == k) return r - 1;
     return insert(k);
   }
   SiteBytes& at(uint32_t i) { return rows_[i].b; }
-  const std::vector<Row>& rows() const { return rows_; }
+  const Rows& rows() const { return rows_; }
   const SiteBytes* find(const SiteKey& k) const {
     const uint32_t* head = head_of(k.stack);
-    for (uint32_t r = head ? *head : 0; r; r = next_[r - 1])
+    for (uint32_t r = head ? *head : 0; r; r = rows_[r - 1].next)
       if (rows_[r - 1].key == k) return &rows_[r - 1].b;
     return nullptr;
   }
@@ -117,11 +129,10 @@ class SiteTable {
   }
   uint32_t* head_of(uint32_t stack) { return const_cast<uint32_t*>(std::as_const(*this).head_of(stack)); }
   __attribute__((noinline)) uint32_t insert(const SiteKey& k);
-  std::vector<Row> rows_;
-  std::vector<uint32_t> next_;  // rows_[i]'s stack's next row + 1 (0 = none)
+  Rows rows_;
   // Stack id -> its first row + 1. Ids far beyond the rows seen (damaged or hand-made traces: any
   // 32-bit value) go to the hash, so no id sizes the array.
-  std::vector<uint32_t> dense_;
+  PodArray<uint32_t> dense_;
   absl::flat_hash_map<uint32_t, uint32_t> sparse_;
 };
 
@@ -211,18 +222,24 @@ class LiveState {
     if (i < kDirect) return direct_[i] < 0 ? nullptr : &slots_[size_t(direct_[i])];
     return find_other_device(device);
   }
-  const std::vector<SiteTable::Row>& sites() const { return sites_.rows(); }
+  const SiteTable::Rows& sites() const { return sites_.rows(); }
   // The rows of sites() with live allocations (count > 0), in no particular order: what a
   // checkpoint or a peak snapshot reads, so that their cost follows the live sites rather than
   // every stack the trace ever had (a trace where each event has a new stack has millions).
-  const std::vector<uint32_t>& held_sites() const { return held_; }
+  const PodArray<uint32_t>& held_sites() const { return held_; }
   const SiteBytes* site(const SiteKey& k) const { return sites_.find(k); }
   const AllocMap& live() const { return live_; }
+  // Whether looking up live() misses the caches (then feed_all prefetches a few records ahead).
+  bool lookups_miss() const { return live_.beyond_cache(); }
+  // Starts loading what apply(r) will look up first (feed_all calls it a few records ahead).
+  void prefetch(const Record& r) const {
+    if (r.addr) live_.prefetch(r.addr);
+  }
   // The whole of a live allocation of live() or vmm_handles().
   AllocInfo info(const Alloc& a) const {
-    const AllocClass& c = classes_[a.cls];
-    const SiteKey& k = sites_.rows()[c.site].key;
-    return AllocInfo{a.size, c.context, c.pool, k.stack, c.site, k.device, c.kind, k.bucket};
+    const AllocAttrs& c = attrs_[a.attrs()];
+    const SiteKey& k = sites_.rows()[a.site].key;
+    return AllocInfo{a.size, c.context, c.pool, k.stack, a.site, k.device, c.kind, k.bucket};
   }
   const AllocMap& vmm_handles() const { return handles_; }
   const absl::flat_hash_map<uint64_t, MulticastState>& multicasts() const { return multicasts_; }
@@ -253,7 +270,7 @@ class LiveState {
   uint64_t pool_cached_bytes(int device) const;  // device pools' inferred footprint minus live bytes
 
   // Freed by a context teardown rather than by a free (reported apart from leaks).
-  const std::vector<SiteTable::Row>& teardown() const { return teardown_.rows(); }
+  const SiteTable::Rows& teardown() const { return teardown_.rows(); }
   uint64_t unmatched_frees() const { return unmatched_frees_; }
 
  private:
@@ -266,8 +283,8 @@ class LiveState {
   void release_code(Pred gone);
   void account(const AllocInfo& a, int64_t sign);
   void graph_pool_sampled(int device, uint64_t reserved, uint64_t used);
-  uint32_t class_of(const AllocInfo& a);  // finds or adds a's class (a.site set)
-  __attribute__((noinline)) uint32_t new_class(const AllocInfo& a);
+  uint32_t attrs_of(const AllocInfo& a);  // finds or adds a's AllocAttrs row (a.site set)
+  __attribute__((noinline)) uint32_t new_attrs(const AllocInfo& a);
   DeviceTotals& device_slot(int device) {  // events come in long runs on one device
     return device == last_device_ ? slots_[size_t(last_slot_)] : new_device_slot(device);
   }
@@ -297,12 +314,12 @@ class LiveState {
   absl::flat_hash_map<int, int32_t> other_;              // the same for devices outside -1..1023
   int last_device_ = -2, last_slot_ = -1;
   uint64_t device_all_ = 0, imported_all_ = 0, imported_max_ = 0;
-  std::vector<AllocClass> classes_;
-  std::vector<uint32_t> class_next_;  // classes_[i]'s site's next class + 1 (0 = none)
-  std::vector<uint32_t> site_class_;  // site row -> its first class + 1 (0 = none)
+  PodArray<AllocAttrs> attrs_;                       // distinct (context, pool, kind)
+  absl::flat_hash_map<AllocAttrs, uint32_t> attrs_index_;  // -> its row in attrs_
+  PodArray<uint32_t> site_attrs_;  // site row -> the row of attrs_ its last allocation had + 1 (0 = none)
   SiteTable sites_;
-  std::vector<uint32_t> held_;      // rows of sites_ with count > 0
-  std::vector<uint32_t> held_pos_;  // row -> its index in held_ + 1 (0 = not held)
+  PodArray<uint32_t> held_;      // rows of sites_ with count > 0
+  PodArray<uint32_t> held_pos_;  // row -> its index in held_ + 1 (0 = not held)
   __attribute__((noinline)) void held_change(uint32_t row, bool held);
   SiteTable teardown_;
   uint64_t reserved_total_ = 0, mapped_total_ = 0, unmatched_frees_ = 0;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "address_map.h"
+#include "pod_array.h"
 
 namespace vt::analyzer {
 
@@ -52,7 +53,7 @@ class StackFrames {
   // Why: when every event has a new stack, whole frames were ~225 B of RSS per stack, and the
   // kernel's zeroing of those pages half of the analysis time (docs/PERFORMANCE.md).
   bool add_delta(uint32_t id, uint32_t base, uint32_t inner, uint32_t outer, const uint64_t* frames, uint32_t n);
-  static constexpr int kMaxChain = 8;
+  static constexpr int kMaxChain = 32;
 
   bool contains(uint32_t id) const { return entry(id) != 0; }
   // The stack's frames; false (and *out untouched) when the id is unknown.
@@ -122,7 +123,7 @@ class StackFrames {
   int recent_next_ = 0;
   mutable std::vector<uint64_t> scratch_[2];
   uint64_t used_ = 0;  // frames used in the last block
-  std::vector<uint64_t> dense_;      // id -> entry (0 = none)
+  PodArray<uint64_t> dense_;         // id -> entry (0 = none)
   AddressMap<uint64_t> sparse_;      // ids far beyond the dense range
   size_t count_ = 0;
   // The stack begin_add() made room for, until commit().

@@ -12,7 +12,7 @@ namespace {
 
 SiteSnapshot device_sites(const LiveState& live) {
   SiteSnapshot snap;
-  const std::vector<SiteTable::Row>& rows = live.sites();
+  const SiteTable::Rows& rows = live.sites();
   for (uint32_t i : live.held_sites()) {  // (a row with bytes has live allocations)
     const SiteTable::Row& row = rows[i];
     if (row.key.bucket == Bucket::Device && row.b.bytes) snap.emplace(row.key, row.b.bytes);

@@ -7,10 +7,12 @@
 
 namespace vt::analyzer {
 
-std::vector<SiteGroup> site_groups(const std::vector<SiteTable::Row>& rows, int device, bool device_bucket_only) {
+std::vector<SiteGroup> site_groups(const SiteTable::Row* rows, size_t n, int device, bool device_bucket_only) {
   std::vector<SiteGroup> out;
   uint64_t total = 0;
-  for (const auto& [k, b] : rows) {
+  for (const SiteTable::Row* row = rows; row != rows + n; ++row) {
+    const SiteKey& k = row->key;
+    const SiteBytes& b = row->b;
     if (device_bucket_only && (k.bucket != Bucket::Device || k.device != device)) continue;
     if (!b.bytes && !b.count) continue;
     SiteGroup g;

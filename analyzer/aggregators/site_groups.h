@@ -15,7 +15,13 @@ namespace vt::analyzer {
 
 // Rows with bytes or a count, as groups sorted by bytes (then stack id). device_bucket_only: only
 // device-bucket rows of `device`; otherwise every row (every device and bucket).
-std::vector<SiteGroup> site_groups(const std::vector<SiteTable::Row>& rows, int device, bool device_bucket_only);
+std::vector<SiteGroup> site_groups(const SiteTable::Row* rows, size_t n, int device, bool device_bucket_only);
+inline std::vector<SiteGroup> site_groups(const SiteTable::Rows& rows, int device, bool device_bucket_only) {
+  return site_groups(rows.data(), rows.size(), device, device_bucket_only);
+}
+inline std::vector<SiteGroup> site_groups(const std::vector<SiteTable::Row>& rows, int device, bool device_bucket_only) {
+  return site_groups(rows.data(), rows.size(), device, device_bucket_only);
+}
 
 // Device-bucket bytes by op kind, by kind name, the kinds with memory only.
 std::map<std::string, uint64_t> bytes_by_kind(const std::array<uint64_t, kKindSlots>& kinds);

@@ -34,7 +34,7 @@ void SnapshotAggregator::take(uint64_t t, const LiveState& live) {
     if (a->key.device != b->key.device) return a->key.device < b->key.device;
     return a->key.bucket < b->key.bucket;
   };
-  const std::vector<SiteTable::Row>& rows = live.sites();
+  const SiteTable::Rows& rows = live.sites();
   for (uint32_t i : live.held_sites()) {  // the rows with live allocations only
     const SiteTable::Row& row = rows[i];
     if (!row.b.bytes) continue;

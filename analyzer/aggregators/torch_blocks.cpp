@@ -309,7 +309,7 @@ void TorchAggregator::make_torch(uint64_t owner_key, Owner& o) {
 TorchAggregator::SiteSnap TorchAggregator::site_snapshot(int device, uint64_t t) const {
   SiteSnap s;
   s.t = t;
-  const std::vector<SiteTable::Row>& rows = sites_.rows();
+  const SiteTable::Rows& rows = sites_.rows();
   for (uint32_t i = 0; i < rows.size(); ++i)
     if (rows[i].b.bytes && rows[i].key.device == device) {
       s.rows.push_back({i, rows[i].b.bytes});
@@ -478,8 +478,8 @@ void TorchAggregator::after_block(uint64_t t, int device) {
   d.inactive_tl->add(t, d.inactive);
   if (checkpoints_.due()) {
     SiteSnapshot snap;
-    for (const auto& [k, b] : sites_.rows())
-      if (b.bytes) snap.emplace(k, b.bytes);
+    for (const SiteTable::Row& row : sites_.rows())
+      if (row.b.bytes) snap.emplace(row.key, row.b.bytes);
     size_t before = checkpoints_.times().size();
     checkpoints_.add(t, std::move(snap));
     std::vector<std::pair<int, uint64_t>> freed;
@@ -618,8 +618,8 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
   std::vector<const SiteSnapshot*> series;
   for (const SiteSnapshot& s : checkpoints_.snapshots()) series.push_back(&s);
   SiteSnapshot now;
-  for (const auto& [k, b] : sites_.rows())
-    if (b.bytes) now.emplace(k, b.bytes);
+  for (const SiteTable::Row& row : sites_.rows())
+    if (row.b.bytes) now.emplace(row.key, row.b.bytes);
   series.push_back(&now);
   std::vector<uint64_t> times = checkpoints_.times();
   times.push_back(t);
@@ -705,7 +705,7 @@ void TorchAggregator::finish(TraceReport* rep) {
   // The tensor timeline of each device: its 64 biggest sites by their highest bytes (merged by
   // line once symbolized, torch_verdict.cpp), the others summed.
   next_bucket();
-  const std::vector<SiteTable::Row>& rows = sites_.rows();
+  const SiteTable::Rows& rows = sites_.rows();
   for (TorchDevice& td : tr.devices) {
     const std::vector<SiteSnap>& snaps = devs_[td.device].snaps;
     std::vector<uint64_t> high(rows.size(), 0);

@@ -12,7 +12,7 @@ using vt::MemKind;
 namespace {
 
 SiteTable::Row row(uint32_t stack, int device, Bucket b, uint64_t bytes, uint64_t count) {
-  return {SiteKey{stack, device, b}, SiteBytes{bytes, count}};
+  return {SiteKey{stack, device, b}, 0, SiteBytes{bytes, count}};
 }
 
 }  // namespace
@@ -43,7 +43,7 @@ TEST_CASE("site groups: one device's device bucket, or every row, biggest first"
   bool pinned = false;
   for (const SiteGroup& x : all) pinned |= x.stack_id == 5 && x.kind == "pinned_host";
   CHECK(pinned);
-  CHECK(site_groups({}, 0, true).empty());
+  CHECK(site_groups(std::vector<SiteTable::Row>{}, 0, true).empty());
 }
 
 TEST_CASE("site groups: device bytes by op kind name, device memory kinds with bytes only") {
