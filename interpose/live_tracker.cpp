@@ -77,7 +77,10 @@ VT_HOT void account(const live::Value& e, int64_t sign) {
     while (now > p && !g_peak[e.row].compare_exchange_weak(p, now, std::memory_order_relaxed)) {
     }
   }
-  if (std::atomic<int64_t>* s = sites()) s[e.stack < kTrackedStacks ? e.stack : 0].fetch_add(delta, std::memory_order_relaxed);
+  // Per call site, for `top`. No stack (0) or one beyond the tracked ids is nobody's row (the
+  // summary reads ids 1 and up): not counted, so threads without stacks write no shared line here.
+  if (e.stack - 1u < kTrackedStacks - 1u)
+    if (std::atomic<int64_t>* s = sites()) s[e.stack].fetch_add(delta, std::memory_order_relaxed);
 }
 
 VT_HOT void add(uint64_t key, uint8_t space, const live::Value& v) {

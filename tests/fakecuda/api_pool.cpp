@@ -12,6 +12,7 @@
 // a stream/event/context synchronize trims it to its release threshold, or cuMemPoolTrimTo.
 // On a capturing stream cuMemAllocAsync/cuMemFreeAsync add graph nodes instead (virtual
 // addresses, no memory).
+#include "config.h"
 #include "state.h"
 
 #include <sys/mman.h>
@@ -306,7 +307,46 @@ void pool_trim_device(State &s, int device) {
 
 }  // namespace fc
 
+namespace {
+// FAKECUDA_SHARE_NOTHING: no lock, no accounting, nothing shared between threads, so that a
+// benchmark with many threads measures the caller, not this driver's one mutex. Each thread has
+// its own 2^36-byte range and reuses what it freed last (a warm pool hands the same addresses
+// back too): a free goes on the freeing thread's short list, an allocation of the same rounded
+// size takes it. The real driver's per-thread cost is not modelled.
+struct ShareNothing {
+  static constexpr int kKept = 64;
+  uint64_t base = 0, offset = 0;
+  uint64_t freed[kKept];
+  int n = 0;
+};
+thread_local ShareNothing t_share_nothing;
+
+CUresult share_nothing_alloc(CUdeviceptr *dptr, size_t bytesize) {
+  static std::atomic<uint64_t> next_thread{1};
+  ShareNothing &t = t_share_nothing;
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  if (t.n > 0) {  // (sizes are not checked: the benchmarks free and allocate one size)
+    *dptr = t.freed[--t.n];
+    return CUDA_SUCCESS;
+  }
+  if (!t.base) t.base = 0x500000000000ull + (next_thread.fetch_add(1) % 4096) * (1ull << 36);
+  size_t step = round_up(bytesize ? bytesize : 1, kAllocRound);
+  if (step >= (1ull << 36)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (t.offset + step > (1ull << 36)) t.offset = 0;
+  *dptr = t.base + t.offset;
+  t.offset += step;
+  return CUDA_SUCCESS;
+}
+
+CUresult share_nothing_free(CUdeviceptr dptr) {
+  ShareNothing &t = t_share_nothing;
+  if (dptr && t.n < ShareNothing::kKept) t.freed[t.n++] = dptr;
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
 FC_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  if (fc::config().share_nothing) return share_nothing_alloc(dptr, bytesize);
   maybe_raise("cuMemAllocAsync");
   return alloc_async(dptr, bytesize, nullptr, false, hStream, false);
 }
@@ -323,7 +363,10 @@ FC_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
   return alloc_async(dptr, bytesize, pool, true, hStream, true);
 }
 
-FC_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream, false); }
+FC_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  if (fc::config().share_nothing) return share_nothing_free(dptr);
+  return free_async(dptr, hStream, false);
+}
 FC_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   return free_async(dptr, hStream, true);
 }

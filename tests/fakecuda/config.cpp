@@ -64,6 +64,7 @@ Config load() {
   if (const char *v = getenv("FAKECUDA_LOG")) c.log_path = v;
   if (const char *v = getenv("FAKECUDA_DEVICE_NAME"); v && *v) c.device_name = v;
   if (const char *v = getenv("FAKECUDA_SIGNAL_SAFE")) c.signal_safe = strcmp(v, "1") == 0;
+  if (const char *v = getenv("FAKECUDA_SHARE_NOTHING")) c.share_nothing = strcmp(v, "1") == 0;
   if (const char *v = getenv("FAKECUDA_RAISE")) {
     const char *colon = strchr(v, ':');
     long n;

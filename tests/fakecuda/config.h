@@ -17,6 +17,7 @@ struct Config {
   std::string log_path;                       // FAKECUDA_LOG, cuGetProcAddress request log
   std::string device_name = "NVIDIA H200 (vramtrace simulated)";  // FAKECUDA_DEVICE_NAME
   bool signal_safe = false;                   // FAKECUDA_SIGNAL_SAFE=1 (see DriverMutex)
+  bool share_nothing = false;                 // FAKECUDA_SHARE_NOTHING=1 (see api_pool.cpp)
   std::string raise_in;                       // FAKECUDA_RAISE=<entry point>:<every>
   long raise_every = 0;
 };
