@@ -2,7 +2,8 @@
 // (cupti/cupti_session.cpp), which owns the state machine
 //
 //   idle --start()--> loading --CUPTI up--> active --another client--> aside
-//                        |                    \--exit flush--> stopped
+//                        |                  ^  \--exit flush--> stopped     |
+//                        |                  \---- the client lets go -------/
 //                        \--> off (disabled, not found, refused, other tool, forked child)
 #pragma once
 
@@ -15,6 +16,16 @@ namespace vt::cupti {
 // (flush, disable its kinds, unsubscribe, a status record); before vramtrace started, it makes
 // sure vramtrace never starts. Returns once the other client may proceed.
 void on_foreign_call(int id, void* target);
+
+// The wrapped call `id` returned `result`. A client's cuptiUnsubscribe or cuptiFinalize that
+// succeeded while vramtrace stood aside: vramtrace takes CUPTI back on a thread of its own
+// (re-subscribes, re-enables its kinds, a kCuptiResumed status record marks the gap).
+void after_foreign_call(int id, CUptiResult result);
+
+// A client registers buffer callbacks: remembers them and replaces them with trampolines that
+// pass the client's buffers through and keep vramtrace's own (lent before the handover, completed
+// after it) away from the client: those are returned to the pool and counted, never decoded.
+void their_buffer_callbacks(CUpti_BuffersCallbackRequestFunc* rq, CUpti_BuffersCallbackCompleteFunc* cm);
 
 // The libcupti handle vramtrace loaded, or nullptr.
 void* cupti_handle();
