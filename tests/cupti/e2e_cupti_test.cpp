@@ -493,3 +493,24 @@ TEST_CASE("VRAMTRACE_CUPTI_MEMORY=0 leaves CUPTI's MEMORY2 kind off, the rest on
   Run bad = run_client("plain", {{"VRAMTRACE_CUPTI_MEMORY", "maybe"}});
   CHECK(bad.result.err.find("bad VRAMTRACE_CUPTI_MEMORY 'maybe' (use 0 or 1)") != std::string::npos);
 }
+
+TEST_CASE("fidelity: CUPTI's device buffers get a figure (their cap per context) with its basis") {
+  Run r = run_client("plain");
+  REQUIRE(r.result.exit_code == 0);
+  REQUIRE(r.traces.size() == 1);
+  e2e::Spec rep;
+  rep.argv = {e2e::cli(), "report", r.traces[0], "--format", "json"};
+  rep.preload = false;
+  e2e::Result er = e2e::run(rep);
+  REQUIRE(er.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(er.out);
+  INFO(j["peak"].dump());
+  const auto& f = j["peak"]["by_device"][0]["fidelity"];
+  REQUIRE(f.is_object());
+  CHECK(f["cupti_buffers_bytes"] == 24 << 20);  // 8 x the fake's 3 MiB, one context
+  CHECK(f["cupti_buffers_basis"] == "at most 8 device buffers of 3145728 bytes per context x 1 context");
+  rep.argv = {e2e::cli(), "report", r.traces[0]};
+  er = e2e::run(rep);
+  CHECK(er.out.find("CUPTI buffers 24.0 MiB (at most 8 device buffers of 3145728 bytes per context x 1 context)") !=
+        std::string::npos);
+}
