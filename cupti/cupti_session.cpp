@@ -626,26 +626,39 @@ void their_buffer_callbacks(CUpti_BuffersCallbackRequestFunc* rq, CUpti_BuffersC
 
 void* cupti_handle() { return g_lib.handle; }
 
-int nvtx_inject(NvtxGetExportTable get) {
+namespace {
+// Loads libcupti if needed (NVTX's first call is on an application thread but never inside a
+// driver hook, and NVTX itself dlopens its injection library there: loading libcupti on this
+// thread is safe). False when kernels are off or CUPTI belongs to someone else.
+bool nvtx_library_ready() {
   const char* k = getenv("VRAMTRACE_KERNELS");
   const char* d = getenv("VRAMTRACE_DISABLE");
-  if ((k && strcmp(k, "0") == 0) || (d && *d && strcmp(d, "0") != 0)) return 0;
+  if ((k && strcmp(k, "0") == 0) || (d && *d && strcmp(d, "0") != 0)) return false;
   char var[64];
   int s = g_state.load();
   if (g_foreign.load() || s == kOff || s == kAside || s == kStopped || other_tool_in_env(environ, var, sizeof var))
-    return 0;
-  int (*init)(NvtxGetExportTable) = nullptr;
-  OwnWork own;  // loading libcupti under g_ctl
-  if (!lock_for(&g_ctl, 2000)) return 0;
-  // NVTX's first call is on an application thread but never inside a driver hook, and NVTX
-  // itself dlopens its injection library here: loading libcupti on this thread is safe.
+    return false;
+  if (!lock_for(&g_ctl, 2000)) return false;
   if (g_api_ok || (g_lib.handle || load_cupti(&g_lib))) {
     const char* missing = nullptr;
     if (!g_api_ok && resolve_api(g_lib.handle, &g_api_cupti, &missing)) g_api_ok = true;
-    init = g_api_ok ? g_api_cupti.nvtx_init : nullptr;
   }
+  bool ok = g_api_ok;
   pthread_mutex_unlock(&g_ctl);
+  return ok;
+}
+}  // namespace
+
+int nvtx_inject(NvtxGetExportTable get) {
+  OwnWork own;  // loading libcupti under g_ctl
+  int (*init)(NvtxGetExportTable) = nvtx_library_ready() ? g_api_cupti.nvtx_init : nullptr;
   return init ? init(get) : 0;
+}
+
+int nvtx_ext_inject(void* module_info) {
+  OwnWork own;
+  int (*init)(void*) = nvtx_library_ready() ? g_api_cupti.nvtx_ext_init : nullptr;
+  return init ? init(module_info) : 0;
 }
 
 }  // namespace vt::cupti

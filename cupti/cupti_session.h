@@ -33,5 +33,8 @@ void* cupti_handle();
 // NVTX asked libvramtrace (NVTX_INJECTION64_PATH) to initialise: loads libcupti if needed and
 // hands NVTX to CUPTI's InitializeInjectionNvtx2. 0 (NVTX stays a no-op) when kernels are off.
 int nvtx_inject(NvtxGetExportTable get);
+// The same for an NVTX extension module (payloads, counters, ...): forwarded to the libcupti's
+// InitializeInjectionNvtxExtension when it has one, else 0 (the extension stays a no-op).
+int nvtx_ext_inject(void* module_info);
 
 }  // namespace vt::cupti

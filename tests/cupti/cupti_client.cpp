@@ -8,6 +8,8 @@
 //   early  subscribe before the first allocation (a client present when vramtrace starts)
 //   dlsym  like late, but finds cuptiSubscribe with dlopen(LIB) + dlsym (JAX/XLA style)
 //   nvtx   an NVTX range around the work (NVTX_INJECTION64_PATH set by the test)
+//   nvtxext  as NVTX's extension loader does: InitializeInjectionNvtxExtension of the library
+//          NVTX_INJECTION64_PATH names (prints its result as nvtx_ext=)
 //   env    prints NVTX_INJECTION64_PATH and VRAMTRACE_KERNELS as the program sees them
 //   fork   a forked child allocates too (its own trace: CUPTI belongs to the parent)
 // Prints "key=value" lines and, at the end, the fake's call log after "log:".
@@ -139,6 +141,13 @@ int main(int argc, char** argv) {
   cuMemFree(b);
   cuMemFree(a);
   if (mode == "nvtx") nvtxRangePop();
+  if (mode == "nvtxext") {
+    const char* path = getenv("NVTX_INJECTION64_PATH");
+    void* h = path && *path ? dlopen(path, RTLD_LAZY) : nullptr;
+    auto ext = h ? reinterpret_cast<int (*)(void*)>(dlsym(h, "InitializeInjectionNvtxExtension")) : nullptr;
+    static char module_info[256];
+    printf("nvtx_ext=%d\n", ext ? ext(module_info) : -1);
+  }
   printf("log:\n%s", fakecupti_log());
   fflush(stdout);
   return rc;

@@ -514,3 +514,25 @@ TEST_CASE("fidelity: CUPTI's device buffers get a figure (their cap per context)
   CHECK(er.out.find("CUPTI buffers 24.0 MiB (at most 8 device buffers of 3145728 bytes per context x 1 context)") !=
         std::string::npos);
 }
+
+TEST_CASE("NVTX with plain LD_PRELOAD: the injection variable is set only when unset, and the extension forwarded") {
+  Run r = run_client("nvtx");  // no NVTX_INJECTION64_PATH from the test, no `vramtrace run`
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(index_of(fake_log(r.result.out), "nvtx injection") != SIZE_MAX);
+  CHECK(r.result.err.empty());
+
+  Run env = run_client("env");
+  CHECK(after(env.result.out, "nvtx") == VT_LIBRARY);
+  Run off = run_client("env", {{"VRAMTRACE_KERNELS", "0"}});
+  CHECK(after(off.result.out, "nvtx") == "");
+  Run theirs = run_client("env", {{"NVTX_INJECTION64_PATH", "/opt/tool/libnvtxinj.so"}});
+  CHECK(after(theirs.result.out, "nvtx") == "/opt/tool/libnvtxinj.so");  // never replaced
+  Run bare = run_client("env", {}, /*preload=*/false);
+  CHECK(after(bare.result.out, "nvtx") == "");
+
+  Run ext = run_client("nvtxext");
+  INFO(ext.result.out << ext.result.err);
+  CHECK(after(ext.result.out, "nvtx_ext") == "1");
+  CHECK(index_of(fake_log(ext.result.out), "nvtx extension") != SIZE_MAX);
+}

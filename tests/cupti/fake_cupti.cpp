@@ -266,3 +266,8 @@ FAKE_EXPORT int InitializeInjectionNvtx2(const void* (*)(uint32_t)) {
   log("nvtx injection");
   return 1;
 }
+
+FAKE_EXPORT int InitializeInjectionNvtxExtension(void*) {
+  log("nvtx extension");
+  return 1;
+}
