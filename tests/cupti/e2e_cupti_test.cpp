@@ -536,3 +536,17 @@ TEST_CASE("NVTX with plain LD_PRELOAD: the injection variable is set only when u
   CHECK(after(ext.result.out, "nvtx_ext") == "1");
   CHECK(index_of(fake_log(ext.result.out), "nvtx extension") != SIZE_MAX);
 }
+
+TEST_CASE("vramtrace run --no-cupti-memory: kernels on, CUPTI's allocation records off") {
+  std::string dir = e2e::temp_dir();
+  e2e::Spec s;
+  s.preload = false;
+  s.env = {{"VRAMTRACE_CUPTI_LIBRARY", VT_FAKECUPTI}, {"VRAMTRACE_KERNELS", ""}};
+  s.argv = {e2e::cli(), "run", "--no-cupti-memory", "-o", dir, "--", e2e::program("cupti_client"), "plain"};
+  e2e::Result r = e2e::run(s);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  auto log = fake_log(r.out);
+  CHECK(index_of(log, "enable 10") != SIZE_MAX);
+  CHECK(index_of(log, "enable 49") == SIZE_MAX);
+}
