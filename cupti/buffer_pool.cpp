@@ -42,6 +42,15 @@ bool BufferPool::reclaim(uint8_t* buffer) {
   return slots_[off / size_].state.compare_exchange_strong(expected, kFree, std::memory_order_acq_rel);
 }
 
+int BufferPool::reclaim_all_lent() {
+  int n = 0;
+  for (int i = 0; i < count_; ++i) {
+    uint32_t expected = kLent;
+    n += slots_[i].state.compare_exchange_strong(expected, kFree, std::memory_order_acq_rel);
+  }
+  return n;
+}
+
 int BufferPool::drain(DrainFn fn, void* ctx) {
   int drained = 0;
   for (;;) {

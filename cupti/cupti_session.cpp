@@ -1,7 +1,9 @@
 // The kernel recorder's life in one process (states in session.h): the helper thread that
 // loads libcupti, subscribes, enables the activity kinds and then flushes every 100 ms; the
-// buffer callbacks CUPTI calls; stepping aside for another CUPTI client; the forced flush at
-// exit. Memory tracing never depends on any of it.
+// buffer callbacks CUPTI calls; stepping aside for another CUPTI client (finalising our copy on
+// the helper thread when the client uses another one, and keeping our late buffers from the
+// client's callbacks) and taking CUPTI back when it lets go; the forced flush at exit. Memory
+// tracing never depends on any of it.
 //
 // Threads: CUPTI calls buffer_requested / buffer_completed on its own threads and on
 // application threads; they only move buffers between pool states (lock-free, no allocation,
@@ -416,6 +418,7 @@ void finalize_if_asked() {
   if (g_finalize.compare_exchange_strong(asked, kFinalizeAnswered)) {
     if (!in_flight) {
       g_api_cupti.finalize();
+      g_pool.reclaim_all_lent();  // a finalised CUPTI never returns what it still held
       write_status(fmt::kCuptiFinalize, fmt::kCuptiFinalizeDone, tries, "cuptiFinalize on vramtrace's thread");
     } else {
       write_status(fmt::kCuptiFinalize, fmt::kCuptiFinalizeInFlight, tries, "kernels in flight: cuptiFinalize skipped");
