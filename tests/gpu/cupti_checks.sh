@@ -6,7 +6,7 @@
 #   - interception covers every allocation CUPTI reports (coverage 100%) for the raw program,
 #     PyTorch (default and cudaMallocAsync allocators) and CuPy;
 #   - torch.profiler still records CUDA kernels while vramtrace runs (vramtrace steps aside), and
-#     the trace says when;
+#     the trace says when; once the profiler window closes vramtrace records again (resumed);
 #   - --no-kernels, compute-sanitizer and nsys leave CUPTI to the tool (status "unavailable");
 #   - MEASURE memory2-cost: ns per cudaMallocAsync/cudaFreeAsync pair bare, under vramtrace with
 #     CUPTI's MEMORY2 kind on (default) and off (VRAMTRACE_CUPTI_MEMORY=0), and with no kernels:
@@ -192,6 +192,13 @@ if len(sys.argv) > 1 and sys.argv[1] == "profiler":
         torch.cuda.synchronize()
     n = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
     print("profiler_cuda_events", n)
+    # After the window: vramtrace should record again (if Kineto let CUPTI go).
+    import time
+    time.sleep(0.3)
+    for i in range(10):
+        y = x @ x
+    torch.cuda.synchronize()
+    time.sleep(0.5)
     sys.exit(0 if n > 0 else 7)
 PY
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
@@ -205,7 +212,14 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   with=$(grep profiler_cuda_events "$d/run.log")
   if [ -n "$with" ] && [ "${with##* }" -gt 0 ]; then log "PASS torch-profiler-kernels: bare '$bare', under vramtrace '$with'"
   else log "FAIL torch-profiler-kernels: bare '$bare', under vramtrace '$with' $(tail -3 "$d/run.log" | tr '\n' ' ')"; fails=$((fails+1)); fi
-  expect torch-profiler-trace "$d" recorded stepped_aside before_aside
+  expect torch-profiler-trace "$d" recorded stepped_aside
+  # The window closed: did Kineto let go (cuptiUnsubscribe / cuptiFinalize) and vramtrace resume?
+  t=$(ls "$d"/vramtrace.* 2>/dev/null | grep -v '\.json$' | head -1)
+  st=$("$vt" report --format json "$t" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["kernels"]["status"])' 2>&1)
+  case "$st" in
+    *"except while another client held it"*) log "PASS torch-profiler-resumed: $st";;
+    *) log "FAIL torch-profiler-resumed: $st (Kineto may keep its subscription: TEARDOWN_CUPTI)"; fails=$((fails+1));;
+  esac
 else log "SKIP torch (not installed or no GPU)"; fi
 
 # ---- CuPy ----
