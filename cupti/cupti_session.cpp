@@ -377,8 +377,12 @@ bool init_locked() {
 
 uint64_t hook_now(void*) { return now_ns(); }
 bool hook_wait(void*, uint64_t deadline) { return g_waker.wait_until(deadline, now_ns()); }
-bool hook_tick(void*, bool periodic) {
+// Each flush loop has a generation (run_flush_loop): a loop that had not yet noticed a step
+// aside when CUPTI was taken back (a new loop started) ends instead of running beside it.
+std::atomic<int> g_generation{0};
+bool hook_tick(void* ctx, bool periodic) {
   if (g_state.load(std::memory_order_acquire) != kActive) return false;
+  if (*static_cast<const int*>(ctx) != g_generation.load(std::memory_order_acquire)) return false;
   pthread_mutex_lock(&g_ctl);
   bool go = g_state.load() == kActive;
   if (go) {
@@ -420,6 +424,8 @@ void finalize_if_asked() {
       g_api_cupti.finalize();
       g_pool.reclaim_all_lent();  // a finalised CUPTI never returns what it still held
       write_status(fmt::kCuptiFinalize, fmt::kCuptiFinalizeDone, tries, "cuptiFinalize on vramtrace's thread");
+    } else if (g_exiting.load()) {
+      write_status(fmt::kCuptiFinalize, fmt::kCuptiFinalizeTimeout, tries, "process exiting: cuptiFinalize skipped");
     } else {
       write_status(fmt::kCuptiFinalize, fmt::kCuptiFinalizeInFlight, tries, "kernels in flight: cuptiFinalize skipped");
       log_line("kernels stayed in flight; vramtrace's libcupti was not finalised, so the other CUPTI client's copy may "
@@ -430,9 +436,10 @@ void finalize_if_asked() {
 }
 
 void run_flush_loop() {
+  int generation = g_generation.load();
   FlushLoop loop;
   loop.interval_ns = kFlushIntervalNs;
-  loop.hooks = FlushHooks{hook_now, hook_wait, hook_tick, nullptr};
+  loop.hooks = FlushHooks{hook_now, hook_wait, hook_tick, &generation};
   loop.run();
   finalize_if_asked();  // the loop ends when we stepped aside (or at exit)
 }
@@ -476,11 +483,13 @@ void* resume_main(void*) {
   }
   if (ok) {
     int id = g_resume_id.load();
+    g_generation.fetch_add(1);
     resample_clock_locked(3);
     g_foreign.store(false);
     g_state.store(kActive, std::memory_order_release);
     write_status(fmt::kCuptiResumed, uint64_t(id) + 1, g_aside_ns.load(), wrapped_name(id));
   }
+  g_loader_done.store(true, std::memory_order_release);
   pthread_mutex_unlock(&g_ctl);
   if (ok) run_flush_loop();
   return nullptr;
@@ -614,7 +623,8 @@ void after_foreign_call(int id, CUptiResult result) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_create(&thread, &attr, resume_main, nullptr);  // failed: we stay aside
+  g_loader_done.store(false);  // an exit meanwhile waits for it to be out of CUPTI's start-up
+  if (pthread_create(&thread, &attr, resume_main, nullptr) != 0) g_loader_done.store(true);  // we stay aside
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
