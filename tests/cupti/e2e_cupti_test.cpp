@@ -470,6 +470,17 @@ TEST_CASE("step-aside: when the client lets go (torch.profiler window closes) vr
   for (const auto& k : l.index->kernels()) after_gap += k.start_ns > st.gaps[0].second;
   CHECK(after_gap >= 2);
   CHECK(status_records(l, fmt::kCuptiStopped) == 1);  // ours again at exit
+  std::string json_path = r.dir + "/out.json";
+  e2e::Spec ex;
+  ex.argv = {e2e::cli(), "export", "--perfetto", json_path, r.traces[0]};
+  ex.preload = false;
+  REQUIRE(e2e::run(ex).exit_code == 0);
+  std::ifstream jf(json_path);
+  nlohmann::json pj = nlohmann::json::parse(jf);
+  const auto& ka = pj["otherData"]["kernel_activity"];
+  REQUIRE(ka["gaps_us"].size() == 1);
+  CHECK(ka["gaps_us"][0][1].get<double>() > ka["gaps_us"][0][0].get<double>());
+  CHECK(ka["resumed"] == true);
   e2e::Spec rep;
   rep.argv = {e2e::cli(), "report", r.traces[0], "--format", "json"};
   rep.preload = false;
