@@ -7,10 +7,13 @@
 //
 // Threads: CUPTI calls buffer_requested / buffer_completed on its own threads and on
 // application threads; they only move buffers between pool states (lock-free, no allocation,
-// no trace writing). All decoding and trace writing happens with g_ctl held: on the helper
-// thread, or on the thread that makes us step aside or exit. g_ctl is never taken on a driver
-// hook path; the one place that waits for it on a foreign thread (another client's
-// cuptiSubscribe) waits at most 5 s and then lets the client proceed regardless.
+// no trace writing; the trampolines given to another client also count the records of a buffer
+// of ours with cuptiActivityGetNextRecord, or call the client's own callback). All decoding and
+// trace writing happens with g_ctl held: on the helper thread (or the one that takes CUPTI back
+// after a client let go), or on the thread that makes us step aside or exit. g_ctl is never taken
+// on a driver hook path; the one place that waits for it on a foreign thread (another client's
+// cuptiSubscribe) waits at most 5 s and then lets the client proceed regardless, and the wait for
+// our thread's cuptiFinalize (a client of another libcupti copy) at most 3 s more.
 #include "cupti_session.h"
 
 #include <dlfcn.h>
