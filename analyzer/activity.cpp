@@ -73,6 +73,8 @@ const char* status_kind_name(uint8_t k) {
     case fmt::kCuptiDropped: return "lost_records";
     case fmt::kCuptiStopped: return "stopped";
     case fmt::kCuptiBuffers: return "buffers";
+    case fmt::kCuptiResumed: return "resumed";
+    case fmt::kCuptiFinalize: return "finalize";
     default: return "unknown";
   }
 }
@@ -208,6 +210,7 @@ void apply_status(const CuptiStatus& st, RecorderState* state) {
       s.detail = st.text;
       break;
     case fmt::kCuptiSteppedAside:
+      s.resumed = false;
       s.stepped_aside = true;
       s.stepped_aside_ns = st.value > 0 ? uint64_t(st.value) : st.t_ns;
       s.stepped_aside_for = st.text;
@@ -217,7 +220,16 @@ void apply_status(const CuptiStatus& st, RecorderState* state) {
       s.clock_window_ns = st.code;
       break;
     case fmt::kCuptiDropped:
-      (st.code == fmt::kCuptiLostNoBuffer ? s.refused_buffers : s.lost_records) += st.value > 0 ? uint64_t(st.value) : 0;
+      (st.code == fmt::kCuptiLostNoBuffer   ? s.refused_buffers
+       : st.code == fmt::kCuptiLostHandover ? s.handover_dropped
+                                            : s.lost_records) += st.value > 0 ? uint64_t(st.value) : 0;
+      break;
+    case fmt::kCuptiResumed:
+      s.resumed = true;
+      s.gaps.push_back({st.value > 0 ? uint64_t(st.value) : s.stepped_aside_ns, st.t_ns});
+      break;
+    case fmt::kCuptiFinalize:
+      s.finalize = st.code;
       break;
     case fmt::kCuptiBuffers:
       s.buffers_known = true;

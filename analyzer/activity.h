@@ -76,6 +76,12 @@ struct RecorderState {
   bool stepped_aside = false;
   uint64_t stepped_aside_ns = 0;
   std::string stepped_aside_for;  // the entry point the other client called
+  // Taken back after the other client let go (kCuptiResumed): each gap [from, to] without
+  // kernel activity, CLOCK_MONOTONIC ns.
+  std::vector<std::pair<uint64_t, uint64_t>> gaps;
+  bool resumed = false;  // recording again after the last step aside
+  uint64_t finalize = 0; // format::kCuptiFinalize* (0: none asked)
+  uint64_t handover_dropped = 0;  // records in our buffers completed after a handover (not decoded)
   uint64_t lost_records = 0;      // dropped by CUPTI + unfinished at a forced flush
   uint64_t refused_buffers = 0;   // buffer requests the pool could not satisfy
   int64_t clock_offset_ns = 0;

@@ -173,6 +173,13 @@ class Exporter {
                         {"refused_buffers", rs.refused_buffers}};
     if (rs.unavailable) k["unavailable"] = std::string(unavailable_reason_name(rs.reason)) + ": " + rs.detail;
     if (rs.stepped_aside) k["stepped_aside_ts_us"] = (double(rs.stepped_aside_ns) - double(origin_)) / 1000.0;
+    if (!rs.gaps.empty()) {  // another client held CUPTI, then let go (status kind 8)
+      nlohmann::json gaps = nlohmann::json::array();
+      for (const auto& [from, to] : rs.gaps)
+        gaps.push_back({(double(from) - double(origin_)) / 1000.0, (double(to) - double(origin_)) / 1000.0});
+      k["gaps_us"] = gaps;
+      k["resumed"] = rs.resumed;
+    }
     if (coverage_.result().cupti_allocations) {  // did interception see every allocation CUPTI saw?
       const CoverageResult& c = coverage_.result();  // missed: the first 20
       nlohmann::json missed = nlohmann::json::array();

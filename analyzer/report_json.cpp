@@ -49,7 +49,7 @@ json activity_json(const ActivityAt& a) {
 // The device's used memory explained (docs/report-schema.md, "fidelity"); null without a driver reading.
 json fidelity_json(const Fidelity& f) {
   if (!f.known) return nullptr;
-  return {{"t_ns", f.t_ns}, {"at_instant", f.at_instant}, {"offset_ns", f.offset_ns},
+  json j = {{"t_ns", f.t_ns}, {"at_instant", f.at_instant}, {"offset_ns", f.offset_ns},
           {"total_bytes", f.total_bytes}, {"used_bytes", f.used_bytes},
           {"tracked_bytes", f.tracked_bytes}, {"tracked_by_kind", f.tracked_by_kind},
           {"contexts_bytes", f.contexts_bytes}, {"modules_bytes", f.modules_bytes},
@@ -58,6 +58,8 @@ json fidelity_json(const Fidelity& f) {
           {"other_processes_bytes", f.other_processes_known ? json(f.other_processes_bytes) : json(nullptr)},
           {"other_processes_t_ns", f.other_processes_known ? json(f.other_processes_t_ns) : json(nullptr)},
           {"unexplained_bytes", f.unexplained_bytes}, {"unexplained_share", f.unexplained_share}};
+  if (!f.cupti_basis.empty()) j["cupti_buffers_basis"] = f.cupti_basis;  // how the CUPTI figure was reached
+  return j;
 }
 
 json peak_json(const TraceReport& r) {

@@ -50,7 +50,8 @@ struct Fidelity {
   uint64_t pool_cached_bytes = 0;                  // free memory kept by stream-ordered pools
   std::string pool_cached_source;                  // "driver" (read at the failure) or "model"
   bool cupti_known = false;
-  uint64_t cupti_bytes = 0;
+  uint64_t cupti_bytes = 0;  // CUPTI's device buffers (an upper bound: cupti_basis)
+  std::string cupti_basis;   // how cupti_bytes was reached ("" when not known)
   bool other_processes_known = false;  // NVML's list
   uint64_t other_processes_bytes = 0;
   uint64_t other_processes_t_ns = 0;   // when NVML was asked

@@ -114,7 +114,9 @@ void fidelity_lines(std::ostringstream& o, const Fidelity& f, const char* indent
   o << indent << "  tracked allocations " << format_bytes(f.tracked_bytes) << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
   o << indent << "  contexts " << format_bytes(f.contexts_bytes) << ", modules and code " << format_bytes(f.modules_bytes)
     << ", kept free by pools " << format_bytes(f.pool_cached_bytes) << " (" << f.pool_cached_source << ")\n";
-  o << indent << "  CUPTI buffers " << (f.cupti_known ? format_bytes(f.cupti_bytes) : std::string("not known"))
+  o << indent << "  CUPTI buffers "
+    << (f.cupti_known ? format_bytes(f.cupti_bytes) + (f.cupti_basis.empty() || !f.cupti_bytes ? "" : " (" + e(f.cupti_basis) + ")")
+                      : std::string("not known"))
     << ", other processes " << (f.other_processes_known ? format_bytes(f.other_processes_bytes) + " (NVML)" : std::string("not known"))
     << "\n";
   const uint64_t abs_rest = uint64_t(f.unexplained_bytes < 0 ? -f.unexplained_bytes : f.unexplained_bytes);

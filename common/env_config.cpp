@@ -104,6 +104,15 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
     }
   }
 
+  if (const char* m = getenv("VRAMTRACE_CUPTI_MEMORY"); m && *m) {  // empty = unset
+    if (strcmp(m, "0") == 0) {
+      out->cupti_memory = false;
+    } else if (strcmp(m, "1") != 0) {
+      complain(why_out, why_cap, "bad VRAMTRACE_CUPTI_MEMORY '%s' (use 0 or 1)", m);
+      return false;
+    }
+  }
+
   const char* sink = getenv("VRAMTRACE_SINK");
   if (sink && strcmp(sink, "null") == 0) {
     out->null_sink = true;

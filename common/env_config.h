@@ -9,6 +9,8 @@
 //   VRAMTRACE_STACK_DEPTH  native frames per event (default 64, 0 = no stacks, at most 256).
 //   VRAMTRACE_PYTHON   0 = no Python frames (default: on when the process runs CPython).
 //   VRAMTRACE_KERNELS  0 = no kernel activity (default 1: CUPTI when a libcupti loads).
+//   VRAMTRACE_CUPTI_MEMORY  0 = CUPTI does not record allocations (MEMORY2; default 1): no
+//                      coverage cross-check, and no CUPTI record per stream-ordered allocation.
 //   VRAMTRACE_CUPTI_LIBRARY  the libcupti to load (read by cupti/loader.cpp, default: searched).
 //   VRAMTRACE_SINK     file (default) or null: hook and build events but write nothing (for
 //                      measuring the hook's own cost).
@@ -26,6 +28,7 @@ struct Config {
   int stack_depth = 64;
   bool python = true;
   bool kernels = true;  // VRAMTRACE_KERNELS: kernel activity through CUPTI (cupti/)
+  bool cupti_memory = true;  // VRAMTRACE_CUPTI_MEMORY: CUPTI's MEMORY2 allocation records
 };
 
 // Fills *out from the environment for process `pid`. Returns false (tracing off) after logging

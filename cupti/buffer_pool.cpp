@@ -34,6 +34,23 @@ bool BufferPool::complete(uint8_t* buffer, size_t valid) {
   return true;
 }
 
+bool BufferPool::reclaim(uint8_t* buffer) {
+  if (!base_ || buffer < base_ || buffer >= base_ + size_t(count_) * size_) return false;
+  size_t off = size_t(buffer - base_);
+  if (off % size_ != 0) return false;
+  uint32_t expected = kLent;
+  return slots_[off / size_].state.compare_exchange_strong(expected, kFree, std::memory_order_acq_rel);
+}
+
+int BufferPool::reclaim_all_lent() {
+  int n = 0;
+  for (int i = 0; i < count_; ++i) {
+    uint32_t expected = kLent;
+    n += slots_[i].state.compare_exchange_strong(expected, kFree, std::memory_order_acq_rel);
+  }
+  return n;
+}
+
 int BufferPool::drain(DrainFn fn, void* ctx) {
   int drained = 0;
   for (;;) {

@@ -23,6 +23,15 @@ class BufferPool {
 
   uint8_t* lend();                                    // nullptr when none is free
   bool complete(uint8_t* buffer, size_t valid_bytes); // false: not one of ours (ignored)
+  // A lent buffer CUPTI handed back where it must not be decoded (to another client's callback,
+  // after vramtrace stepped aside): straight back to FREE. False: not one of ours, or not lent.
+  bool reclaim(uint8_t* buffer);
+  // Every lent buffer back to FREE (the libcupti they were lent to was finalised: it will never
+  // return them). Returns how many.
+  int reclaim_all_lent();
+  bool owns(const uint8_t* buffer) const {
+    return base_ && buffer >= base_ && buffer < base_ + size_t(count_) * size_ && size_t(buffer - base_) % size_ == 0;
+  }
 
   // Calls fn(ctx, buffer, valid_bytes) for every completed buffer, oldest first, then frees it.
   // Returns how many were drained.

@@ -38,6 +38,7 @@ bool resolve_api(void* h, CuptiApi* a, const char** missing) {
   get(h, "cuptiActivityGetAttribute", &a->get_attribute);
   get(h, "cuptiFinalize", &a->finalize);
   get(h, "InitializeInjectionNvtx2", &a->nvtx_init);
+  get(h, "InitializeInjectionNvtxExtension", &a->nvtx_ext_init);
   for (const Req& r : req)
     if (!r.ok) {
       *missing = r.name;

@@ -32,6 +32,7 @@ struct CuptiApi {
   CUptiResult (*get_attribute)(CUpti_ActivityAttribute, size_t*, void*);
   CUptiResult (*finalize)();
   int (*nvtx_init)(NvtxGetExportTable);  // InitializeInjectionNvtx2
+  int (*nvtx_ext_init)(void*);           // InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t*)
 };
 
 // Fills *out from `handle`. Returns false with the first missing required name in *missing.

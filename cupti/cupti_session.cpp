@@ -1,14 +1,19 @@
 // The kernel recorder's life in one process (states in session.h): the helper thread that
 // loads libcupti, subscribes, enables the activity kinds and then flushes every 100 ms; the
-// buffer callbacks CUPTI calls; stepping aside for another CUPTI client; the forced flush at
-// exit. Memory tracing never depends on any of it.
+// buffer callbacks CUPTI calls; stepping aside for another CUPTI client (finalising our copy on
+// the helper thread when the client uses another one, and keeping our late buffers from the
+// client's callbacks) and taking CUPTI back when it lets go; the forced flush at exit. Memory
+// tracing never depends on any of it.
 //
 // Threads: CUPTI calls buffer_requested / buffer_completed on its own threads and on
 // application threads; they only move buffers between pool states (lock-free, no allocation,
-// no trace writing). All decoding and trace writing happens with g_ctl held: on the helper
-// thread, or on the thread that makes us step aside or exit. g_ctl is never taken on a driver
-// hook path; the one place that waits for it on a foreign thread (another client's
-// cuptiSubscribe) waits at most 5 s and then lets the client proceed regardless.
+// no trace writing; the trampolines given to another client also count the records of a buffer
+// of ours with cuptiActivityGetNextRecord, or call the client's own callback). All decoding and
+// trace writing happens with g_ctl held: on the helper thread (or the one that takes CUPTI back
+// after a client let go), or on the thread that makes us step aside or exit. g_ctl is never taken
+// on a driver hook path; the one place that waits for it on a foreign thread (another client's
+// cuptiSubscribe) waits at most 5 s and then lets the client proceed regardless, and the wait for
+// our thread's cuptiFinalize (a client of another libcupti copy) at most 3 s more.
 #include "cupti_session.h"
 
 #include <dlfcn.h>
@@ -84,6 +89,21 @@ alignas(Encoder) unsigned char g_encoder_mem[sizeof(Encoder)];
 Encoder* g_encoder = nullptr;
 uint64_t g_incomplete_reported = 0;
 
+// Handing CUPTI over and back (step_aside_locked, resume_main).
+std::atomic<CUpti_BuffersCallbackRequestFunc> g_their_request{nullptr};
+std::atomic<CUpti_BuffersCallbackCompleteFunc> g_their_complete{nullptr};
+std::atomic<uint64_t> g_handover_dropped{0};  // records in our buffers completed after the handover
+std::atomic<int64_t> g_aside_ns{0};
+// cuptiFinalize for a client of another libcupti copy, done by the helper thread:
+enum Finalize : int { kNoFinalize = 0, kFinalizeAsked, kFinalizeAnswered, kFinalizeAbandoned };
+std::atomic<int> g_finalize{kNoFinalize};
+constexpr int kFinalizeTries = 100;          // forced flushes, 10 ms apart, for kernels to finish
+constexpr int kFinalizeWaitMs = 3000;        // how long the client's call waits for the answer
+bool g_exit_handler = false;
+// MEMORY2 (a CUPTI record, so a callback inside CUPTI, for every allocation including each
+// stream-ordered one): VRAMTRACE_CUPTI_MEMORY=0 leaves it off (docs/PERFORMANCE.md).
+bool g_memory_activity = true;
+
 bool lock_for(pthread_mutex_t* mu, int ms) {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -102,9 +122,39 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   if (!*buffer) g_waker.wake();
 }
 
-void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-  if (!g_pool.complete(buffer, valid)) return;
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
+  if (!g_pool.complete(buffer, valid)) {
+    // One of the other client's, lent before it let go and completed after we took CUPTI back.
+    if (CUpti_BuffersCallbackCompleteFunc theirs = g_their_complete.load(std::memory_order_acquire))
+      theirs(ctx, stream, buffer, size, valid);
+    return;
+  }
   if (g_pool.in_state(BufferPool::kDone) * 2 >= g_pool.count()) g_waker.wake();  // drain early
+}
+
+// The trampolines the other client's registration gets instead of its own callbacks.
+void CUPTIAPI their_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  if (CUpti_BuffersCallbackRequestFunc theirs = g_their_request.load(std::memory_order_acquire)) {
+    theirs(buffer, size, max_records);
+    return;
+  }
+  *buffer = nullptr;
+  *size = 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI their_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
+  if (g_pool.owns(buffer)) {  // ours, lent before the handover: counted, never shown to them
+    uint64_t n = 0;
+    CUpti_Activity* rec = nullptr;
+    if (g_api_ok)
+      while (g_api_cupti.get_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) ++n;
+    g_pool.reclaim(buffer);
+    g_handover_dropped.fetch_add(n, std::memory_order_relaxed);
+    return;
+  }
+  if (CUpti_BuffersCallbackCompleteFunc theirs = g_their_complete.load(std::memory_order_acquire))
+    theirs(ctx, stream, buffer, size, valid);
 }
 
 void CUPTIAPI subscriber_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
@@ -121,6 +171,8 @@ void report_lost_locked() {
   size_t dropped = 0;
   if (g_api_cupti.get_dropped && g_api_cupti.get_dropped(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped)
     write_status(fmt::kCuptiDropped, fmt::kCuptiLostDropped, int64_t(dropped), "cuptiActivityGetNumDroppedRecords");
+  if (uint64_t late = g_handover_dropped.exchange(0))
+    write_status(fmt::kCuptiDropped, fmt::kCuptiLostHandover, int64_t(late), "completed after the handover");
   if (uint64_t refused = g_pool.take_refused())
     write_status(fmt::kCuptiDropped, fmt::kCuptiLostNoBuffer, int64_t(refused), "activity buffer pool exhausted");
   if (g_encoder && g_encoder->stats.incomplete > g_incomplete_reported) {
@@ -240,6 +292,26 @@ void configure_buffers_locked() {
   write_status(fmt::kCuptiBuffers, device_buffers, int64_t(device_buffer_bytes), shared ? "per process" : "per thread");
 }
 
+// The activity kinds vramtrace records; returns their kCuptiKind* bits (0: CUPTI refused all).
+uint32_t enable_kinds_locked() {
+  static const struct {
+    CUpti_ActivityKind kind;
+    uint32_t bit;
+  } kWanted[] = {
+      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, fmt::kCuptiKindKernel}, {CUPTI_ACTIVITY_KIND_MEMCPY, fmt::kCuptiKindMemcpy},
+      {CUPTI_ACTIVITY_KIND_MEMSET, fmt::kCuptiKindMemset},           {CUPTI_ACTIVITY_KIND_MEMORY2, fmt::kCuptiKindMemory},
+      {CUPTI_ACTIVITY_KIND_MEMORY_POOL, fmt::kCuptiKindMemoryPool},  {CUPTI_ACTIVITY_KIND_MARKER, fmt::kCuptiKindNvtx},
+  };
+  uint32_t mask = 0;
+  g_n_kinds = 0;
+  for (const auto& w : kWanted)
+    if ((w.kind != CUPTI_ACTIVITY_KIND_MEMORY2 || g_memory_activity) && g_api_cupti.enable(w.kind) == CUPTI_SUCCESS) {
+      g_kinds[g_n_kinds++] = w.kind;
+      mask |= w.bit;
+    }
+  return mask;
+}
+
 bool init_locked() {
   char var[64];
   if (other_tool_in_env(environ, var, sizeof var)) {
@@ -280,20 +352,7 @@ bool init_locked() {
     return false;
   }
 
-  static const struct {
-    CUpti_ActivityKind kind;
-    uint32_t bit;
-  } kWanted[] = {
-      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, fmt::kCuptiKindKernel}, {CUPTI_ACTIVITY_KIND_MEMCPY, fmt::kCuptiKindMemcpy},
-      {CUPTI_ACTIVITY_KIND_MEMSET, fmt::kCuptiKindMemset},           {CUPTI_ACTIVITY_KIND_MEMORY2, fmt::kCuptiKindMemory},
-      {CUPTI_ACTIVITY_KIND_MEMORY_POOL, fmt::kCuptiKindMemoryPool},  {CUPTI_ACTIVITY_KIND_MARKER, fmt::kCuptiKindNvtx},
-  };
-  uint32_t mask = 0;
-  for (const auto& w : kWanted)
-    if (g_api_cupti.enable(w.kind) == CUPTI_SUCCESS) {
-      g_kinds[g_n_kinds++] = w.kind;
-      mask |= w.bit;
-    }
+  uint32_t mask = enable_kinds_locked();
   if (!mask) {
     undo_locked();
     unavailable(fmt::kCuptiWhyNoKinds, 0, "cuptiActivityEnable refused every kind",
@@ -312,7 +371,8 @@ bool init_locked() {
   write_status(fmt::kCuptiStarted, version, mask, g_lib.path);
   // Registered now, after CUPTI's own initialisation: exit handlers run last-registered first,
   // so ours runs before CUPTI's and before cudart's context teardown.
-  atexit(at_exit_flush);
+  if (!g_exit_handler) atexit(at_exit_flush);
+  g_exit_handler = true;
   return true;
 }
 
@@ -320,8 +380,12 @@ bool init_locked() {
 
 uint64_t hook_now(void*) { return now_ns(); }
 bool hook_wait(void*, uint64_t deadline) { return g_waker.wait_until(deadline, now_ns()); }
-bool hook_tick(void*, bool periodic) {
+// Each flush loop has a generation (run_flush_loop): a loop that had not yet noticed a step
+// aside when CUPTI was taken back (a new loop started) ends instead of running beside it.
+std::atomic<int> g_generation{0};
+bool hook_tick(void* ctx, bool periodic) {
   if (g_state.load(std::memory_order_acquire) != kActive) return false;
+  if (*static_cast<const int*>(ctx) != g_generation.load(std::memory_order_acquire)) return false;
   pthread_mutex_lock(&g_ctl);
   bool go = g_state.load() == kActive;
   if (go) {
@@ -335,6 +399,54 @@ bool hook_tick(void*, bool periodic) {
   return go;
 }
 
+// After stepping aside for a client of another libcupti copy (asked by step_aside_locked, on
+// the client's thread): cuptiFinalize detaches our copy so theirs can attach, but never from the
+// client's thread and never with kernels in flight. Forced flushes until one returns no
+// unfinished record (CUPTI hands records of running kernels over without timestamps), then
+// finalize; kernels still running after kFinalizeTries flushes: finalize is skipped (the client
+// may then be refused by its copy, which says so; a crash inside CUPTI is worse).
+void finalize_if_asked() {
+  if (g_finalize.load() != kFinalizeAsked) return;
+  pthread_mutex_lock(&g_ctl);
+  int tries = 0;
+  bool in_flight = true;
+  while (tries < kFinalizeTries && !g_exiting.load() && g_finalize.load() == kFinalizeAsked) {
+    ++tries;
+    uint64_t before = g_encoder ? g_encoder->stats.incomplete : 0;
+    g_api_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    drain_locked();
+    if ((g_encoder ? g_encoder->stats.incomplete : 0) == before) {
+      in_flight = false;
+      break;
+    }
+    usleep(10000);
+  }
+  int asked = kFinalizeAsked;
+  if (g_finalize.compare_exchange_strong(asked, kFinalizeAnswered)) {
+    if (!in_flight) {
+      g_api_cupti.finalize();
+      g_pool.reclaim_all_lent();  // a finalised CUPTI never returns what it still held
+      write_status(fmt::kCuptiFinalize, fmt::kCuptiFinalizeDone, tries, "cuptiFinalize on vramtrace's thread");
+    } else if (g_exiting.load()) {
+      write_status(fmt::kCuptiFinalize, fmt::kCuptiFinalizeTimeout, tries, "process exiting: cuptiFinalize skipped");
+    } else {
+      write_status(fmt::kCuptiFinalize, fmt::kCuptiFinalizeInFlight, tries, "kernels in flight: cuptiFinalize skipped");
+      log_line("kernels stayed in flight; vramtrace's libcupti was not finalised, so the other CUPTI client's copy may "
+               "be refused");
+    }
+  }
+  pthread_mutex_unlock(&g_ctl);
+}
+
+void run_flush_loop() {
+  int generation = g_generation.load();
+  FlushLoop loop;
+  loop.interval_ns = kFlushIntervalNs;
+  loop.hooks = FlushHooks{hook_now, hook_wait, hook_tick, &generation};
+  loop.run();
+  finalize_if_asked();  // the loop ends when we stepped aside (or at exit)
+}
+
 void* helper_main(void*) {
   prctl(PR_SET_NAME, "vramtrace-cupti", 0, 0, 0);
   pthread_mutex_lock(&g_ctl);
@@ -343,10 +455,46 @@ void* helper_main(void*) {
   g_loader_done.store(true, std::memory_order_release);
   pthread_mutex_unlock(&g_ctl);
   if (!ok) return nullptr;
-  FlushLoop loop;
-  loop.interval_ns = kFlushIntervalNs;
-  loop.hooks = FlushHooks{hook_now, hook_wait, hook_tick, nullptr};
-  loop.run();
+  run_flush_loop();
+  return nullptr;
+}
+
+// The other client let CUPTI go (cuptiUnsubscribe / cuptiFinalize returned): subscribe again,
+// set the buffers up and enable our kinds again, say where the gap was, and flush as before.
+// On its own thread (the client's call has returned by then); any refusal leaves us aside.
+std::atomic<int> g_resume_id{0};
+void* resume_main(void*) {
+  prctl(PR_SET_NAME, "vramtrace-cupti", 0, 0, 0);
+  pthread_mutex_lock(&g_ctl);
+  bool ok = false;
+  if (g_state.load() == kAside && !g_exiting.load() && g_api_ok && g_encoder) {
+    CUpti_SubscriberParams p = {};
+    p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    p.subscriberName = "vramtrace";
+    CUptiResult r = g_api_cupti.subscribe_v2 ? g_api_cupti.subscribe_v2(&g_subscriber, subscriber_callback, nullptr, &p)
+                                             : g_api_cupti.subscribe(&g_subscriber, subscriber_callback, nullptr);
+    if (r == CUPTI_SUCCESS) {
+      configure_buffers_locked();
+      if (g_api_cupti.register_callbacks(buffer_requested, buffer_completed) == CUPTI_SUCCESS && enable_kinds_locked()) {
+        ok = true;
+      } else {
+        undo_locked();
+      }
+    } else {
+      g_subscriber = nullptr;
+    }
+  }
+  if (ok) {
+    int id = g_resume_id.load();
+    g_generation.fetch_add(1);
+    resample_clock_locked(3);
+    g_foreign.store(false);
+    g_state.store(kActive, std::memory_order_release);
+    write_status(fmt::kCuptiResumed, uint64_t(id) + 1, g_aside_ns.load(), wrapped_name(id));
+  }
+  g_loader_done.store(true, std::memory_order_release);
+  pthread_mutex_unlock(&g_ctl);
+  if (ok) run_flush_loop();
   return nullptr;
 }
 
@@ -360,11 +508,13 @@ void step_aside_locked(int id, void* target) {
   drain_locked();
   g_api_cupti.unsubscribe(g_subscriber);
   g_subscriber = nullptr;
-  // A client using another copy of libcupti cannot attach while ours still is.
+  // A client using another copy of libcupti cannot attach while ours still is: ours is
+  // finalised, by the helper thread (finalize_if_asked), which on_foreign_call waits for.
   Dl_info mine{}, theirs{};
   if (target && g_api_cupti.finalize && dladdr(reinterpret_cast<void*>(g_api_cupti.subscribe), &mine) &&
       dladdr(target, &theirs) && mine.dli_fbase != theirs.dli_fbase)
-    g_api_cupti.finalize();
+    g_finalize.store(kFinalizeAsked);
+  g_aside_ns.store(when);
   g_state.store(kAside, std::memory_order_release);
   write_status(fmt::kCuptiSteppedAside, uint64_t(id) + 1, when, wrapped_name(id));
   log_line("another CUPTI client started (%s); kernel activity recording stopped here, memory tracing continues",
@@ -375,6 +525,12 @@ void step_aside_locked(int id, void* target) {
 void at_exit_flush() {
   OwnWork own;
   g_exiting.store(true);
+  if (g_state.load() == kAside && g_handover_dropped.load() && lock_for(&g_ctl, 2000)) {
+    if (uint64_t late = g_handover_dropped.exchange(0))
+      write_status(fmt::kCuptiDropped, fmt::kCuptiLostHandover, int64_t(late), "completed after the handover");
+    pthread_mutex_unlock(&g_ctl);
+    return;
+  }
   if (g_state.load() != kActive || !lock_for(&g_ctl, 2000)) return;
   if (g_state.load() == kActive) {
     g_api_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -406,7 +562,8 @@ void at_exit_wait_for_helper() {
 
 // ---- entry points ----
 
-void start(bool enabled, uint64_t t) {
+void start(bool enabled, bool memory_activity, uint64_t t) {
+  g_memory_activity = memory_activity;
   long pid = long(getpid());
   long started = g_started_pid.load();
   if (started == pid) return;
@@ -442,6 +599,7 @@ void start(bool enabled, uint64_t t) {
 }
 
 void on_foreign_call(int id, void* target) {
+  if (id == k_cuptiUnsubscribe) return;  // letting go, not starting (after_foreign_call)
   g_foreign.store(true);
   int s = g_state.load(std::memory_order_acquire);
   if (s != kLoading && s != kActive) return;  // idle: start() will see g_foreign; else nothing held
@@ -449,30 +607,74 @@ void on_foreign_call(int id, void* target) {
   if (!lock_for(&g_ctl, 5000)) return;  // never hold the other client up for long
   if (g_state.load() == kActive) step_aside_locked(id, target);
   pthread_mutex_unlock(&g_ctl);
+  if (g_finalize.load() != kFinalizeAsked) return;
+  for (int i = 0; i < kFinalizeWaitMs / 5 && g_finalize.load() == kFinalizeAsked; ++i) usleep(5000);
+  int asked = kFinalizeAsked;
+  if (g_finalize.compare_exchange_strong(asked, kFinalizeAbandoned))  // the helper never answered
+    write_status(fmt::kCuptiFinalize, fmt::kCuptiFinalizeTimeout, 0, "vramtrace's thread did not answer");
+}
+
+void after_foreign_call(int id, CUptiResult result) {
+  if (result != CUPTI_SUCCESS || (id != k_cuptiUnsubscribe && id != k_cuptiFinalize)) return;
+  if (g_state.load(std::memory_order_acquire) != kAside || g_exiting.load()) return;
+  g_resume_id.store(id);
+  g_finalize.store(kNoFinalize);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  g_loader_done.store(false);  // an exit meanwhile waits for it to be out of CUPTI's start-up
+  if (pthread_create(&thread, &attr, resume_main, nullptr) != 0) g_loader_done.store(true);  // we stay aside
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void their_buffer_callbacks(CUpti_BuffersCallbackRequestFunc* rq, CUpti_BuffersCallbackCompleteFunc* cm) {
+  if (!*rq || !*cm) return;
+  g_their_request.store(*rq, std::memory_order_release);
+  g_their_complete.store(*cm, std::memory_order_release);
+  *rq = their_requested;
+  *cm = their_completed;
 }
 
 void* cupti_handle() { return g_lib.handle; }
 
-int nvtx_inject(NvtxGetExportTable get) {
+namespace {
+// Loads libcupti if needed (NVTX's first call is on an application thread but never inside a
+// driver hook, and NVTX itself dlopens its injection library there: loading libcupti on this
+// thread is safe). False when kernels are off or CUPTI belongs to someone else.
+bool nvtx_library_ready() {
   const char* k = getenv("VRAMTRACE_KERNELS");
   const char* d = getenv("VRAMTRACE_DISABLE");
-  if ((k && strcmp(k, "0") == 0) || (d && *d && strcmp(d, "0") != 0)) return 0;
+  if ((k && strcmp(k, "0") == 0) || (d && *d && strcmp(d, "0") != 0)) return false;
   char var[64];
   int s = g_state.load();
   if (g_foreign.load() || s == kOff || s == kAside || s == kStopped || other_tool_in_env(environ, var, sizeof var))
-    return 0;
-  int (*init)(NvtxGetExportTable) = nullptr;
-  OwnWork own;  // loading libcupti under g_ctl
-  if (!lock_for(&g_ctl, 2000)) return 0;
-  // NVTX's first call is on an application thread but never inside a driver hook, and NVTX
-  // itself dlopens its injection library here: loading libcupti on this thread is safe.
+    return false;
+  if (!lock_for(&g_ctl, 2000)) return false;
   if (g_api_ok || (g_lib.handle || load_cupti(&g_lib))) {
     const char* missing = nullptr;
     if (!g_api_ok && resolve_api(g_lib.handle, &g_api_cupti, &missing)) g_api_ok = true;
-    init = g_api_ok ? g_api_cupti.nvtx_init : nullptr;
   }
+  bool ok = g_api_ok;
   pthread_mutex_unlock(&g_ctl);
+  return ok;
+}
+}  // namespace
+
+int nvtx_inject(NvtxGetExportTable get) {
+  OwnWork own;  // loading libcupti under g_ctl
+  int (*init)(NvtxGetExportTable) = nvtx_library_ready() ? g_api_cupti.nvtx_init : nullptr;
   return init ? init(get) : 0;
+}
+
+int nvtx_ext_inject(void* module_info) {
+  OwnWork own;
+  int (*init)(void*) = nvtx_library_ready() ? g_api_cupti.nvtx_ext_init : nullptr;
+  return init ? init(module_info) : 0;
 }
 
 }  // namespace vt::cupti

@@ -1,7 +1,9 @@
 // The exported CUPTI wrappers (the list and why: wrapped_list.h) and where each forwards to.
 // A wrapper tells the session another client is starting (which makes vramtrace step aside),
-// then calls the real function with the caller's arguments untouched and returns its result
-// (and with the caller's errno: our lookups and stepping aside never show in it).
+// then calls the real function (the libcupti the *caller* uses: target()) with the caller's
+// arguments (buffer callbacks excepted: rewrite_args), tells the session the call returned (an
+// unsubscribe lets vramtrace take CUPTI back) and returns its result with the errno the real
+// function left (our lookups and stepping aside never show in it).
 #include <dlfcn.h>
 
 #include <atomic>
@@ -29,13 +31,33 @@ bool is_ours(void* p) {
   return false;
 }
 
-// The function a wrapper forwards to: a dlsym(handle) swap remembered it, or the next
-// definition after libvramtrace in the global scope (the libcupti the caller linked), or the
-// libcupti we loaded, or any libcupti in the process.
-void* target(int id) {
+// The function a wrapper forwards to, for a call from `caller` (its return address):
+//   1. a dlsym(handle) swap remembered it (the caller asked that libcupti by name);
+//   2. the libcupti the caller's own object depends on: dladdr names the object, dlopen
+//      (RTLD_NOLOAD) of that path gives its handle, and dlsym(handle) searches the object and its
+//      dependencies, in load order (never vramtrace, which is preloaded, not a dependency). This
+//      is Kineto inside libtorch_cuda.so, loaded RTLD_LOCAL by Python with its own libcupti: not
+//      in the global scope, and not the copy vramtrace loaded;
+//   3. the next definition after libvramtrace in the global scope (a main program that links
+//      libcupti: its own handle's search would find our wrapper first);
+//   4. the libcupti we loaded, then any libcupti in the process.
+// Only 1 is remembered: two clients in two objects may use two copies.
+void* for_caller(const char* name, void* caller) {
+  Dl_info info{};
+  if (!caller || !dladdr(caller, &info) || !info.dli_fname || !info.dli_fname[0]) return nullptr;
+  void* h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return nullptr;
+  void* p = port::real_dlsym(h, name);
+  dlclose(h);  // NOLOAD took a reference; the object stays loaded
+  return p && !is_ours(p) ? p : nullptr;
+}
+
+void* target(int id, void* caller) {
   void* p = g_target[id].load(std::memory_order_acquire);
   if (p) return p;
   const char* name = wrapped_name(id);
+  p = for_caller(name, caller);
+  if (p) return p;
   p = port::real_dlsym(RTLD_NEXT, name);
   if ((!p || is_ours(p)) && cupti_handle()) p = port::real_dlsym(cupti_handle(), name);
   if (!p || is_ours(p)) {
@@ -49,11 +71,15 @@ void* target(int id) {
       if (p && is_ours(p)) p = nullptr;
     }
   }
-  if (p) {
-    void* expected = nullptr;
-    g_target[id].compare_exchange_strong(expected, p);
-  }
   return p;
+}
+
+// The buffer callbacks a client registers are replaced by the session's trampolines (which keep
+// vramtrace's own buffers from reaching them); every other call passes its arguments untouched.
+template <class... A>
+void rewrite_args(A&...) {}
+void rewrite_args(CUpti_BuffersCallbackRequestFunc& rq, CUpti_BuffersCallbackCompleteFunc& cm) {
+  their_buffer_callbacks(&rq, &cm);
 }
 
 }  // namespace
@@ -76,14 +102,20 @@ void* swap_dlsym(const char* name, void* found) {
 extern "C" {
 
 #define VT_CUPTI_WRAPPER(name, params, args)                                       \
-  __attribute__((visibility("default"))) CUptiResult CUPTIAPI name params {       \
+  __attribute__((visibility("default"), noinline)) CUptiResult CUPTIAPI name params { \
     using Fn = CUptiResult(CUPTIAPI*) params;                                      \
     int saved_errno = errno;                                                       \
-    void* real = vt::cupti::target(vt::cupti::k_##name);                           \
+    void* caller = __builtin_extract_return_addr(__builtin_return_address(0));     \
+    void* real = vt::cupti::target(vt::cupti::k_##name, caller);                   \
     vt::cupti::on_foreign_call(vt::cupti::k_##name, real);                         \
+    vt::cupti::rewrite_args args;                                                  \
     errno = saved_errno;                                                           \
     if (!real) return CUPTI_ERROR_NOT_INITIALIZED;                                 \
-    return reinterpret_cast<Fn>(real) args;                                        \
+    CUptiResult result = reinterpret_cast<Fn>(real) args;                          \
+    saved_errno = errno;                                                           \
+    vt::cupti::after_foreign_call(vt::cupti::k_##name, result);                    \
+    errno = saved_errno;                                                           \
+    return result;                                                                 \
   }
 VT_CUPTI_WRAPPED(VT_CUPTI_WRAPPER)
 #undef VT_CUPTI_WRAPPER

@@ -10,6 +10,9 @@
 // and vramtrace calls CUPTI only through pointers (cupti_api.h): any call here is someone else.
 // The version script exports them through the existing `cu*` pattern.
 //
+// cuptiUnsubscribe (and cuptiFinalize, once it returns) is how a client lets go: vramtrace, if it
+// stepped aside, takes CUPTI back (cupti_session.cpp, resume).
+//
 // X(name, parameter list, argument list)
 #pragma once
 
@@ -22,7 +25,8 @@
   X(cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc f), (f))                   \
   X(cuptiActivityEnable, (CUpti_ActivityKind k), (k))                                                \
   X(cuptiActivityEnableContext, (CUcontext c, CUpti_ActivityKind k), (c, k))                         \
-  X(cuptiFinalize, (), ())
+  X(cuptiFinalize, (), ())                                                                           \
+  X(cuptiUnsubscribe, (CUpti_SubscriberHandle s), (s))
 
 namespace vt::cupti {
 

@@ -38,6 +38,17 @@ enum CuptiStatusKind : uint8_t {
   kCuptiBuffers = 7,      // code: CUPTI's device buffers per context at most (0: its default);
                           // value: bytes per device buffer (0: unknown); text: activity buffers
                           // "per process" (per-thread buffers off) or "per thread" (CUPTI refused)
+  kCuptiResumed = 8,      // the other client let CUPTI go and vramtrace records again. code: index
+                          // of the entry point it released with (+1); value: when vramtrace had
+                          // stepped aside (the gap is [value, record time]); text: its name
+  kCuptiFinalize = 9,     // after stepping aside for a client of another libcupti copy: code
+                          // kCuptiFinalize*; value: forced flushes tried; text: why
+};
+
+enum CuptiFinalizeCode : uint8_t {
+  kCuptiFinalizeDone = 1,      // cuptiFinalize ran on vramtrace's thread, no kernel in flight
+  kCuptiFinalizeInFlight = 2,  // skipped: kernels stayed in flight (unfinished records at every flush)
+  kCuptiFinalizeTimeout = 3,   // skipped: vramtrace's thread did not answer in time
 };
 
 enum CuptiUnavailableReason : uint8_t {
@@ -55,6 +66,8 @@ enum CuptiLostCode : uint8_t {
   kCuptiLostDropped = 1,     // CUPTI dropped records (no free buffer): cuptiActivityGetNumDroppedRecords
   kCuptiLostIncomplete = 2,  // records without timestamps (a forced flush before they finished)
   kCuptiLostNoBuffer = 3,    // buffer requests we could not satisfy (the pool was exhausted)
+  kCuptiLostHandover = 4,    // records in our buffers that CUPTI completed after we stepped aside
+                             // (consumed and dropped: never handed to the other client)
 };
 
 // Bits of kCuptiStarted's value: which activity kinds were enabled.

@@ -187,7 +187,7 @@ bool open_trace(uint64_t t) {
       write_lookup_records(t);  // the lookups made before the trace opened (cudart's init)
       open_shm_summary(g_file.path());
       start_gpu_process_sampler();
-      cupti::start(cfg.kernels, t);
+      cupti::start(cfg.kernels, cfg.cupti_memory, t);
       flush_pending_regions(t);
       write_device_records(t);
       write_held(t);

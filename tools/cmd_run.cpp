@@ -114,6 +114,7 @@ int run_command(const RunOptions& opt) {
   if (!tracing_disabled()) {
     setenv("VRAMTRACE_OUTPUT", out.value.c_str(), 1);
     if (opt.no_kernels) setenv("VRAMTRACE_KERNELS", "0", 1);
+    if (opt.no_cupti_memory) setenv("VRAMTRACE_CUPTI_MEMORY", "0", 1);
     Config cfg;
     char why[1024] = "";
     if (!load_config(&cfg, long(getpid()), why, sizeof why)) {
@@ -157,6 +158,7 @@ int run_command(const RunOptions& opt) {
   };
   req.env = {{"LD_PRELOAD", preload}, {"VRAMTRACE_OUTPUT", out.value}, {"VRAMTRACE_SESSION", session}};
   if (opt.no_kernels) req.env.push_back({"VRAMTRACE_KERNELS", "0"});
+  if (opt.no_cupti_memory) req.env.push_back({"VRAMTRACE_CUPTI_MEMORY", "0"});
   // NVTX ranges reach CUPTI only through NVTX's injection hook: point it at libvramtrace, which
   // hands NVTX to the libcupti it records with (cupti/nvtx_injection.cpp). A tool's own wins.
   const char* kernels = getenv("VRAMTRACE_KERNELS");

@@ -16,6 +16,7 @@ struct RunOptions {
   std::string output;  // file, pattern or directory; empty = current directory
   std::vector<std::string> command;
   bool no_kernels = false;  // --no-kernels: VRAMTRACE_KERNELS=0 for the whole run
+  bool no_cupti_memory = false;  // --no-cupti-memory: VRAMTRACE_CUPTI_MEMORY=0
 };
 int run_command(const RunOptions& opt);
 

@@ -22,6 +22,7 @@ FidelityAggregator::Reading FidelityAggregator::read(const LiveState& live, int 
   x.contexts = live.code_bytes(device, CodeCategory::Context);
   x.modules = live.code_bytes(device, CodeCategory::Module);
   x.pool_cached = live.pool_cached_bytes(device);
+  for (const CodeEntry& c : live.code_costs()) x.context_count += c.device == device && c.category == CodeCategory::Context;
   return x;
 }
 
@@ -81,9 +82,22 @@ Fidelity FidelityAggregator::explain(const Reading& x, uint64_t instant, bool at
   f.modules_bytes = x.modules;
   f.pool_cached_bytes = x.pool_cached;
   f.pool_cached_source = "model";
-  // vramtrace's CUPTI recorder did not run: no buffers of its own. When it ran, what CUPTI holds
-  // on the device is not recorded (its limits are: kernels.device_buffers).
+  // vramtrace's CUPTI recorder did not run: no buffers of its own. When it ran with its cap on
+  // CUPTI's device buffers (trace status kind 7: N per context, B bytes each), CUPTI holds at
+  // most N x B per context on the device: that bound is the figure (CUPTI allocates them as it
+  // needs them, a few up front; the bound overstates by at most (N - 3) x B per context). The
+  // contexts are those the trace saw created or retained on the device, at least 1 (CUPTI ran,
+  // so a context existed). CUPTI's default (no cap: up to 250 per context) or an unknown size
+  // leaves the figure unknown.
   f.cupti_known = !k.recorded;
+  if (k.recorded && k.device_buffers && k.device_buffer_bytes) {
+    const uint64_t contexts = x.context_count ? x.context_count : 1;
+    f.cupti_known = true;
+    f.cupti_bytes = k.device_buffers * k.device_buffer_bytes * contexts;
+    f.cupti_basis = "at most " + std::to_string(k.device_buffers) + " device buffers of " +
+                    std::to_string(k.device_buffer_bytes) + " bytes per context x " + std::to_string(contexts) +
+                    (contexts == 1 ? " context" : " contexts");
+  }
   return f;
 }
 

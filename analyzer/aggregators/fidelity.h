@@ -37,6 +37,7 @@ class FidelityAggregator {
     uint64_t t = 0, version = 0, free = 0, total = 0;
     std::array<uint64_t, kKindSlots> kinds{};
     uint64_t tracked = 0, contexts = 0, modules = 0, pool_cached = 0;
+    uint64_t context_count = 0;  // live contexts on the device (rule 14's entries)
   };
   struct Dev {
     uint64_t peak = 0, peak_t = 0, peak_version = 0;

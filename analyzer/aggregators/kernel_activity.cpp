@@ -32,6 +32,9 @@ void KernelActivityAggregator::finish(uint64_t last_t, const std::function<Activ
   k.kernels = acts_.kernel_count();
   if (!st.seen)
     k.status = "no kernel activity in this trace";
+  else if (st.stepped_aside && st.resumed)
+    k.status = "CUPTI recorded kernels, except while another client held it (" + std::to_string(st.gaps.size()) +
+               (st.gaps.size() == 1 ? " gap)" : " gaps)");
   else if (st.stepped_aside)
     k.status = "CUPTI recorded until another client took it (" + st.stepped_aside_for + ")";
   else if (st.started)

@@ -9,13 +9,14 @@
 namespace vt::cupti {
 
 // Called once when the trace opens (interpose/trace_session.cpp, open_trace), on the opening thread,
-// with the opening event's time `t`. `enabled` is Config::kernels (VRAMTRACE_KERNELS). Starts a
+// with the opening event's time `t`. `enabled` is Config::kernels (VRAMTRACE_KERNELS),
+// `memory_activity` Config::cupti_memory (VRAMTRACE_CUPTI_MEMORY: the MEMORY2 kind). Starts a
 // helper thread (signals blocked) that loads libcupti and then flushes it every 100 ms; never
 // blocks the caller, never loads a library on the caller's thread. Writes one kCuptiUnavailable
 // status record when off. The final forced flush needs no call from the trace's close path: an
 // exit handler registered once CUPTI is up runs before CUPTI's and cudart's own; the library
 // destructor would be too late (libcupti, loaded after us, is finalised before it).
-void start(bool enabled, uint64_t t);
+void start(bool enabled, bool memory_activity, uint64_t t);
 
 // For interpose/dlsym_hook.cpp: `found` is what dlsym(handle, name) returned for a name starting
 // with "cupti"; returns our wrapper instead when `name` is one we watch (wrapped_list.h), and

@@ -163,6 +163,27 @@ TEST_CASE("the buffer pool is bounded, recycles, and drains oldest first") {
   CHECK(pool.lend() == nullptr);
 }
 
+TEST_CASE("the buffer pool takes back buffers handed to another client, or kept by a finalised CUPTI") {
+  alignas(8) static uint8_t mem[4 * 1024];
+  BufferPool pool;
+  pool.init(mem, 1024, 4);
+  uint8_t* a = pool.lend();
+  uint8_t* b = pool.lend();
+  uint8_t* c = pool.lend();
+  REQUIRE((a && b && c));
+  int local;
+  CHECK(pool.owns(a));
+  CHECK_FALSE(pool.owns(reinterpret_cast<uint8_t*>(&local)));
+  CHECK_FALSE(pool.owns(a + 8));
+  CHECK(pool.reclaim(a));        // completed to the other client's callback: back, not decoded
+  CHECK_FALSE(pool.reclaim(a));  // not lent any more
+  CHECK(pool.complete(b, 10));
+  CHECK_FALSE(pool.reclaim(b));  // completed to us: drained as usual, never reclaimed
+  CHECK(pool.reclaim_all_lent() == 1);  // c
+  CHECK(pool.in_state(BufferPool::kFree) == 3);
+  CHECK(pool.in_state(BufferPool::kDone) == 1);
+}
+
 TEST_CASE("the name table hands out stable ids and stays bounded") {
   static NameTable t;  // ~100 KiB: static, as in the recorder
   t.clear();

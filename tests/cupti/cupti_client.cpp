@@ -3,9 +3,13 @@
 //   plain  allocate, let vramtrace record for ~350 ms (3 flushes), free
 //   late   like plain, then become a CUPTI client mid-run (torch.profiler starting): subscribe,
 //          register callbacks, enable kernels, flush; prints what it got, then allocates again
+//   window like late, then the client lets go (cuptiUnsubscribe: a torch.profiler window
+//          closing), waits for vramtrace to subscribe again and lets it record ~350 ms
 //   early  subscribe before the first allocation (a client present when vramtrace starts)
 //   dlsym  like late, but finds cuptiSubscribe with dlopen(LIB) + dlsym (JAX/XLA style)
 //   nvtx   an NVTX range around the work (NVTX_INJECTION64_PATH set by the test)
+//   nvtxext  as NVTX's extension loader does: InitializeInjectionNvtxExtension of the library
+//          NVTX_INJECTION64_PATH names (prints its result as nvtx_ext=)
 //   env    prints NVTX_INJECTION64_PATH and VRAMTRACE_KERNELS as the program sees them
 //   fork   a forked child allocates too (its own trace: CUPTI belongs to the parent)
 // Prints "key=value" lines and, at the end, the fake's call log after "log:".
@@ -28,6 +32,7 @@ extern "C" int fakecupti_subscribed();
 namespace {
 
 std::atomic<int> g_client_records{0};
+std::atomic<int> g_foreign_buffers{0};  // completed buffers handed to us that we never lent
 alignas(8) uint8_t g_client_buffer[1 << 16];
 
 void CUPTIAPI client_request(uint8_t** b, size_t* size, size_t* max) {
@@ -36,6 +41,10 @@ void CUPTIAPI client_request(uint8_t** b, size_t* size, size_t* max) {
   *max = 0;
 }
 void CUPTIAPI client_done(CUcontext, uint32_t, uint8_t* b, size_t, size_t valid) {
+  if (b != g_client_buffer) {
+    g_foreign_buffers++;
+    return;
+  }
   CUpti_Activity* r = nullptr;
   while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS) g_client_records++;
 }
@@ -57,14 +66,18 @@ void wait_for_vramtrace() {
   printf("vramtrace_subscribed=%d\n", fakecupti_subscribed());
 }
 
+CUpti_SubscriberHandle g_handle = nullptr;
+
 int be_client(CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*)) {
-  CUpti_SubscriberHandle h = nullptr;
+  CUpti_SubscriberHandle& h = g_handle;
   CUptiResult r = subscribe(&h, client_callback, nullptr);
   printf("client_subscribe=%d\n", int(r));
   printf("client_register=%d\n", int(cuptiActivityRegisterCallbacks(client_request, client_done)));
   printf("client_enable=%d\n", int(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)));
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // a late buffer arrives by now
   printf("client_records=%d\n", g_client_records.load());
+  printf("client_foreign_buffers=%d\n", g_foreign_buffers.load());
   return r == CUPTI_SUCCESS ? 0 : 1;
 }
 
@@ -91,13 +104,20 @@ int main(int argc, char** argv) {
   }
   if (mode == "nvtx") nvtxRangePushA("setup");
   CUdeviceptr a = alloc(1 << 20);  // the trace opens here, and vramtrace starts CUPTI
-  if (mode == "plain" || mode == "late" || mode == "dlsym" || mode == "nvtx") {
+  if (mode == "plain" || mode == "late" || mode == "window" || mode == "dlsym" || mode == "nvtx") {
     wait_for_vramtrace();
     usleep(350 * 1000);
   } else {
     usleep(200 * 1000);
   }
-  if (mode == "late") rc = be_client(cuptiSubscribe);
+  if (mode == "late" || mode == "window") rc = be_client(cuptiSubscribe);
+  if (mode == "window") {
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    printf("client_unsubscribe=%d\n", int(cuptiUnsubscribe(g_handle)));
+    wait_for_vramtrace();
+    usleep(350 * 1000);
+  }
   if (mode == "dlsym") {
     void* h = dlopen(argc > 2 ? argv[2] : "libcupti.so.13", RTLD_NOW);
     auto sub = h ? reinterpret_cast<CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*)>(
@@ -121,6 +141,13 @@ int main(int argc, char** argv) {
   cuMemFree(b);
   cuMemFree(a);
   if (mode == "nvtx") nvtxRangePop();
+  if (mode == "nvtxext") {
+    const char* path = getenv("NVTX_INJECTION64_PATH");
+    void* h = path && *path ? dlopen(path, RTLD_LAZY) : nullptr;
+    auto ext = h ? reinterpret_cast<int (*)(void*)>(dlsym(h, "InitializeInjectionNvtxExtension")) : nullptr;
+    static char module_info[256];
+    printf("nvtx_ext=%d\n", ext ? ext(module_info) : -1);
+  }
   printf("log:\n%s", fakecupti_log());
   fflush(stdout);
   return rc;

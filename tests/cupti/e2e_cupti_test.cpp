@@ -365,3 +365,199 @@ TEST_CASE("CUPTI's buffers: one activity pool per process and device buffers cap
   CHECK(rb.at("activity_buffers") == "per thread");
   CHECK(rb.at("device_buffers_per_context") == 0);
 }
+
+namespace {
+
+Run run_local(std::vector<std::pair<std::string, std::string>> env = {}) {
+  Run r;
+  r.dir = e2e::temp_dir();
+  e2e::Spec s;
+  s.argv = {e2e::program("cupti_local_client"), VT_LOCAL_CLIENT_LIB};
+  s.env = {{"VRAMTRACE_OUTPUT", r.dir}, {"VRAMTRACE_KERNELS", "1"}, {"VRAMTRACE_CUPTI_LIBRARY", VT_FAKECUPTI_COPY}};
+  for (auto& e : env) s.env.push_back(e);
+  s.timeout_s = 60;
+  r.result = e2e::run(s);
+  r.traces = e2e::files_in(r.dir);
+  return r;
+}
+
+std::vector<std::string> ours_log(const std::string& out) {
+  size_t p = out.find("ours:\n"), e = out.find("log:\n");
+  return p == std::string::npos || e == std::string::npos ? std::vector<std::string>{}
+                                                          : e2e::lines(out.substr(p + 6, e - p - 6));
+}
+
+}  // namespace
+
+TEST_CASE("step-aside: a client in a library loaded RTLD_LOCAL reaches its own libcupti, not vramtrace's copy") {
+  Run r = run_local();
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(after(r.result.out, "vramtrace_subscribed") == "1");
+  CHECK(after(r.result.out, "client_subscribe") == "0");
+  CHECK(after(r.result.out, "client_records") != "0");  // its flush (bound to its copy) found its callbacks
+  auto theirs = fake_log(r.result.out);
+  CHECK(index_of(theirs, "subscribe ok") != SIZE_MAX);
+  CHECK(index_of(theirs, "register callbacks") != SIZE_MAX);
+  auto ours = ours_log(r.result.out);
+  CHECK(index_of(ours, "subscriber name vramtrace") != SIZE_MAX);
+  CHECK(index_of(ours, "unsubscribe") != SIZE_MAX);
+  CHECK(std::count(ours.begin(), ours.end(), "subscribe ok") == 1);  // only ours: the client's went to its copy
+  // Our copy is finalised so theirs can attach: on vramtrace's thread, never the client's.
+  CHECK(index_of(ours, "finalize on vramtrace-cupti") != SIZE_MAX);
+  REQUIRE(r.traces.size() == 1);
+  RecorderState st = actfix::load(r.traces[0]).index->recorder();
+  CHECK(st.stepped_aside);
+  CHECK(st.finalize == fmt::kCuptiFinalizeDone);
+}
+
+TEST_CASE("step-aside: kernels in flight: finalize waits for them, and is skipped if they never finish") {
+  Run r = run_local({{"FAKECUPTI_IN_FLIGHT", "4"}});
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  auto ours = ours_log(r.result.out);
+  size_t fin = index_of(ours, "finalize on vramtrace-cupti");
+  REQUIRE(fin != SIZE_MAX);
+  // Not before the forced flushes stopped handing over unfinished kernels.
+  size_t forced = 0;
+  for (size_t i = index_of(ours, "unsubscribe"); i < fin; ++i) forced += ours[i] == "flush forced";
+  CHECK(forced >= 2);
+  REQUIRE(r.traces.size() == 1);
+  CHECK(actfix::load(r.traces[0]).index->recorder().finalize == fmt::kCuptiFinalizeDone);
+
+  Run stuck = run_local({{"FAKECUPTI_IN_FLIGHT", "100000"}});
+  INFO(stuck.result.out << stuck.result.err);
+  CHECK(stuck.result.exit_code == 0);
+  for (const auto& line : ours_log(stuck.result.out)) CHECK(line.rfind("finalize", 0) != 0);
+  CHECK(stuck.result.err.find("kernels stayed in flight") != std::string::npos);
+  REQUIRE(stuck.traces.size() == 1);
+  CHECK(actfix::load(stuck.traces[0]).index->recorder().finalize == fmt::kCuptiFinalizeInFlight);
+}
+
+TEST_CASE("step-aside: our buffers completed after the handover never reach the new client, and are counted") {
+  Run r = run_client("late", {{"FAKECUPTI_LATE_BUFFER", "1"}});
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(index_of(fake_log(r.result.out), "late buffer completed") != SIZE_MAX);
+  CHECK(after(r.result.out, "client_foreign_buffers") == "0");
+  CHECK(after(r.result.out, "client_records") != "0");  // theirs still pass through
+  REQUIRE(r.traces.size() == 1);
+  actfix::Loaded l = actfix::load(r.traces[0]);
+  CHECK(l.index->recorder().handover_dropped == 1);  // the late kernel, not decoded
+  for (const auto& k : l.index->kernels()) CHECK(l.index->kernel_name(k.name_id) != "_Z4latev");
+}
+
+TEST_CASE("step-aside: when the client lets go (torch.profiler window closes) vramtrace records again, with the gap") {
+  Run r = run_client("window");
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(after(r.result.out, "client_unsubscribe") == "0");
+  auto log = fake_log(r.result.out);
+  size_t theirs = index_of(log, "subscribe ok", index_of(log, "subscribe ok") + 1);
+  REQUIRE(theirs != SIZE_MAX);
+  size_t back = index_of(log, "subscriber name vramtrace", theirs);
+  REQUIRE(back != SIZE_MAX);
+  CHECK(index_of(log, "enable 10", back) != SIZE_MAX);
+  REQUIRE(r.traces.size() == 1);
+  actfix::Loaded l = actfix::load(r.traces[0]);
+  RecorderState st = l.index->recorder();
+  CHECK(st.stepped_aside);
+  CHECK(st.resumed);
+  REQUIRE(st.gaps.size() == 1);
+  CHECK(st.gaps[0].first == st.stepped_aside_ns);
+  CHECK(st.gaps[0].second > st.gaps[0].first);
+  size_t after_gap = 0;
+  for (const auto& k : l.index->kernels()) after_gap += k.start_ns > st.gaps[0].second;
+  CHECK(after_gap >= 2);
+  CHECK(status_records(l, fmt::kCuptiStopped) == 1);  // ours again at exit
+  std::string json_path = r.dir + "/out.json";
+  e2e::Spec ex;
+  ex.argv = {e2e::cli(), "export", "--perfetto", json_path, r.traces[0]};
+  ex.preload = false;
+  REQUIRE(e2e::run(ex).exit_code == 0);
+  std::ifstream jf(json_path);
+  nlohmann::json pj = nlohmann::json::parse(jf);
+  const auto& ka = pj["otherData"]["kernel_activity"];
+  REQUIRE(ka["gaps_us"].size() == 1);
+  CHECK(ka["gaps_us"][0][1].get<double>() > ka["gaps_us"][0][0].get<double>());
+  CHECK(ka["resumed"] == true);
+  e2e::Spec rep;
+  rep.argv = {e2e::cli(), "report", r.traces[0], "--format", "json"};
+  rep.preload = false;
+  e2e::Result er = e2e::run(rep);
+  REQUIRE(er.exit_code == 0);
+  CHECK(nlohmann::json::parse(er.out)["kernels"]["status"] ==
+        "CUPTI recorded kernels, except while another client held it (1 gap)");
+}
+
+TEST_CASE("VRAMTRACE_CUPTI_MEMORY=0 leaves CUPTI's MEMORY2 kind off, the rest on") {
+  Run off = run_client("plain", {{"VRAMTRACE_CUPTI_MEMORY", "0"}});
+  INFO(off.result.out << off.result.err);
+  CHECK(off.result.exit_code == 0);
+  auto log = fake_log(off.result.out);
+  CHECK(index_of(log, "enable 10") != SIZE_MAX);
+  CHECK(index_of(log, "enable 49") == SIZE_MAX);
+  REQUIRE(off.traces.size() == 1);
+  actfix::Loaded l = actfix::load(off.traces[0]);
+  CHECK(l.index->cupti_memory().empty());
+  CHECK((l.index->recorder().kinds & fmt::kCuptiKindMemory) == 0);
+  Run bad = run_client("plain", {{"VRAMTRACE_CUPTI_MEMORY", "maybe"}});
+  CHECK(bad.result.err.find("bad VRAMTRACE_CUPTI_MEMORY 'maybe' (use 0 or 1)") != std::string::npos);
+}
+
+TEST_CASE("fidelity: CUPTI's device buffers get a figure (their cap per context) with its basis") {
+  Run r = run_client("plain");
+  REQUIRE(r.result.exit_code == 0);
+  REQUIRE(r.traces.size() == 1);
+  e2e::Spec rep;
+  rep.argv = {e2e::cli(), "report", r.traces[0], "--format", "json"};
+  rep.preload = false;
+  e2e::Result er = e2e::run(rep);
+  REQUIRE(er.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(er.out);
+  INFO(j["peak"].dump());
+  const auto& f = j["peak"]["by_device"][0]["fidelity"];
+  REQUIRE(f.is_object());
+  CHECK(f["cupti_buffers_bytes"] == 24 << 20);  // 8 x the fake's 3 MiB, one context
+  CHECK(f["cupti_buffers_basis"] == "at most 8 device buffers of 3145728 bytes per context x 1 context");
+  rep.argv = {e2e::cli(), "report", r.traces[0]};
+  er = e2e::run(rep);
+  CHECK(er.out.find("CUPTI buffers 24.0 MiB (at most 8 device buffers of 3145728 bytes per context x 1 context)") !=
+        std::string::npos);
+}
+
+TEST_CASE("NVTX with plain LD_PRELOAD: the injection variable is set only when unset, and the extension forwarded") {
+  Run r = run_client("nvtx");  // no NVTX_INJECTION64_PATH from the test, no `vramtrace run`
+  INFO(r.result.out << r.result.err);
+  CHECK(r.result.exit_code == 0);
+  CHECK(index_of(fake_log(r.result.out), "nvtx injection") != SIZE_MAX);
+  CHECK(r.result.err.empty());
+
+  Run env = run_client("env");
+  CHECK(after(env.result.out, "nvtx") == VT_LIBRARY);
+  Run off = run_client("env", {{"VRAMTRACE_KERNELS", "0"}});
+  CHECK(after(off.result.out, "nvtx") == "");
+  Run theirs = run_client("env", {{"NVTX_INJECTION64_PATH", "/opt/tool/libnvtxinj.so"}});
+  CHECK(after(theirs.result.out, "nvtx") == "/opt/tool/libnvtxinj.so");  // never replaced
+  Run bare = run_client("env", {}, /*preload=*/false);
+  CHECK(after(bare.result.out, "nvtx") == "");
+
+  Run ext = run_client("nvtxext");
+  INFO(ext.result.out << ext.result.err);
+  CHECK(after(ext.result.out, "nvtx_ext") == "1");
+  CHECK(index_of(fake_log(ext.result.out), "nvtx extension") != SIZE_MAX);
+}
+
+TEST_CASE("vramtrace run --no-cupti-memory: kernels on, CUPTI's allocation records off") {
+  std::string dir = e2e::temp_dir();
+  e2e::Spec s;
+  s.preload = false;
+  s.env = {{"VRAMTRACE_CUPTI_LIBRARY", VT_FAKECUPTI}, {"VRAMTRACE_KERNELS", ""}};
+  s.argv = {e2e::cli(), "run", "--no-cupti-memory", "-o", dir, "--", e2e::program("cupti_client"), "plain"};
+  e2e::Result r = e2e::run(s);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  auto log = fake_log(r.out);
+  CHECK(index_of(log, "enable 10") != SIZE_MAX);
+  CHECK(index_of(log, "enable 49") == SIZE_MAX);
+}

@@ -6,9 +6,17 @@
 //     kernels, a memcpy, a memset, a MEMORY2 allocation, a pool, an NVTX range), stamped with
 //     CLOCK_REALTIME like the real CUPTI, and hands them to the registered callbacks; a forced
 //     flush adds one kernel without timestamps (an unfinished record);
+//   - FAKECUPTI_IN_FLIGHT=N: the first N forced flushes after the callbacks are registered also
+//     hand over one kernel without timestamps, kinds enabled or not (kernels still running);
+//   - FAKECUPTI_LATE_BUFFER=1: the first forced flush also takes a buffer from the callbacks
+//     registered then and keeps it; it is completed (one kernel in it) by the first flush after
+//     the callbacks are registered again, to the callbacks of then (a buffer CUPTI's worker
+//     returns late, to whoever is registered when it does);
+//   - cuptiFinalize logs the name of the thread calling it ("finalize on NAME");
 //   - every call is logged: fakecupti_log() in-process, and appended to $FAKECUPTI_LOG.
 // Built with -Bsymbolic like the real one (its own calls never reach vramtrace's wrappers).
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -32,6 +40,10 @@ CUpti_BuffersCallbackRequestFunc g_req = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_done = nullptr;
 uint64_t g_enabled = 0;  // bit per kind < 64
 uint32_t g_batch = 0;
+int g_in_flight = -1;           // FAKECUPTI_IN_FLIGHT left; -1: not read yet
+uint8_t* g_late = nullptr;      // FAKECUPTI_LATE_BUFFER's buffer
+size_t g_late_size = 0;
+bool g_late_taken = false, g_late_armed = false;
 
 void log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void log(const char* fmt, ...) {
@@ -147,7 +159,9 @@ FAKE_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
 }
 
 FAKE_EXPORT CUptiResult cuptiFinalize() {
-  log("finalize");
+  char name[32] = {};
+  prctl(PR_GET_NAME, name, 0, 0, 0);
+  log("finalize on %s", name);
   return CUPTI_SUCCESS;
 }
 
@@ -160,6 +174,7 @@ FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequ
   std::lock_guard<std::recursive_mutex> l(g_mu);
   g_req = r;
   g_done = c;
+  if (g_late_taken) g_late_armed = true;
   log("register callbacks");
   return CUPTI_SUCCESS;
 }
@@ -207,6 +222,33 @@ FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   std::lock_guard<std::recursive_mutex> l(g_mu);
   // Periodic flushes are not logged one by one (there are ten a second); forced ones are.
   if (flag) log("flush forced");
+  if (g_late_armed && g_late && g_done) {
+    synth::Builder b{g_late, g_late_size};
+    uint64_t now = realtime();
+    b.kernel("_Z4latev", now - 5000, now - 4000, 7, 999);
+    uint8_t* late = g_late;
+    g_late = nullptr;
+    g_late_armed = false;
+    log("late buffer completed");
+    g_done(nullptr, 0, late, g_late_size, b.len);
+  }
+  if (flag && !g_late_taken && getenv("FAKECUPTI_LATE_BUFFER") && g_req) {
+    size_t max = 0;
+    g_req(&g_late, &g_late_size, &max);
+    g_late_taken = g_late != nullptr;
+  }
+  if (g_in_flight < 0) g_in_flight = getenv("FAKECUPTI_IN_FLIGHT") ? atoi(getenv("FAKECUPTI_IN_FLIGHT")) : 0;
+  if (flag && g_in_flight > 0 && g_req && g_done) {
+    --g_in_flight;
+    uint8_t* buf = nullptr;
+    size_t size = 0, max = 0;
+    g_req(&buf, &size, &max);
+    if (buf) {
+      synth::Builder b{buf, size};
+      b.kernel("_Z7runningv", 0, 0, 7, 777);
+      g_done(nullptr, 0, buf, size, b.len);
+    }
+  }
   produce(flag != 0);
   return CUPTI_SUCCESS;
 }
@@ -222,5 +264,10 @@ FAKE_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, s
 
 FAKE_EXPORT int InitializeInjectionNvtx2(const void* (*)(uint32_t)) {
   log("nvtx injection");
+  return 1;
+}
+
+FAKE_EXPORT int InitializeInjectionNvtxExtension(void*) {
+  log("nvtx extension");
   return 1;
 }
