@@ -222,6 +222,14 @@ void LiveState::release_code(Pred gone) {
   code_.resize(kept);
 }
 
+// Rule 4: a pool destroyed (or created anew) is current nowhere: the default pool is.
+void LiveState::forget_current_pool(uint64_t pool) {
+  for (auto it = current_pools_.begin(); it != current_pools_.end();) {
+    auto cur = it++;
+    if (cur->second == pool) current_pools_.erase(cur);
+  }
+}
+
 // Rule 5: a handle's memory goes at the later of its last release (rule 11) and its last unmap;
 // a multicast object likewise (rule 12).
 void LiveState::free_handle_if_done(uint64_t handle) {
@@ -323,7 +331,10 @@ void LiveState::apply(const Record& r) {
       if (!is_memory_key(r.addr)) return;  // rule 2
       AllocInfo a = alloc();
       if (op.kind == MemKind::Async) {  // rule 4: where its pool lives
-        a.pool = named_pool(r);
+        a.pool = allocation_pool(r, [this](uint64_t location) {
+          auto c = current_pools_.find(location);
+          return c == current_pools_.end() ? uint64_t(0) : c->second;
+        });
         auto p = a.pool ? pools_.find(a.pool) : pools_.end();
         if (p != pools_.end() && p->second.placed) {
           Placement at = from_pool({p->second.device, p->second.bucket}, r.device);
@@ -422,9 +433,14 @@ void LiveState::apply(const Record& r) {
       return;
     }
     case Effect::CreatePool:
-    case Effect::PlacePool: {
+    case Effect::PlacePool:
+    case Effect::CurrentPool: {
       if (!is_memory_key(r.aux)) return;
+      if (fx == Effect::CreatePool) forget_current_pool(r.aux);  // rule 3: a new pool, current nowhere
+      if (fx == Effect::CurrentPool && (r.fields & format::kEvAux2) && is_device_pool_location(r.aux2))
+        current_pools_[r.aux2] = r.aux;
       PoolState& p = pools_[r.aux];
+      if (fx == Effect::CurrentPool && p.placed) return;  // a pool seen created keeps its location
       Placement at = placement_at(r.aux2, r.device);
       p.device = at.device;
       p.bucket = at.bucket;
@@ -432,7 +448,10 @@ void LiveState::apply(const Record& r) {
       return;
     }
     case Effect::DestroyPool:
-      if (is_memory_key(r.aux)) pools_.erase(r.aux);
+      if (is_memory_key(r.aux)) {
+        pools_.erase(r.aux);
+        forget_current_pool(r.aux);  // the default pool is current again
+      }
       return;
     case Effect::TrimPool: {  // what is not live goes back to the device
       uint64_t key = pools_.count(r.aux) ? r.aux : default_pool_key(r.device);

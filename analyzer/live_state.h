@@ -290,6 +290,8 @@ class LiveState {
   absl::flat_hash_map<uint64_t, HandleUse> handle_use_;    // handles mapped or released, not yet freed
   std::map<uint64_t, uint64_t> reservations_;        // va -> size
   absl::flat_hash_map<uint64_t, PoolState> pools_;
+  absl::flat_hash_map<uint64_t, uint64_t> current_pools_;  // device location -> its current pool (rule 4)
+  void forget_current_pool(uint64_t pool);
   std::vector<CodeEntry> code_;
   std::map<int, uint64_t> totals_;  // device -> total bytes
   std::vector<DeviceTotals> slots_;

@@ -26,9 +26,17 @@
 //     - a stream-ordered allocation counts where its pool lives (from_pool): a pool created in the
 //       trace is placed by its location like VMM memory (cuMemPoolCreate with a host location
 //       makes pinned memory); cuMemAllocFromPoolAsync names its pool; cuMemAllocAsync takes the
-//       device's current pool, whose handle the trace does not hold, so it counts on the event's
-//       device (default_pool_key), as does an allocation from a pool the trace did not see
-//       created (created before tracing started, or already destroyed).
+//       current pool of the event's device (allocation_pool): the pool last made current for
+//       that device's location, pinned type (cuDeviceSetMemPool, cuMemSetMemPool with a device
+//       location; cuMemGetMemPool reports it), placed by its own location like any pool (a pool
+//       created at the host, or making managed memory, and made current counts there, not as
+//       device memory) and trimmed by its handle. Destroying a current pool makes the default
+//       pool current again (cuda.h), as does a pool created anew at that handle (rule 3). The
+//       default pool's handle the trace does not hold: its allocations count on the event's
+//       device under default_pool_key, as do those from a pool the trace did not see created
+//       (created before tracing started, or already destroyed). A set or reported current pool
+//       that the trace did not see created lives at the location it was made current for; one
+//       it saw created keeps its creation's location.
 //  5. VMM physical memory is freed when its handle has been released AND its last mapping is
 //     unmapped, whichever comes last (cuMemRelease: "the memory allocation will be freed when all
 //     outstanding mappings to the memory are unmapped and when all outstanding references to the
@@ -182,6 +190,7 @@ enum class Effect : uint8_t {
   Code,           // a context or code cost measured around the call (rule 14)
   CodeRelease,    // the costs under a key given back (rule 14)
   PlacePool,      // pool aux lives at location aux2 (a location's pool named: rule 4)
+  CurrentPool,    // pool aux is location aux2's current pool (and lives there if not placed: rule 4)
 };
 
 constexpr Effect effect_of(const OpInfo& op) {
@@ -213,7 +222,10 @@ constexpr Effect effect_of(const OpInfo& op) {
     case MemKind::GraphNode: return acquire ? Effect::GraphNode : Effect::None;
     case MemKind::GraphPool: return Effect::GraphPool;
     case MemKind::Code: return acquire ? Effect::Code : Effect::CodeRelease;
-    case MemKind::PoolConfig: return op.id == HookId::cuMemPoolSetAttribute ? Effect::None : Effect::PlacePool;
+    case MemKind::PoolConfig:
+      return op.id == HookId::cuMemPoolSetAttribute    ? Effect::None
+             : op.id == HookId::cuMemGetDefaultMemPool ? Effect::PlacePool
+                                                       : Effect::CurrentPool;
     default: return Effect::None;
   }
 }
@@ -255,11 +267,20 @@ constexpr Placement from_pool(Placement pool, int32_t event_device) {
   return {pool.device >= 0 ? pool.device : event_device, pool.bucket};
 }
 
+// The location whose current pool cuMemAllocAsync takes: the event's device, pinned memory.
+constexpr uint64_t device_pool_location(int32_t device) { return uint64_t(kLocationDevice) << 32 | uint32_t(device); }
+// Whether a pool made current at `location` (a CurrentPool event's aux2) is one cuMemAllocAsync
+// can take: a device location of pinned memory. (The current pools of host locations and of
+// managed memory serve no stream-ordered call of the driver API: the replays keep none.)
+constexpr bool is_device_pool_location(uint64_t location) {
+  return location_type(location) == kLocationDevice && !(location & kLocationManaged);
+}
 // The pool a stream-ordered allocation came from: the one it names (cuMemAllocFromPoolAsync:
-// aux), else 0, the device's current pool.
-template <typename E>
-constexpr uint64_t named_pool(const E& e) {
-  return (e.fields & format::kEvAux) ? e.aux : 0;
+// aux), else its device's current pool, `current(device_pool_location(device))` (the replay's
+// table of CurrentPool events: 0 when none was seen, the default pool).
+template <typename E, typename Current>
+constexpr uint64_t allocation_pool(const E& e, Current current) {
+  return (e.fields & format::kEvAux) ? e.aux : current(device_pool_location(e.device));
 }
 // The key of the device's current pool (its handle unseen): one per device.
 inline constexpr uint64_t kDefaultPoolTag = 0xdefa000000000000ull;

@@ -116,14 +116,67 @@ PoolSlot g_pools[kTrackedPools];
 std::atomic<int> g_pool_slots{0};  // slots ever used
 std::atomic_flag g_pools_lock = ATOMIC_FLAG_INIT;
 
-void pool_created(uint64_t pool, Placement at) {
-  if (!is_memory_key(pool)) return;
+// The current pools of device locations (rule 4): written under g_pools_lock, read without it
+// by every cuMemAllocAsync (one load while none was ever set). A slot whose pool is 0 is free.
+constexpr int kCurrentPools = 64;
+struct CurrentSlot {
+  std::atomic<uint64_t> location{0};
+  std::atomic<uint64_t> pool{0};
+};
+CurrentSlot g_current[kCurrentPools];
+std::atomic<int> g_current_slots{0};  // slots ever used
+
+// Under g_pools_lock.
+void forget_current_locked(uint64_t pool) {
+  const int n = g_current_slots.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    if (g_current[i].pool.load(std::memory_order_relaxed) == pool) g_current[i].pool.store(0, std::memory_order_release);
+}
+
+void current_pool_set(uint64_t location, uint64_t pool) {
   Guard g(g_pools_lock);
+  const int n = g_current_slots.load(std::memory_order_relaxed);
+  int slot = -1;
+  for (int i = 0; i < n; ++i) {
+    if (g_current[i].location.load(std::memory_order_relaxed) == location) {
+      slot = i;
+      break;
+    }
+    if (slot < 0 && g_current[i].pool.load(std::memory_order_relaxed) == 0) slot = i;
+  }
+  if (slot < 0) {
+    if (n == kCurrentPools) return;  // its allocations count as the default pool's
+    slot = n;
+    g_current_slots.store(n + 1, std::memory_order_release);
+  }
+  g_current[slot].pool.store(0, std::memory_order_relaxed);
+  g_current[slot].location.store(location, std::memory_order_relaxed);
+  g_current[slot].pool.store(pool, std::memory_order_release);
+}
+
+VT_HOT uint64_t current_pool(uint64_t location) {
+  const int n = g_current_slots.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    const uint64_t p = g_current[i].pool.load(std::memory_order_acquire);
+    if (p && g_current[i].location.load(std::memory_order_relaxed) == location) return p;
+  }
+  return 0;
+}
+
+enum class Placing { Create, Place, Current };
+// A pool created, or named at a location (Place; Current: made current there, where a pool
+// already placed keeps its location: rule 4).
+void pool_created(uint64_t pool, Placement at, Placing how) {
+  if (!is_memory_key(pool)) return;
+  const bool keep = how == Placing::Current;
+  Guard g(g_pools_lock);
+  if (how == Placing::Create) forget_current_locked(pool);  // rule 3: a new pool is current nowhere
   int n = g_pool_slots.load(std::memory_order_relaxed);
   int slot = -1;
   for (int i = 0; i < n; ++i) {
     uint64_t p = g_pools[i].pool.load(std::memory_order_relaxed);
     if (p == pool) {  // created again without a destroy we saw (rule 3): placed anew
+      if (keep) return;
       slot = i;
       break;
     }
@@ -142,6 +195,7 @@ void pool_created(uint64_t pool, Placement at) {
 void pool_destroyed(uint64_t pool) {
   if (!is_memory_key(pool)) return;
   Guard g(g_pools_lock);
+  forget_current_locked(pool);  // the default pool is current again
   int n = g_pool_slots.load(std::memory_order_relaxed);
   for (int i = 0; i < n; ++i)
     if (g_pools[i].pool.load(std::memory_order_relaxed) == pool) g_pools[i].pool.store(0, std::memory_order_release);
@@ -429,8 +483,13 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
       if (g_imports_seen.load(std::memory_order_relaxed) && is_memory_key(e.aux)) import_mapped(e);
       return;
     case Effect::Unmap: vmm_unmap(e.addr, e.size); return;
-    case Effect::CreatePool:
-    case Effect::PlacePool: pool_created(e.aux, placement_at(e.aux2, e.device)); return;
+    case Effect::CreatePool: pool_created(e.aux, placement_at(e.aux2, e.device), Placing::Create); return;
+    case Effect::PlacePool: pool_created(e.aux, placement_at(e.aux2, e.device), Placing::Place); return;
+    case Effect::CurrentPool:
+      if (!is_memory_key(e.aux)) return;
+      if ((e.fields & format::kEvAux2) && is_device_pool_location(e.aux2)) current_pool_set(e.aux2, e.aux);
+      pool_created(e.aux, placement_at(e.aux2, e.device), Placing::Current);
+      return;
     case Effect::DestroyPool: pool_destroyed(e.aux); return;
     case Effect::Teardown:
       if (uint64_t ctx = torn_down_context(e.op, e)) drop_context(ctx);
@@ -470,7 +529,7 @@ void track_event(const Event& e) {
   live::Value v{e.size, e.context, e.stack, uint8_t(row(e.device)), uint8_t(bucket_of(op.kind))};
   if (op.kind == MemKind::Async) {
     Placement pool;
-    if (uint64_t p = named_pool(e); p && pool_placement(p, &pool)) {
+    if (uint64_t p = allocation_pool(e, current_pool); p && pool_placement(p, &pool)) {
       Placement at = from_pool(pool, e.device);
       v.row = uint8_t(row(at.device));
       v.bucket = uint8_t(at.bucket);
@@ -515,6 +574,8 @@ void forget_live_state() {
   g_pools_lock.clear();
   for (PoolSlot& p : g_pools) p.pool.store(0);
   g_pool_slots.store(0);
+  for (CurrentSlot& c : g_current) c.pool.store(0);
+  g_current_slots.store(0);
   g_imports_seen.store(false);
   for (auto& r : g_live)
     for (auto& b : r) b.store(0);

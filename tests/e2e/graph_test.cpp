@@ -146,3 +146,29 @@ TEST_CASE("an OOM while the graph pool holds the memory says so, in PyTorch's te
   CHECK(remedies.find("torch.cuda.graph") != std::string::npos);
   CHECK(remedies.find("cudaDeviceGraphMemTrim") != std::string::npos);
 }
+
+TEST_CASE("cuMemAllocAsync counts against the device's current pool, set by cuDeviceSetMemPool (rule 4)") {
+  Run run = run_mode("current-pool");
+  const auto& f = run.figures;
+  json j = report(run.trace);
+  auto pool = [&](uint64_t handle) -> const json* {
+    char name[40];
+    snprintf(name, sizeof name, "0x%llx", static_cast<unsigned long long>(handle));
+    for (const json& p : j["fragmentation"]["pools"])
+      if (p["pool"] == name) return &p;
+    return nullptr;
+  };
+  INFO(j["fragmentation"].dump());
+  const json* mine = pool(f.at("pool"));
+  REQUIRE(mine);
+  // Its allocations were the pool's: its trim left the live one (freed later by the teardown).
+  CHECK((*mine)["footprint_bytes"] == f.at("live_in_pool"));
+  CHECK((*mine)["device"] == 0);
+  // The default pool, made current again by its handle, had the 1 MiB allocation only; no
+  // allocation went to the unnamed default pool.
+  const json* def = pool(f.at("default_pool"));
+  REQUIRE(def);
+  CHECK((*def)["footprint_bytes"] == 1 * MiB);
+  for (const json& p : j["fragmentation"]["pools"]) CHECK(p["pool"] != "default:0");
+  CHECK(j["leaks"]["teardown"]["bytes"] == f.at("live_in_pool"));
+}

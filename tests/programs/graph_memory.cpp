@@ -12,9 +12,13 @@
 //   capture-ptsz  cuStreamBeginCaptureToGraph_ptsz on the per-thread default stream: two captured
 //            allocations, then a real 3 MiB one after the capture ended (left to the context's teardown).
 //   oom      a graph whose upload takes 10 GiB of the 16 GiB device, then a 8 GiB cuMemAlloc fails.
+//   current-pool  no graph: the stream-ordered allocations a graph would capture, from a pool made
+//            the device's current one (cuDeviceSetMemPool): 6 MiB allocated and freed, 2 MiB left
+//            live, the pool trimmed; then the default pool current again and 1 MiB from it, freed.
 // Prints "name value" lines (bytes or counts).
 #include <cuda.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -185,6 +189,30 @@ int oom_mode(CUstream s) {
   return 0;
 }
 
+int current_pool_mode(CUstream s) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool mine, def;
+  check(cuMemPoolCreate(&mine, &props), "cuMemPoolCreate");
+  check(cuDeviceGetDefaultMemPool(&def, 0), "cuDeviceGetDefaultMemPool");
+  check(cuDeviceSetMemPool(0, mine), "cuDeviceSetMemPool");
+  CUdeviceptr a, b, c;
+  check(cuMemAllocAsync(&a, 6 * MiB, s), "cuMemAllocAsync");
+  check(cuMemFreeAsync(a, s), "cuMemFreeAsync");
+  check(cuMemAllocAsync(&b, 2 * MiB, s), "cuMemAllocAsync");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  check(cuMemPoolTrimTo(mine, 0), "cuMemPoolTrimTo");
+  check(cuDeviceSetMemPool(0, def), "cuDeviceSetMemPool (default)");
+  check(cuMemAllocAsync(&c, 1 * MiB, s), "cuMemAllocAsync (default pool)");
+  check(cuMemFreeAsync(c, s), "cuMemFreeAsync");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  printf("pool %llu\ndefault_pool %llu\nlive_in_pool %zu\n", (unsigned long long)(uintptr_t)mine,
+         (unsigned long long)(uintptr_t)def, 2 * MiB);
+  return 0;  // b is left allocated: the primary context's last release frees it
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -201,6 +229,7 @@ int main(int argc, char** argv) {
            : mode == "capture"      ? capture_mode(s)
            : mode == "capture-ptsz" ? capture_ptsz_mode()
            : mode == "oom"          ? oom_mode(s)
+           : mode == "current-pool" ? current_pool_mode(s)
                                     : 2;
   check(cuStreamDestroy(s), "cuStreamDestroy");
   check(cuDevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");

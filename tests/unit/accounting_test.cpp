@@ -739,6 +739,68 @@ TEST_CASE("accounting: a pool named for a location counts there: a host pool's a
   both.finish();
 }
 
+TEST_CASE("accounting: cuMemAllocAsync takes its device's current pool: set by cuDeviceSetMemPool or cuMemSetMemPool, placed by its own location, trimmed by its handle (rule 4)") {
+  Both both;
+  Ev a;
+  both.apply(a.pool_create(0xc1, host_location()));      // a pinned host pool
+  both.apply(a.pool_create(0xc2, device_location(1)));   // a pool of device 1
+  Event set = a.base(HookId::cuDeviceSetMemPool);
+  set.set_aux(0xc1);
+  set.set_aux2(device_location(0));
+  both.apply(set);
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x1000000, 4 * MiB));  // from the host pool
+  CHECK(live_bytes(0, int(Bucket::PinnedHost)) == int64_t(4 * MiB));
+  CHECK(dev(0) == 0);
+  CHECK(both.live().info(both.live().live().find(0x1000000)->second).pool == 0xc1);
+  Event set13 = a.base(HookId::cuMemSetMemPool);  // CUDA 13: by location and type
+  set13.set_aux(0xc2);
+  set13.set_aux2(device_location(0));
+  both.apply(set13);
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x2000000, 2 * MiB));  // where 0xc2 lives: device 1
+  CHECK(dev(1) == int64_t(2 * MiB));
+  Event managed = a.base(HookId::cuMemSetMemPool);  // the managed current pool: not cuMemAllocAsync's
+  managed.set_aux(0xc3);
+  managed.set_aux2(device_location(0) | kLocationManaged);
+  both.apply(managed);
+  Event host = a.base(HookId::cuMemSetMemPool);  // the host's current pool: neither
+  host.set_aux(0xc1);
+  host.set_aux2(host_location());
+  both.apply(host);
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x3000000, 1 * MiB));
+  CHECK(dev(1) == int64_t(3 * MiB));
+  CHECK(live_bytes(-1, int(Bucket::Managed)) == 0);
+  Event unseen = a.base(HookId::cuDeviceSetMemPool);  // a pool created before tracing: lives there
+  unseen.set_aux(0xc9);
+  unseen.set_aux2(device_location(2));
+  both.apply(unseen);
+  a.device = 2;
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x4000000, 8 * MiB));
+  CHECK(dev(2) == int64_t(8 * MiB));
+  CHECK(both.live().info(both.live().live().find(0x4000000)->second).pool == 0xc9);
+  // A trim of the current pool's handle gives back what its freed allocations left.
+  both.apply(a.free(HookId::cuMemFreeAsync, 0x4000000));
+  CHECK(both.live().pools().at(0xc9).footprint() == 8 * MiB);
+  Event trim = a.base(HookId::cuMemPoolTrimTo);
+  trim.set_aux(0xc9);
+  trim.set_size(0);
+  both.apply(trim);
+  CHECK(both.live().pools().at(0xc9).footprint() == 0);
+  // Destroying the current pool makes the default pool current again.
+  a.device = 0;
+  Event destroy = a.base(HookId::cuMemPoolDestroy);
+  destroy.set_aux(0xc2);
+  both.apply(destroy);
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x5000000, 16 * MiB));
+  CHECK(dev(0) == int64_t(16 * MiB));
+  CHECK(both.live().info(both.live().live().find(0x5000000)->second).pool == 0);
+  // A pool created anew at a current pool's handle is current nowhere (rule 3).
+  both.apply(set);
+  both.apply(a.pool_create(0xc1, device_location(1)));
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x6000000, 32 * MiB));
+  CHECK(dev(0) == int64_t(48 * MiB));
+  both.finish();
+}
+
 TEST_CASE("accounting: devices outside 0..15 and unknown devices share the tracker's last row, and stacks beyond its table share slot 0") {
   Both both;
   Ev ev;
@@ -815,7 +877,10 @@ Event random_event(std::mt19937_64& rng) {
     case MemKind::Async:
       if (op.kind == MemKind::Pool || rng() % 3) e.set_aux(pick(0, 0xb1, 0xb2, 0xb3, 0xb4));
       if (e.op == HookId::cuMemPoolCreate) e.set_aux2(locations[rng() % 8]);
-      if (e.op == HookId::cuMemAllocAsync || e.op == HookId::cuMemAllocAsync_ptsz) e.fields &= uint8_t(~fmt::kEvAux);
+      if (e.op == HookId::cuMemAllocAsync || e.op == HookId::cuMemAllocAsync_ptsz) {
+        e.fields &= uint8_t(~fmt::kEvAux);
+        e.aux = 0;
+      }
       if (op.kind == MemKind::Async && rng() % 4 == 0) e.set_aux2(pick(0, 1));  // captured (rule 8), or marked not
       break;
     case MemKind::GraphPool:  // a sample (size: reserved) or none; trim names its device
@@ -835,6 +900,8 @@ Event random_event(std::mt19937_64& rng) {
     case MemKind::PoolConfig:  // a pool named for a location (rule 4), managed ones too
       e.set_aux(pick(0, 0xb1, 0xb2, 0xb3, 0xb4));
       e.set_aux2(rng() % 3 ? locations[rng() % 8] : device_location(int(rng() % 3)) | kLocationManaged);
+      if (e.op != HookId::cuMemPoolSetAttribute && rng() % 2)  // made current for an event's device
+        e.set_aux2(device_location(kDevices[rng() % 10]));
       break;
     case MemKind::Code:  // costs: never live memory (rule 14)
       if (rng() % 2) e.set_size(pick(8, 6, 4) * 1024 * MiB);
@@ -860,7 +927,7 @@ Event random_event(std::mt19937_64& rng) {
 }  // namespace
 
 TEST_CASE("accounting: random sequences over every op give the same figures in the tracker and the analyzer") {
-  size_t vmm_freed_while_mapped = 0, cross_device_pool = 0, imports_sized = 0, retained_releases = 0;
+  size_t vmm_freed_while_mapped = 0, cross_device_pool = 0, imports_sized = 0, retained_releases = 0, from_current = 0;
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
@@ -881,13 +948,17 @@ TEST_CASE("accounting: random sequences over every op give the same figures in t
           changes_memory(e.result)) {
         auto it = both.live().live().find(e.addr);
         if (it != both.live().live().end() && both.live().info(it->second).device != e.device) ++cross_device_pool;
+        if (it != both.live().live().end() && !(e.fields & fmt::kEvAux) && both.live().info(it->second).pool != 0)
+          ++from_current;  // cuMemAllocAsync from a pool made current (rule 4)
       }
     }
     both.finish();
   }
   // The sequences reached the cases the rules are about.
   INFO("freed while mapped " << vmm_freed_while_mapped << ", cross-device pools " << cross_device_pool
-                             << ", imports sized " << imports_sized << ", retained releases " << retained_releases);
+                             << ", imports sized " << imports_sized << ", retained releases " << retained_releases
+                             << ", from current pools " << from_current);
+  CHECK(from_current > 20);
   CHECK(vmm_freed_while_mapped > 20);
   CHECK(cross_device_pool > 20);
   CHECK(imports_sized > 20);  // mappings that told an import's size (rule 10)
