@@ -234,13 +234,55 @@ void LiveState::forget_current_pool(uint64_t pool) {
 // a multicast object likewise (rule 12).
 void LiveState::free_handle_if_done(uint64_t handle) {
   auto u = handle_use_.find(handle);
-  if (u == handle_use_.end() || u->second.mappings > 0 || u->second.refs.retains > 0) return;  // still in use
+  if (u == handle_use_.end() || u->second.mappings > 0 || u->second.refs.held()) return;  // still in use
   bool freed = handle_freed(u->second.refs.released, 0);
-  handle_use_.erase(u);  // unmapped, unretained and not released is the same as no entry
+  handle_use_.erase(u);  // unmapped, unretained, unbound and not released is the same as no entry
   if (!freed) return;
   auto it = handles_.find(handle);
   if (it != handles_.end()) remove_alloc(it, handles_, false);
   multicasts_.erase(handle);
+  drop_bindings(handle);  // rule 12: a multicast object's bindings go with it
+}
+
+// Rule 12: bindings hold the memory they bind.
+uint64_t LiveState::handle_mapped_at(uint64_t va) const {
+  auto it = mappings_.upper_bound(va);
+  if (it == mappings_.begin()) return 0;
+  --it;
+  return va - it->first < it->second.size ? it->second.handle : 0;
+}
+
+void LiveState::bind(const McBinding& b) {
+  for (size_t i = 0; i < bindings_.size(); ++i)
+    if (same_binding(bindings_[i], b)) {  // rule 3: the old binding is gone
+      const uint64_t old = bindings_[i].handle;
+      bindings_.erase(bindings_.begin() + long(i));
+      unbound(old);
+      break;
+    }
+  if (!is_memory_key(b.handle)) return;
+  bindings_.push_back(b);
+  handle_use_[b.handle].refs.bindings++;
+}
+
+void LiveState::unbound(uint64_t handle) {
+  auto u = handle_use_.find(handle);
+  if (u == handle_use_.end() || u->second.refs.bindings == 0) return;
+  u->second.refs.bindings--;
+  free_handle_if_done(handle);
+}
+
+void LiveState::drop_bindings(uint64_t mc) {
+  std::vector<uint64_t> gone;
+  size_t kept = 0;
+  for (const McBinding& b : bindings_) {
+    if (b.mc == mc)
+      gone.push_back(b.handle);
+    else
+      bindings_[kept++] = b;
+  }
+  bindings_.resize(kept);
+  for (uint64_t h : gone) unbound(h);
 }
 
 void LiveState::release_handle(uint64_t handle) {
@@ -366,7 +408,7 @@ void LiveState::apply(const Record& r) {
         a.size = 0;
       }
       auto u = handle_use_.find(r.aux);
-      if (u != handle_use_.end()) u->second.refs = HandleRefs{};  // rule 3: a new handle; its mappings stay
+      if (u != handle_use_.end()) u->second.refs.renew();  // rule 3: a new handle; its mappings stay
       multicasts_.erase(r.aux);
       add(r.aux, a, handles_);
       return;
@@ -401,6 +443,16 @@ void LiveState::apply(const Record& r) {
     case Effect::AddDevice:
     case Effect::Bind:
     case Effect::Unbind: {
+      if (fx == Effect::Bind)  // rule 12: the binding holds the memory bound
+        bind(binding_of(op.id, r, binds_by_address(op.id) ? handle_mapped_at(r.addr) : bound_handle(op.id, r)));
+      if (fx == Effect::Unbind)
+        for (size_t i = 0; i < bindings_.size(); ++i)
+          if (unbind_removes(bindings_[i], r)) {
+            const uint64_t h = bindings_[i].handle;
+            bindings_.erase(bindings_.begin() + long(i));
+            unbound(h);
+            break;
+          }
       auto m = multicasts_.find(r.aux);
       if (m == multicasts_.end()) return;
       if (fx == Effect::AddDevice) m->second.added++;

@@ -89,9 +89,16 @@
 //     memory, a peak or a leak); the replay keeps each live object with its creating site, its
 //     team (cuMulticastAddDevice) and its bound bytes (bind: + SIZE, unbind: - SIZE), and the
 //     report lists them by site. The object goes like VMM memory (rule 5: the later of its
-//     handle's last release and its last unmap; it is mapped with cuMemMap). Not modelled:
-//     memory released and unmapped while still bound stays in the driver until it is unbound
-//     (NCCL unbinds first).
+//     handle's last release and its last unmap; it is mapped with cuMemMap). A binding keeps the
+//     physical memory bound allocated (cuda.h, cuMemRelease: the memory is freed when all its
+//     mappings are unmapped and all references released, and a binding is one): memory released
+//     and unmapped while still bound stays live, in its bucket, until its last binding goes,
+//     by cuMulticastUnbind or with the multicast object itself (rule 5 applied to the object).
+//     A binding (McBinding) is known by its object, its offset in it and the binding event's
+//     device, which cuMulticastUnbind names (its `dev`, the device of the memory it unbinds);
+//     its memory is cuMulticastBindMem's handle, or for cuMulticastBindAddr the handle mapped
+//     at its address (the replay's mappings, rule 5). A bind at a bound key replaces the old
+//     binding (rule 3).
 // 13. External memory (cuImportExternalMemory) belongs to another API and holds nothing by
 //     itself here; what this process maps of it counts as imported (rule 10), address-keyed, on
 //     the event's device: a buffer (cuExternalMemoryGetMappedBuffer, SIZE its size; freed by
@@ -307,9 +314,12 @@ constexpr uint64_t import_size_after_map(uint64_t known, const E& map) {
 // (from cuMemCreate or the import) is gone, retains = the references retains added and releases
 // have not yet taken. A release takes the first one first (which one does not matter: only the
 // count does).
+// `bindings`: the multicast bindings of its memory (rule 12), which hold it like a reference
+// but no cuMemRelease takes.
 struct HandleRefs {
   bool released = false;
   uint32_t retains = 0;
+  uint32_t bindings = 0;
   void release() {
     if (!released)
       released = true;
@@ -317,7 +327,42 @@ struct HandleRefs {
       --retains;
   }
   bool referenced() const { return !released || retains > 0; }
+  // Held beyond its first reference: retained or bound (its memory stays when released).
+  bool held() const { return retains > 0 || bindings > 0; }
+  // A new handle at this value (rule 3): one reference; the bindings, like the mappings, stay.
+  void renew() {
+    released = false;
+    retains = 0;
+  }
 };
+
+// ---- rule 12 ----
+
+// A multicast binding: object `mc`, at `offset` in it, made on `device`, of handle `handle`'s memory.
+struct McBinding {
+  uint64_t mc, offset, handle;
+  int32_t device;
+};
+// The binding a bind event makes; `handle` is the memory's (bound_handle).
+template <typename E>
+constexpr McBinding binding_of(HookId op, const E& e, uint64_t handle) {
+  return {e.aux, op == HookId::cuMulticastBindAddr ? e.aux2 : e.addr, handle, e.device};
+}
+// cuMulticastBindMem names the memory's handle; cuMulticastBindAddr its address (0 here: the
+// replay finds the handle mapped there).
+template <typename E>
+constexpr uint64_t bound_handle(HookId op, const E& e) {
+  return op == HookId::cuMulticastBindMem ? e.aux2 : 0;
+}
+constexpr bool binds_by_address(HookId op) { return op == HookId::cuMulticastBindAddr; }
+// Whether two bindings are at one key (a bind replacing another), or an unbind removes `b`.
+constexpr bool same_binding(const McBinding& a, const McBinding& b) {
+  return a.mc == b.mc && a.offset == b.offset && a.device == b.device;
+}
+template <typename E>
+constexpr bool unbind_removes(const McBinding& b, const E& unbind) {
+  return b.mc == unbind.aux && b.offset == unbind.addr && b.device == int32_t(uint32_t(unbind.aux2));
+}
 
 // ---- rule 6 ----
 
