@@ -53,9 +53,10 @@
 //     MEM_ALLOC) and a stream-ordered allocation made while its stream captured a graph (the
 //     recorder marks it captured: aux2 = 1) hold a virtual address and no memory: they never
 //     count as live, in a peak or as a leak, only in the device's graph node count and bytes
-//     (graph_node_device). Their frees (free nodes, captured frees) change nothing: a captured
-//     free of memory allocated outside the graph frees it only when the graph runs, which no
-//     call shows (docs/metrics.md).
+//     (graph_node_device). Their frees (free nodes, captured frees) change nothing: a free node,
+//     and so a captured cuMemFreeAsync, can only free a graph allocation (cuda.h), which is
+//     graph pool memory (rule 9); a captured free of memory allocated outside any graph fails
+//     in the driver (rule 1: the memory stays live until its real free).
 //  9. The graph pool. The driver takes the memory of graph allocations at upload and launch with
 //     no API call; the graph ops carry a sample of the device's graph pool (size: reserved
 //     bytes, aux: used bytes, cuDeviceGetGraphMemAttribute's *_MEM_CURRENT) taken after the call.
