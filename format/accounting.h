@@ -110,7 +110,7 @@
 //     cuMemGetHandleForAddressRange) and cuMemPoolImportFromShareableHandle hold no memory:
 //     an export marks the live allocation it shares (the report's shared allocations, by site).
 //     Mipmapped arrays of this process (cuMipmappedArrayCreate) are device memory of kind array.
-// 14. Contexts and code. Creating a context (cuCtxCreate*, cuGLCtxCreate*, cuGreenCtxCreate, the
+// 14. Contexts and code. Creating a context (cuCtxCreate*, cuGLCtxCreate*, cuVDPAUCtxCreate*, cuGreenCtxCreate, the
 //     first cuDevicePrimaryCtxRetain of a device: later ones are not recorded), loading code
 //     (cuModuleLoad*, cuLibraryLoad*, and lazy loading: the first cuLibraryGetModule /
 //     cuKernelGetFunction of an object in a context that changed the free memory) and cuCtxSetLimit
@@ -441,7 +441,8 @@ enum class CodeCategory : uint8_t { Context, Module, kCount };  // contexts (and
 constexpr bool makes_context(HookId id) {
   return id == HookId::cuCtxCreate || id == HookId::cuCtxCreate_v2 || id == HookId::cuCtxCreate_v3 ||
          id == HookId::cuCtxCreate_v4 || id == HookId::cuDevicePrimaryCtxRetain || id == HookId::cuGreenCtxCreate ||
-         id == HookId::cuGLCtxCreate || id == HookId::cuGLCtxCreate_v2;
+         id == HookId::cuGLCtxCreate || id == HookId::cuGLCtxCreate_v2 || id == HookId::cuVDPAUCtxCreate ||
+         id == HookId::cuVDPAUCtxCreate_v2;
 }
 constexpr CodeCategory code_category(const OpInfo& op) {
   return makes_context(op.id) || op.id == HookId::cuCtxSetLimit ? CodeCategory::Context : CodeCategory::Module;
