@@ -226,17 +226,67 @@ void LiveState::release_code(Pred gone) {
   code_.resize(kept);
 }
 
+// Rule 4: a pool destroyed (or created anew) is current nowhere: the default pool is.
+void LiveState::forget_current_pool(uint64_t pool) {
+  for (auto it = current_pools_.begin(); it != current_pools_.end();) {
+    auto cur = it++;
+    if (cur->second == pool) current_pools_.erase(cur);
+  }
+}
+
 // Rule 5: a handle's memory goes at the later of its last release (rule 11) and its last unmap;
 // a multicast object likewise (rule 12).
 void LiveState::free_handle_if_done(uint64_t handle) {
   auto u = handle_use_.find(handle);
-  if (u == handle_use_.end() || u->second.mappings > 0 || u->second.refs.retains > 0) return;  // still in use
+  if (u == handle_use_.end() || u->second.mappings > 0 || u->second.refs.held()) return;  // still in use
   bool freed = handle_freed(u->second.refs.released, 0);
-  handle_use_.erase(u);  // unmapped, unretained and not released is the same as no entry
+  handle_use_.erase(u);  // unmapped, unretained, unbound and not released is the same as no entry
   if (!freed) return;
   auto it = handles_.find(handle);
   if (it != handles_.end()) remove_alloc(it, handles_, false);
   multicasts_.erase(handle);
+  drop_bindings(handle);  // rule 12: a multicast object's bindings go with it
+}
+
+// Rule 12: bindings hold the memory they bind.
+uint64_t LiveState::handle_mapped_at(uint64_t va) const {
+  auto it = mappings_.upper_bound(va);
+  if (it == mappings_.begin()) return 0;
+  --it;
+  return va - it->first < it->second.size ? it->second.handle : 0;
+}
+
+void LiveState::bind(const McBinding& b) {
+  for (size_t i = 0; i < bindings_.size(); ++i)
+    if (same_binding(bindings_[i], b)) {  // rule 3: the old binding is gone
+      const uint64_t old = bindings_[i].handle;
+      bindings_.erase(bindings_.begin() + long(i));
+      unbound(old);
+      break;
+    }
+  if (!is_memory_key(b.handle)) return;
+  bindings_.push_back(b);
+  handle_use_[b.handle].refs.bindings++;
+}
+
+void LiveState::unbound(uint64_t handle) {
+  auto u = handle_use_.find(handle);
+  if (u == handle_use_.end() || u->second.refs.bindings == 0) return;
+  u->second.refs.bindings--;
+  free_handle_if_done(handle);
+}
+
+void LiveState::drop_bindings(uint64_t mc) {
+  std::vector<uint64_t> gone;
+  size_t kept = 0;
+  for (const McBinding& b : bindings_) {
+    if (b.mc == mc)
+      gone.push_back(b.handle);
+    else
+      bindings_[kept++] = b;
+  }
+  bindings_.resize(kept);
+  for (uint64_t h : gone) unbound(h);
 }
 
 void LiveState::release_handle(uint64_t handle) {
@@ -327,7 +377,10 @@ void LiveState::apply(const Record& r) {
       if (!is_memory_key(r.addr)) return;  // rule 2
       AllocInfo a = alloc();
       if (op.kind == MemKind::Async) {  // rule 4: where its pool lives
-        a.pool = named_pool(r);
+        a.pool = allocation_pool(r, [this](uint64_t location) {
+          auto c = current_pools_.find(location);
+          return c == current_pools_.end() ? uint64_t(0) : c->second;
+        });
         auto p = a.pool ? pools_.find(a.pool) : pools_.end();
         if (p != pools_.end() && p->second.placed) {
           Placement at = from_pool({p->second.device, p->second.bucket}, r.device);
@@ -359,7 +412,7 @@ void LiveState::apply(const Record& r) {
         a.size = 0;
       }
       auto u = handle_use_.find(r.aux);
-      if (u != handle_use_.end()) u->second.refs = HandleRefs{};  // rule 3: a new handle; its mappings stay
+      if (u != handle_use_.end()) u->second.refs.renew();  // rule 3: a new handle; its mappings stay
       multicasts_.erase(r.aux);
       add(r.aux, a, handles_);
       return;
@@ -394,6 +447,16 @@ void LiveState::apply(const Record& r) {
     case Effect::AddDevice:
     case Effect::Bind:
     case Effect::Unbind: {
+      if (fx == Effect::Bind)  // rule 12: the binding holds the memory bound
+        bind(binding_of(op.id, r, binds_by_address(op.id) ? handle_mapped_at(r.addr) : bound_handle(op.id, r)));
+      if (fx == Effect::Unbind)
+        for (size_t i = 0; i < bindings_.size(); ++i)
+          if (unbind_removes(bindings_[i], r)) {
+            const uint64_t h = bindings_[i].handle;
+            bindings_.erase(bindings_.begin() + long(i));
+            unbound(h);
+            break;
+          }
       auto m = multicasts_.find(r.aux);
       if (m == multicasts_.end()) return;
       if (fx == Effect::AddDevice) m->second.added++;
@@ -426,9 +489,14 @@ void LiveState::apply(const Record& r) {
       return;
     }
     case Effect::CreatePool:
-    case Effect::PlacePool: {
+    case Effect::PlacePool:
+    case Effect::CurrentPool: {
       if (!is_memory_key(r.aux)) return;
+      if (fx == Effect::CreatePool) forget_current_pool(r.aux);  // rule 3: a new pool, current nowhere
+      if (fx == Effect::CurrentPool && (r.fields & format::kEvAux2) && is_device_pool_location(r.aux2))
+        current_pools_[r.aux2] = r.aux;
       PoolState& p = pools_[r.aux];
+      if (fx == Effect::CurrentPool && p.placed) return;  // a pool seen created keeps its location
       Placement at = placement_at(r.aux2, r.device);
       p.device = at.device;
       p.bucket = at.bucket;
@@ -436,7 +504,10 @@ void LiveState::apply(const Record& r) {
       return;
     }
     case Effect::DestroyPool:
-      if (is_memory_key(r.aux)) pools_.erase(r.aux);
+      if (is_memory_key(r.aux)) {
+        pools_.erase(r.aux);
+        forget_current_pool(r.aux);  // the default pool is current again
+      }
       return;
     case Effect::TrimPool: {  // what is not live goes back to the device
       uint64_t key = pools_.count(r.aux) ? r.aux : default_pool_key(r.device);

@@ -307,6 +307,13 @@ class LiveState {
   absl::flat_hash_map<uint64_t, HandleUse> handle_use_;    // handles mapped or released, not yet freed
   std::map<uint64_t, uint64_t> reservations_;        // va -> size
   absl::flat_hash_map<uint64_t, PoolState> pools_;
+  absl::flat_hash_map<uint64_t, uint64_t> current_pools_;  // device location -> its current pool (rule 4)
+  std::vector<McBinding> bindings_;                          // multicast bindings (rule 12)
+  uint64_t handle_mapped_at(uint64_t va) const;
+  void bind(const McBinding& b);
+  void unbound(uint64_t handle);
+  void drop_bindings(uint64_t mc);
+  void forget_current_pool(uint64_t pool);
   std::vector<CodeEntry> code_;
   std::map<int, uint64_t> totals_;  // device -> total bytes
   std::vector<DeviceTotals> slots_;

@@ -26,9 +26,17 @@
 //     - a stream-ordered allocation counts where its pool lives (from_pool): a pool created in the
 //       trace is placed by its location like VMM memory (cuMemPoolCreate with a host location
 //       makes pinned memory); cuMemAllocFromPoolAsync names its pool; cuMemAllocAsync takes the
-//       device's current pool, whose handle the trace does not hold, so it counts on the event's
-//       device (default_pool_key), as does an allocation from a pool the trace did not see
-//       created (created before tracing started, or already destroyed).
+//       current pool of the event's device (allocation_pool): the pool last made current for
+//       that device's location, pinned type (cuDeviceSetMemPool, cuMemSetMemPool with a device
+//       location; cuMemGetMemPool reports it), placed by its own location like any pool (a pool
+//       created at the host, or making managed memory, and made current counts there, not as
+//       device memory) and trimmed by its handle. Destroying a current pool makes the default
+//       pool current again (cuda.h), as does a pool created anew at that handle (rule 3). The
+//       default pool's handle the trace does not hold: its allocations count on the event's
+//       device under default_pool_key, as do those from a pool the trace did not see created
+//       (created before tracing started, or already destroyed). A set or reported current pool
+//       that the trace did not see created lives at the location it was made current for; one
+//       it saw created keeps its creation's location.
 //  5. VMM physical memory is freed when its handle has been released AND its last mapping is
 //     unmapped, whichever comes last (cuMemRelease: "the memory allocation will be freed when all
 //     outstanding mappings to the memory are unmapped and when all outstanding references to the
@@ -45,9 +53,10 @@
 //     MEM_ALLOC) and a stream-ordered allocation made while its stream captured a graph (the
 //     recorder marks it captured: aux2 = 1) hold a virtual address and no memory: they never
 //     count as live, in a peak or as a leak, only in the device's graph node count and bytes
-//     (graph_node_device). Their frees (free nodes, captured frees) change nothing: a captured
-//     free of memory allocated outside the graph frees it only when the graph runs, which no
-//     call shows (docs/metrics.md).
+//     (graph_node_device). Their frees (free nodes, captured frees) change nothing: a free node,
+//     and so a captured cuMemFreeAsync, can only free a graph allocation (cuda.h), which is
+//     graph pool memory (rule 9); a captured free of memory allocated outside any graph fails
+//     in the driver (rule 1: the memory stays live until its real free).
 //  9. The graph pool. The driver takes the memory of graph allocations at upload and launch with
 //     no API call; the graph ops carry a sample of the device's graph pool (size: reserved
 //     bytes, aux: used bytes, cuDeviceGetGraphMemAttribute's *_MEM_CURRENT) taken after the call.
@@ -81,9 +90,16 @@
 //     memory, a peak or a leak); the replay keeps each live object with its creating site, its
 //     team (cuMulticastAddDevice) and its bound bytes (bind: + SIZE, unbind: - SIZE), and the
 //     report lists them by site. The object goes like VMM memory (rule 5: the later of its
-//     handle's last release and its last unmap; it is mapped with cuMemMap). Not modelled:
-//     memory released and unmapped while still bound stays in the driver until it is unbound
-//     (NCCL unbinds first).
+//     handle's last release and its last unmap; it is mapped with cuMemMap). A binding keeps the
+//     physical memory bound allocated (cuda.h, cuMemRelease: the memory is freed when all its
+//     mappings are unmapped and all references released, and a binding is one): memory released
+//     and unmapped while still bound stays live, in its bucket, until its last binding goes,
+//     by cuMulticastUnbind or with the multicast object itself (rule 5 applied to the object).
+//     A binding (McBinding) is known by its object, its offset in it and the binding event's
+//     device, which cuMulticastUnbind names (its `dev`, the device of the memory it unbinds);
+//     its memory is cuMulticastBindMem's handle, or for cuMulticastBindAddr the handle mapped
+//     at its address (the replay's mappings, rule 5). A bind at a bound key replaces the old
+//     binding (rule 3).
 // 13. External memory (cuImportExternalMemory) belongs to another API and holds nothing by
 //     itself here; what this process maps of it counts as imported (rule 10), address-keyed, on
 //     the event's device: a buffer (cuExternalMemoryGetMappedBuffer, SIZE its size; freed by
@@ -94,7 +110,7 @@
 //     cuMemGetHandleForAddressRange) and cuMemPoolImportFromShareableHandle hold no memory:
 //     an export marks the live allocation it shares (the report's shared allocations, by site).
 //     Mipmapped arrays of this process (cuMipmappedArrayCreate) are device memory of kind array.
-// 14. Contexts and code. Creating a context (cuCtxCreate*, cuGLCtxCreate*, cuGreenCtxCreate, the
+// 14. Contexts and code. Creating a context (cuCtxCreate*, cuGLCtxCreate*, cuVDPAUCtxCreate*, cuGreenCtxCreate, the
 //     first cuDevicePrimaryCtxRetain of a device: later ones are not recorded), loading code
 //     (cuModuleLoad*, cuLibraryLoad*, and lazy loading: the first cuLibraryGetModule /
 //     cuKernelGetFunction of an object in a context that changed the free memory) and cuCtxSetLimit
@@ -182,6 +198,7 @@ enum class Effect : uint8_t {
   Code,           // a context or code cost measured around the call (rule 14)
   CodeRelease,    // the costs under a key given back (rule 14)
   PlacePool,      // pool aux lives at location aux2 (a location's pool named: rule 4)
+  CurrentPool,    // pool aux is location aux2's current pool (and lives there if not placed: rule 4)
 };
 
 constexpr Effect effect_of(const OpInfo& op) {
@@ -213,7 +230,10 @@ constexpr Effect effect_of(const OpInfo& op) {
     case MemKind::GraphNode: return acquire ? Effect::GraphNode : Effect::None;
     case MemKind::GraphPool: return Effect::GraphPool;
     case MemKind::Code: return acquire ? Effect::Code : Effect::CodeRelease;
-    case MemKind::PoolConfig: return op.id == HookId::cuMemPoolSetAttribute ? Effect::None : Effect::PlacePool;
+    case MemKind::PoolConfig:
+      return op.id == HookId::cuMemPoolSetAttribute    ? Effect::None
+             : op.id == HookId::cuMemGetDefaultMemPool ? Effect::PlacePool
+                                                       : Effect::CurrentPool;
     default: return Effect::None;
   }
 }
@@ -255,11 +275,20 @@ constexpr Placement from_pool(Placement pool, int32_t event_device) {
   return {pool.device >= 0 ? pool.device : event_device, pool.bucket};
 }
 
+// The location whose current pool cuMemAllocAsync takes: the event's device, pinned memory.
+constexpr uint64_t device_pool_location(int32_t device) { return uint64_t(kLocationDevice) << 32 | uint32_t(device); }
+// Whether a pool made current at `location` (a CurrentPool event's aux2) is one cuMemAllocAsync
+// can take: a device location of pinned memory. (The current pools of host locations and of
+// managed memory serve no stream-ordered call of the driver API: the replays keep none.)
+constexpr bool is_device_pool_location(uint64_t location) {
+  return location_type(location) == kLocationDevice && !(location & kLocationManaged);
+}
 // The pool a stream-ordered allocation came from: the one it names (cuMemAllocFromPoolAsync:
-// aux), else 0, the device's current pool.
-template <typename E>
-constexpr uint64_t named_pool(const E& e) {
-  return (e.fields & format::kEvAux) ? e.aux : 0;
+// aux), else its device's current pool, `current(device_pool_location(device))` (the replay's
+// table of CurrentPool events: 0 when none was seen, the default pool).
+template <typename E, typename Current>
+constexpr uint64_t allocation_pool(const E& e, Current current) {
+  return (e.fields & format::kEvAux) ? e.aux : current(device_pool_location(e.device));
 }
 // The key of the device's current pool (its handle unseen): one per device.
 inline constexpr uint64_t kDefaultPoolTag = 0xdefa000000000000ull;
@@ -286,9 +315,12 @@ constexpr uint64_t import_size_after_map(uint64_t known, const E& map) {
 // (from cuMemCreate or the import) is gone, retains = the references retains added and releases
 // have not yet taken. A release takes the first one first (which one does not matter: only the
 // count does).
+// `bindings`: the multicast bindings of its memory (rule 12), which hold it like a reference
+// but no cuMemRelease takes.
 struct HandleRefs {
   bool released = false;
   uint32_t retains = 0;
+  uint32_t bindings = 0;
   void release() {
     if (!released)
       released = true;
@@ -296,7 +328,42 @@ struct HandleRefs {
       --retains;
   }
   bool referenced() const { return !released || retains > 0; }
+  // Held beyond its first reference: retained or bound (its memory stays when released).
+  bool held() const { return retains > 0 || bindings > 0; }
+  // A new handle at this value (rule 3): one reference; the bindings, like the mappings, stay.
+  void renew() {
+    released = false;
+    retains = 0;
+  }
 };
+
+// ---- rule 12 ----
+
+// A multicast binding: object `mc`, at `offset` in it, made on `device`, of handle `handle`'s memory.
+struct McBinding {
+  uint64_t mc, offset, handle;
+  int32_t device;
+};
+// The binding a bind event makes; `handle` is the memory's (bound_handle).
+template <typename E>
+constexpr McBinding binding_of(HookId op, const E& e, uint64_t handle) {
+  return {e.aux, op == HookId::cuMulticastBindAddr ? e.aux2 : e.addr, handle, e.device};
+}
+// cuMulticastBindMem names the memory's handle; cuMulticastBindAddr its address (0 here: the
+// replay finds the handle mapped there).
+template <typename E>
+constexpr uint64_t bound_handle(HookId op, const E& e) {
+  return op == HookId::cuMulticastBindMem ? e.aux2 : 0;
+}
+constexpr bool binds_by_address(HookId op) { return op == HookId::cuMulticastBindAddr; }
+// Whether two bindings are at one key (a bind replacing another), or an unbind removes `b`.
+constexpr bool same_binding(const McBinding& a, const McBinding& b) {
+  return a.mc == b.mc && a.offset == b.offset && a.device == b.device;
+}
+template <typename E>
+constexpr bool unbind_removes(const McBinding& b, const E& unbind) {
+  return b.mc == unbind.aux && b.offset == unbind.addr && b.device == int32_t(uint32_t(unbind.aux2));
+}
 
 // ---- rule 6 ----
 
@@ -374,7 +441,8 @@ enum class CodeCategory : uint8_t { Context, Module, kCount };  // contexts (and
 constexpr bool makes_context(HookId id) {
   return id == HookId::cuCtxCreate || id == HookId::cuCtxCreate_v2 || id == HookId::cuCtxCreate_v3 ||
          id == HookId::cuCtxCreate_v4 || id == HookId::cuDevicePrimaryCtxRetain || id == HookId::cuGreenCtxCreate ||
-         id == HookId::cuGLCtxCreate || id == HookId::cuGLCtxCreate_v2;
+         id == HookId::cuGLCtxCreate || id == HookId::cuGLCtxCreate_v2 || id == HookId::cuVDPAUCtxCreate ||
+         id == HookId::cuVDPAUCtxCreate_v2;
 }
 constexpr CodeCategory code_category(const OpInfo& op) {
   return makes_context(op.id) || op.id == HookId::cuCtxSetLimit ? CodeCategory::Context : CodeCategory::Module;

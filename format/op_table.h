@@ -276,6 +276,22 @@
     (ArrayHandle, Array3DBytes, None, None))                                                        \
   X(94, cuMemHostRegister, Acquire, RegisteredHost, (void* p, size_t bytesize, unsigned int Flags), \
     (p, bytesize, Flags), (Ptr, Bytes, Flags, None)) \
+  /* Graphs without memory of their own (a child graph's memory nodes are its own graph's), and */ \
+  /* the VDPAU contexts, measured like cuCtxCreate (rule 14). */                                    \
+  X(95, cuGraphCreate, Control, Graph, (CUgraph * phGraph, unsigned int flags), (phGraph, flags),    \
+    (None, None, Graph, None))                                                                      \
+  X(96, cuGraphAddChildGraphNode, Control, Graph,                                                   \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, \
+     CUgraph childGraph),                                                                           \
+    (phGraphNode, hGraph, dependencies, numDependencies, childGraph), (None, None, Graph, None))    \
+  X(97, cuVDPAUCtxCreate, Acquire, Code,                                                            \
+    (CUcontext * pCtx, unsigned int flags, CUdevice device, vt_VdpDevice vdpDevice,                 \
+     vt_VdpGetProcAddress* vdpGetProcAddress),                                                      \
+    (pCtx, flags, device, vdpDevice, vdpGetProcAddress), (CodeObject, FreeBefore, FreeAfter, Device)) \
+  X(98, cuVDPAUCtxCreate_v2, Acquire, Code,                                                         \
+    (CUcontext * pCtx, unsigned int flags, CUdevice device, vt_VdpDevice vdpDevice,                 \
+     vt_VdpGetProcAddress* vdpGetProcAddress),                                                      \
+    (pCtx, flags, device, vdpDevice, vdpGetProcAddress), (CodeObject, FreeBefore, FreeAfter, Device)) \
   /* Contexts and code (codes 100..126): what they cost is the driver's free memory around the */ \
   /* call (format/accounting.h, rule 14), read by the hook before and after it. */                \
   X(100, cuCtxCreate, Acquire, Code, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev), \

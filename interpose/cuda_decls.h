@@ -88,4 +88,12 @@ CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int n
 CUresult cuCtxDestroy(CUcontext ctx);
 CUresult cuGLCtxCreate(CUcontext* pCtx, unsigned int Flags, CUdevice device);
 CUresult cuGLCtxCreate_v2(CUcontext* pCtx, unsigned int Flags, CUdevice device);
+// The VDPAU ones: cudaVDPAU.h needs vdpau/vdpau.h; VdpDevice is a uint32_t there and
+// VdpGetProcAddress a function type (only its pointer is passed on).
+typedef uint32_t vt_VdpDevice;
+typedef void vt_VdpGetProcAddress;
+CUresult cuVDPAUCtxCreate(CUcontext* pCtx, unsigned int flags, CUdevice device, vt_VdpDevice vdpDevice,
+                          vt_VdpGetProcAddress* vdpGetProcAddress);
+CUresult cuVDPAUCtxCreate_v2(CUcontext* pCtx, unsigned int flags, CUdevice device, vt_VdpDevice vdpDevice,
+                             vt_VdpGetProcAddress* vdpGetProcAddress);
 }

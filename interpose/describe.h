@@ -572,6 +572,22 @@ inline void describe(Op<HookId::cuGLCtxCreate>, Event& e, CUresult r, CUcontext*
 inline void describe(Op<HookId::cuGLCtxCreate_v2>, Event& e, CUresult r, CUcontext* p, unsigned, CUdevice dev) {
   describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
 }
+inline void describe(Op<HookId::cuVDPAUCtxCreate>, Event& e, CUresult r, CUcontext* p, unsigned, CUdevice dev,
+                     vt_VdpDevice, vt_VdpGetProcAddress*) {
+  describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
+}
+inline void describe(Op<HookId::cuVDPAUCtxCreate_v2>, Event& e, CUresult r, CUcontext* p, unsigned, CUdevice dev,
+                     vt_VdpDevice, vt_VdpGetProcAddress*) {
+  describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
+}
+// Graphs: the graph made, or the graph a child graph is added to (no memory of their own).
+inline void describe(Op<HookId::cuGraphCreate>, Event& e, CUresult r, CUgraph* g, unsigned) {
+  if (ok(r) && g) e.set_aux(u(*g));
+}
+inline void describe(Op<HookId::cuGraphAddChildGraphNode>, Event& e, CUresult, CUgraphNode*, CUgraph g,
+                     const CUgraphNode*, size_t, CUgraph) {
+  e.set_aux(u(g));
+}
 // Only the retain that creates the primary context is recorded (prepare drops the others).
 inline void describe(Op<HookId::cuDevicePrimaryCtxRetain>, Event& e, CUresult r, CUcontext* p, CUdevice dev) {
   if (!e.drop) describe_ctx_made(e, r, ok(r) && p ? u(*p) : 0, dev);
@@ -713,6 +729,14 @@ inline void prepare(Op<HookId::cuCtxCreate_v4>, Event& e, CUcontext*, CUctxCreat
 }
 inline void prepare(Op<HookId::cuGLCtxCreate>, Event& e, CUcontext*, unsigned, CUdevice dev) { code_before(e, int32_t(dev)); }
 inline void prepare(Op<HookId::cuGLCtxCreate_v2>, Event& e, CUcontext*, unsigned, CUdevice dev) { code_before(e, int32_t(dev)); }
+inline void prepare(Op<HookId::cuVDPAUCtxCreate>, Event& e, CUcontext*, unsigned, CUdevice dev, vt_VdpDevice,
+                    vt_VdpGetProcAddress*) {
+  code_before(e, int32_t(dev));
+}
+inline void prepare(Op<HookId::cuVDPAUCtxCreate_v2>, Event& e, CUcontext*, unsigned, CUdevice dev, vt_VdpDevice,
+                    vt_VdpGetProcAddress*) {
+  code_before(e, int32_t(dev));
+}
 inline void prepare(Op<HookId::cuDevicePrimaryCtxRetain>, Event& e, CUcontext*, CUdevice dev) {
   if (active_primary_context(dev))
     e.drop = true;  // it exists: this retain creates nothing

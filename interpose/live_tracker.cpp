@@ -119,14 +119,67 @@ PoolSlot g_pools[kTrackedPools];
 std::atomic<int> g_pool_slots{0};  // slots ever used
 std::atomic_flag g_pools_lock = ATOMIC_FLAG_INIT;
 
-void pool_created(uint64_t pool, Placement at) {
-  if (!is_memory_key(pool)) return;
+// The current pools of device locations (rule 4): written under g_pools_lock, read without it
+// by every cuMemAllocAsync (one load while none was ever set). A slot whose pool is 0 is free.
+constexpr int kCurrentPools = 64;
+struct CurrentSlot {
+  std::atomic<uint64_t> location{0};
+  std::atomic<uint64_t> pool{0};
+};
+CurrentSlot g_current[kCurrentPools];
+std::atomic<int> g_current_slots{0};  // slots ever used
+
+// Under g_pools_lock.
+void forget_current_locked(uint64_t pool) {
+  const int n = g_current_slots.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    if (g_current[i].pool.load(std::memory_order_relaxed) == pool) g_current[i].pool.store(0, std::memory_order_release);
+}
+
+void current_pool_set(uint64_t location, uint64_t pool) {
   Guard g(g_pools_lock);
+  const int n = g_current_slots.load(std::memory_order_relaxed);
+  int slot = -1;
+  for (int i = 0; i < n; ++i) {
+    if (g_current[i].location.load(std::memory_order_relaxed) == location) {
+      slot = i;
+      break;
+    }
+    if (slot < 0 && g_current[i].pool.load(std::memory_order_relaxed) == 0) slot = i;
+  }
+  if (slot < 0) {
+    if (n == kCurrentPools) return;  // its allocations count as the default pool's
+    slot = n;
+    g_current_slots.store(n + 1, std::memory_order_release);
+  }
+  g_current[slot].pool.store(0, std::memory_order_relaxed);
+  g_current[slot].location.store(location, std::memory_order_relaxed);
+  g_current[slot].pool.store(pool, std::memory_order_release);
+}
+
+VT_HOT uint64_t current_pool(uint64_t location) {
+  const int n = g_current_slots.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    const uint64_t p = g_current[i].pool.load(std::memory_order_acquire);
+    if (p && g_current[i].location.load(std::memory_order_relaxed) == location) return p;
+  }
+  return 0;
+}
+
+enum class Placing { Create, Place, Current };
+// A pool created, or named at a location (Place; Current: made current there, where a pool
+// already placed keeps its location: rule 4).
+void pool_created(uint64_t pool, Placement at, Placing how) {
+  if (!is_memory_key(pool)) return;
+  const bool keep = how == Placing::Current;
+  Guard g(g_pools_lock);
+  if (how == Placing::Create) forget_current_locked(pool);  // rule 3: a new pool is current nowhere
   int n = g_pool_slots.load(std::memory_order_relaxed);
   int slot = -1;
   for (int i = 0; i < n; ++i) {
     uint64_t p = g_pools[i].pool.load(std::memory_order_relaxed);
     if (p == pool) {  // created again without a destroy we saw (rule 3): placed anew
+      if (keep) return;
       slot = i;
       break;
     }
@@ -145,6 +198,7 @@ void pool_created(uint64_t pool, Placement at) {
 void pool_destroyed(uint64_t pool) {
   if (!is_memory_key(pool)) return;
   Guard g(g_pools_lock);
+  forget_current_locked(pool);  // the default pool is current again
   int n = g_pool_slots.load(std::memory_order_relaxed);
   for (int i = 0; i < n; ++i)
     if (g_pools[i].pool.load(std::memory_order_relaxed) == pool) g_pools[i].pool.store(0, std::memory_order_release);
@@ -215,6 +269,7 @@ struct MmapVec {
 struct Vmm {
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
   MmapVec<Mapping> maps;  // sorted by va
+  MmapVec<McBinding> binds;  // multicast bindings (rule 12), in no order
   // Handles in use, open addressing with backward-shift deletion (no tombstones: VMM churn never
   // degrades it). Load at most 1/2. Handle 0 is no memory (rule 2) and never stored.
   HandleUse* use = nullptr;
@@ -277,8 +332,16 @@ struct Vmm {
     }
     return lo;
   }
+  uint64_t mapped_at(uint64_t va) const {  // the handle mapped at va, 0 when none
+    size_t i = lower_bound(va);
+    if (i < maps.n && maps.p[i].va == va) return maps.p[i].handle;
+    if (i == 0) return 0;
+    const Mapping& m = maps.p[i - 1];
+    return va - m.va < m.size ? m.handle : 0;
+  }
   void clear() {
     maps.clear();
+    binds.clear();
     if (use) munmap(use, use_cap * sizeof(HandleUse));
     use = nullptr;
     use_cap = use_n = 0;
@@ -290,7 +353,7 @@ Vmm g_vmm;
 // nor retained references (unmapped, not retained and not released is the same as no entry).
 // True when the handle is then freed.
 bool settle(HandleUse* u) {
-  if (u->mappings > 0 || u->refs.retains > 0) return false;
+  if (u->mappings > 0 || u->refs.held()) return false;
   bool freed = handle_freed(u->refs.released, 0);
   g_vmm.drop(u);
   return freed;
@@ -314,6 +377,81 @@ size_t unmap_locked(uint64_t va, uint64_t size, uint64_t* freed, size_t cap) {
   return k;
 }
 
+// Rule 12: a binding of a handle's memory went; true when that freed it. Under g_vmm.lock.
+bool unbound_locked(uint64_t handle) {
+  HandleUse* u = g_vmm.find(handle);
+  if (!u || u->refs.bindings == 0) return false;
+  u->refs.bindings--;
+  return settle(u);
+}
+
+// A handle freed: its memory goes, and when it was a multicast object its bindings with it
+// (rule 12), which may free the memory they held.
+void handle_gone(uint64_t handle) {
+  uint64_t work[64];
+  size_t n = 0;
+  work[n++] = handle;
+  while (n) {
+    const uint64_t h = work[--n];
+    remove(h, kHandle);
+    Guard g(g_vmm.lock);
+    MmapVec<McBinding>& b = g_vmm.binds;
+    size_t kept = 0;
+    for (size_t i = 0; i < b.n; ++i) {
+      if (b.p[i].mc != h)
+        b.p[kept++] = b.p[i];
+      else if (unbound_locked(b.p[i].handle) && n < 64)
+        work[n++] = b.p[i].handle;
+    }
+    b.n = kept;
+  }
+}
+
+// Removes the binding at index i (the caller holds g_vmm.lock); returns its handle when that freed it.
+uint64_t erase_binding_locked(size_t i) {
+  MmapVec<McBinding>& b = g_vmm.binds;
+  const uint64_t h = b.p[i].handle;
+  b.p[i] = b.p[b.n - 1];
+  b.n--;
+  return unbound_locked(h) ? h : 0;
+}
+
+void mc_bind(const Event& e) {
+  uint64_t freed = 0, handle;
+  McBinding nb;
+  {
+    Guard g(g_vmm.lock);
+    handle = binds_by_address(e.op) ? g_vmm.mapped_at(e.addr) : bound_handle(e.op, e);
+    nb = binding_of(e.op, e, handle);
+    for (size_t i = 0; i < g_vmm.binds.n; ++i)
+      if (same_binding(g_vmm.binds.p[i], nb)) {  // rule 3: the old binding is gone
+        freed = erase_binding_locked(i);
+        break;
+      }
+  }
+  if (freed) handle_gone(freed);
+  if (!is_memory_key(handle)) return;
+  Guard g(g_vmm.lock);
+  if (!g_vmm.binds.reserve_one()) return;  // out of memory: the binding holds nothing
+  if (HandleUse* u = g_vmm.get(handle)) {
+    g_vmm.binds.p[g_vmm.binds.n++] = nb;
+    u->refs.bindings++;
+  }
+}
+
+void mc_unbind(const Event& e) {
+  uint64_t freed = 0;
+  {
+    Guard g(g_vmm.lock);
+    for (size_t i = 0; i < g_vmm.binds.n; ++i)
+      if (unbind_removes(g_vmm.binds.p[i], e)) {
+        freed = erase_binding_locked(i);
+        break;
+      }
+  }
+  if (freed) handle_gone(freed);
+}
+
 void vmm_unmap(uint64_t va, uint64_t size) {
   uint64_t freed[64];
   size_t k;
@@ -322,7 +460,7 @@ void vmm_unmap(uint64_t va, uint64_t size) {
       Guard g(g_vmm.lock);
       k = unmap_locked(va, size, freed, 64);
     }
-    for (size_t i = 0; i < k; ++i) remove(freed[i], kHandle);
+    for (size_t i = 0; i < k; ++i) handle_gone(freed[i]);
   } while (k == 64);
 }
 
@@ -333,17 +471,19 @@ void vmm_map(uint64_t va, uint64_t size, uint64_t handle) {
     Guard g(g_vmm.lock);
     size_t i = g_vmm.lower_bound(va);
     if (i < g_vmm.maps.n && g_vmm.maps.p[i].va == va) k = unmap_locked(va, 1, freed, 1);  // rule 3
+    // A mapping of handle 0 (no memory: rule 2) is kept too, as the analyzer keeps it: it is
+    // what a cuMulticastBindAddr of its address finds (rule 12).
     HandleUse* u = g_vmm.maps.reserve_one() ? g_vmm.get(handle) : nullptr;
-    if (u) {
+    if (u || (handle == 0 && g_vmm.maps.n < g_vmm.maps.cap)) {
       MmapVec<Mapping>& m = g_vmm.maps;
       i = g_vmm.lower_bound(va);
       memmove(m.p + i + 1, m.p + i, (m.n - i) * sizeof(Mapping));
       m.p[i] = {va, size, handle};
       m.n++;
-      u->mappings++;
+      if (u) u->mappings++;
     }
   }
-  if (k) remove(freed[0], kHandle);
+  if (k) handle_gone(freed[0]);
 }
 
 void vmm_release(uint64_t handle) {
@@ -352,10 +492,10 @@ void vmm_release(uint64_t handle) {
     HandleUse* u = g_vmm.find(handle);
     if (u) {
       u->refs.release();  // rule 11: a retained reference may remain
-      if (!settle(u)) return;  // still mapped or retained: freed later
+      if (!settle(u)) return;  // still mapped, retained or bound: freed later
     }
   }
-  remove(handle, kHandle);
+  handle_gone(handle);
 }
 
 void vmm_retained(uint64_t handle) {  // rule 11
@@ -365,7 +505,7 @@ void vmm_retained(uint64_t handle) {  // rule 11
 
 void vmm_created(uint64_t handle) {  // rule 3: a new handle has one reference, whatever came before
   Guard g(g_vmm.lock);
-  if (HandleUse* u = g_vmm.find(handle)) u->refs = HandleRefs{};
+  if (HandleUse* u = g_vmm.find(handle)) u->refs.renew();
 }
 
 // Rule 10: a mapping of an imported handle tells its size. Imports are rare: until one is seen,
@@ -432,8 +572,13 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
       if (g_imports_seen.load(std::memory_order_relaxed) && is_memory_key(e.aux)) import_mapped(e);
       return;
     case Effect::Unmap: vmm_unmap(e.addr, e.size); return;
-    case Effect::CreatePool:
-    case Effect::PlacePool: pool_created(e.aux, placement_at(e.aux2, e.device)); return;
+    case Effect::CreatePool: pool_created(e.aux, placement_at(e.aux2, e.device), Placing::Create); return;
+    case Effect::PlacePool: pool_created(e.aux, placement_at(e.aux2, e.device), Placing::Place); return;
+    case Effect::CurrentPool:
+      if (!is_memory_key(e.aux)) return;
+      if ((e.fields & format::kEvAux2) && is_device_pool_location(e.aux2)) current_pool_set(e.aux2, e.aux);
+      pool_created(e.aux, placement_at(e.aux2, e.device), Placing::Current);
+      return;
     case Effect::DestroyPool: pool_destroyed(e.aux); return;
     case Effect::Teardown:
       if (uint64_t ctx = torn_down_context(e.op, e)) drop_context(ctx);
@@ -441,10 +586,10 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
     case Effect::GraphPool:
       if (has_graph_pool_sample(e)) graph_pool_sampled(graph_pool_device(e.op, e), e.size);
       return;
+    case Effect::Bind: mc_bind(e); return;  // rule 12: a binding holds the memory bound
+    case Effect::Unbind: mc_unbind(e); return;
     case Effect::CreateMulticast:  // rule 12: no memory; the analyzer keeps the objects
     case Effect::AddDevice:
-    case Effect::Bind:
-    case Effect::Unbind:
     case Effect::Export:  // rule 13: no memory
     case Effect::GraphNode:  // rule 8: no memory
     case Effect::Allocate:  // track_event's
@@ -473,7 +618,7 @@ void track_event(const Event& e) {
   live::Value v{e.size, e.context, e.stack, uint8_t(row(e.device)), uint8_t(bucket_of(op.kind))};
   if (op.kind == MemKind::Async) {
     Placement pool;
-    if (uint64_t p = named_pool(e); p && pool_placement(p, &pool)) {
+    if (uint64_t p = allocation_pool(e, current_pool); p && pool_placement(p, &pool)) {
       Placement at = from_pool(pool, e.device);
       v.row = uint8_t(row(at.device));
       v.bucket = uint8_t(at.bucket);
@@ -518,6 +663,8 @@ void forget_live_state() {
   g_pools_lock.clear();
   for (PoolSlot& p : g_pools) p.pool.store(0);
   g_pool_slots.store(0);
+  for (CurrentSlot& c : g_current) c.pool.store(0);
+  g_current_slots.store(0);
   g_imports_seen.store(false);
   for (auto& r : g_live)
     for (auto& b : r) b.store(0);

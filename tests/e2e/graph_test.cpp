@@ -146,3 +146,62 @@ TEST_CASE("an OOM while the graph pool holds the memory says so, in PyTorch's te
   CHECK(remedies.find("torch.cuda.graph") != std::string::npos);
   CHECK(remedies.find("cudaDeviceGraphMemTrim") != std::string::npos);
 }
+
+TEST_CASE("cuMemAllocAsync counts against the device's current pool, set by cuDeviceSetMemPool (rule 4)") {
+  Run run = run_mode("current-pool");
+  const auto& f = run.figures;
+  json j = report(run.trace);
+  auto pool = [&](uint64_t handle) -> const json* {
+    char name[40];
+    snprintf(name, sizeof name, "0x%llx", static_cast<unsigned long long>(handle));
+    for (const json& p : j["fragmentation"]["pools"])
+      if (p["pool"] == name) return &p;
+    return nullptr;
+  };
+  INFO(j["fragmentation"].dump());
+  const json* mine = pool(f.at("pool"));
+  REQUIRE(mine);
+  // Its allocations were the pool's: its trim left the live one (freed later by the teardown).
+  CHECK((*mine)["footprint_bytes"] == f.at("live_in_pool"));
+  CHECK((*mine)["device"] == 0);
+  // The default pool, made current again by its handle, had the 1 MiB allocation only; no
+  // allocation went to the unnamed default pool.
+  const json* def = pool(f.at("default_pool"));
+  REQUIRE(def);
+  CHECK((*def)["footprint_bytes"] == 1 * MiB);
+  for (const json& p : j["fragmentation"]["pools"]) CHECK(p["pool"] != "default:0");
+  CHECK(j["leaks"]["teardown"]["bytes"] == f.at("live_in_pool"));
+}
+
+TEST_CASE("more streams capturing than the recorder's table holds: every captured allocation is still a graph node") {
+  Run run = run_mode("capture-many");
+  const auto& f = run.figures;
+  e2e::Trace t = e2e::load(run.trace);
+  size_t captured = 0, real = 0;
+  for (const auto& e : t.events)
+    if (e.op && e.op->kind == vt::MemKind::Async && e.op->action == vt::Action::Acquire)
+      ((e.fields & vt::format::kEvAux2) && e.aux2 == 1 ? captured : real)++;
+  CHECK(captured == f.at("captured"));  // the 70th stream's too: the full table asks the driver
+  CHECK(real == 1);
+  json j = report(run.trace);
+  const json& g = graph_device(j, 0);
+  CHECK(g["captured_allocations"] == f.at("captured"));
+  CHECK(g["captured_bytes"] == f.at("captured_bytes"));
+  CHECK(j["peak"]["bytes"] == f.at("real_peak"));
+  CHECK(j["leaks"]["bytes"] == 0);
+}
+
+TEST_CASE("a captured free of memory allocated outside any graph fails in the driver: the memory stays live until its real free") {
+  Run run = run_mode("outside-free");
+  const auto& f = run.figures;
+  // cuda.h: during capture cuMemFreeAsync makes a free node, which needs a graph allocation.
+  REQUIRE(f.at("captured_free_result") == 1);  // CUDA_ERROR_INVALID_VALUE
+  e2e::Trace t = e2e::load(run.trace);
+  size_t failed_frees = 0;
+  for (const auto& e : t.events)
+    if (e.op && e.op->id == vt::HookId::cuMemFreeAsync && e.result != 0) ++failed_frees;
+  CHECK(failed_frees == 1);
+  json j = report(run.trace);
+  CHECK(j["peak"]["bytes"] == f.at("live_after_capture"));
+  CHECK(j["leaks"]["bytes"] == 0);  // freed by the real cuMemFreeAsync, not by the capture
+}

@@ -120,3 +120,17 @@ TEST_CASE("external memory: its mappings are imported, the object holds nothing,
   CHECK(sh["imported"]["bytes"] == f.at("imported_open"));  // destroying the object freed no mapping
   CHECK(sh["imported"]["count"] == f.at("imports_open"));
 }
+
+TEST_CASE("memory released while bound to a multicast object stays until its unbind or the object's release (rule 12)") {
+  Run run = run_mode("multicast-released");
+  const auto& f = run.figures;
+  // The driver keeps the bound memory until the unbind, and the object's release.
+  REQUIRE(f.at("used_bound_released") - f.at("used_unbound") == 4 * MiB);
+  REQUIRE(f.at("used_bound_by_address") - f.at("used_end") == 2 * MiB);
+  json j = report(run.trace);
+  INFO(j.dump(1));
+  // The peak: the bound 4 MiB with the 1 MiB cuMemAlloc (freed early, it would be 4 MiB).
+  CHECK(j["peak"]["bytes"] == 5 * MiB);
+  CHECK(j["peak"]["by_kind"]["vmm_physical"] == 4 * MiB);
+  CHECK(j["leaks"]["bytes"] == 0);  // the object's release took its last binding's memory
+}

@@ -12,9 +12,19 @@
 //   capture-ptsz  cuStreamBeginCaptureToGraph_ptsz on the per-thread default stream: two captured
 //            allocations, then a real 3 MiB one after the capture ended (left to the context's teardown).
 //   oom      a graph whose upload takes 10 GiB of the 16 GiB device, then a 8 GiB cuMemAlloc fails.
+//   capture-many  70 streams capturing at once (more than the recorder's 64-slot table of
+//            capturing streams: its fallback asks the driver on every allocation); a captured
+//            cuMemAllocAsync on the first and the last, a real one on a stream not capturing.
+//   outside-free  a captured cuMemFreeAsync of memory allocated outside any graph: the driver
+//            refuses it (a free node needs a graph allocation) and the capture is invalidated;
+//            the memory stays allocated until a real cuMemFreeAsync.
+//   current-pool  no graph: the stream-ordered allocations a graph would capture, from a pool made
+//            the device's current one (cuDeviceSetMemPool): 6 MiB allocated and freed, 2 MiB left
+//            live, the pool trimmed; then the default pool current again and 1 MiB from it, freed.
 // Prints "name value" lines (bytes or counts).
 #include <cuda.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -185,6 +195,69 @@ int oom_mode(CUstream s) {
   return 0;
 }
 
+int capture_many_mode(CUstream s) {
+  constexpr int kStreams = 70;
+  CUstream st[kStreams];
+  for (CUstream& x : st) {
+    check(cuStreamCreate(&x, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    check(cuStreamBeginCapture(x, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture_v2");
+  }
+  CUdeviceptr first, last, real;
+  check(cuMemAllocAsync(&first, 2 * MiB, st[0]), "cuMemAllocAsync (captured, first)");
+  check(cuMemAllocAsync(&last, 4 * MiB, st[kStreams - 1]), "cuMemAllocAsync (captured, last)");
+  check(cuMemAllocAsync(&real, 1 * MiB, s), "cuMemAllocAsync (real)");
+  for (CUstream& x : st) {
+    CUgraph g;
+    check(cuStreamEndCapture(x, &g), "cuStreamEndCapture");
+    check(cuGraphDestroy(g), "cuGraphDestroy");
+    check(cuStreamDestroy(x), "cuStreamDestroy");
+  }
+  check(cuMemFreeAsync(real, s), "cuMemFreeAsync (real)");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  printf("captured 2\ncaptured_bytes %zu\nreal_peak %zu\n", 6 * MiB, 1 * MiB);
+  return 0;
+}
+
+int outside_free_mode(CUstream s) {
+  CUdeviceptr outside;
+  check(cuMemAllocAsync(&outside, 4 * MiB, s), "cuMemAllocAsync");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  check(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture_v2");
+  const CUresult captured_free = cuMemFreeAsync(outside, s);
+  CUgraph g = nullptr;
+  const CUresult end = cuStreamEndCapture(s, &g);
+  if (g) check(cuGraphDestroy(g), "cuGraphDestroy");
+  printf("captured_free_result %d\nend_capture_result %d\nlive_after_capture %zu\n", int(captured_free), int(end),
+         4 * MiB);
+  check(cuMemFreeAsync(outside, s), "cuMemFreeAsync");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  return 0;
+}
+
+int current_pool_mode(CUstream s) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool mine, def;
+  check(cuMemPoolCreate(&mine, &props), "cuMemPoolCreate");
+  check(cuDeviceGetDefaultMemPool(&def, 0), "cuDeviceGetDefaultMemPool");
+  check(cuDeviceSetMemPool(0, mine), "cuDeviceSetMemPool");
+  CUdeviceptr a, b, c;
+  check(cuMemAllocAsync(&a, 6 * MiB, s), "cuMemAllocAsync");
+  check(cuMemFreeAsync(a, s), "cuMemFreeAsync");
+  check(cuMemAllocAsync(&b, 2 * MiB, s), "cuMemAllocAsync");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  check(cuMemPoolTrimTo(mine, 0), "cuMemPoolTrimTo");
+  check(cuDeviceSetMemPool(0, def), "cuDeviceSetMemPool (default)");
+  check(cuMemAllocAsync(&c, 1 * MiB, s), "cuMemAllocAsync (default pool)");
+  check(cuMemFreeAsync(c, s), "cuMemFreeAsync");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  printf("pool %llu\ndefault_pool %llu\nlive_in_pool %zu\n", (unsigned long long)(uintptr_t)mine,
+         (unsigned long long)(uintptr_t)def, 2 * MiB);
+  return 0;  // b is left allocated: the primary context's last release frees it
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -201,6 +274,9 @@ int main(int argc, char** argv) {
            : mode == "capture"      ? capture_mode(s)
            : mode == "capture-ptsz" ? capture_ptsz_mode()
            : mode == "oom"          ? oom_mode(s)
+           : mode == "current-pool" ? current_pool_mode(s)
+           : mode == "capture-many" ? capture_many_mode(s)
+           : mode == "outside-free" ? outside_free_mode(s)
                                     : 2;
   check(cuStreamDestroy(s), "cuStreamDestroy");
   check(cuDevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");

@@ -185,6 +185,43 @@ int multicast_mode() {
   return 0;
 }
 
+// Memory released while bound stays until its unbind (or its object's release): 4 MiB bound with
+// cuMulticastBindMem and released at once, a 1 MiB cuMemAlloc beside it, then the unbind; 2 MiB
+// bound by address, unmapped and released, then the object released (mapped by nothing).
+int multicast_released_mode() {
+  const size_t base = used();
+  CUmulticastObjectProp mp;
+  memset(&mp, 0, sizeof mp);
+  mp.numDevices = 1;
+  mp.size = 8 * MiB;
+  CUmemGenericAllocationHandle mc;
+  check(cuMulticastCreate(&mc, &mp), "cuMulticastCreate");
+  check(cuMulticastAddDevice(mc, 0), "cuMulticastAddDevice");
+  CUmemAllocationProp prop = device_prop();
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  CUmemGenericAllocationHandle m1, m2;
+  check(cuMemCreate(&m1, 4 * MiB, &prop, 0), "cuMemCreate");
+  check(cuMulticastBindMem(mc, 0, m1, 0, 4 * MiB, 0), "cuMulticastBindMem");
+  check(cuMemRelease(m1), "cuMemRelease (bound)");
+  CUdeviceptr p;
+  check(cuMemAlloc(&p, 1 * MiB), "cuMemAlloc");
+  printf("used_bound_released %zu\n", used() - base);  // the driver: still allocated
+  check(cuMulticastUnbind(mc, 0, 0, 4 * MiB), "cuMulticastUnbind");
+  printf("used_unbound %zu\n", used() - base);
+  check(cuMemCreate(&m2, 2 * MiB, &prop, 0), "cuMemCreate");
+  CUdeviceptr va;
+  check(cuMemAddressReserve(&va, 2 * MiB, 0, 0, 0), "cuMemAddressReserve");
+  check(cuMemMap(va, 2 * MiB, 0, m2, 0), "cuMemMap");
+  check(cuMulticastBindAddr(mc, 4 * MiB, va, 2 * MiB, 0), "cuMulticastBindAddr");
+  check(cuMemUnmap(va, 2 * MiB), "cuMemUnmap");
+  check(cuMemRelease(m2), "cuMemRelease (bound)");
+  printf("used_bound_by_address %zu\n", used() - base);
+  check(cuMemRelease(mc), "cuMemRelease (multicast)");
+  printf("used_end %zu\n", used() - base);
+  check(cuMemFree(p), "cuMemFree");
+  return 0;
+}
+
 uint64_t levels_bytes(size_t w, size_t h, size_t d, unsigned channels, unsigned element, unsigned levels) {
   uint64_t sum = 0;
   for (unsigned l = 0; l < levels; ++l) {
@@ -255,6 +292,7 @@ int main(int argc, char** argv) {
   check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   return mode == "vmm"         ? vmm_mode()
          : mode == "multicast" ? multicast_mode()
+         : mode == "multicast-released" ? multicast_released_mode()
          : mode == "external"  ? external_mode()
                                : 2;
 }

@@ -594,6 +594,53 @@ TEST_CASE("accounting: multicast objects hold no memory: the memory bound to the
   CHECK(rep.sharing.multicast_live_bytes == 2 * MiB);
 }
 
+TEST_CASE("accounting: memory bound to a multicast object stays allocated after its release until it is unbound or the object goes (rule 12)") {
+  Both both;
+  Ev ev;
+  both.apply(ev.multicast(HookId::cuMulticastCreate, 0x90, 8 * MiB, 1));
+  both.apply(ev.vmm_create(7, 4 * MiB, device_location(0)));
+  Event bind = ev.multicast(HookId::cuMulticastBindMem, 0x90, 4 * MiB, 7);
+  bind.set_addr(0);  // at offset 0
+  both.apply(bind);
+  both.apply(ev.vmm_release(7));  // never mapped, but bound: still allocated
+  CHECK(dev(0) == int64_t(4 * MiB));
+  Event unbind = ev.multicast(HookId::cuMulticastUnbind, 0x90, 4 * MiB, 1);  // another device's: not it
+  unbind.set_addr(0);
+  both.apply(unbind);
+  CHECK(dev(0) == int64_t(4 * MiB));
+  unbind.set_aux2(0);
+  both.apply(unbind);  // its device: freed now
+  CHECK(dev(0) == 0);
+  // Bound by its address, unmapped and released: it stays until the object goes (rule 5 for
+  // the object: its release, no mapping).
+  both.apply(ev.vmm_create(8, 2 * MiB, device_location(0)));
+  both.apply(ev.map(0x40000000, 2 * MiB, 8));
+  Event by_addr = ev.multicast(HookId::cuMulticastBindAddr, 0x90, 2 * MiB, 2 * MiB);  // offset 2 MiB
+  by_addr.set_addr(0x40000000);
+  both.apply(by_addr);
+  both.apply(ev.unmap(0x40000000, 2 * MiB));
+  both.apply(ev.vmm_release(8));
+  CHECK(dev(0) == int64_t(2 * MiB));
+  both.apply(ev.vmm_release(0x90));
+  CHECK(dev(0) == 0);
+  CHECK(both.live().multicasts().count(0x90) == 0);
+  // A bind at a bound offset replaces the binding; the first memory goes once released.
+  both.apply(ev.multicast(HookId::cuMulticastCreate, 0x91, 8 * MiB, 1));
+  both.apply(ev.vmm_create(9, 2 * MiB, device_location(0)));
+  both.apply(ev.vmm_create(10, 2 * MiB, device_location(0)));
+  Event b9 = ev.multicast(HookId::cuMulticastBindMem, 0x91, 2 * MiB, 9);
+  b9.set_addr(0);
+  both.apply(b9);
+  both.apply(ev.vmm_release(9));
+  CHECK(dev(0) == int64_t(4 * MiB));
+  Event b10 = ev.multicast(HookId::cuMulticastBindMem, 0x91, 2 * MiB, 10);
+  b10.set_addr(0);
+  both.apply(b10);
+  CHECK(dev(0) == int64_t(2 * MiB));
+  TraceReport rep = both.finish();
+  CHECK(rep.leak_bytes == 2 * MiB);
+}
+
 TEST_CASE("accounting: external mappings and imported pool pointers are imported, mipmapped arrays device memory, exports hold nothing (rules 10, 13)") {
   Both both;
   Ev ev;
@@ -739,6 +786,68 @@ TEST_CASE("accounting: a pool named for a location counts there: a host pool's a
   both.finish();
 }
 
+TEST_CASE("accounting: cuMemAllocAsync takes its device's current pool: set by cuDeviceSetMemPool or cuMemSetMemPool, placed by its own location, trimmed by its handle (rule 4)") {
+  Both both;
+  Ev a;
+  both.apply(a.pool_create(0xc1, host_location()));      // a pinned host pool
+  both.apply(a.pool_create(0xc2, device_location(1)));   // a pool of device 1
+  Event set = a.base(HookId::cuDeviceSetMemPool);
+  set.set_aux(0xc1);
+  set.set_aux2(device_location(0));
+  both.apply(set);
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x1000000, 4 * MiB));  // from the host pool
+  CHECK(live_bytes(0, int(Bucket::PinnedHost)) == int64_t(4 * MiB));
+  CHECK(dev(0) == 0);
+  CHECK(both.live().info(both.live().live().find(0x1000000)->second).pool == 0xc1);
+  Event set13 = a.base(HookId::cuMemSetMemPool);  // CUDA 13: by location and type
+  set13.set_aux(0xc2);
+  set13.set_aux2(device_location(0));
+  both.apply(set13);
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x2000000, 2 * MiB));  // where 0xc2 lives: device 1
+  CHECK(dev(1) == int64_t(2 * MiB));
+  Event managed = a.base(HookId::cuMemSetMemPool);  // the managed current pool: not cuMemAllocAsync's
+  managed.set_aux(0xc3);
+  managed.set_aux2(device_location(0) | kLocationManaged);
+  both.apply(managed);
+  Event host = a.base(HookId::cuMemSetMemPool);  // the host's current pool: neither
+  host.set_aux(0xc1);
+  host.set_aux2(host_location());
+  both.apply(host);
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x3000000, 1 * MiB));
+  CHECK(dev(1) == int64_t(3 * MiB));
+  CHECK(live_bytes(-1, int(Bucket::Managed)) == 0);
+  Event unseen = a.base(HookId::cuDeviceSetMemPool);  // a pool created before tracing: lives there
+  unseen.set_aux(0xc9);
+  unseen.set_aux2(device_location(2));
+  both.apply(unseen);
+  a.device = 2;
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x4000000, 8 * MiB));
+  CHECK(dev(2) == int64_t(8 * MiB));
+  CHECK(both.live().info(both.live().live().find(0x4000000)->second).pool == 0xc9);
+  // A trim of the current pool's handle gives back what its freed allocations left.
+  both.apply(a.free(HookId::cuMemFreeAsync, 0x4000000));
+  CHECK(both.live().pools().at(0xc9).footprint() == 8 * MiB);
+  Event trim = a.base(HookId::cuMemPoolTrimTo);
+  trim.set_aux(0xc9);
+  trim.set_size(0);
+  both.apply(trim);
+  CHECK(both.live().pools().at(0xc9).footprint() == 0);
+  // Destroying the current pool makes the default pool current again.
+  a.device = 0;
+  Event destroy = a.base(HookId::cuMemPoolDestroy);
+  destroy.set_aux(0xc2);
+  both.apply(destroy);
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x5000000, 16 * MiB));
+  CHECK(dev(0) == int64_t(16 * MiB));
+  CHECK(both.live().info(both.live().live().find(0x5000000)->second).pool == 0);
+  // A pool created anew at a current pool's handle is current nowhere (rule 3).
+  both.apply(set);
+  both.apply(a.pool_create(0xc1, device_location(1)));
+  both.apply(a.alloc(HookId::cuMemAllocAsync, 0x6000000, 32 * MiB));
+  CHECK(dev(0) == int64_t(48 * MiB));
+  both.finish();
+}
+
 TEST_CASE("accounting: devices outside 0..15 and unknown devices share the tracker's last row, and stacks beyond its table share slot 0") {
   Both both;
   Ev ev;
@@ -777,9 +886,13 @@ Event random_event(std::mt19937_64& rng) {
   auto sharing_op = [](HookId id) {
     return kOps[int(id)].code >= kOps[int(HookId::cuMemImportFromShareableHandle)].code && kOps[int(id)].code < 100;
   };
+  // Binds and unbinds (rule 12) at the full rate: they need released memory to find.
+  auto binding_op = [](HookId id) {
+    return id == HookId::cuMulticastBindMem || id == HookId::cuMulticastBindAddr || id == HookId::cuMulticastUnbind;
+  };
   do e.op = HookId(rng() % kHookCount);
   while ((kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10) ||
-         (sharing_op(e.op) && rng() % 3));
+         (sharing_op(e.op) && !binding_op(e.op) && rng() % 3));
   static const int kDevices[] = {0, 0, 0, 1, 1, 2, 15, 16, 40, -1};
   e.device = kDevices[rng() % 10];
   e.context = pick(0x10, 0x10, 0x20, 0x30);
@@ -787,7 +900,8 @@ Event random_event(std::mt19937_64& rng) {
   e.stack = uint32_t(pick(0, 1, 2, 3, 4, 5, 6, 7, kTrackedStacks + 5));
   e.result = rng() % 10 ? 0 : int32_t(pick(1, 2, 200));
   const OpInfo& op = kOps[int(e.op)];
-  const bool vmm = op.kind == MemKind::VmmMapping || op.kind == MemKind::VmmReservation;
+  const bool vmm = op.kind == MemKind::VmmMapping || op.kind == MemKind::VmmReservation ||
+                   e.op == HookId::cuMulticastBindAddr;  // (binds a mapped address)
   uint64_t addr = vmm ? 0x40000000 + (rng() % 12) * 2 * MiB : 0x10000000 + (rng() % 24) * 0x100000;
   if (rng() % 32 == 0) addr = 0;  // damaged: no memory (rule 2)
   if (op.action != Action::Lookup && rng() % 16) e.set_addr(addr);
@@ -804,6 +918,17 @@ Event random_event(std::mt19937_64& rng) {
     case MemKind::Multicast:
       e.set_aux(pick(0, 1, 2, 3, 4, 5, 6, 9));
       e.set_aux2(op.kind == MemKind::VmmImport ? locations[rng() % 8] : pick(0, 1, 2));
+      // Bindings (rule 12): few objects and offsets, so that unbinds find them; an unbind names
+      // the binding's device, or another.
+      if (e.op == HookId::cuMulticastBindMem || e.op == HookId::cuMulticastBindAddr ||
+          e.op == HookId::cuMulticastUnbind) {
+        e.set_aux(pick(5, 9));
+        if (e.op == HookId::cuMulticastBindMem) e.set_aux2(pick(1, 2, 3, 4));
+        if (e.op == HookId::cuMulticastBindAddr) e.set_aux2(pick(0, 2 * MiB));
+        else e.set_addr(pick(0, 0, 0, 2 * MiB));
+        e.device = rng() % 4 ? 0 : 1;
+        if (e.op == HookId::cuMulticastUnbind) e.set_aux2(pick(0, 0, 0, 1));
+      }
       break;
     case MemKind::VmmMapping:
       if (op.action == Action::Acquire) {
@@ -815,7 +940,10 @@ Event random_event(std::mt19937_64& rng) {
     case MemKind::Async:
       if (op.kind == MemKind::Pool || rng() % 3) e.set_aux(pick(0, 0xb1, 0xb2, 0xb3, 0xb4));
       if (e.op == HookId::cuMemPoolCreate) e.set_aux2(locations[rng() % 8]);
-      if (e.op == HookId::cuMemAllocAsync || e.op == HookId::cuMemAllocAsync_ptsz) e.fields &= uint8_t(~fmt::kEvAux);
+      if (e.op == HookId::cuMemAllocAsync || e.op == HookId::cuMemAllocAsync_ptsz) {
+        e.fields &= uint8_t(~fmt::kEvAux);
+        e.aux = 0;
+      }
       if (op.kind == MemKind::Async && rng() % 4 == 0) e.set_aux2(pick(0, 1));  // captured (rule 8), or marked not
       break;
     case MemKind::GraphPool:  // a sample (size: reserved) or none; trim names its device
@@ -835,6 +963,8 @@ Event random_event(std::mt19937_64& rng) {
     case MemKind::PoolConfig:  // a pool named for a location (rule 4), managed ones too
       e.set_aux(pick(0, 0xb1, 0xb2, 0xb3, 0xb4));
       e.set_aux2(rng() % 3 ? locations[rng() % 8] : device_location(int(rng() % 3)) | kLocationManaged);
+      if (e.op != HookId::cuMemPoolSetAttribute && rng() % 2)  // made current for an event's device
+        e.set_aux2(device_location(kDevices[rng() % 10]));
       break;
     case MemKind::Code:  // costs: never live memory (rule 14)
       if (rng() % 2) e.set_size(pick(8, 6, 4) * 1024 * MiB);
@@ -860,7 +990,8 @@ Event random_event(std::mt19937_64& rng) {
 }  // namespace
 
 TEST_CASE("accounting: random sequences over every op give the same figures in the tracker and the analyzer") {
-  size_t vmm_freed_while_mapped = 0, cross_device_pool = 0, imports_sized = 0, retained_releases = 0;
+  size_t vmm_freed_while_mapped = 0, cross_device_pool = 0, imports_sized = 0, retained_releases = 0, from_current = 0,
+         freed_by_unbind = 0;
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
@@ -875,19 +1006,26 @@ TEST_CASE("accounting: random sequences over every op give the same figures in t
       int64_t after = live_bytes(-1, int(Bucket::Device)) + live_bytes(-1, int(Bucket::PinnedHost)) +
                       live_bytes(-1, int(Bucket::Imported));
       if (e.op == HookId::cuMemUnmap && after < before) ++vmm_freed_while_mapped;
+      if (e.op == HookId::cuMulticastUnbind && after < before) ++freed_by_unbind;  // bound memory released before
       if (e.op == HookId::cuMemMap && live_bytes(-1, int(Bucket::Imported)) > imported_before) ++imports_sized;
       if (e.op == HookId::cuMemRelease && changes_memory(e.result) && after == before && retained_before) ++retained_releases;
       if (kOps[int(e.op)].kind == MemKind::Async && kOps[int(e.op)].action == Action::Acquire && e.addr &&
           changes_memory(e.result)) {
         auto it = both.live().live().find(e.addr);
         if (it != both.live().live().end() && both.live().info(it->second).device != e.device) ++cross_device_pool;
+        if (it != both.live().live().end() && !(e.fields & fmt::kEvAux) && both.live().info(it->second).pool != 0)
+          ++from_current;  // cuMemAllocAsync from a pool made current (rule 4)
       }
     }
     both.finish();
   }
   // The sequences reached the cases the rules are about.
   INFO("freed while mapped " << vmm_freed_while_mapped << ", cross-device pools " << cross_device_pool
-                             << ", imports sized " << imports_sized << ", retained releases " << retained_releases);
+                             << ", imports sized " << imports_sized << ", retained releases " << retained_releases
+                             << ", from current pools " << from_current);
+  CHECK(from_current > 20);
+  INFO("freed by an unbind " << freed_by_unbind);
+  CHECK(freed_by_unbind > 5);
   CHECK(vmm_freed_while_mapped > 20);
   CHECK(cross_device_pool > 20);
   CHECK(imports_sized > 20);  // mappings that told an import's size (rule 10)
