@@ -279,6 +279,7 @@ void TraceReader::note(std::string msg, bool lost) {
 void TraceReader::finish() {
   if (finished_) return;
   finished_ = true;
+  flush_released();
   if (!resolve_stack_deltas(&store_)) note("a stack delta record's base stack is missing or damaged", true);
   if (process_.closed_cleanly && !end_seen_) {
     process_.closed_cleanly = false;
@@ -427,6 +428,7 @@ bool TraceReader::load(std::string* error) {
     cur.cut = used < ch.used;
     cursors_.push_back(cur);
   }
+  flush_released();
 
   // Process and device records are written first, into the first chunk claimed (index 0).
   // Damage found here is reported once, when the stream reaches it.
@@ -588,10 +590,26 @@ void TraceReader::load_stacks() {
 void TraceReader::release(const uint8_t* chunk_lo, const uint8_t* chunk_hi) {
   // A read chunk's pages leave this process (the page cache keeps them): resident memory stays
   // bounded by the chunks in flight, not the file size. Reading them again just faults them in.
+  // Adjacent chunks are dropped together, up to 4 MiB at a time: one madvise per 64 KiB chunk
+  // was ~3,300 calls for a 16-rank job, and with two workers each one interrupts the other core
+  // (a TLB shootdown in the same address space).
+  if (chunk_lo == released_hi_ && released_hi_) {
+    released_hi_ = chunk_hi;
+  } else {
+    flush_released();
+    released_lo_ = chunk_lo;
+    released_hi_ = chunk_hi;
+  }
+  if (released_hi_ - released_lo_ >= (4 << 20)) flush_released();
+}
+
+void TraceReader::flush_released() {
+  if (!released_hi_) return;
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  uintptr_t lo = (uintptr_t(chunk_lo) + page - 1) & ~(page - 1);
-  uintptr_t hi = uintptr_t(chunk_hi) & ~(page - 1);
+  uintptr_t lo = (uintptr_t(released_lo_) + page - 1) & ~(page - 1);
+  uintptr_t hi = uintptr_t(released_hi_) & ~(page - 1);
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  released_lo_ = released_hi_ = nullptr;
 }
 
 const Record* TraceReader::next() {

@@ -148,6 +148,9 @@ class TraceReader {
   bool load(std::string* error);
   bool advance(Cursor& c);  // decodes the cursor's next record into c.rec
   void release(const uint8_t* chunk_lo, const uint8_t* chunk_hi);  // drops a read chunk's pages
+  void flush_released();  // the pages release() has gathered
+  const uint8_t* released_lo_ = nullptr;  // adjacent read chunks not yet dropped
+  const uint8_t* released_hi_ = nullptr;
   void apply_meta(const Record& r);
   void note(std::string msg, bool lost);
   void finish();  // at the end of the stream: was the clean close really there?
