@@ -52,4 +52,18 @@ OwnWork::~OwnWork() {
   errno = errno_;
 }
 
+bool start_helper_thread(void* (*fn)(void*), void* arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the new thread inherits this mask
+  pthread_t thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  const bool started = pthread_create(&thread, &attr, fn, arg) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return started;
+}
+
 }  // namespace vt

@@ -9,6 +9,7 @@
 // With block_async_signals, every asynchronous signal is blocked as well: for the one lock a
 // signal handler's hook could also need (resolving the driver).
 // Costs a few syscalls: never on the warm hook path (docs/PERFORMANCE.md).
+// Also start_helper_thread: how each of our background threads starts.
 #pragma once
 
 #include <signal.h>
@@ -31,5 +32,10 @@ class OwnWork {
   sigset_t old_mask_;
   sigset_t pending_before_;
 };
+
+// Starts fn(arg) on a detached thread of ours that takes no signal meant for the program (every
+// signal is blocked in it; the caller's mask is unchanged). False when the thread could not be
+// created.
+bool start_helper_thread(void* (*fn)(void*), void* arg);
 
 }  // namespace vt

@@ -582,20 +582,11 @@ void start(bool enabled, bool memory_activity, uint64_t t) {
   g_loader_done.store(false);
   atexit(at_exit_wait_for_helper);
   pthread_atfork(nullptr, nullptr, after_fork_in_child);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);  // the helper takes no signal meant for the program
-  pthread_t thread;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&thread, &attr, helper_main, nullptr) != 0) {
+  if (!start_helper_thread(helper_main, nullptr)) {
     g_state.store(kOff);
     g_loader_done.store(true);
     write_status(fmt::kCuptiUnavailable, fmt::kCuptiWhyError, 0, "pthread_create failed", t);
   }
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 void on_foreign_call(int id, void* target) {
@@ -619,17 +610,8 @@ void after_foreign_call(int id, CUptiResult result) {
   if (g_state.load(std::memory_order_acquire) != kAside || g_exiting.load()) return;
   g_resume_id.store(id);
   g_finalize.store(kNoFinalize);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t thread;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   g_loader_done.store(false);  // an exit meanwhile waits for it to be out of CUPTI's start-up
-  if (pthread_create(&thread, &attr, resume_main, nullptr) != 0) g_loader_done.store(true);  // we stay aside
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (!start_helper_thread(resume_main, nullptr)) g_loader_done.store(true);  // we stay aside
 }
 
 void their_buffer_callbacks(CUpti_BuffersCallbackRequestFunc* rq, CUpti_BuffersCallbackCompleteFunc* cm) {

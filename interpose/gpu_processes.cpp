@@ -90,17 +90,7 @@ void* sampler(void*) {
 void start_gpu_process_sampler() {
   if (g_started.exchange(true)) return;
   init_wake();
-  // The helper thread takes no signal meant for the program.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t t;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_create(&t, &attr, sampler, nullptr);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  start_helper_thread(sampler, nullptr);  // (without it, failures just go without NVML's names)
 }
 
 void record_gpu_processes(int device, uint64_t t) {

@@ -149,17 +149,24 @@ int vmm_mode() {
   return 0;
 }
 
-int multicast_mode() {
-  const size_t base = used();
+// An 8 MiB multicast object of a team of one (device 0), and the properties of the memory bound to it.
+CUmulticastObjectProp multicast_of_one(CUmemGenericAllocationHandle* mc, CUmemAllocationProp* prop) {
   CUmulticastObjectProp mp;
   memset(&mp, 0, sizeof mp);
   mp.numDevices = 1;
   mp.size = 8 * MiB;
+  check(cuMulticastCreate(mc, &mp), "cuMulticastCreate");
+  check(cuMulticastAddDevice(*mc, 0), "cuMulticastAddDevice");
+  *prop = device_prop();
+  prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  return mp;
+}
+
+int multicast_mode() {
+  const size_t base = used();
   CUmemGenericAllocationHandle mc;
-  check(cuMulticastCreate(&mc, &mp), "cuMulticastCreate");
-  check(cuMulticastAddDevice(mc, 0), "cuMulticastAddDevice");
-  CUmemAllocationProp prop = device_prop();
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  CUmemAllocationProp prop;
+  const CUmulticastObjectProp mp = multicast_of_one(&mc, &prop);
   CUmemGenericAllocationHandle m1, m2;
   check(cuMemCreate(&m1, 4 * MiB, &prop, 0), "cuMemCreate");
   check(cuMemCreate(&m2, 2 * MiB, &prop, 0), "cuMemCreate");
@@ -190,15 +197,9 @@ int multicast_mode() {
 // bound by address, unmapped and released, then the object released (mapped by nothing).
 int multicast_released_mode() {
   const size_t base = used();
-  CUmulticastObjectProp mp;
-  memset(&mp, 0, sizeof mp);
-  mp.numDevices = 1;
-  mp.size = 8 * MiB;
   CUmemGenericAllocationHandle mc;
-  check(cuMulticastCreate(&mc, &mp), "cuMulticastCreate");
-  check(cuMulticastAddDevice(mc, 0), "cuMulticastAddDevice");
-  CUmemAllocationProp prop = device_prop();
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  CUmemAllocationProp prop;
+  multicast_of_one(&mc, &prop);
   CUmemGenericAllocationHandle m1, m2;
   check(cuMemCreate(&m1, 4 * MiB, &prop, 0), "cuMemCreate");
   check(cuMulticastBindMem(mc, 0, m1, 0, 4 * MiB, 0), "cuMulticastBindMem");
