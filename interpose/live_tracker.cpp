@@ -2,6 +2,7 @@
 // the state they need in structures fit for the hook path.
 #include "live_tracker.h"
 
+#include "live_counters.h"
 #include "live_table.h"
 
 #include <sys/mman.h>
@@ -21,8 +22,6 @@ enum : uint8_t { kAddress = 1, kHandle = 2 };
 live::Map g_addresses, g_handles;
 live::Map& map_of(uint8_t space) { return space == kHandle ? g_handles : g_addresses; }
 
-std::atomic<int64_t> g_live[kTrackedDevices + 1][kBuckets];  // last row: other devices
-std::atomic<int64_t> g_peak[kTrackedDevices + 1];
 std::atomic<int64_t>* g_sites = nullptr;  // kTrackedStacks counters, mmap'ed on first use
 
 // A spinlock for the rare events (VMM mappings, pool creation): held for a few table operations,
@@ -70,13 +69,8 @@ VT_HOT std::atomic<int64_t>* sites() {
 
 VT_HOT void account(const live::Value& e, int64_t sign) {
   const int64_t delta = sign * int64_t(e.size);
-  int64_t now = g_live[e.row][e.bucket].fetch_add(delta, std::memory_order_relaxed) + delta;
+  live::add_bytes(e.row, e.bucket, delta, sign > 0);  // live_counters.h: per thread once two allocate
   if (e.bucket != kLiveDevice) return;
-  if (sign > 0) {
-    int64_t p = g_peak[e.row].load(std::memory_order_relaxed);
-    while (now > p && !g_peak[e.row].compare_exchange_weak(p, now, std::memory_order_relaxed)) {
-    }
-  }
   // Per call site, for `top`. No stack (0) or one beyond the tracked ids is nobody's row (the
   // summary reads ids 1 and up): not counted, so threads without stacks write no shared line here.
   if (e.stack - 1u < kTrackedStacks - 1u)
@@ -537,10 +531,7 @@ void graph_pool_sampled(int32_t device, uint64_t reserved) {
   const int r = row(device);
   std::atomic<int64_t>& last = g_graph_reserved[device >= 0 && device < kGraphDevices ? device : kGraphDevices];
   const int64_t delta = int64_t(reserved) - last.exchange(int64_t(reserved), std::memory_order_relaxed);
-  const int64_t now = g_live[r][kLiveDevice].fetch_add(delta, std::memory_order_relaxed) + delta;
-  int64_t p = g_peak[r].load(std::memory_order_relaxed);
-  while (delta > 0 && now > p && !g_peak[r].compare_exchange_weak(p, now, std::memory_order_relaxed)) {
-  }
+  live::add_bytes(r, kLiveDevice, delta);
 }
 
 // Everything but address-keyed allocations and frees (VMM, pools, teardowns): rare, out of line.
@@ -629,23 +620,20 @@ void track_event(const Event& e) {
 
 int64_t live_bytes(int device, int bucket) {
   if (bucket < 0 || bucket >= kBuckets) return -1;
-  if (device >= 0) return g_live[row(device)][bucket].load(std::memory_order_relaxed);
+  if (device >= 0) return live::bytes(row(device), bucket);
   int64_t sum = 0;  // -1: all devices
-  for (auto& r : g_live) sum += r[bucket].load(std::memory_order_relaxed);
+  for (int r = 0; r < live::kRows; ++r) sum += live::bytes(r, bucket);
   return sum;
 }
 
 int64_t peak_bytes(int device) {
-  if (device >= 0) return g_peak[row(device)].load(std::memory_order_relaxed);
+  if (device >= 0) return live::peak(row(device));
   int64_t best = 0;  // -1: the highest of all rows
-  for (auto& p : g_peak) best = std::max(best, p.load(std::memory_order_relaxed));
+  for (int r = 0; r < live::kRows; ++r) best = std::max(best, live::peak(r));
   return best;
 }
 
-void reset_peak(int device) {
-  for (int r = 0; r <= kTrackedDevices; ++r)
-    if (device < 0 || r == row(device)) g_peak[r].store(g_live[r][kLiveDevice].load(std::memory_order_relaxed));
-}
+void reset_peak(int device) { live::reset_peak(device < 0 ? -1 : row(device)); }
 
 int64_t site_bytes(uint32_t stack) {
   std::atomic<int64_t>* s = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
@@ -666,9 +654,7 @@ void forget_live_state() {
   for (CurrentSlot& c : g_current) c.pool.store(0);
   g_current_slots.store(0);
   g_imports_seen.store(false);
-  for (auto& r : g_live)
-    for (auto& b : r) b.store(0);
-  for (auto& p : g_peak) p.store(0);
+  live::forget_in_child();
   for (auto& g : g_graph_reserved) g.store(0);
   std::atomic<int64_t>* s = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
   if (s)

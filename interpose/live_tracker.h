@@ -18,9 +18,10 @@
 //   - cuMemPoolCreate, cuMemPoolDestroy: the pool table's spinlock.
 //   - a context teardown: none (the map's live entries of that context are taken out one by one).
 //   - reservations, trims, lookups, graph nodes and graph pool samples: none (atomics).
-// Shared cache lines written per event: the counters of the event's device and bucket, its call
-// site's counter, and the peak when it rises (atomic adds, no lock). The device's live counter
-// has to be one number for the peak to be exact (the pytest plugin's limits compare against it).
+// Shared cache lines written per event: once a second thread allocates, none for the byte counts
+// (each thread adds to its own counters, live_counters.h, and the peak becomes a figure sampled
+// at each query until vramtrace_reset_peak() asks for an exact one); the call site's counter
+// when the event has a stack.
 // Counters are atomics (relaxed). Memory comes from mmap, never malloc: the hook may run inside
 // the program's malloc.
 #pragma once
@@ -40,8 +41,8 @@ inline constexpr int kLiveDevice = int(Bucket::Device);
 void track_event(const Event& e);
 
 int64_t live_bytes(int device, int bucket);  // device -1: all devices; a device >= kTrackedDevices: the shared row
-int64_t peak_bytes(int device);              // device bucket; -1: the highest row
-void reset_peak(int device);     // -1: every device
+int64_t peak_bytes(int device);              // device bucket; -1: the highest row (live_counters.h: exact or sampled)
+void reset_peak(int device);     // -1: every device; from then on the peak is exact (live_counters.h)
 
 // Live device bytes of stack id `stack`, all devices (ids above the table size share slot 0).
 int64_t site_bytes(uint32_t stack);

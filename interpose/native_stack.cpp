@@ -10,9 +10,10 @@
 
 namespace vt {
 
+std::atomic<int> g_native_depth{0};
+
 namespace {
 
-std::atomic<int> g_depth{0};
 uint64_t g_self_lo = 0, g_self_hi = 0;  // libvramtrace's mapped range, trimmed from stacks
 
 int find_self(dl_phdr_info* info, size_t, void* data) {
@@ -47,10 +48,8 @@ void configure_native_stacks(int depth) {
   if (g_self_hi == 0) dl_iterate_phdr(find_self, reinterpret_cast<void*>(&configure_native_stacks));
   // Per-thread caches of unwind info: no lock shared between threads while unwinding.
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  g_depth.store(depth, std::memory_order_release);
+  g_native_depth.store(depth, std::memory_order_release);
 }
-
-int native_stack_depth() { return g_depth.load(std::memory_order_relaxed); }
 
 namespace {
 // The walk, out of line: its 2 KiB frame (and the prologue that sets it up) is only paid for when
@@ -85,7 +84,7 @@ __attribute__((noinline)) int walk(uint64_t* out, int max, uint64_t caller_ip, i
 }  // namespace
 
 int capture_native(uint64_t* out, int max, uint64_t caller_ip) {
-  int depth = g_depth.load(std::memory_order_relaxed);
+  int depth = g_native_depth.load(std::memory_order_relaxed);
   return depth == 0 ? 0 : walk(out, max, caller_ip, depth);
 }
 

@@ -3,6 +3,7 @@
 // with libvramtrace's own frames removed. No lock of ours is held while unwinding.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace vt {
@@ -11,7 +12,9 @@ inline constexpr int kMaxStackDepth = 256;
 
 // Sets the depth (0 = stacks off). Called when the trace opens.
 void configure_native_stacks(int depth);
-int native_stack_depth();
+// Read on every event (stack_capture.h's stacks_wanted): inline.
+extern std::atomic<int> g_native_depth;
+inline int native_stack_depth() { return g_native_depth.load(std::memory_order_relaxed); }
 
 // Fills out[0..max) innermost first; returns the count (0 when stacks are off). Frames up to
 // `caller_ip` (the return address into the program, taken where it entered vramtrace) are ours

@@ -23,10 +23,12 @@
 
 namespace vt {
 
+std::atomic<int> g_python_state{format::kPythonOff};
+
 namespace {
 
 using format::kPythonOff, format::kPythonOn, format::kPythonRefused;  // the config record's values
-std::atomic<int> g_python{kPythonOff};
+
 std::atomic<const char*> g_python_why{""};
 
 // The walker's later verdicts (its self-check on the main thread): one line in the trace (a note
@@ -34,7 +36,7 @@ std::atomic<const char*> g_python_why{""};
 void python_status_changed(bool on, const char* why) {
   g_python_why.store(why);
   if (!on) {
-    g_python.store(kPythonRefused);
+    g_python_state.store(kPythonRefused);
     log_line_once_per_run("Python frames off: %s", why);
   }
   char text[320];
@@ -92,7 +94,7 @@ __attribute__((constructor)) void find_python_early() {
   OwnWork own;  // the program's errno at main() is its own
   py::Status s = py::init(&why);
   g_python_why.store(why ? why : "");
-  g_python.store(s == py::Status::kOk ? kPythonOn : s == py::Status::kUnsupported ? kPythonRefused : kPythonOff);
+  g_python_state.store(s == py::Status::kOk ? kPythonOn : s == py::Status::kUnsupported ? kPythonRefused : kPythonOff);
   if (s == py::Status::kOk) {
     py::set_status_listener(python_status_changed);
     g_memo_key_ok = pthread_key_create(&g_memo_key, free_memo) == 0;
@@ -104,17 +106,17 @@ __attribute__((constructor)) void find_python_early() {
 void configure_stacks(const Config& cfg) {
   configure_native_stacks(cfg.stack_depth);
   if (!cfg.python) {
-    g_python.store(kPythonOff);
-  } else if (g_python.load() == kPythonRefused) {
+    g_python_state.store(kPythonOff);
+  } else if (g_python_state.load() == kPythonRefused) {
     log_line_once_per_run("Python frames off: %s", g_python_why.load());  // once, when the trace opens
-  } else if (g_python.load() == kPythonOn && strcmp(g_python_why.load(), "ok") != 0) {
+  } else if (g_python_state.load() == kPythonOn && strcmp(g_python_why.load(), "ok") != 0) {
     log_line_once_per_run("Python frames: %s", g_python_why.load());  // a newer CPython, pending its self-check
   }
 }
 
 int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) {
   int n = capture_native(frames, cap - kMaxPythonFrames, caller_ip);
-  if (g_python.load(std::memory_order_relaxed) != kPythonOn) return n;
+  if (g_python_state.load(std::memory_order_relaxed) != kPythonOn) return n;
   // One key per Python frame (the code object's address, the instruction, the entry flag), written
   // by the walker in place: cheap to hash; code ids are only looked up for stacks seen first.
   PyThreadMemo* m = thread_memo();
@@ -168,12 +170,10 @@ uint32_t stack_id(const uint64_t* frames, int n, uint64_t t) {
                              to_trace_frames);
 }
 
-bool python_frames_on() { return g_python.load(std::memory_order_relaxed) == kPythonOn; }
-bool stacks_wanted() { return native_stack_depth() != 0 || python_frames_on(); }
 
 void write_stack_config(uint64_t t) {
   const char* why = g_python_why.load();
-  format::ConfigRecord r{uint64_t(native_stack_depth()), uint64_t(g_python.load()), format::Text(why, strnlen(why, 200))};
+  format::ConfigRecord r{uint64_t(native_stack_depth()), uint64_t(g_python_state.load()), format::Text(why, strnlen(why, 200))};
   uint8_t buf[256];
   format::PayloadWriter p(buf, sizeof buf);
   format::encode<format::ConfigSchema>(p, r);

@@ -3,7 +3,11 @@
 // (stack_index.h). Called by the recorder for every event when stacks are on.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+
+#include "meta_records.h"
+#include "native_stack.h"
 
 namespace vt {
 
@@ -23,11 +27,13 @@ int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip);
 // Dedups frames into an id, writing new stack, module and code records (0 for an empty stack).
 uint32_t stack_id(const uint64_t* frames, int n, uint64_t t);
 
-// Whether Python frames are being captured (for the thread records).
-bool python_frames_on();
+// Whether Python frames are being captured (for the thread records): format::kPythonOn and the
+// config record's other values. Read on every event: inline.
+extern std::atomic<int> g_python_state;
+inline bool python_frames_on() { return g_python_state.load(std::memory_order_relaxed) == format::kPythonOn; }
 // False when no frames at all are captured (VRAMTRACE_STACK_DEPTH=0 and no Python frames): the
 // hook then skips the capture and the 2.5 KiB frame it needs.
-bool stacks_wanted();
+inline bool stacks_wanted() { return native_stack_depth() != 0 || python_frames_on(); }
 
 // A one-line description of the stack configuration for the trace (kTagConfig).
 void write_stack_config(uint64_t t);
