@@ -38,6 +38,11 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     }
     return;
   }
+  if (r.tag == format::kTagPoolSync) {  // rule 15: pools give back what they keep above their threshold
+    int device;
+    if (decode_pool_sync(r, &device)) live_.pools_synchronized(device);
+    return;
+  }
   if (r.tag == format::kTagPoolUsage) {
     PoolUsageList list;
     if (decode_pool_usage(r, &list)) ooms_.on_pool_usage(list);

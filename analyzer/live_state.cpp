@@ -339,6 +339,32 @@ uint64_t LiveState::pool_cached_bytes(int device) const {
   return sum;
 }
 
+void LiveState::trim_pools(const std::vector<uint64_t>& keys) {
+  bool any = false;
+  for (uint64_t key : keys)
+    if (auto it = pools_.find(key); it != pools_.end()) {
+      it->second.extents.clear();
+      any = true;
+    }
+  if (!any) return;
+  for (const auto& e : live_) {  // one pass for all of them: their live allocations are what stays
+    const AllocInfo al = info(e.second);
+    if (al.kind != MemKind::Async) continue;
+    const uint64_t key = al.pool ? al.pool : default_pool_key(al.device);
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) pools_[key].extents[e.first] = e.first + al.size;
+  }
+}
+
+void LiveState::pools_synchronized(int device) {
+  std::vector<uint64_t> release;
+  for (const auto& [key, p] : pools_)
+    if (p.device == device) {
+      const uint64_t f = p.footprint();
+      if (f > p.release_threshold && f > p.live_bytes) release.push_back(key);
+    }
+  trim_pools(release);
+}
+
 // Rule 9: a sample sets the pool's figures; its reserved bytes are device memory of kind graph_pool.
 void LiveState::graph_pool_sampled(int device, uint64_t reserved, uint64_t used) {
   const DeviceTotals* old = find_device(device);
@@ -509,17 +535,13 @@ void LiveState::apply(const Record& r) {
         forget_current_pool(r.aux);  // the default pool is current again
       }
       return;
-    case Effect::TrimPool: {  // what is not live goes back to the device
-      uint64_t key = pools_.count(r.aux) ? r.aux : default_pool_key(r.device);
-      auto it = pools_.find(key);
-      if (it != pools_.end()) {
-        it->second.extents.clear();
-        for (const auto& e : live_) {
-          const AllocInfo al = info(e.second);
-          if (al.kind == MemKind::Async && (al.pool ? al.pool : default_pool_key(al.device)) == key)
-            it->second.extents[e.first] = e.first + al.size;
-        }
-      }
+    case Effect::TrimPool:  // what is not live goes back to the device
+      trim_pools({pools_.count(r.aux) ? r.aux : default_pool_key(r.device)});
+      return;
+    case Effect::PoolAttribute: {  // rule 15: the release threshold
+      uint64_t threshold;
+      if (is_memory_key(r.aux) && pool_release_threshold(r, &threshold))
+        pool_of(pools_.count(r.aux) ? r.aux : 0, r.device).release_threshold = threshold;
       return;
     }
     case Effect::Teardown:

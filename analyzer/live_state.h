@@ -186,6 +186,7 @@ struct PoolState {
   bool placed = false;  // created in the trace: its allocations count where it lives (rule 4)
   std::map<uint64_t, uint64_t> extents;  // start -> end, merged
   uint64_t live_bytes = 0;
+  uint64_t release_threshold = 0;  // free memory kept at a synchronize (rule 15)
   uint64_t footprint() const;
   uint64_t largest_free_gap(const LiveState& live) const;
 };
@@ -267,7 +268,9 @@ class LiveState {
   uint64_t reserved_va() const { return reserved_total_; }
   uint64_t mapped_va() const { return mapped_total_; }
   uint64_t handle_bytes_unmapped(int device) const;
-  uint64_t pool_cached_bytes(int device) const;  // device pools' inferred footprint minus live bytes
+  uint64_t pool_cached_bytes(int device) const;
+  // Rule 15: a synchronize in a context of `device` (a kTagPoolSync record).
+  void pools_synchronized(int device);  // device pools' inferred footprint minus live bytes
 
   // Freed by a context teardown rather than by a free (reported apart from leaks).
   const SiteTable::Rows& teardown() const { return teardown_.rows(); }
@@ -283,6 +286,8 @@ class LiveState {
   void release_code(Pred gone);
   void account(const AllocInfo& a, int64_t sign);
   void graph_pool_sampled(int device, uint64_t reserved, uint64_t used);
+  // The footprint of each pool in `keys` becomes its live allocations (a trim to 0).
+  void trim_pools(const std::vector<uint64_t>& keys);
   uint32_t attrs_of(const AllocInfo& a);  // finds or adds a's AllocAttrs row (a.site set)
   __attribute__((noinline)) uint32_t new_attrs(const AllocInfo& a);
   DeviceTotals& device_slot(int device) {  // events come in long runs on one device

@@ -247,6 +247,13 @@ bool decode_pool_usage(const Record& r, PoolUsageList* out) {
   return true;
 }
 
+bool decode_pool_sync(const Record& r, int* device) {
+  fmt::PoolSyncRecord rec;
+  if (!fmt::decode<fmt::PoolSyncSchema>(r.payload, r.payload_len, &rec) || rec.device > uint64_t(INT32_MAX)) return false;
+  *device = int(rec.device);
+  return true;
+}
+
 bool decode_device_payload(const uint8_t* p, size_t n, DeviceInfo* out) {
   fmt::DeviceRecord rec;
   bool ok = fmt::decode<fmt::DeviceSchema>(p, n, &rec);

@@ -223,6 +223,8 @@ struct PoolUsageList {
 };
 // False when the payload is damaged (nothing of it is kept).
 bool decode_pool_usage(const Record& r, PoolUsageList* out);
+// A kTagPoolSync record: the device of the synchronize (format/accounting.h, rule 15).
+bool decode_pool_sync(const Record& r, int* device);
 // Applies a stack, module, code, thread or config record to *store.
 bool decode_stack_meta(const Record& r, StackStore* store);
 // Decodes the pending stack deltas whose base has arrived; false when some never found theirs.

@@ -126,6 +126,18 @@
 //     cuGreenCtxDestroy) gives back every cost of that context. These bytes are counted per
 //     device in their own figure (contexts, code), never as allocations: not live, not in a
 //     peak's bytes, not leaks.
+// 15. Release at synchronize. A pool keeps at most its release threshold of reserved memory it
+//     does not use and gives the rest back at the next stream, event or context synchronize
+//     (cuda.h, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD; 0 for a new pool and the default pool, so by
+//     default a pool empties at every synchronize; PyTorch and XLA set it to the maximum). The
+//     threshold is cuMemPoolSetAttribute's (pool_release_threshold: AUX the pool, SIZE the value;
+//     a pool the trace did not see created is its event device's default pool). A kTagPoolSync
+//     record (a synchronize after a stream-ordered free or a threshold change, in a context of
+//     its device) releases, in every pool living on that device whose inferred footprint is
+//     above its threshold, everything that is not live: the footprint becomes its live
+//     allocations, as after cuMemPoolTrimTo(0). (The driver keeps up to the threshold; which of
+//     its free blocks it keeps is not known, so a threshold between 0 and the footprint is
+//     modelled as 0: below the driver's figure by at most the threshold.)
 #pragma once
 
 #include <cstdint>
@@ -199,6 +211,7 @@ enum class Effect : uint8_t {
   CodeRelease,    // the costs under a key given back (rule 14)
   PlacePool,      // pool aux lives at location aux2 (a location's pool named: rule 4)
   CurrentPool,    // pool aux is location aux2's current pool (and lives there if not placed: rule 4)
+  PoolAttribute,  // pool aux's attribute aux2 set to size (the release threshold: rule 15)
 };
 
 constexpr Effect effect_of(const OpInfo& op) {
@@ -231,11 +244,22 @@ constexpr Effect effect_of(const OpInfo& op) {
     case MemKind::GraphPool: return Effect::GraphPool;
     case MemKind::Code: return acquire ? Effect::Code : Effect::CodeRelease;
     case MemKind::PoolConfig:
-      return op.id == HookId::cuMemPoolSetAttribute    ? Effect::None
+      return op.id == HookId::cuMemPoolSetAttribute    ? Effect::PoolAttribute
              : op.id == HookId::cuMemGetDefaultMemPool ? Effect::PlacePool
                                                        : Effect::CurrentPool;
     default: return Effect::None;
   }
+}
+
+// ---- rule 15 ----
+
+inline constexpr uint64_t kPoolAttrReleaseThreshold = 4;  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+// The release threshold an attribute event sets (false: it sets another attribute, or no value).
+template <typename E>
+constexpr bool pool_release_threshold(const E& e, uint64_t* value) {
+  if (!(e.fields & format::kEvAux2) || e.aux2 != kPoolAttrReleaseThreshold || !(e.fields & format::kEvSize)) return false;
+  *value = e.size;
+  return true;
 }
 
 // ---- rule 2 ----

@@ -237,4 +237,14 @@ struct PoolUsageRow {
 VT_RECORD_SCHEMA(PoolUsageRowSchema, kTagPoolUsage, "pool usage row", VT_POOL_USAGE_ROW_FIELDS);
 inline constexpr uint64_t kMaxPoolUsageRows = 64;
 
+// A successful synchronize (cuCtxSynchronize*, cuStreamSynchronize*, cuEventSynchronize) in a
+// context of `device`, written only when a stream-ordered free or a release threshold change came
+// before it since the last one (interpose/pool_sync.h): where pools give memory above their release
+// threshold back (format/accounting.h, rule 15).
+struct PoolSyncRecord {
+  uint64_t device = 0;
+};
+#define VT_POOL_SYNC_FIELDS(F) F(Varint, device, "device", "CUDA device")
+VT_RECORD_SCHEMA(PoolSyncSchema, kTagPoolSync, "pool sync", VT_POOL_SYNC_FIELDS);
+
 }  // namespace vt::format

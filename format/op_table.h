@@ -4,7 +4,8 @@
 // docs/trace-format.md (checked by tests/unit/doc_tables_test.cpp) all come from this list.
 //
 // VT_FOR_EACH_HOOK(X) calls X(code, name, action, kind, params, args, fields):
-//   code    stable op code written to traces (never renumber; append new ones)
+//   code    stable op code written to traces (never renumber; append new ones); 0 for a Query
+//           row, which is never written (1..127 are all the event tags there are)
 //   name    the exact exported driver symbol (the _v2 / _ptsz spelling)
 //   action  Acquire: memory becomes live (timestamp after the call; failures carry free/total)
 //           Release: memory goes away (timestamp before the call, so a reuse of the address by
@@ -361,7 +362,14 @@
   X(125, cuGLCtxCreate, Acquire, Code, (CUcontext * pCtx, unsigned int Flags, CUdevice device),     \
     (pCtx, Flags, device), (CodeObject, FreeBefore, FreeAfter, Device))                             \
   X(126, cuGLCtxCreate_v2, Acquire, Code, (CUcontext * pCtx, unsigned int Flags, CUdevice device),  \
-    (pCtx, Flags, device), (CodeObject, FreeBefore, FreeAfter, Device))
+    (pCtx, Flags, device), (CodeObject, FreeBefore, FreeAfter, Device))                             \
+  /* Synchronizes: a pool gives memory above its release threshold back here (rule 15). Observed */ \
+  /* only (code 0: no op on the wire); the recorder writes kTagPoolSync when one may release.    */ \
+  X(0, cuCtxSynchronize, Query, Sync, (), (), (None, None, None, None))                              \
+  X(0, cuCtxSynchronize_v2, Query, Sync, (CUcontext ctx), (ctx), (None, None, None, None))           \
+  X(0, cuStreamSynchronize, Query, Sync, (CUstream hStream), (hStream), (None, None, None, None))    \
+  X(0, cuStreamSynchronize_ptsz, Query, Sync, (CUstream hStream), (hStream), (None, None, None, None)) \
+  X(0, cuEventSynchronize, Query, Sync, (CUevent hEvent), (hEvent), (None, None, None, None))
 
 namespace vt {
 
@@ -391,6 +399,7 @@ enum class MemKind : uint8_t {
   Sharing,         // exports, pool imports and external memory objects: no memory
   Code,            // contexts, modules, libraries, limits: the driver's memory for them (rule 14)
   PoolConfig,      // a pool named for a location, or its attributes set: no memory (rule 4)
+  Sync,            // a synchronize, where pools release memory above their threshold (rule 15)
 };
 
 // How each kind is accounted (buckets, keys, devices): format/accounting.h.
@@ -419,6 +428,7 @@ inline const char* kind_name(MemKind k) {
     case MemKind::Sharing: return "sharing";
     case MemKind::Code: return "code";
     case MemKind::PoolConfig: return "pool_config";
+    case MemKind::Sync: return "sync";
     case MemKind::None: break;
   }
   return "none";
@@ -458,17 +468,22 @@ inline constexpr OpInfo kOps[] = {
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == kHookCount);
 
 constexpr bool codes_increase() {
-  for (int i = 0; i < kHookCount; ++i)
-    if (kOps[i].code < 1 || kOps[i].code > 127 || (i > 0 && kOps[i].code <= kOps[i - 1].code)) return false;
+  int last = 0;
+  for (int i = 0; i < kHookCount; ++i) {
+    if (kOps[i].code == 0 && kOps[i].action == Action::Query) continue;  // never written
+    if (kOps[i].code < 1 || kOps[i].code > 127 || kOps[i].code <= last) return false;
+    last = kOps[i].code;
+  }
   return true;
 }
-static_assert(codes_increase(), "op codes must increase in list order, within 1..127 (event tags)");
+static_assert(codes_increase(), "op codes must increase in list order, within 1..127 (event tags); 0 only for a query");
 
 // Op code -> its row + 1 (0: no such op).
 struct OpIndex {
   uint8_t row[128] = {};
   constexpr OpIndex() {
-    for (int i = 0; i < kHookCount; ++i) row[kOps[i].code] = uint8_t(i + 1);
+    for (int i = 0; i < kHookCount; ++i)
+      if (kOps[i].code) row[kOps[i].code] = uint8_t(i + 1);
   }
 };
 inline constexpr OpIndex kOpIndex{};

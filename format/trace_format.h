@@ -16,7 +16,7 @@ namespace vt::format {
 
 inline constexpr char kFileMagic[8] = {'V', 'R', 'A', 'M', 'T', 'R', 'C', '\0'};
 inline constexpr uint32_t kVersionMajor = 1;  // readers refuse a different major
-inline constexpr uint32_t kVersionMinor = 3;  // readers accept newer minors (new tags are skipped)
+inline constexpr uint32_t kVersionMinor = 4;  // readers accept newer minors (new tags are skipped)
 // Minor versions: 1.0 the first; 1.1 adds the PyTorch block records (0x93..0x96) and the lookup
 // record (0x97), whose absence then means "no lookup reached vramtrace"; 1.2 adds the CUDA graph
 // and stream capture ops (codes 38..65) and the "captured" mark (aux2 = 1) on stream-ordered ops,
@@ -100,6 +100,7 @@ enum Tag : uint8_t {
   kTagStackDelta = 0x98,   // a stack as a change of the writing thread's previous one (meta_records.h)
   kTagPoolUsage = 0x99,    // varint device, varint count, count x (varint pool, varint location,
                            // varint reserved, varint used): the device's pools right after a failure
+  kTagPoolSync = 0x9A,     // varint device: a synchronize there after a stream-ordered free (rule 15)
 };
 inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
 // kTagLookup: the first lookup that reached vramtrace's cuGetProcAddress or dlsym (cudart's own

@@ -29,8 +29,13 @@ int vramtrace_active(void);                   /* 1: tracing (or ready to on the 
 int64_t vramtrace_live_bytes(int device);     /* live device memory (-1: all devices); -1 when not tracing */
 int64_t vramtrace_live_bytes_kind(int device, int kind);
 int64_t vramtrace_peak_bytes(int device);     /* highest device memory since start or the last reset
-                                                 (device -1: the highest device) */
-int vramtrace_reset_peak(int device);         /* device -1: all; 0 ok, -1 not tracing */
+                                                 (device -1: the highest device). Exact while one
+                                                 thread allocates and after any reset; with several
+                                                 allocating threads and no reset yet, the highest of
+                                                 the figures sampled at each query and every 250 ms */
+int vramtrace_reset_peak(int device);         /* device -1: all; 0 ok, -1 not tracing. Also makes the
+                                                 peak exact for the rest of the run (every thread's
+                                                 count then goes through one shared counter) */
 int vramtrace_region_begin(const char* name); /* 0 ok, -1 not tracing */
 int vramtrace_region_end(const char* name);
 /* The trace file this process writes: its length, the path copied into out (cut to cap - 1 bytes);

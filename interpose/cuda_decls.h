@@ -69,6 +69,7 @@ CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, cons
                                           CUstreamCaptureMode mode);
 CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph);
 CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus);
+CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo* mapInfoList, unsigned int count, CUstream hStream);
 // The CUDA 2.x exports (and cuMemHostRegister, the 4.0 one: the current ABI).
 CUresult cuMemAlloc(vt_CUdeviceptr_v1* dptr, unsigned int bytesize);

@@ -487,6 +487,12 @@ inline void describe(Op<HookId::cuDeviceGetGraphMemAttribute>, Event&, CUresult,
 inline void describe(Op<HookId::cuDeviceSetGraphMemAttribute>, Event&, CUresult, CUdevice, CUgraphMem_attribute, void*) {}
 inline void describe(Op<HookId::cuStreamIsCapturing>, Event&, CUresult, CUstream, CUstreamCaptureStatus*) {}
 inline void describe(Op<HookId::cuStreamIsCapturing_ptsz>, Event&, CUresult, CUstream, CUstreamCaptureStatus*) {}
+// (the synchronizes: hooks.cpp writes rule 15's record after them, pool_sync.h)
+inline void describe(Op<HookId::cuCtxSynchronize>, Event&, CUresult) {}
+inline void describe(Op<HookId::cuCtxSynchronize_v2>, Event&, CUresult, CUcontext) {}
+inline void describe(Op<HookId::cuStreamSynchronize>, Event&, CUresult, CUstream) {}
+inline void describe(Op<HookId::cuStreamSynchronize_ptsz>, Event&, CUresult, CUstream) {}
+inline void describe(Op<HookId::cuEventSynchronize>, Event&, CUresult, CUevent) {}
 
 inline void describe(Op<HookId::cuStreamBeginCapture>, Event& e, CUresult, CUstream s) { e.set_addr(u(s)); }
 inline void describe(Op<HookId::cuStreamBeginCapture_ptsz>, Event& e, CUresult, CUstream s) { e.set_addr(u(s)); }
@@ -648,6 +654,7 @@ inline void describe(Op<HookId::cuKernelGetFunction>, Event& e, CUresult r, CUfu
 }
 
 // ---- pools by location, pool attributes ----
+static_assert(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD == kPoolAttrReleaseThreshold, "format/accounting.h, rule 15");
 inline void describe(Op<HookId::cuMemPoolSetAttribute>, Event& e, CUresult, CUmemoryPool pool, CUmemPool_attribute attr,
                      void* value) {
   e.set_aux(u(pool));

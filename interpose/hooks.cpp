@@ -19,6 +19,7 @@
 #include "gpu_processes.h"
 #include "lookup_gaps.h"
 #include "lookup_log.h"
+#include "pool_sync.h"
 #include "pool_usage.h"
 #include "recorder.h"
 #include "reentry_guard.h"
@@ -93,6 +94,8 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
     scope.real_call_end();
     *errno_after = *err;
     observe(Op<Id>{}, r, args...);
+    if constexpr (op.kind == MemKind::Sync)  // rule 15: pools may give memory back here
+      if (r == CUDA_SUCCESS && !scope.nested_in_our_work()) pools_synchronized();
     return r;
   }
 
@@ -108,6 +111,8 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
   scope.real_call_end();
   *errno_after = *err;
   observe(Op<Id>{}, r, args...);
+  if constexpr ((op.kind == MemKind::Async && op.action == Action::Release) || Id == HookId::cuMemPoolSetAttribute)
+    if (r == CUDA_SUCCESS) pool_memory_freed();  // a synchronize may now give memory back (rule 15)
   if (op.action == Action::Acquire || op.action == Action::Control) e.t_ns = now_ns();  // (Control: an instant)
   e.result = int32_t(r);
   describe(Op<Id>{}, e, r, args...);
@@ -156,8 +161,8 @@ CUresult invoke(void* caller, A... args) {
 #define VT_EXPORT __attribute__((visibility("default")))
 #define VT_DEFINE_HOOK(code, name, action, kind, params, args, fields) \
   extern "C" VT_EXPORT __attribute__((noinline)) CUresult name params {                        \
-    return vt::invoke<vt::HookId::name>(__builtin_return_address(0), VT_UNPACK args);           \
+    return vt::invoke<vt::HookId::name>(__builtin_return_address(0) VT_MORE_ARGS args);         \
   }
-#define VT_UNPACK(...) __VA_ARGS__
+#define VT_MORE_ARGS(...) __VA_OPT__(, ) __VA_ARGS__  // (cuCtxSynchronize has none)
 VT_FOR_EACH_HOOK(VT_DEFINE_HOOK)
 #undef VT_DEFINE_HOOK

@@ -590,6 +590,7 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
     case Effect::TrimPool:
     case Effect::Code:  // rule 14: contexts and code are the report's figure, not live memory
     case Effect::CodeRelease:
+    case Effect::PoolAttribute:  // rule 15: footprints are the analyzer's (pools hold no memory: rule 7)
     case Effect::None: return;
   }
 }

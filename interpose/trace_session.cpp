@@ -24,6 +24,7 @@
 #include "activity_recorder.h"
 #include "graph_state.h"
 #include "live_tracker.h"
+#include "pool_sync.h"
 #include "python_code_index.h"
 #include "shm_summary.h"
 #include "module_map.h"
@@ -148,6 +149,7 @@ void after_fork_in_child() {
   forget_stacks();
   forget_modules();
   forget_live_state();
+  forget_pool_sync();
   forget_graph_state();
   forget_python_codes();
   forget_shm_summary();

@@ -173,6 +173,31 @@ TEST_CASE("cuMemAllocAsync counts against the device's current pool, set by cuDe
   CHECK(j["leaks"]["teardown"]["bytes"] == f.at("live_in_pool"));
 }
 
+TEST_CASE("a synchronize gives back what a pool keeps above its release threshold (rule 15)") {
+  Run run = run_mode("release-at-sync");
+  const auto& f = run.figures;
+  REQUIRE(f.at("released_by_sync") == 8 * MiB);  // the driver's own figure (cuMemGetInfo around it)
+  json j = report(run.trace);
+  auto footprint = [&](const std::string& name) -> int64_t {
+    for (const json& p : j["fragmentation"]["pools"])
+      if (p["pool"] == name) return p["footprint_bytes"].get<int64_t>();
+    return -1;
+  };
+  auto hex = [](uint64_t v) {
+    char b[40];
+    snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(b);
+  };
+  INFO(j["fragmentation"].dump());
+  CHECK(footprint("default:0") == 0);                   // threshold 0: given back at the synchronize
+  CHECK(footprint(hex(f.at("keep_pool"))) == 4 * MiB);  // threshold at its maximum: kept
+  CHECK(footprint(hex(f.at("lazy_pool"))) == 4 * MiB);  // no synchronize after its free: kept
+  // One record per synchronize after a free (two: the default pool's, the keeping pool's), none
+  // for the synchronizes with no free before them.
+  e2e::Trace t = e2e::load(run.trace);
+  CHECK(t.metadata[vt::format::kTagPoolSync] == 2);
+}
+
 TEST_CASE("more streams capturing than the recorder's table holds: every captured allocation is still a graph node") {
   Run run = run_mode("capture-many");
   const auto& f = run.figures;

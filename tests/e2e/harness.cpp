@@ -147,7 +147,10 @@ Trace load(const std::string& path) {
   Trace t;
   vt::analyzer::Record r;
   while (reader->next(&r)) {
-    if (!r.is_event()) continue;
+    if (!r.is_event()) {
+      ++t.metadata[r.tag];
+      continue;
+    }
     const bool code = r.op && (r.op->kind == vt::MemKind::Code || r.op->kind == vt::MemKind::PoolConfig);
     (code ? t.code_events : t.events).push_back(r);
   }

@@ -1,6 +1,7 @@
 // Running test programs under libvramtrace.so and the simulated driver, and reading their traces.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,7 @@ struct Trace {
   vt::analyzer::ProcessInfo info;
   std::vector<vt::analyzer::Record> events;       // memory events
   std::vector<vt::analyzer::Record> code_events;  // context, code and pool-location ops (kinds code, pool_config)
+  std::map<uint8_t, size_t> metadata;               // metadata records by tag
   std::vector<std::string> problems;
   bool data_lost = false;
   std::vector<std::string> ops() const;

@@ -20,7 +20,13 @@
 //            the memory stays allocated until a real cuMemFreeAsync.
 //   current-pool  no graph: the stream-ordered allocations a graph would capture, from a pool made
 //            the device's current one (cuDeviceSetMemPool): 6 MiB allocated and freed, 2 MiB left
-//            live, the pool trimmed; then the default pool current again and 1 MiB from it, freed.
+//            live, the pool trimmed; then the default pool current again (its release threshold
+//            set to keep everything) and 1 MiB from it, freed.
+//   release-at-sync  no graph: rule 15. The default pool (release threshold 0) allocates and frees
+//            8 MiB, then a synchronize gives it back; a pool created with the threshold at its
+//            maximum keeps its 4 MiB through one; a third pool (threshold 0) frees 2 of its 4 MiB
+//            and is not synchronized after: it keeps both. Synchronizes with no free before them
+//            (cuCtxSynchronize, cuEventSynchronize) write no record.
 // Prints "name value" lines (bytes or counts).
 #include <cuda.h>
 
@@ -250,12 +256,49 @@ int current_pool_mode(CUstream s) {
   check(cuStreamSynchronize(s), "cuStreamSynchronize");
   check(cuMemPoolTrimTo(mine, 0), "cuMemPoolTrimTo");
   check(cuDeviceSetMemPool(0, def), "cuDeviceSetMemPool (default)");
+  cuuint64_t keep_all = ~cuuint64_t(0);  // (as PyTorch sets it: the synchronize below keeps the 1 MiB)
+  check(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all), "cuMemPoolSetAttribute");
   check(cuMemAllocAsync(&c, 1 * MiB, s), "cuMemAllocAsync (default pool)");
   check(cuMemFreeAsync(c, s), "cuMemFreeAsync");
   check(cuStreamSynchronize(s), "cuStreamSynchronize");
   printf("pool %llu\ndefault_pool %llu\nlive_in_pool %zu\n", (unsigned long long)(uintptr_t)mine,
          (unsigned long long)(uintptr_t)def, 2 * MiB);
   return 0;  // b is left allocated: the primary context's last release frees it
+}
+
+int release_at_sync_mode(CUstream s) {
+  CUdeviceptr a, b, c, d;
+  check(cuMemAllocAsync(&a, 8 * MiB, s), "cuMemAllocAsync (default pool)");
+  check(cuMemFreeAsync(a, s), "cuMemFreeAsync");
+  size_t free_before = 0, free_after = 0, total = 0;
+  check(cuMemGetInfo(&free_before, &total), "cuMemGetInfo");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  check(cuMemGetInfo(&free_after, &total), "cuMemGetInfo");
+  check(cuCtxSynchronize(), "cuCtxSynchronize");  // nothing freed since: no record
+  CUevent ev;
+  check(cuEventCreate(&ev, 0), "cuEventCreate");
+  check(cuEventRecord(ev, s), "cuEventRecord");
+  check(cuEventSynchronize(ev), "cuEventSynchronize");  // nor here
+  check(cuEventDestroy(ev), "cuEventDestroy");
+
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool keep, lazy;
+  check(cuMemPoolCreate(&keep, &props), "cuMemPoolCreate");
+  cuuint64_t keep_all = ~cuuint64_t(0);
+  check(cuMemPoolSetAttribute(keep, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all), "cuMemPoolSetAttribute");
+  check(cuMemAllocFromPoolAsync(&b, 4 * MiB, keep, s), "cuMemAllocFromPoolAsync (keep)");
+  check(cuMemFreeAsync(b, s), "cuMemFreeAsync");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  check(cuMemPoolCreate(&lazy, &props), "cuMemPoolCreate");
+  check(cuMemAllocFromPoolAsync(&c, 2 * MiB, lazy, s), "cuMemAllocFromPoolAsync (lazy)");
+  check(cuMemAllocFromPoolAsync(&d, 2 * MiB, lazy, s), "cuMemAllocFromPoolAsync (lazy)");
+  check(cuMemFreeAsync(c, s), "cuMemFreeAsync");
+  printf("released_by_sync %zu\nkeep_pool %llu\nlazy_pool %llu\n", free_after - free_before,
+         (unsigned long long)(uintptr_t)keep, (unsigned long long)(uintptr_t)lazy);
+  return 0;  // d and the pools are left to the primary context's last release
 }
 
 }  // namespace
@@ -275,6 +318,7 @@ int main(int argc, char** argv) {
            : mode == "capture-ptsz" ? capture_ptsz_mode()
            : mode == "oom"          ? oom_mode(s)
            : mode == "current-pool" ? current_pool_mode(s)
+           : mode == "release-at-sync" ? release_at_sync_mode(s)
            : mode == "capture-many" ? capture_many_mode(s)
            : mode == "outside-free" ? outside_free_mode(s)
                                     : 2;

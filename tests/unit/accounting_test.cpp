@@ -899,7 +899,8 @@ Event random_event(std::mt19937_64& rng) {
     return id == HookId::cuMulticastBindMem || id == HookId::cuMulticastBindAddr || id == HookId::cuMulticastUnbind;
   };
   do e.op = HookId(rng() % kHookCount);
-  while ((kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10) ||
+  while (kOps[int(e.op)].code == 0 ||  // observed only, never on the wire (the synchronizes)
+         (kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10) ||
          (sharing_op(e.op) && !binding_op(e.op) && rng() % 3));
   static const int kDevices[] = {0, 0, 0, 1, 1, 2, 15, 16, 40, -1};
   e.device = kDevices[rng() % 10];

@@ -146,6 +146,7 @@ TEST_CASE("docs: every record's payload is its schema") {
       record_row<fmt::LookupSchema, fmt::LookupRecord>(),
       record_with_rows<fmt::StackDeltaSchema, fmt::StackDeltaRecord, fmt::StackDeltaFrameSchema, fmt::StackDeltaFrameRow>(),
       record_with_rows<fmt::PoolUsageSchema, fmt::PoolUsageRecord, fmt::PoolUsageRowSchema, fmt::PoolUsageRow>(),
+      record_row<fmt::PoolSyncSchema, fmt::PoolSyncRecord>(),
       // the PyTorch block records table
       record_row<fmt::TorchBlockSchema, fmt::TorchBlockRecord>(),
       record_row<fmt::TorchOomSchema, fmt::TorchOomRecord>(),
@@ -161,11 +162,11 @@ TEST_CASE("docs: every record's payload is its schema") {
       record_row<fmt::CuptiStatusSchema, fmt::CuptiStatusRecord>(),
       record_row<fmt::KernelNameSchema, fmt::KernelNameRecord>(),
   };
-  // Every tag of the format is here once: 0x80..0x99, no gap.
+  // Every tag of the format is here once: 0x80..0x9A, no gap.
   std::vector<std::string> tags;
   for (const Row& r : want) tags.push_back(r[0]);
   std::sort(tags.begin(), tags.end());
-  REQUIRE(tags.size() == 0x9A - 0x80);
+  REQUIRE(tags.size() == 0x9B - 0x80);
   for (size_t i = 0; i < tags.size(); ++i) CHECK(tags[i] == tag_hex(uint8_t(0x80 + i)));
   check_table({"tag", "name", "payload after dt"}, want);
 }
