@@ -27,12 +27,17 @@ struct Pair {
   std::string exporter, importer;  // their traces
 };
 
-Pair run_pair(const std::string& kind, bool keep) {
+// `other_device`: the exporter's memory on device 1 of 2, the importer's context on device 0.
+Pair run_pair(const std::string& kind, bool keep, bool other_device = false) {
   Pair p;
   p.dir = e2e::temp_dir();
   std::vector<std::string> argv = {e2e::program("cross_process"), "export", kind};
   if (keep) argv.push_back("keep");
-  e2e::Result r = e2e::run({argv, {{"VRAMTRACE_OUTPUT", p.dir}, {"FAKECUDA_CONTEXT_BYTES", "0"}}});
+  if (other_device) argv.push_back("dev1");
+  e2e::Result r = e2e::run({argv,
+                            {{"VRAMTRACE_OUTPUT", p.dir},
+                             {"FAKECUDA_CONTEXT_BYTES", "0"},
+                             {"FAKECUDA_DEVICES", other_device ? "2" : "1"}}});
   INFO(kind << ": " << r.out << r.err);
   REQUIRE(r.exit_code == 0);
   for (const std::string& line : e2e::lines(r.out)) {
@@ -84,6 +89,8 @@ void check_exporter(const json& j, const Pair& p) {
   CHECK(sh["exported"]["bytes"] == shared);
   REQUIRE(sh["exported"]["groups"].size() == 1);
   CHECK(sh["exported"]["groups"][0]["kind"] == "device");
+  CHECK(sh["exported"]["groups"][0]["device"] == p.figures.at("exporter_device"));
+  CHECK(j["peak"]["device"] == p.figures.at("exporter_device"));
   CHECK(sh["imported"]["max_bytes"] == 0);
 }
 
@@ -107,14 +114,15 @@ void check_importer(const json& j, const Pair& p, bool open) {
   if (open) {
     REQUIRE(sh["imported"]["groups"].size() == 1);
     CHECK(sh["imported"]["groups"][0]["kind"] == "imported");
-    CHECK(sh["imported"]["groups"][0]["device"] == 0);
+    // Where the memory is, whatever this process's context: the exporter's device.
+    CHECK(sh["imported"]["groups"][0]["device"] == p.figures.at("exporter_device"));
     CHECK(sh["imported"]["groups"][0]["bytes"] == seen);
   }
   CHECK(sh["exported"]["calls"] == 0);
 }
 
-void check_pair(const std::string& kind, bool keep) {
-  Pair p = run_pair(kind, keep);
+void check_pair(const std::string& kind, bool keep, bool other_device = false) {
+  Pair p = run_pair(kind, keep, other_device);
   const Ops ops = ops_of(kind);
   e2e::Trace ex = e2e::load(p.exporter), im = e2e::load(p.importer);
   for (const char* op : ops.exports)
@@ -158,7 +166,12 @@ void check_pair(const std::string& kind, bool keep) {
 
 // The figures of a report that do not depend on how the memory was shared.
 json shape(const json& j) {
+  json devices = json::array();
+  for (const char* part : {"imported", "exported"})
+    for (const json& g : j["sharing"][part]["groups"]) devices.push_back({part, g["device"], g["bytes"]});
   return {{"peak", j["peak"]["bytes"]},
+          {"peak_device", j["peak"]["device"]},
+          {"devices", devices},
           {"leaks", j["leaks"]["bytes"]},
           {"allocations", j["allocations"]["count"]},
           {"imported", j["sharing"]["imported"]["bytes"]},
@@ -189,19 +202,27 @@ TEST_CASE("an import left open at exit is imported memory still open, never a le
   }
 }
 
+TEST_CASE("memory exported from another device is imported on that device, whichever way it was shared") {
+  for (const char* kind : {"vmm", "ipc", "pool"})
+    for (bool keep : {true, false}) {
+      INFO(kind << (keep ? " keep" : ""));
+      check_pair(kind, keep, true);
+    }
+}
+
 TEST_CASE("VMM, legacy IPC and pool sharing of the same 4 MiB give the same figures on both sides") {
   std::map<std::string, std::pair<json, json>> by_kind;  // exporter, importer
+  const char* variants[] = {"", " keep", " dev1", " keep dev1"};
   for (const char* kind : {"vmm", "ipc", "pool"})
-    for (bool keep : {false, true}) {
-      Pair p = run_pair(kind, keep);
-      by_kind[std::string(kind) + (keep ? " keep" : "")] = {shape(e2e::cli_json(p.exporter)),
-                                                            shape(e2e::cli_json(p.importer))};
+    for (const std::string v : variants) {
+      Pair p = run_pair(kind, v.find("keep") != std::string::npos, v.find("dev1") != std::string::npos);
+      by_kind[kind + v] = {shape(e2e::cli_json(p.exporter)), shape(e2e::cli_json(p.importer))};
     }
-  for (const char* keep : {"", " keep"}) {
-    const auto& vmm = by_kind.at(std::string("vmm") + keep);
+  for (const std::string v : variants) {
+    const auto& vmm = by_kind.at("vmm" + v);
     for (const char* other : {"ipc", "pool"}) {
-      const auto& o = by_kind.at(std::string(other) + keep);
-      INFO(other << keep << " vs vmm: " << o.first.dump() << o.second.dump() << " / " << vmm.first.dump()
+      const auto& o = by_kind.at(other + v);
+      INFO(other << v << " vs vmm: " << o.first.dump() << o.second.dump() << " / " << vmm.first.dump()
                  << vmm.second.dump());
       CHECK(o.first == vmm.first);
       CHECK(o.second == vmm.second);

@@ -1,6 +1,6 @@
 // Memory shared between two traced processes on the simulated driver, linked with -lcuda
 // (tests/e2e/cross_process_test.cpp runs it under libvramtrace.so and checks both traces).
-//   cross_process export KIND [keep]
+//   cross_process export KIND [keep] [dev1]
 // The exporter allocates 4 MiB and shares it, then fork+execs itself as the importer and hands
 // it the handle over a unix socket, as NCCL does: the POSIX fd with SCM_RIGHTS, the handle bytes
 // (CUipcMemHandle, CUmemPoolPtrExportData) as the message. KIND:
@@ -11,7 +11,8 @@
 //         (fd) and the pointer (cuMemPoolExportPointer); the importer imports both, then cuMemFree
 // The importer also allocates 1 MiB of its own (cuMemAlloc, freed before it exits) and "uses"
 // what it imported (cuMemGetAddressRange: the size the driver gives it). With `keep` it leaves
-// the import open at exit (no release, unmap or close). The exporter frees its memory only once
+// the import open at exit (no release, unmap or close). With `dev1` the exporter's memory is on
+// device 1 (FAKECUDA_DEVICES=2) while the importer's context is on device 0. The exporter frees its memory only once
 // the importer has exited. Prints "name value" lines, the importer's prefixed `importer_`, the
 // exporter's `exporter_` (the importer finishes before the exporter prints).
 #include <cuda.h>
@@ -89,22 +90,22 @@ Message receive_message(int sock, int* fd) {
   return m;
 }
 
-CUmemAllocationProp device_prop() {
+CUmemAllocationProp device_prop(int dev) {
   CUmemAllocationProp p;
   memset(&p, 0, sizeof p);
   p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p.location.id = 0;
+  p.location.id = dev;
   p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   return p;
 }
 
-void map_rw(CUdeviceptr va, size_t n, CUmemGenericAllocationHandle h) {
+void map_rw(CUdeviceptr va, size_t n, CUmemGenericAllocationHandle h, int dev) {
   check(cuMemMap(va, n, 0, h, 0), "cuMemMap");
   CUmemAccessDesc a;
   memset(&a, 0, sizeof a);
   a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  a.location.id = 0;
+  a.location.id = dev;
   a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   check(cuMemSetAccess(va, n, &a, 1), "cuMemSetAccess");
 }
@@ -131,7 +132,7 @@ int importer(int sock, const std::string& kind, bool keep) {
     close(fd);  // the handle keeps the memory
     CUdeviceptr va;
     check(cuMemAddressReserve(&va, kShared, 0, 0, 0), "cuMemAddressReserve");
-    map_rw(va, kShared, h);
+    map_rw(va, kShared, h, 0);
     seen = range_of(va);
     printf("importer_used_while_imported %zu\n", used() - base);
     if (!keep) {
@@ -172,7 +173,12 @@ int importer(int sock, const std::string& kind, bool keep) {
   return 0;
 }
 
-int exporter(const char* self, const std::string& kind, bool keep) {
+int exporter(const char* self, const std::string& kind, bool keep, int dev) {
+  if (dev != 0) {
+    CUcontext other;
+    check(cuDevicePrimaryCtxRetain(&other, dev), "cuDevicePrimaryCtxRetain");
+    check(cuCtxSetCurrent(other), "cuCtxSetCurrent");
+  }
   const size_t base = used();
   Message m{};
   int fd = -1;
@@ -182,10 +188,10 @@ int exporter(const char* self, const std::string& kind, bool keep) {
   CUmemoryPool pool = nullptr;
   CUstream s = nullptr;
   if (kind == "vmm") {
-    CUmemAllocationProp prop = device_prop();
+    CUmemAllocationProp prop = device_prop(dev);
     check(cuMemCreate(&vmm, kShared, &prop, 0), "cuMemCreate");
     check(cuMemAddressReserve(&va, kShared, 0, 0, 0), "cuMemAddressReserve");
-    map_rw(va, kShared, vmm);
+    map_rw(va, kShared, vmm, dev);
     check(cuMemExportToShareableHandle(&fd, vmm, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
           "cuMemExportToShareableHandle");
   } else if (kind == "ipc") {
@@ -198,7 +204,7 @@ int exporter(const char* self, const std::string& kind, bool keep) {
     memset(&pp, 0, sizeof pp);
     pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
     pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    pp.location.id = 0;
+    pp.location.id = dev;
     pp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     check(cuMemPoolCreate(&pool, &pp), "cuMemPoolCreate");
     check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -250,7 +256,8 @@ int exporter(const char* self, const std::string& kind, bool keep) {
     check(cuStreamDestroy(s), "cuStreamDestroy");
     check(cuMemPoolDestroy(pool), "cuMemPoolDestroy");
   }
-  printf("exporter_pid %d\nexporter_shared_bytes %zu\nexporter_used_shared %zu\n", int(getpid()), kShared, used_shared);
+  printf("exporter_pid %d\nexporter_shared_bytes %zu\nexporter_used_shared %zu\nexporter_device %d\n", int(getpid()),
+         kShared, used_shared, dev);
   return 0;
 }
 
@@ -265,7 +272,13 @@ int main(int argc, char** argv) {
   check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
   check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   // No context teardown at the end: what is open at exit is what the reports must show.
-  if (role == "export" && argc >= 3) return exporter(argv[0], argv[2], argc > 3 && std::string(argv[3]) == "keep");
+  bool keep = false;
+  int where = 0;
+  for (int i = 3; i < argc; ++i) {
+    keep = keep || std::string(argv[i]) == "keep";
+    if (std::string(argv[i]) == "dev1") where = 1;
+  }
+  if (role == "export" && argc >= 3) return exporter(argv[0], argv[2], keep, where);
   if (role == "import" && argc >= 4) return importer(atoi(argv[2]), argv[3], argc > 4 && std::string(argv[4]) == "keep");
   return 2;
 }
