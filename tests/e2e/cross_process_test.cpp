@@ -136,10 +136,17 @@ void check_pair(const std::string& kind, bool keep, bool other_device = false) {
   check_exporter(exporter, p);
   check_importer(importer, p, keep);
 
+  for (const json* j : {&exporter, &importer}) {  // every release matched its acquire, no damage
+    CHECK((*j)["trace"]["unmatched_frees"] == 0);
+    CHECK((*j)["trace"]["failed_events"] == 0);
+    CHECK((*j)["trace"]["problems"].empty());
+  }
+
   // The job directory: the same two reports, and no leak in either rank.
   const json job = e2e::cli_json(p.dir);
   INFO("job: " << job["job"].dump() << job["ranks"].dump());
   CHECK(job["job"]["traces"] == 2);
+  CHECK(job["problems"].empty());
   CHECK(job["job"]["max_peak_bytes"] == p.figures.at("exporter_shared_bytes"));
   CHECK(job["job"]["min_peak_bytes"] == p.figures.at("importer_own_bytes"));
   REQUIRE(job["reports"].size() == 2);

@@ -9,6 +9,7 @@
 //   ipc   cuMemAlloc + cuIpcGetMemHandle; the importer cuIpcOpenMemHandle, then cuIpcCloseMemHandle
 //   pool  a pool created for POSIX fds, a 4 MiB cuMemAllocFromPoolAsync, the pool exported
 //         (fd) and the pointer (cuMemPoolExportPointer); the importer imports both, then cuMemFree
+//         and cuMemPoolDestroy of the imported pool
 // The importer also allocates 1 MiB of its own (cuMemAlloc, freed before it exits) and "uses"
 // what it imported (cuMemGetAddressRange: the size the driver gives it). With `keep` it leaves
 // the import open at exit (no release, unmap or close). With `dev1` the exporter's memory is on
@@ -161,7 +162,10 @@ int importer(int sock, const std::string& kind, bool keep) {
     check(cuMemPoolImportPointer(&p, pool, &d), "cuMemPoolImportPointer");
     seen = range_of(p);
     printf("importer_used_while_imported %zu\n", used() - base);
-    if (!keep) check(cuMemFree(p), "cuMemFree (imported pointer)");
+    if (!keep) {
+      check(cuMemFree(p), "cuMemFree (imported pointer)");
+      check(cuMemPoolDestroy(pool), "cuMemPoolDestroy (imported pool)");  // a pool this trace saw no creation of
+    }
   } else {
     return 2;
   }
