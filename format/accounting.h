@@ -68,7 +68,9 @@
 //     report lists what is imported at the end apart from the leaks. Four ways in, one rule:
 //     - cuIpcOpenMemHandle (legacy IPC) and cuMemPoolImportPointer (a pointer of an exported
 //       pool): address-keyed, their size from cuMemGetAddressRange, freed by cuIpcCloseMemHandle
-//       and by cuMemFree(Async) respectively, on the event's device;
+//       and by cuMemFree(Async) respectively, on the event's device, which for these the
+//       recorder sets to the memory's (cuPointerGetAttribute's DEVICE_ORDINAL: the exporter's
+//       device, as a VMM import's location names it);
 //     - cuMemImportFromShareableHandle: a VMM handle, keyed by the handle like VMM memory, on
 //       the device of its location (cuMemGetAllocationPropertiesFromHandle; the event's device
 //       when that could not be read). No driver call tells a handle's size: it is what its

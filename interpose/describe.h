@@ -186,12 +186,18 @@ inline uint64_t mipmap_bytes(CUDA_ARRAY3D_DESCRIPTOR d, unsigned levels) {
 }
 inline void describe(Op<HookId::cuArrayDestroy>, Event& e, CUresult, CUarray h) { e.set_addr(u(h)); }
 // An imported address: the handle does not say how big the import is; the driver's address
-// range does.
+// range does. Nor where it lives: another process's memory on another device is mapped into
+// this context's, so the event's device becomes the memory's (cuPointerGetAttribute's ordinal),
+// as a VMM import counts on its location's device (rule 10). Unreadable: the context's.
 inline void describe_import(Event& e, CUdeviceptr p) {
   e.set_addr(p);
   CUdeviceptr base = 0;
   size_t size = 0;
   if (g_api.mem_get_address_range && g_api.mem_get_address_range(&base, &size, p) == CUDA_SUCCESS) e.set_size(size);
+  int ordinal = -1;
+  if (g_api.pointer_get_attribute &&
+      g_api.pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) == CUDA_SUCCESS && ordinal >= 0)
+    e.device = int32_t(ordinal);
 }
 inline void describe(Op<HookId::cuIpcOpenMemHandle_v2>, Event& e, CUresult r, CUdeviceptr* p, CUipcMemHandle,
                      unsigned flags) {

@@ -85,6 +85,7 @@ __attribute__((noinline)) bool resolve_driver() {
       load(lib, &a.ctx_get_device, "cuCtxGetDevice");
       load(lib, &a.mem_get_info, "cuMemGetInfo_v2");
       load(lib, &a.mem_get_address_range, "cuMemGetAddressRange_v2");
+      load(lib, &a.pointer_get_attribute, "cuPointerGetAttribute");
       load(lib, &a.mem_get_allocation_properties_from_handle, "cuMemGetAllocationPropertiesFromHandle");
       load(lib, &a.driver_get_version, "cuDriverGetVersion");
       load(lib, &a.device_get_count, "cuDeviceGetCount");

@@ -21,6 +21,7 @@ struct DriverApi {
   CUresult (*ctx_get_device)(CUdevice*);
   CUresult (*mem_get_info)(size_t*, size_t*);
   CUresult (*mem_get_address_range)(CUdeviceptr*, size_t*, CUdeviceptr);
+  CUresult (*pointer_get_attribute)(void*, CUpointer_attribute, CUdeviceptr);
   CUresult (*mem_get_allocation_properties_from_handle)(CUmemAllocationProp*, CUmemGenericAllocationHandle);
   CUresult (*driver_get_version)(int*);
   CUresult (*device_get_count)(int*);

@@ -89,3 +89,42 @@ TEST_CASE("contexts and code: the trace records each creation, load and limit wi
     CHECK(r.has(vt::format::kEvAux));  // free after: always readable (the new context is current)
   }
 }
+
+TEST_CASE("VDPAU contexts cost what a context costs, both ABI variants, given back when destroyed") {
+  Run run = e2e::run_figures({e2e::program("context_costs"), "vdpau"});
+  const auto& f = run.figures;
+  REQUIRE(f.count("used_at_oom"));
+  // The simulator's model: a VDPAU context is a created context (FAKECUDA_CONTEXT_BYTES).
+  CHECK(f.at("vdpau_v2") == 512 * MiB);
+  CHECK(f.at("vdpau_v1") == 512 * MiB);
+
+  e2e::Trace t = e2e::load(run.trace);
+  std::map<std::string, int> ops;
+  for (const vt::analyzer::Record& r : t.code_events) {
+    ops[r.op->name]++;
+    if (r.op->id == vt::HookId::cuVDPAUCtxCreate || r.op->id == vt::HookId::cuVDPAUCtxCreate_v2) {
+      CHECK(r.has(vt::format::kEvSize));  // free before: another context was current
+      CHECK(r.has(vt::format::kEvAux));   // free after
+      CHECK(r.result == 0);
+    }
+  }
+  CHECK(ops["cuVDPAUCtxCreate_v2"] == 1);
+  CHECK(ops["cuVDPAUCtxCreate"] == 1);
+
+  json j = report(run.trace);
+  INFO(j.dump(1));
+  const json& p = j["peak"]["by_device"][0]["fidelity"];
+  REQUIRE(p.is_object());
+  CHECK(j["peak"]["bytes"] == f.at("tracked_at_peak"));  // contexts are no allocations
+  CHECK(p["used_bytes"] == f.at("used_at_peak"));
+  CHECK(p["contexts_bytes"] == f.at("first_context") + f.at("vdpau_v2") + f.at("vdpau_v1"));
+  CHECK(p["unexplained_bytes"] == 0);
+  REQUIRE(j["ooms"].size() == 1);
+  const json& o = j["ooms"][0]["fidelity"];
+  CHECK(o["used_bytes"] == f.at("used_at_oom"));
+  CHECK(o["contexts_bytes"] == f.at("first_context"));  // cuCtxDestroy gave both VDPAU contexts back
+  CHECK(o["unexplained_bytes"] == 0);
+  // What was allocated in the VDPAU context went with it (rule 6): no leak, a teardown.
+  CHECK(j["leaks"]["bytes"] == 0);
+  CHECK(j["leaks"]["teardown"]["bytes"] == f.at("teardown_bytes"));
+}

@@ -230,3 +230,46 @@ TEST_CASE("a captured free of memory allocated outside any graph fails in the dr
   CHECK(j["peak"]["bytes"] == f.at("live_after_capture"));
   CHECK(j["leaks"]["bytes"] == 0);  // freed by the real cuMemFreeAsync, not by the capture
 }
+
+TEST_CASE("graph memory in a child graph moved into its parent counts like the same nodes in the graph itself") {
+  Run direct = run_mode("child-direct"), moved = run_mode("child-moved");
+  const auto& f = moved.figures;
+  // The driver: cloning a graph with memory nodes is refused; moved in, its nodes are the
+  // parent's, mapped at its upload like those of a graph launched directly.
+  REQUIRE(f.at("clone_refused") == 1);
+  REQUIRE(f.at("reserved_after_upload") >= f.at("node_bytes"));
+  for (const char* k : {"reserved_after_upload", "used_after_upload", "reserved_after_launch", "used_after_launch",
+                        "reserved_max", "reserved_end", "used_end"}) {
+    INFO(k);
+    REQUIRE(f.at(k) == direct.figures.at(k));
+  }
+
+  e2e::Trace t = e2e::load(moved.trace);
+  CHECK(count_op(t, "cuGraphCreate") == 3);  // the child, the cloned one, the parent
+  CHECK(count_op(t, "cuGraphAddMemAllocNode") == 2);
+  int child_ok = 0, child_failed = 0;
+  for (const auto& e : t.events)
+    if (e.op && e.op->id == vt::HookId::cuGraphAddChildGraphNode) (e.result == 0 ? child_ok : child_failed)++;
+  CHECK(child_ok == 1);      // the graph without memory nodes, cloned
+  CHECK(child_failed == 1);  // the one with them (a failed call changes nothing: rule 1)
+  CHECK(count_op(e2e::load(direct.trace), "cuGraphAddChildGraphNode") == 0);
+
+  json jd = report(direct.trace), jm = report(moved.trace);
+  INFO(jm.dump(1));
+  for (const json* j : {&jd, &jm}) {
+    const json& g = graph_device(*j, 0);
+    CHECK(g["memory_nodes"] == f.at("nodes"));
+    CHECK(g["memory_node_bytes"] == f.at("node_bytes"));
+    CHECK(g["pool_reserved_max_bytes"] == f.at("reserved_max"));
+    CHECK(g["pool_reserved_at_peak_bytes"] == f.at("reserved_after_upload"));
+    CHECK(g["pool_reserved_bytes"] == f.at("reserved_end"));
+    CHECK(g["pool_used_bytes"] == f.at("used_end"));
+    // The peak: the 16 MiB cuMemAlloc and the graph pool (rule 9); graph allocations are never
+    // live memory or leaks of their own (rule 8).
+    CHECK((*j)["peak"]["bytes"] == 16 * MiB + f.at("reserved_after_upload"));
+    CHECK((*j)["peak"]["by_kind"]["graph_pool"] == f.at("reserved_after_upload"));
+    CHECK((*j)["leaks"]["bytes"] == 0);
+  }
+  CHECK(jm["graphs"] == jd["graphs"]);
+  CHECK(jm["peak"]["by_kind"] == jd["peak"]["by_kind"]);
+}

@@ -191,6 +191,8 @@ TEST_CASE("each event carries exactly the fields the op table lists for its op")
       {e2e::program("graph_memory"), "graph"},
       {e2e::program("graph_memory"), "capture"},
       {e2e::program("graph_memory"), "capture-ptsz"},
+      {e2e::program("graph_memory"), "child-moved"},
+      {e2e::program("context_costs"), "vdpau"},
       {e2e::program("sharing"), "vmm"},
       {e2e::program("sharing"), "multicast"},
       {e2e::program("sharing"), "external"},
@@ -235,9 +237,7 @@ TEST_CASE("each event carries exactly the fields the op table lists for its op")
                                            // implement (describe.h: the bodies of their twins, 32-bit
                                            // values); cuMemMapArrayAsync's twin.
                                            "cuMemAlloc", "cuMemFree", "cuMemAllocHost", "cuMemAllocPitch",
-                                           "cuArrayCreate", "cuArray3DCreate", "cuMemMapArrayAsync_ptsz",
-                                           // A stub in the simulated driver (no child graphs modelled).
-                                           "cuGraphAddChildGraphNode"};
+                                           "cuArrayCreate", "cuArray3DCreate", "cuMemMapArrayAsync_ptsz"};
   // The context, code and pool-location ops beyond the workload's two context creations:
   // tests/e2e/context_test.cpp runs most of them; the rest share their twins' bodies (describe.h).
   auto code_op = [](const vt::OpInfo& op) {

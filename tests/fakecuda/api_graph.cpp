@@ -2,7 +2,8 @@
 // (cuGraphAddMemAllocNode, cuGraphAddMemFreeNode, cuGraphAddNode(_v2) with MEM_ALLOC/MEM_FREE
 // params, their GetParams), empty and other nodes, cuGraphGetNodes/cuGraphNodeGetType,
 // cuGraphInstantiate* (v1, v2, WithFlags, WithParams), cuGraphUpload, cuGraphLaunch (with _ptsz),
-// cuGraphExecDestroy, and the graph allocator: cuDeviceGraphMemTrim and
+// cuGraphExecDestroy, child graphs (cuGraphAddChildGraphNode, cuGraphAddNode(_v2) with GRAPH
+// params, cuGraphChildGraphNodeGetGraph), and the graph allocator: cuDeviceGraphMemTrim and
 // cuDeviceGet/SetGraphMemAttribute.
 //
 // Model (cuda.h's documentation of these calls and the Programming Guide's "Graph Memory
@@ -19,6 +20,18 @@
 // cuDeviceGraphMemTrim, which releases everything not live (launches complete immediately
 // here, so no graph is ever "executing"). Graphs with memory nodes allow one instantiation at
 // a time and no node deletion.
+//
+// Child graphs (cuda.h: cuGraphAddChildGraphNode, CUDA_CHILD_GRAPH_NODE_PARAMS,
+// CUgraphChildGraphNodeOwnership): a child graph node embeds a graph that its parent's
+// instantiation runs as part of itself. With CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE (the default,
+// and cuGraphAddChildGraphNode) the node holds a copy, and a graph with memory nodes is refused
+// (INVALID_VALUE): "memory allocation/free nodes can't be present in the child graph". With
+// ..._MOVE the graph itself moves into the parent, memory nodes and all: they are the parent's
+// from then on (instantiating the parent maps them, a free node anywhere in the same top graph
+// frees inside it), and the moved graph cannot be instantiated, destroyed or moved again, nor be
+// given memory nodes (INVALID_VALUE). No embedded graph accepts new memory nodes
+// (cuGraphChildGraphNodeGetGraph: "Allocation and free nodes cannot be added to the returned
+// graph"). Destroying the parent destroys what it embeds.
 #include "state.h"
 
 #include <algorithm>
@@ -31,6 +44,21 @@ namespace {
 Graph *find_graph(State &s, CUgraph g) {
   auto it = s.graphs.find(g);
   return it == s.graphs.end() ? nullptr : &it->second;
+}
+
+// The graph whose child graph node embeds `g`, or null.
+CUgraph parent_of(State &s, CUgraph g) {
+  const CUgraphNode owner = s.graphs[g].owner;
+  return owner ? s.nodes[owner].graph : nullptr;
+}
+// The top graph `g` is embedded in (itself when it is none's child).
+CUgraph top_of(State &s, CUgraph g) {
+  for (CUgraph p = parent_of(s, g); p; p = parent_of(s, g)) g = p;
+  return g;
+}
+// A memory node in `g` is one of every graph that embeds it too.
+void mark_mem_nodes(State &s, CUgraph g) {
+  for (; g; g = parent_of(s, g)) s.graphs[g].mem_nodes = true;
 }
 
 CUresult check_deps(State &s, CUgraph g, const CUgraphNode *deps, size_t n) {
@@ -128,6 +156,7 @@ CUresult instantiate(State &s, CUgraphExec *out, CUgraph g, unsigned long long f
   if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) && (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH))
     return CUDA_ERROR_INVALID_VALUE;
   if (gr->mem_nodes && gr->exec) return CUDA_ERROR_INVALID_VALUE;  // "at most one executable graph"
+  if (gr->moved) return CUDA_ERROR_INVALID_VALUE;  // "cannot be independently instantiated"
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;
   CUgraphExec h = new_handle_as<CUgraphExec>(s, 8);
@@ -135,16 +164,27 @@ CUresult instantiate(State &s, CUgraphExec *out, CUgraph g, unsigned long long f
   e.graph = g;
   e.flags = flags;
   e.ctx = ctx;
-  for (CUgraphNode n : gr->nodes) {
-    const Node &node = s.nodes[n];
-    if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
-      e.allocs.push_back(node.dptr);
-      s.graph_allocs[node.dptr].exec = h;
-    } else if (node.type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
-      auto a = s.graph_allocs.find(node.dptr);
-      if (a != s.graph_allocs.end() && a->second.graph != g) e.frees.push_back(node.dptr);
+  // The graph's nodes and those of every graph it embeds.
+  std::vector<CUdeviceptr> frees;
+  std::vector<CUgraph> todo = {g};
+  while (!todo.empty()) {
+    const CUgraph cur = todo.back();
+    todo.pop_back();
+    for (CUgraphNode n : s.graphs[cur].nodes) {
+      const Node &node = s.nodes[n];
+      if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        e.allocs.push_back(node.dptr);
+        s.graph_allocs[node.dptr].exec = h;
+      } else if (node.type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+        frees.push_back(node.dptr);
+      } else if (node.type == CU_GRAPH_NODE_TYPE_GRAPH && node.child) {
+        todo.push_back(node.child);
+      }
     }
   }
+  for (CUdeviceptr p : frees)  // the free nodes of other graphs' allocations
+    if (s.graph_allocs.count(p) && std::find(e.allocs.begin(), e.allocs.end(), p) == e.allocs.end())
+      e.frees.push_back(p);
   if (gr->mem_nodes) gr->exec = h;
   *out = h;
   return CUDA_SUCCESS;
@@ -200,6 +240,66 @@ CUresult launch(CUgraphExec hExec, CUstream hStream, bool ptsz) {
   return CUDA_SUCCESS;
 }
 
+// A copy of `src` (no memory nodes: the callers refuse those), child graphs copied too.
+CUgraph clone_graph(State &s, CUgraph src) {
+  const CUgraph g = graph_create(s);
+  std::map<CUgraphNode, CUgraphNode> copies;
+  const std::vector<CUgraphNode> nodes = s.graphs[src].nodes;
+  for (CUgraphNode n : nodes) {
+    const Node old = s.nodes[n];
+    std::vector<CUgraphNode> deps;
+    for (CUgraphNode d : old.deps) deps.push_back(copies.at(d));  // a node's deps were added before it
+    const CUgraphNode copy = add_node(s, g, old.type, deps.data(), deps.size());
+    copies[n] = copy;
+    if (old.type == CU_GRAPH_NODE_TYPE_GRAPH && old.child) {
+      const CUgraph child = clone_graph(s, old.child);
+      s.nodes[copy].child = child;
+      s.graphs[child].owner = copy;
+    }
+  }
+  return g;
+}
+
+CUresult add_child_node(State &s, CUgraph hGraph, const CUgraphNode *deps, size_t n, CUgraph child,
+                        CUgraphChildGraphNodeOwnership ownership, CUgraphNode *out) {
+  if (!out || !find_graph(s, hGraph) || child == hGraph) return CUDA_ERROR_INVALID_VALUE;
+  Graph *c = find_graph(s, child);
+  if (!c || c->capturing) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = check_deps(s, hGraph, deps, n)) return r;
+  if (ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE) {
+    if (c->mem_nodes) return CUDA_ERROR_INVALID_VALUE;  // "If childGraph contains allocation nodes, free nodes..."
+    const CUgraph copy = clone_graph(s, child);
+    const CUgraphNode h = add_node(s, hGraph, CU_GRAPH_NODE_TYPE_GRAPH, deps, n);
+    s.nodes[h].child = copy;
+    s.graphs[copy].owner = h;
+    *out = h;
+    return CUDA_SUCCESS;
+  }
+  if (ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) return CUDA_ERROR_INVALID_VALUE;
+  // Moved: not already a child, not instantiated, not one of the graphs embedding the parent.
+  if (c->owner || c->exec) return CUDA_ERROR_INVALID_VALUE;
+  for (CUgraph p = hGraph; p; p = parent_of(s, p))
+    if (p == child) return CUDA_ERROR_INVALID_VALUE;
+  if (c->mem_nodes && s.graphs[hGraph].owner) return CUDA_ERROR_INVALID_VALUE;  // no memory nodes into an embedded graph
+  const CUgraphNode h = add_node(s, hGraph, CU_GRAPH_NODE_TYPE_GRAPH, deps, n);
+  s.nodes[h].child = child;
+  c->owner = h;
+  c->moved = true;
+  if (c->mem_nodes) {
+    mark_mem_nodes(s, hGraph);
+    // A free node of the parent's tree for an allocation moved in (or the other way round) now
+    // frees inside its own graph.
+    const CUgraph top = top_of(s, hGraph);
+    for (auto &[p, a] : s.graph_allocs)
+      if (a.freed_by && a.graph && top_of(s, a.graph) == top && top_of(s, a.freed_by) == top) {
+        a.freed_by = nullptr;
+        a.freed_in_owner = true;
+      }
+  }
+  *out = h;
+  return CUDA_SUCCESS;
+}
+
 CUresult add_node_generic(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *deps, size_t n,
                           CUgraphNodeParams *params) {
   State &s = state();
@@ -220,6 +320,8 @@ CUresult add_node_generic(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgrap
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return graph_add_free_node(s, hGraph, deps, n, params->free.dptr, phGraphNode);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return add_child_node(s, hGraph, deps, n, params->graph.graph, params->graph.ownership, phGraphNode);
     default:  // kernels, copies, events, ...: no memory of their own
       if (CUresult r = check_deps(s, hGraph, deps, n)) return r;
       *phGraphNode = add_node(s, hGraph, params->type, deps, n);
@@ -240,8 +342,15 @@ CUgraph graph_create(State &s) {
 void graph_destroy(State &s, CUgraph g) {
   auto git = s.graphs.find(g);
   if (git == s.graphs.end()) return;
-  for (CUgraphNode n : git->second.nodes) {
+  const std::vector<CUgraphNode> nodes = git->second.nodes;
+  for (CUgraphNode n : nodes) {
     const Node &node = s.nodes[n];
+    if (node.type == CU_GRAPH_NODE_TYPE_GRAPH && node.child) {  // what the node embeds goes with it
+      s.graphs[node.child].owner = nullptr;
+      graph_destroy(s, node.child);
+      s.nodes.erase(n);
+      continue;
+    }
     auto a = s.graph_allocs.find(node.dptr);
     if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && a != s.graph_allocs.end()) {
       a->second.graph = nullptr;  // live memory stays until freed (the Guide: destruction frees nothing)
@@ -252,6 +361,7 @@ void graph_destroy(State &s, CUgraph g) {
     }
     s.nodes.erase(n);
   }
+  git = s.graphs.find(g);  // (the recursion may have rebalanced the map)
   if (git->second.exec) s.execs[git->second.exec].graph = nullptr;  // the executable graph lives on
   s.graphs.erase(git);
 }
@@ -259,6 +369,7 @@ void graph_destroy(State &s, CUgraph g) {
 CUresult graph_add_alloc_node(State &s, CUgraph g, const CUgraphNode *deps, size_t ndeps,
                               CUDA_MEM_ALLOC_NODE_PARAMS *params, CUgraphNode *out) {
   if (!out || !params || !find_graph(s, g)) return CUDA_ERROR_INVALID_VALUE;
+  if (s.graphs[g].owner) return CUDA_ERROR_INVALID_VALUE;  // an embedded graph takes no memory nodes
   if (CUresult r = alloc_params_ok(s, *params)) return r;
   if (CUresult r = check_deps(s, g, deps, ndeps)) return r;
   const Bytes phys = round_up(params->bytesize, kPage);
@@ -277,7 +388,7 @@ CUresult graph_add_alloc_node(State &s, CUgraph g, const CUgraphNode *deps, size
   a.device = params->poolProps.location.id;
   a.graph = g;
   a.node = h;
-  s.graphs[g].mem_nodes = true;
+  mark_mem_nodes(s, g);
   params->dptr = va;
   *out = h;
   return CUDA_SUCCESS;
@@ -286,16 +397,17 @@ CUresult graph_add_alloc_node(State &s, CUgraph g, const CUgraphNode *deps, size
 CUresult graph_add_free_node(State &s, CUgraph g, const CUgraphNode *deps, size_t ndeps, CUdeviceptr dptr,
                              CUgraphNode *out) {
   if (!out || !find_graph(s, g)) return CUDA_ERROR_INVALID_VALUE;
+  if (s.graphs[g].owner) return CUDA_ERROR_INVALID_VALUE;  // an embedded graph takes no memory nodes
   if (CUresult r = check_deps(s, g, deps, ndeps)) return r;
   auto it = s.graph_allocs.find(dptr);  // "an address that was not returned by an allocation node"
   if (it == s.graph_allocs.end()) return CUDA_ERROR_INVALID_VALUE;
   GraphAlloc &a = it->second;
   if (a.freed_in_owner || a.freed_by) return CUDA_ERROR_INVALID_VALUE;  // freed twice, or in two graphs
-  if (a.graph == g) a.freed_in_owner = true;
+  if (a.graph && top_of(s, a.graph) == top_of(s, g)) a.freed_in_owner = true;  // its own graph, or one embedding it
   else a.freed_by = g;
   CUgraphNode h = add_node(s, g, CU_GRAPH_NODE_TYPE_MEM_FREE, deps, ndeps);
   s.nodes[h].dptr = dptr;
-  s.graphs[g].mem_nodes = true;
+  mark_mem_nodes(s, g);
   *out = h;
   return CUDA_SUCCESS;
 }
@@ -342,6 +454,7 @@ FC_API CUresult cuGraphDestroy(CUgraph hGraph) {
   if (CUresult r = require_init(s)) return r;
   Graph *g = find_graph(s, hGraph);
   if (!g || g->capturing) return CUDA_ERROR_INVALID_VALUE;
+  if (g->owner) return CUDA_ERROR_INVALID_VALUE;  // its child graph node owns it
   graph_destroy(s, hGraph);
   return CUDA_SUCCESS;
 }
@@ -384,6 +497,25 @@ FC_API CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, co
   return CUDA_SUCCESS;
 }
 
+FC_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                         size_t numDependencies, CUgraph childGraph) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  return add_child_node(s, hGraph, dependencies, numDependencies, childGraph, CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE,
+                        phGraphNode);
+}
+
+FC_API CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  auto it = s.nodes.find(hNode);
+  if (it == s.nodes.end() || it->second.type != CU_GRAPH_NODE_TYPE_GRAPH || !phGraph) return CUDA_ERROR_INVALID_VALUE;
+  *phGraph = it->second.child;  // not a copy: the node keeps it
+  return CUDA_SUCCESS;
+}
+
 FC_API CUresult cuGraphDestroyNode(CUgraphNode hNode) {
   State &s = state();
   std::lock_guard<DriverMutex> lock(s.mu);
@@ -393,6 +525,10 @@ FC_API CUresult cuGraphDestroyNode(CUgraphNode hNode) {
   Graph &g = s.graphs[it->second.graph];
   if (g.mem_nodes) return CUDA_ERROR_NOT_SUPPORTED;  // "Nodes and edges of the graph cannot be deleted"
   g.nodes.erase(std::find(g.nodes.begin(), g.nodes.end(), hNode));
+  if (it->second.type == CU_GRAPH_NODE_TYPE_GRAPH && it->second.child) {
+    s.graphs[it->second.child].owner = nullptr;
+    graph_destroy(s, it->second.child);
+  }
   for (CUgraphNode other : g.nodes) {
     auto &deps = s.nodes[other].deps;
     deps.erase(std::remove(deps.begin(), deps.end(), hNode), deps.end());

@@ -1,5 +1,5 @@
 // api_ipc.cpp — CUDA IPC: cuIpcGetMemHandle, cuIpcOpenMemHandle_v2, cuIpcCloseMemHandle.
-// The 64-byte handle carries the exporting allocation (pid, address, size). An import is a
+// The 64-byte handle carries the exporting allocation (pid, address, size, device). An import is a
 // fresh synthetic address that is not counted as this process's memory (the exporter owns
 // it); reopening a handle in the same context returns the same address, refcounted.
 // Unlike the real driver, a process may open its own handles (single-process tests).
@@ -83,7 +83,8 @@ FC_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
   a.kind = Kind::IpcImport;
   a.size = b.size;
   a.va_size = va_size;
-  a.device = s.ctxs[ctx].device;
+  // The exporter's device (the simulation's processes number devices alike); mapped in this context.
+  a.device = b.device >= 0 && b.device < static_cast<int>(s.devices.size()) ? b.device : s.ctxs[ctx].device;
   a.ctx = ctx;
   a.import_refs = 1;
   a.import_key = b.addr;

@@ -1,6 +1,6 @@
 // api_memory.cpp — plain device memory: cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemFree_v2,
-// cuMemAllocManaged, cuMemGetInfo_v2, cuMemGetAddressRange_v2. Device allocations get
-// synthetic addresses in the device's 2 MiB pages (page_heap.h) and count against the
+// cuMemAllocManaged, cuMemGetInfo_v2, cuMemGetAddressRange_v2, cuPointerGetAttribute (the device
+// ordinal only). Device allocations get synthetic addresses in the device's 2 MiB pages (page_heap.h) and count against the
 // device; managed memory is a real lazy host mapping that counts nowhere (it is not resident
 // until touched). cuMemAlloc and cuMemFree are "potentially unsafe" while streams capture.
 #include "state.h"
@@ -184,5 +184,26 @@ FC_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdev
   }
   if (pbase) *pbase = base;
   if (psize) *psize = size;
+  return CUDA_SUCCESS;
+}
+
+// Only CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL is modelled ("the device against which the memory was
+// allocated"): an allocation's device (an IPC or pool import: the exporter's), a VMM mapping's
+// physical memory's device. Other attributes answer CUDA_ERROR_NOT_SUPPORTED.
+FC_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (CUresult r = require_init(s)) return r;
+  if (attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  int device = -1;
+  auto it = s.allocs.upper_bound(ptr);
+  if (it != s.allocs.begin() && ptr < std::prev(it)->first + std::prev(it)->second.size) {
+    device = std::prev(it)->second.device;
+  } else if (const Mapping *m = mapping_at(s, ptr, nullptr); m && !m->multicast && s.phys.count(m->object)) {
+    device = s.phys[m->object].device;
+  }
+  if (device < 0) return CUDA_ERROR_INVALID_VALUE;
+  *static_cast<int *>(data) = device;
   return CUDA_SUCCESS;
 }

@@ -728,6 +728,28 @@ void test_ipc() {
   CHECK_RC(cuIpcOpenMemHandle_v2(&imp, junk, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), CUDA_ERROR_INVALID_VALUE);
   OK(cuMemFree_v2(a));
   CHECK(free_mem() == kBaseFree);
+
+  // Memory of device 1 opened in device 0's context is device 1's (cuPointerGetAttribute).
+  CUcontext here = nullptr, one = nullptr;
+  OK(cuCtxGetCurrent(&here));
+  OK(cuDevicePrimaryCtxRetain(&one, 1));
+  OK(cuCtxPushCurrent_v2(one));
+  OK(cuMemAlloc_v2(&a, 2 * MiB));
+  OK(cuIpcGetMemHandle(&h, a));
+  OK(cuCtxPopCurrent_v2(nullptr));
+  OK(cuIpcOpenMemHandle_v2(&imp, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  int ordinal = -1;
+  OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, imp + 100));
+  CHECK(ordinal == 1);
+  OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, a));
+  CHECK(ordinal == 1);
+  CHECK_RC(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, 0), CUDA_ERROR_INVALID_VALUE);
+  CHECK_RC(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_CONTEXT, a), CUDA_ERROR_NOT_SUPPORTED);
+  OK(cuIpcCloseMemHandle(imp));
+  OK(cuMemFree_v2(a));
+  OK(cuDevicePrimaryCtxRelease_v2(1));
+  OK(cuCtxGetCurrent(&one));
+  CHECK(one == here);
 }
 
 // ---- threads ----

@@ -1,9 +1,10 @@
 // interop_types.h — stand-ins for the window-system types that the GL, EGL and VDPAU entry
 // points take (cudaGL.h, cudaEGL.h and cudaVDPAU.h include GL/gl.h, EGL/egl.h and
-// vdpau/vdpau.h, which a CPU-only build machine need not have). The simulator never models
-// these functions: it only has to export them, hand them out through cuGetProcAddress and
-// answer CUDA_ERROR_NOT_SUPPORTED, so the types only have to be ABI-compatible with the
-// real ones (integers as integers, handles as pointers, a by-value struct of the same size).
+// vdpau/vdpau.h, which a CPU-only build machine need not have). The simulator models only the
+// VDPAU context calls (api_interop.cpp); the rest it only has to export, hand out through
+// cuGetProcAddress and answer CUDA_ERROR_NOT_SUPPORTED, so the types only have to be
+// ABI-compatible with the real ones (integers as integers, handles as pointers, a by-value
+// struct of the same size).
 #pragma once
 
 #include <cuda.h>

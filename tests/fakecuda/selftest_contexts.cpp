@@ -64,6 +64,27 @@ int contexts_child(const char *mode) {
   OK(cuCtxSetCurrent(probe));
   CHECK(free_now() == start);
 
+  // VDPAU contexts (api_interop.cpp) are created contexts: both ABI variants, made current.
+  using VdpauCreate = CUresult (*)(CUcontext *, unsigned, CUdevice, uint32_t, void *);
+  auto vdpau_v2 = reinterpret_cast<VdpauCreate>(proc("cuVDPAUCtxCreate", 3020, 0));
+  auto vdpau_v1 = reinterpret_cast<VdpauCreate>(proc("cuVDPAUCtxCreate", 3010, 0));
+  void *vdp_proc = reinterpret_cast<void *>(&free_now);  // never called
+  CUcontext v1 = nullptr, v2 = nullptr, cur = nullptr;
+  if (vdpau_v2 && vdpau_v1) {
+    CHECK_RC(vdpau_v2(&v2, 0, 0, 1, nullptr), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(vdpau_v2(&v2, 0, 0, 0xffffffffu, vdp_proc), CUDA_ERROR_INVALID_VALUE);  // VDP_INVALID_HANDLE
+    CHECK(free_now() == start);
+    OK(vdpau_v2(&v2, 0, 0, 1, vdp_proc));
+    OK(cuCtxGetCurrent(&cur));
+    CHECK(cur == v2 && free_now() == start - kCtx);
+    OK(vdpau_v1(&v1, 0, 0, 1, vdp_proc));
+    CHECK(free_now() == start - 2 * kCtx);
+    OK(cuCtxDestroy(v1));
+    OK(cuCtxDestroy(v2));
+  }
+  OK(cuCtxSetCurrent(probe));
+  CHECK(free_now() == start);
+
   // Green contexts cost what a context costs, and their memory goes with them.
   CUdevResource sm;
   OK(cuDeviceGetDevResource(0, &sm, CU_DEV_RESOURCE_TYPE_SM));

@@ -204,6 +204,88 @@ void test_graphs() {
   OK(cuGraphDestroy(g));
   OK(cuDeviceGraphMemTrim(0));
   CHECK(free_mem() == base_free);
+
+  // Child graphs. A clone embeds a copy, and refuses a graph with memory nodes; a moved graph
+  // brings its memory nodes into the parent, whose instantiation maps them.
+  CUgraph child, plain, parent;
+  OK(cuGraphCreate(&child, 0));
+  OK(cuGraphCreate(&plain, 0));
+  OK(cuGraphCreate(&parent, 0));
+  CUgraphNode empty, node, cloned, moved, in_child, child_free;
+  OK(cuGraphAddEmptyNode(&empty, plain, nullptr, 0));
+  OK(cuGraphAddChildGraphNode(&cloned, parent, nullptr, 0, plain));
+  CUgraph embedded = nullptr;
+  OK(cuGraphChildGraphNodeGetGraph(cloned, &embedded));
+  CHECK(embedded != nullptr && embedded != plain);  // a copy
+  count = 0;
+  OK(cuGraphGetNodes(embedded, nullptr, &count));
+  CHECK(count == 1);
+  p = alloc_params(3 * MiB);
+  CHECK_RC(cuGraphAddMemAllocNode(&node, embedded, nullptr, 0, &p), CUDA_ERROR_INVALID_VALUE);
+  CHECK_RC(cuGraphDestroy(embedded), CUDA_ERROR_INVALID_VALUE);  // the node owns it
+  OK(cuGraphDestroy(plain));  // the copy stays
+  OK(cuGraphGetNodes(embedded, nullptr, &count));
+  CHECK(count == 1);
+  p = alloc_params(3 * MiB);
+  OK(cuGraphAddMemAllocNode(&in_child, child, nullptr, 0, &p));
+  const CUdeviceptr freed_inside = p.dptr;
+  OK(cuGraphAddMemFreeNode(&child_free, child, &in_child, 1, freed_inside));
+  p = alloc_params(5 * MiB);
+  OK(cuGraphAddMemAllocNode(&node, child, nullptr, 0, &p));
+  const CUdeviceptr left_live = p.dptr;
+  CHECK_RC(cuGraphAddChildGraphNode(&node, parent, nullptr, 0, child), CUDA_ERROR_INVALID_VALUE);  // memory nodes
+  CUgraphNodeParams gp;
+  memset(&gp, 0, sizeof gp);
+  gp.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  gp.graph.graph = child;
+  gp.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE;
+  CHECK_RC(cuGraphAddNode_v2(&node, parent, nullptr, nullptr, 0, &gp), CUDA_ERROR_INVALID_VALUE);
+  gp.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+  CHECK_RC(cuGraphAddNode_v2(&node, child, nullptr, nullptr, 0, &gp), CUDA_ERROR_INVALID_VALUE);  // into itself
+  OK(cuGraphAddNode_v2(&moved, parent, &cloned, nullptr, 1, &gp));
+  OK(cuGraphChildGraphNodeGetGraph(moved, &embedded));
+  CHECK(embedded == child);  // moved, not copied
+  CHECK_RC(cuGraphAddNode_v2(&node, parent, nullptr, nullptr, 0, &gp), CUDA_ERROR_INVALID_VALUE);  // moved twice
+  CHECK_RC(cuGraphInstantiate(&exec, child, 0), CUDA_ERROR_INVALID_VALUE);  // not on its own
+  CHECK_RC(cuGraphDestroy(child), CUDA_ERROR_INVALID_VALUE);
+  p = alloc_params(1 * MiB);
+  CHECK_RC(cuGraphAddMemAllocNode(&node, child, nullptr, 0, &p), CUDA_ERROR_INVALID_VALUE);
+  CHECK_RC(cuGraphDestroyNode(cloned), CUDA_ERROR_NOT_SUPPORTED);  // the parent has memory nodes now
+  OK(cuGraphInstantiate(&exec, parent, 0));
+  CHECK_RC(cuGraphInstantiate(&second, parent, 0), CUDA_ERROR_INVALID_VALUE);  // one at a time
+  OK(cuGraphLaunch(exec, nullptr));
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 10 * MiB);  // 4 + 6 MiB of pages
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 10 * MiB);
+  CHECK(free_mem() == base_free - 10 * MiB);
+  CHECK(!has_memory(freed_inside));
+  CHECK(has_memory(left_live));  // not freed in the graph: live after the launch
+  CHECK_RC(cuGraphLaunch(exec, nullptr), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemFree_v2(left_live));
+  OK(cuGraphExecDestroy(exec));
+  OK(cuGraphDestroy(parent));  // and the child with it
+  CHECK_RC(cuGraphGetNodes(child, nullptr, &count), CUDA_ERROR_INVALID_VALUE);
+  OK(cuDeviceGraphMemTrim(0));
+  CHECK(free_mem() == base_free);
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 0);
+
+  // An allocation moved in with its graph and freed by a free node of the parent is freed
+  // inside the graph: nothing is live after a launch.
+  OK(cuGraphCreate(&child, 0));
+  OK(cuGraphCreate(&parent, 0));
+  p = alloc_params(2 * MiB);
+  OK(cuGraphAddMemAllocNode(&in_child, child, nullptr, 0, &p));
+  gp.graph.graph = child;
+  OK(cuGraphAddNode_v2(&moved, parent, nullptr, nullptr, 0, &gp));
+  OK(cuGraphAddMemFreeNode(&child_free, parent, &moved, 1, p.dptr));
+  OK(cuGraphInstantiate(&exec, parent, 0));
+  OK(cuGraphLaunch(exec, nullptr));
+  CHECK(!has_memory(p.dptr));
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 2 * MiB);  // bound to the executable graph
+  OK(cuGraphLaunch(exec, nullptr));  // nothing left live: it may run again
+  OK(cuGraphExecDestroy(exec));
+  OK(cuGraphDestroy(parent));
+  OK(cuDeviceGraphMemTrim(0));
+  CHECK(free_mem() == base_free);
 }
 
 void test_capture() {

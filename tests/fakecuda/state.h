@@ -239,6 +239,7 @@ struct Node {
   CUdeviceptr dptr = 0;         // MEM_ALLOC / MEM_FREE
   CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
   std::vector<CUgraphNode> deps;
+  CUgraph child = nullptr;      // CU_GRAPH_NODE_TYPE_GRAPH: the embedded graph, owned by the node
 };
 
 struct Graph {
@@ -246,6 +247,8 @@ struct Graph {
   bool mem_nodes = false;
   CUgraphExec exec = nullptr;   // graphs with memory nodes: at most one instantiation
   bool capturing = false;       // the graph of a capture still in progress
+  CUgraphNode owner = nullptr;  // the child graph node embedding it (a clone, or moved in)
+  bool moved = false;           // moved in (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE): its own memory nodes
 };
 
 struct Exec {

@@ -6,8 +6,13 @@
 // peak; then the module, library and second context go and an allocation fails (the OOM shows
 // what is left). Also cuMemGetMemPool / cuMemSetMemPool on the host location and a stream-ordered
 // allocation from that host pool (pinned host memory, not device memory).
+// `context_costs vdpau`: VDPAU interop contexts instead (cudaVDPAU.h, declared here: its header
+// needs VDPAU's). A created context, then cuVDPAUCtxCreate_v2 with 16 MiB allocated in it and
+// the CUDA 3.1 cuVDPAUCtxCreate at the peak; both destroyed (the 16 MiB with the first), then an
+// allocation fails.
 // Prints "name value" lines (bytes).
 #include <cuda.h>
+#include <stdint.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -38,8 +43,57 @@ const char kImage[] = "opaque to the simulator";
 
 }  // namespace
 
-int main() {
+// cudaVDPAU.h (VdpDevice is a uint32_t, VdpGetProcAddress a function of VDPAU's).
+typedef int VdpStatus;
+typedef VdpStatus VdpGetProcAddress(uint32_t device, uint32_t function_id, void** function_pointer);
+extern "C" CUresult cuVDPAUCtxCreate_v2(CUcontext* pCtx, unsigned int flags, CUdevice device, uint32_t vdpDevice,
+                                        VdpGetProcAddress* vdpGetProcAddress);
+extern "C" CUresult cuVDPAUCtxCreate(CUcontext* pCtx, unsigned int flags, CUdevice device, uint32_t vdpDevice,
+                                     VdpGetProcAddress* vdpGetProcAddress);
+
+namespace {
+
+// What a VDPAU application would pass (the simulated driver never calls it).
+VdpStatus vdp_get_proc_address(uint32_t, uint32_t, void** fn) {
+  *fn = nullptr;
+  return 1;
+}
+
+int vdpau_main() {
+  CUdevice dev;
+  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+  CUcontext c1, v2, v1;
+  check(cuCtxCreate(&c1, nullptr, 0, dev), "cuCtxCreate");
+  const size_t first_ctx = total() - free_now();
+  CUdeviceptr a;
+  check(cuMemAlloc(&a, 32 * MiB), "cuMemAlloc");
+  size_t f0 = free_now();
+  check(cuVDPAUCtxCreate_v2(&v2, 0, dev, 1, vdp_get_proc_address), "cuVDPAUCtxCreate_v2");
+  const size_t vdpau_v2 = f0 - free_now();
+  CUdeviceptr b;
+  check(cuMemAlloc(&b, 16 * MiB), "cuMemAlloc (in the VDPAU context)");
+  f0 = free_now();
+  check(cuVDPAUCtxCreate(&v1, 0, dev, 1, vdp_get_proc_address), "cuVDPAUCtxCreate");
+  const size_t vdpau_v1 = f0 - free_now();
+  const size_t used_at_peak = total() - free_now();
+  printf("first_context %zu\nvdpau_v2 %zu\nvdpau_v1 %zu\nused_at_peak %zu\ntracked_at_peak %zu\n", first_ctx,
+         vdpau_v2, vdpau_v1, used_at_peak, 48 * MiB);
+  check(cuCtxDestroy(v1), "cuCtxDestroy (VDPAU, 3.1)");
+  check(cuCtxDestroy(v2), "cuCtxDestroy (VDPAU)");  // b goes with it
+  check(cuCtxSetCurrent(c1), "cuCtxSetCurrent");
+  CUdeviceptr huge;
+  if (cuMemAlloc(&huge, size_t(1) << 40) != CUDA_ERROR_OUT_OF_MEMORY) return 1;
+  printf("used_at_oom %zu\nteardown_bytes %zu\n", total() - free_now(), 16 * MiB);
+  check(cuMemFree(a), "cuMemFree");
+  check(cuCtxDestroy(c1), "cuCtxDestroy");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   check(cuInit(0), "cuInit");
+  if (argc > 1 && strcmp(argv[1], "vdpau") == 0) return vdpau_main();
   CUdevice dev;
   check(cuDeviceGet(&dev, 0), "cuDeviceGet");
   CUcontext c1, c2;

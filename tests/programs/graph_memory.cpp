@@ -27,6 +27,12 @@
 //            maximum keeps its 4 MiB through one; a third pool (threshold 0) frees 2 of its 4 MiB
 //            and is not synchronized after: it keeps both. Synchronizes with no free before them
 //            (cuCtxSynchronize, cuEventSynchronize) write no record.
+//   child-direct, child-moved  the same memory nodes (3 MiB allocated and freed, 5 MiB allocated
+//            and left live) in the launched graph itself, or in a child graph moved into it
+//            (cuGraphAddNode with GRAPH params, CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: cloning a graph
+//            with memory nodes is refused, cuda.h) beside a cloned child graph without any
+//            (cuGraphAddChildGraphNode); uploaded, launched, the 5 MiB freed with cuMemFreeAsync,
+//            launched again and freed again, destroyed and trimmed; a 16 MiB cuMemAlloc throughout.
 // Prints "name value" lines (bytes or counts).
 #include <cuda.h>
 
@@ -108,6 +114,58 @@ int graph_mode(CUstream s) {
          (unsigned long long)used());
   check(cuDeviceGraphMemTrim(0), "cuDeviceGraphMemTrim");
   check(cuGraphDestroy(g), "cuGraphDestroy");
+  printf("reserved_end %llu\nused_end %llu\n", (unsigned long long)reserved(), (unsigned long long)used());
+  return 0;
+}
+
+int child_mode(CUstream s, bool moved) {
+  CUdeviceptr big = 0;
+  check(cuMemAlloc(&big, 16 * MiB), "cuMemAlloc");
+  CUgraph inner;
+  check(cuGraphCreate(&inner, 0), "cuGraphCreate");
+  CUgraphNode a, fa, b;
+  CUDA_MEM_ALLOC_NODE_PARAMS pa = alloc_params(3 * MiB), pb = alloc_params(5 * MiB);
+  check(cuGraphAddMemAllocNode(&a, inner, nullptr, 0, &pa), "cuGraphAddMemAllocNode");
+  check(cuGraphAddMemFreeNode(&fa, inner, &a, 1, pa.dptr), "cuGraphAddMemFreeNode");
+  check(cuGraphAddMemAllocNode(&b, inner, &fa, 1, &pb), "cuGraphAddMemAllocNode");
+  printf("nodes 2\nnode_bytes %zu\n", 8 * MiB);
+  CUgraph top = inner;
+  if (moved) {
+    CUgraph plain;
+    check(cuGraphCreate(&plain, 0), "cuGraphCreate");
+    CUgraphNode empty, cloned, child;
+    check(cuGraphAddEmptyNode(&empty, plain, nullptr, 0), "cuGraphAddEmptyNode");
+    check(cuGraphCreate(&top, 0), "cuGraphCreate");
+    check(cuGraphAddChildGraphNode(&cloned, top, nullptr, 0, plain), "cuGraphAddChildGraphNode");
+    check(cuGraphDestroy(plain), "cuGraphDestroy");  // the node holds a copy
+    CUresult r = cuGraphAddChildGraphNode(&child, top, &cloned, 1, inner);
+    printf("clone_refused %d\n", r == CUDA_ERROR_INVALID_VALUE ? 1 : 0);
+    CUgraphNodeParams gp;
+    memset(&gp, 0, sizeof gp);
+    gp.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    gp.graph.graph = inner;
+    gp.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+    check(cuGraphAddNode(&child, top, &cloned, nullptr, 1, &gp), "cuGraphAddNode_v2 (child graph, moved)");
+  }
+  CUgraphExec x;
+  check(cuGraphInstantiate(&x, top, 0), "cuGraphInstantiateWithFlags");
+  check(cuGraphUpload(x, s), "cuGraphUpload");
+  printf("reserved_after_upload %llu\nused_after_upload %llu\n", (unsigned long long)reserved(),
+         (unsigned long long)used());
+  for (int i = 0; i < 2; ++i) {
+    check(cuGraphLaunch(x, s), "cuGraphLaunch");
+    check(cuStreamSynchronize(s), "cuStreamSynchronize");
+    if (i == 0)
+      printf("reserved_after_launch %llu\nused_after_launch %llu\n", (unsigned long long)reserved(),
+             (unsigned long long)used());
+    check(cuMemFreeAsync(pb.dptr, s), "cuMemFreeAsync (graph allocation)");  // else no relaunch
+    check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  }
+  printf("reserved_max %llu\n", (unsigned long long)attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH));
+  check(cuMemFree(big), "cuMemFree");
+  check(cuGraphExecDestroy(x), "cuGraphExecDestroy");
+  check(cuDeviceGraphMemTrim(0), "cuDeviceGraphMemTrim");
+  check(cuGraphDestroy(top), "cuGraphDestroy");  // and the child graph moved into it
   printf("reserved_end %llu\nused_end %llu\n", (unsigned long long)reserved(), (unsigned long long)used());
   return 0;
 }
@@ -321,6 +379,8 @@ int main(int argc, char** argv) {
            : mode == "release-at-sync" ? release_at_sync_mode(s)
            : mode == "capture-many" ? capture_many_mode(s)
            : mode == "outside-free" ? outside_free_mode(s)
+           : mode == "child-direct" ? child_mode(s, false)
+           : mode == "child-moved"  ? child_mode(s, true)
                                     : 2;
   check(cuStreamDestroy(s), "cuStreamDestroy");
   check(cuDevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
