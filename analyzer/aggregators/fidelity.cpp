@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "aggregators/site_groups.h"
+#include "oom_verdict.h"
 
 namespace vt::analyzer {
 
@@ -153,8 +154,15 @@ void FidelityAggregator::finish(TraceReport* rep) const {
     if (o.nvml) {
       o.fidelity.other_processes_known = true;
       o.fidelity.other_processes_t_ns = o.t_ns;
-      for (const GpuProcess& g : o.other_processes) o.fidelity.other_processes_bytes += g.bytes;
+      for (const GpuProcess& g : o.other_processes)
+        if (g.bytes != kNvmlNotAvailable) o.fidelity.other_processes_bytes += g.bytes;
     }
+    // A first context's cost, measured only after it was made, may hold other processes'
+    // memory of that moment: where NVML's figure for this process bounds it, the breakdown
+    // counts what it bounds (split_unattributed), so that memory is not counted twice.
+    split_unattributed(o);
+    const uint64_t over = o.code_after_only_bytes - std::min(o.first_context_bytes, o.code_after_only_bytes);
+    o.fidelity.contexts_bytes -= std::min(over, o.fidelity.contexts_bytes);
     settle(o.fidelity);
   }
 }
