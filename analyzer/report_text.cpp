@@ -293,7 +293,7 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
           << (x.pool_largest_free_gap_bytes ? " (largest free gap " + format_bytes(x.pool_largest_free_gap_bytes) + ")" : "");
       if (x.own_code_bytes)
         o << ", " << format_bytes(x.own_code_bytes) << " contexts and code"
-          << (x.own_code_basis == "nvml" ? " (NVML: all it holds beyond that)" : "");
+          << (x.own_code_basis == "nvml" ? " (NVML's figure for it, less its live and cached memory)" : "");
       o << "; elsewhere: " << format_bytes(x.elsewhere_bytes);
       if (x.elsewhere_unsure_bytes)
         o << " (up to " << format_bytes(x.elsewhere_unsure_bytes)

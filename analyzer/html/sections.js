@@ -215,7 +215,7 @@ function oomCard(ctx, o, i) {
   const device = partsBar([
     {label: 'this process, live', bytes: P, cls: 'p-proc', always: true},
     {label: 'cached by this process (pools, unmapped VMM)', bytes: cached, cls: 'p-cached'},
-    {label: 'contexts and code of this process' + (o.own_code_basis === 'nvml' ? ' (NVML: all it holds beyond that)' : ''),
+    {label: 'contexts and code of this process' + (o.own_code_basis === 'nvml' ? ' (NVML\'s figure for it, less its live and cached memory)' : ''),
       bytes: code, cls: 'p-code'},
     {label: 'elsewhere (other processes, driver' + (unsure ? '; up to ' + fmtBytes(unsure) +
       ' of it may be this process\'s first context, measured only after it was made)' : ')'), bytes: o.elsewhere_bytes, cls: 'p-others'},

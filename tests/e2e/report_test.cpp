@@ -213,6 +213,10 @@ TEST_CASE("a first context made while another process held memory: NVML's row fo
   CHECK(o["fidelity"]["contexts_bytes"] == context);
   CHECK(o["fidelity"]["other_processes_bytes"] == foreign);
   CHECK(o["fidelity"]["unexplained_bytes"] == 0);
+  // The peak (the weights, read at the failure's reading: nothing changed since) likewise.
+  json peak = report(trace)["peak"];
+  CHECK(peak["fidelity"]["contexts_bytes"] == context);
+  CHECK(peak["fidelity"]["unexplained_bytes"] == 0);
   std::string line = device_line(text_report(trace));
   CHECK(line.find("512 MiB contexts and code") != std::string::npos);
   CHECK(line.find("elsewhere: 6.00 GiB") != std::string::npos);

@@ -148,6 +148,10 @@ TEST_CASE("oom split: NVML's row for this process bounds its first context, and 
   CHECK(o.fidelity.contexts_bytes == 1 * GiB);
   CHECK(o.fidelity.other_processes_bytes == 6 * GiB);
   CHECK(o.fidelity.unexplained_bytes == 0);
+  // The peak was read at the failure (nothing changed after the weights): the same bound.
+  REQUIRE(rep.peaks.size() == 1);
+  CHECK(rep.peaks[0].fidelity.contexts_bytes == 1 * GiB);
+  CHECK(rep.peaks[0].fidelity.unexplained_bytes == 0);
   judge_oom(o);
   CHECK(o.verdict == "other_processes");
   CHECK(o.causes[0].evidence.at("other_bytes") == 6 * GiB);
