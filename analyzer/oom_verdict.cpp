@@ -58,7 +58,7 @@ void split_unattributed(OomReport& o) {
     // context's (no reading before: no context to ask) may hold other processes' memory of
     // that moment, so it stays elsewhere, said as "up to this may be the first context".
     o.own_code_bytes = std::min(measured, rest);
-    o.own_code_basis = o.code_bytes ? "measured" : "";
+    o.own_code_basis = measured ? "measured" : "";
     o.elsewhere_unsure_bytes = std::min(after_only, rest - o.own_code_bytes);
     o.first_context_bytes = after_only;
   }

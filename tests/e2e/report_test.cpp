@@ -79,6 +79,7 @@ TEST_CASE("each OOM gets the verdict that explains it, naming the call site") {
       CHECK(o["elsewhere_bytes"] == first);
       CHECK(o["elsewhere_unsure_bytes"] == first);
       CHECK(o["own_code_bytes"] == 0);
+      CHECK(o["own_code_basis"] == "");  // nothing was measured with a reading before it
       CHECK(o["causes"][0]["evidence"]["other_bytes"] == first);
       CHECK(o["causes"][0]["evidence"]["first_context_unsure_bytes"] == first);
       CHECK(o["causes"][0]["summary"].get<std::string>().find("first context") != std::string::npos);
