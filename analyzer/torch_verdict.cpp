@@ -263,7 +263,9 @@ void judge_torch_oom(OomReport& o) {
   }
   if (double(others) >= 0.05 * Td)
     causes.push_back(other_processes_cause(others, F, X, Td, named, "tried_to_allocate_bytes",
-                                           "other processes, the driver", unsure));
+                                           o.code_bytes ? "other processes, the driver"  // (its context: taken off)
+                                                        : "other processes, this process's CUDA context, the driver",
+                                           unsure));
   if (growth && (double(growth) >= 0.05 * Td || growth * 5 >= A)) {
     bool would_fit = X <= F + growth || S <= U + growth;
     causes.push_back({"leak_growth", double(growth) / double(std::max<uint64_t>(A, 1)) + (would_fit ? 0.5 : 0),
