@@ -6,6 +6,7 @@
 
 #include "analysis_pass.h"
 #include "oom_verdict.h"
+#include "torch_verdict.h"
 #include "records.h"
 
 using namespace vt::analyzer;
@@ -198,5 +199,40 @@ TEST_CASE("oom split: every part is bounded by what the device has unexplained")
     split_unattributed(o);
     CHECK(o.own_code_basis.empty());
     CHECK(o.elsewhere_bytes == 768 * MiB);
+  }
+}
+
+TEST_CASE("oom split: PyTorch's verdict takes this process's contexts and code off the others too") {
+  OomReport o;
+  o.torch = true;
+  TorchOomInfo& t = o.torch_info;
+  t.device_total = o.device_total_bytes = 16 * GiB;
+  t.device_free = o.device_free_bytes = 1 * GiB;
+  t.allocated = t.reserved = 8 * GiB;  // PyTorch's segments, all in use
+  t.block_size = t.tried_to_allocate = 2 * GiB;
+  o.process_device_bytes = 8 * GiB;
+  o.not_attributable_bytes = 7 * GiB;  // another process's 6.5 GiB and this one's 512 MiB context
+  o.code_bytes = 512 * MiB;
+  SECTION("a context measured around its call is this process's") {
+    split_unattributed(o);
+    judge_torch_oom(o);
+    REQUIRE(o.causes.size() > 0);
+    const Cause* c = nullptr;
+    for (const Cause& x : o.causes)
+      if (x.code == "other_processes") c = &x;
+    REQUIRE(c);
+    CHECK(c->evidence.at("other_bytes") == 6 * GiB + 512 * MiB);
+    CHECK(c->evidence.count("first_context_unsure_bytes") == 0);
+  }
+  SECTION("a first context measured only after it stays among the others, said") {
+    o.code_after_only_bytes = 512 * MiB;
+    split_unattributed(o);
+    judge_torch_oom(o);
+    const Cause* c = nullptr;
+    for (const Cause& x : o.causes)
+      if (x.code == "other_processes") c = &x;
+    REQUIRE(c);
+    CHECK(c->evidence.at("other_bytes") == 7 * GiB);
+    CHECK(c->evidence.at("first_context_unsure_bytes") == 512 * MiB);
   }
 }
