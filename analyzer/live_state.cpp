@@ -210,7 +210,7 @@ void LiveState::add_code(const OpInfo& op, const Record& r) {
   const CodeCost cost = code_cost(op, r, device_total(device), accounted);
   if (!cost.known) return;
   const CodeCategory category = code_category(op);
-  code_.push_back(CodeEntry{key, code_context(op, r), device, category, cost.bytes});
+  code_.push_back(CodeEntry{key, code_context(op, r), device, category, cost.bytes, cost.after_only});
   device_slot(device).code[size_t(category)] += cost.bytes;
 }
 

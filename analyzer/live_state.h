@@ -166,6 +166,7 @@ struct CodeEntry {
   int32_t device = -1;
   CodeCategory category = CodeCategory::Context;
   int64_t bytes = 0;
+  bool after_only = false;  // measured without a `before` (CodeCost::after_only)
 };
 
 class LiveState;
@@ -255,6 +256,13 @@ class LiveState {
   uint64_t code_bytes(int device, CodeCategory c) const {
     const DeviceTotals* d = find_device(device);
     return d && d->code[size_t(c)] > 0 ? uint64_t(d->code[size_t(c)]) : 0;
+  }
+  // Of them, the costs measured without a `before` (a first context: CodeCost::after_only).
+  uint64_t code_after_only_bytes(int device) const {
+    uint64_t n = 0;
+    for (const CodeEntry& c : code_)
+      if (c.device == device && c.after_only && c.bytes > 0) n += uint64_t(c.bytes);
+    return n;
   }
   const absl::flat_hash_map<uint64_t, PoolState>& pools() const { return pools_; }
 

@@ -37,29 +37,64 @@ std::string where(const std::vector<Frame>& stack) {
 
 }  // namespace
 
+void split_unattributed(OomReport& o) {
+  const uint64_t N = o.not_attributable_bytes, P = o.process_device_bytes;
+  const uint64_t cached = std::min(o.pool_cached_bytes + o.vmm_unmapped_bytes, N);
+  const uint64_t rest = N - cached;
+  const uint64_t after_only = std::min(o.code_after_only_bytes, o.code_bytes);
+  const uint64_t measured = o.code_bytes - after_only;
+  o.own_cached_bytes = cached;
+  if (o.nvml_self) {
+    // NVML counts everything this process holds on the device (contexts, code, allocations as
+    // the driver rounds them, caches): beyond its live memory and caches, it is its own. That
+    // also bounds the first context's cost: what is left of it after the measured costs.
+    const uint64_t own = o.nvml_self_bytes > P + cached ? o.nvml_self_bytes - P - cached : 0;
+    o.own_code_bytes = std::min(own, rest);
+    o.own_code_basis = "nvml";
+    o.elsewhere_unsure_bytes = 0;
+    o.first_context_bytes = std::min(after_only, o.own_code_bytes > measured ? o.own_code_bytes - measured : 0);
+  } else {
+    // Only costs measured with a reading before the call are surely this process's; a first
+    // context's (no reading before: no context to ask) may hold other processes' memory of
+    // that moment, so it stays elsewhere, said as "up to this may be the first context".
+    o.own_code_bytes = std::min(measured, rest);
+    o.own_code_basis = measured ? "measured" : "";
+    o.elsewhere_unsure_bytes = std::min(after_only, rest - o.own_code_bytes);
+    o.first_context_bytes = after_only;
+  }
+  o.elsewhere_bytes = rest - o.own_code_bytes;
+}
+
 Cause other_processes_cause(uint64_t others, uint64_t free_bytes, uint64_t request, double device_total,
-                            const std::string& named, const char* request_key, const char* unnamed) {
+                            const std::string& named, const char* request_key, const char* unnamed,
+                            uint64_t unsure) {
   bool would_fit = request <= free_bytes + others;
-  return {"other_processes", double(others) / device_total + (would_fit ? 0.5 : 0),
+  Cause c{"other_processes", double(others) / device_total + (would_fit ? 0.5 : 0),
           format_bytes(others) + " of the device is held outside this process" +
               (named.empty() ? " (" + std::string(unnamed) + ")" : ": " + named) +
+              (unsure ? " as far as the trace tells: up to " + format_bytes(unsure) +
+                            " of it may be this process's first context, measured only after it was made"
+                      : "") +
               (would_fit ? "; without it the request would fit" : ""),
           {{"other_bytes", others}, {"device_free_bytes", free_bytes}, {request_key, request}}};
+  if (unsure) c.evidence["first_context_unsure_bytes"] = unsure;
+  return c;
 }
 
 void judge_oom(OomReport& o) {
+  split_unattributed(o);
   const double T = double(std::max<uint64_t>(o.device_total_bytes, 1));
   const uint64_t R = o.requested_bytes, F = o.device_free_bytes, P = o.process_device_bytes;
-  const uint64_t N = o.not_attributable_bytes;
-  // The process's own unused memory (pool free space, unmapped VMM handles) hides inside the
-  // not-attributable part; the rest of it is other processes and the driver.
-  uint64_t cached = std::min(o.pool_cached_bytes + o.vmm_unmapped_bytes, N);
-  uint64_t others = N - cached;
+  // The process's own unused memory (pool free space, unmapped VMM handles) and its contexts
+  // and code hide inside the not-attributable part; the rest of it is other processes and the
+  // driver (split_unattributed).
+  uint64_t cached = o.own_cached_bytes;
+  uint64_t others = o.elsewhere_bytes;
   std::string named;
   if (o.nvml) {  // NVML saw the other processes: trust it over the inference
     uint64_t listed = 0;
     for (const GpuProcess& g : o.other_processes) {
-      listed += g.bytes;
+      if (g.bytes != kNvmlNotAvailable) listed += g.bytes;
       if (named.size() < 200)
         named += (named.empty() ? "" : ", ") + std::string("pid ") + std::to_string(g.pid) +
                  (g.name.empty() ? "" : " (" + g.name + ")") + " " + format_bytes(g.bytes);
@@ -77,8 +112,11 @@ void judge_oom(OomReport& o) {
                           format_bytes(o.device_total_bytes) + ")",
                       {{"requested_bytes", R}, {"device_total_bytes", o.device_total_bytes}}});
   }
+  // (A first context's cost stays in `others` without NVML: said, not taken off, so that a real
+  // "another process holds it" is not turned into "the context costs it".)
   if (double(others) >= 0.05 * T)
-    causes.push_back(other_processes_cause(others, F, R, T, named, "requested_bytes", "other processes, the driver"));
+    causes.push_back(other_processes_cause(others, F, R, T, named, "requested_bytes", "other processes, the driver",
+                                           o.nvml ? 0 : o.elsewhere_unsure_bytes));
   if (F >= R || double(cached) >= 0.05 * T) {
     bool would_fit = R <= F + cached;
     double score = F >= R ? 0.9 : double(cached) / T + (would_fit ? 0.5 : 0);

@@ -6,14 +6,25 @@
 
 namespace vt::analyzer {
 
-// Fills o.causes (ranked), o.verdict and o.remedies.
+// Splits the not-attributable memory (used - this process's live) into this process's caches,
+// its contexts and code, and what is elsewhere (o.own_cached_bytes, own_code_bytes,
+// elsewhere_bytes, elsewhere_unsure_bytes, first_context_bytes): the one rule the text, JSON
+// and HTML reports and the verdict all use (docs/metrics.md, "Where the rest of the device is").
+// With NVML's figure for this process, what it holds beyond its live memory and caches is its
+// own; without it, the costs measured around their calls are, and a first context's cost
+// (measured only after it was made) stays elsewhere, named as possibly this process's.
+void split_unattributed(OomReport& o);
+
+// Fills o.causes (ranked), o.verdict and o.remedies (after split_unattributed, which it calls).
 void judge_oom(OomReport& o);
 
 // The other_processes cause (one rule for the driver-level and PyTorch verdicts): `others` bytes
 // of the device `device_total` held outside this process (`named`: NVML's list, "" when none),
 // scored by their share, +0.5 when the request of `request` bytes would fit in free + others.
-// `request_key` names the request in the evidence; `unnamed` says what else holds it.
+// `request_key` names the request in the evidence; `unnamed` says what else holds it; `unsure`:
+// up to how much of it may be this process's first context (split_unattributed), said, not taken off.
 Cause other_processes_cause(uint64_t others, uint64_t free_bytes, uint64_t request, double device_total,
-                            const std::string& named, const char* request_key, const char* unnamed);
+                            const std::string& named, const char* request_key, const char* unnamed,
+                            uint64_t unsure = 0);
 
 }  // namespace vt::analyzer

@@ -108,6 +108,19 @@ struct OomReport {
   // pools): when present, pool_cached_bytes is reserved - used from them, not the model.
   bool pool_driver = false;
   uint64_t pool_reserved_bytes = 0, pool_used_bytes = 0;
+  // This process's contexts and code on the device at the failure (format/accounting.h, rule
+  // 14): all of them, and of them the costs measured without a `before` (a first context's:
+  // they may include other processes' memory).
+  uint64_t code_bytes = 0, code_after_only_bytes = 0;
+  bool nvml_self = false;        // NVML listed this process on the device, with a figure
+  uint64_t nvml_self_bytes = 0;  // what NVML says this process uses there (everything it holds)
+  // The not-attributable memory split once, for every renderer and the verdict
+  // (split_unattributed, oom_verdict.h; docs/metrics.md "Where the rest of the device is"):
+  // this process's caches, its contexts and code, and what is elsewhere (other processes, the
+  // driver), of which up to elsewhere_unsure_bytes may be this process's first context.
+  uint64_t own_cached_bytes = 0, own_code_bytes = 0, elsewhere_bytes = 0, elsewhere_unsure_bytes = 0;
+  std::string own_code_basis;  // "nvml", "measured" or "" (nothing of it known)
+  uint64_t first_context_bytes = 0;  // the after-only costs as the split counts them (NVML bounds them)
   Fidelity fidelity;  // the device's used memory explained at the failure
   std::vector<SiteGroup> top_holders;
   std::vector<GrowthSite> grew_before;

@@ -284,14 +284,21 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     for (const OomReport& x : r.ooms) {
       o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << format_bytes(x.requested_bytes) << " on GPU "
         << x.device << " failed: " << cuda_result_text(x.result) << "\n";
-      // This process's own caches (pool free space, unmapped VMM memory) are its own, not "elsewhere".
-      uint64_t cached = std::min(x.pool_cached_bytes + x.vmm_unmapped_bytes, x.not_attributable_bytes);
+      // This process's own caches and contexts and code are its own, not "elsewhere"
+      // (split_unattributed, oom_verdict.h).
       o << "     GPU: " << format_bytes(x.device_free_bytes) << " free of " << format_bytes(x.device_total_bytes)
         << "; this process: " << format_bytes(x.process_device_bytes) << " live";
-      if (cached)
-        o << ", " << format_bytes(cached) << " cached by its pools"
+      if (x.own_cached_bytes)
+        o << ", " << format_bytes(x.own_cached_bytes) << " cached by its pools"
           << (x.pool_largest_free_gap_bytes ? " (largest free gap " + format_bytes(x.pool_largest_free_gap_bytes) + ")" : "");
-      o << "; elsewhere: " << format_bytes(x.not_attributable_bytes - cached) << "\n";
+      if (x.own_code_bytes)
+        o << ", " << format_bytes(x.own_code_bytes) << " contexts and code"
+          << (x.own_code_basis == "nvml" ? " (NVML's figure for it, less its live and cached memory)" : "");
+      o << "; elsewhere: " << format_bytes(x.elsewhere_bytes);
+      if (x.elsewhere_unsure_bytes)
+        o << " (up to " << format_bytes(x.elsewhere_unsure_bytes)
+          << " of it may be this process's first context, measured only after it was made)";
+      o << "\n";
       if (x.nvml) {
         o << "     other processes on the GPU (NVML):" << (x.other_processes.empty() ? " none" : "") << "\n";
         for (const GpuProcess& g : x.other_processes)

@@ -205,6 +205,10 @@ void judge_torch_oom(OomReport& o) {
   // processes, this process's CUDA context, the driver. NVML names the other processes.
   uint64_t used = T > F ? T - F : 0;
   uint64_t others = used > R + O ? used - R - O : 0;
+  // This process's contexts and code are its own (split_unattributed, which judge_oom ran); a
+  // first context measured only after it was made stays in, said (without NVML's word).
+  others -= std::min(others, o.own_code_bytes);
+  const uint64_t unsure = o.nvml ? 0 : std::min(o.elsewhere_unsure_bytes, others);
   std::string named;
   if (o.nvml) {
     uint64_t listed = 0;
@@ -259,7 +263,9 @@ void judge_torch_oom(OomReport& o) {
   }
   if (double(others) >= 0.05 * Td)
     causes.push_back(other_processes_cause(others, F, X, Td, named, "tried_to_allocate_bytes",
-                                           "other processes, this process's CUDA context, the driver"));
+                                           o.code_bytes ? "other processes, the driver"  // (its context: taken off)
+                                                        : "other processes, this process's CUDA context, the driver",
+                                           unsure));
   if (growth && (double(growth) >= 0.05 * Td || growth * 5 >= A)) {
     bool would_fit = X <= F + growth || S <= U + growth;
     causes.push_back({"leak_growth", double(growth) / double(std::max<uint64_t>(A, 1)) + (would_fit ? 0.5 : 0),

@@ -204,6 +204,8 @@ struct GpuProcessList {  // kTagGpuProcesses
   std::vector<GpuProcess> processes;  // at most kMaxGpuProcesses
 };
 inline constexpr uint64_t kMaxGpuProcesses = 1024;
+// NVML's usedGpuMemory when it cannot say (NVML_VALUE_NOT_AVAILABLE).
+inline constexpr uint64_t kNvmlNotAvailable = ~0ull;
 // False when the payload is damaged (nothing of it is kept).
 bool decode_gpu_processes(const Record& r, GpuProcessList* out);
 

@@ -120,7 +120,9 @@
 //     What it cost (code_cost) is before - after (may be negative: a limit lowered). A context
 //     creation without a `before` (no context on that device to ask: the first one) costs what
 //     the device uses after it beyond what is accounted there already (tracked allocations and
-//     earlier costs): this includes other processes' memory at that moment (docs/metrics.md).
+//     earlier costs): this includes other processes' memory at that moment (docs/metrics.md),
+//     so such a cost is marked (CodeCost::after_only): the OOM report keeps it apart from the
+//     measured ones (analyzer/oom_verdict.h, split_unattributed).
 //     Each cost is kept under its key (code_key: the object made, or for a limit the event's
 //     context) and belongs to a context (code_context: a context made is its own; code goes with
 //     the context it was loaded in). An unload (cuModuleUnload, cuLibraryUnload) gives back the
@@ -491,6 +493,7 @@ constexpr int32_t code_device(const OpInfo& op, const E& e) {
 struct CodeCost {
   bool known;
   int64_t bytes;
+  bool after_only = false;  // a first context, no `before`: may include other processes' memory
 };
 // `total`: the device's memory (its device record); `accounted`: what the device's figures
 // already hold (tracked device memory and earlier costs), for a context made without a `before`.
@@ -501,7 +504,7 @@ constexpr CodeCost code_cost(const OpInfo& op, const E& e, uint64_t total, uint6
   if (field_value(op, e, Field::FreeBefore, &before)) return {true, int64_t(before - after)};
   if (!makes_context(op.id) || total == 0 || after > total) return {false, 0};
   const uint64_t used = total - after;
-  return {true, used > accounted ? int64_t(used - accounted) : 0};
+  return {true, used > accounted ? int64_t(used - accounted) : 0, true};
 }
 
 }  // namespace vt

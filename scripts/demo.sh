@@ -10,9 +10,13 @@ out=$(mktemp -d /tmp/vramtrace-demo.XXXXXX)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "== real GPU: $(nvidia-smi -L | head -1)"
 else
-  echo "== no GPU here: using the simulated device (build/lib/fakecuda, 16 GiB)"
+  echo "== no GPU here: using the simulated device (build/lib/fakecuda, 16 GiB) and its stand-in NVML"
   export LD_LIBRARY_PATH=$PWD/build/lib/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export VRAMTRACE_KERNELS=0  # CUPTI needs a real GPU
+  # A real GPU has NVML, whose process list (this process's row included) tells this process's
+  # first CUDA context from other processes' memory at the OOM; the stand-in answers for the
+  # simulated device (tests/fakenvml: no other processes, this one as the driver counts it).
+  export VRAMTRACE_NVML_LIBRARY=$PWD/build/tests/programs/libfakenvml.so
 fi
 set +e
 build/bin/vramtrace run -o "$out" -- build/tests/programs/demo_workload

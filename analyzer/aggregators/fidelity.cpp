@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "aggregators/site_groups.h"
+#include "oom_verdict.h"
 
 namespace vt::analyzer {
 
@@ -22,6 +23,7 @@ FidelityAggregator::Reading FidelityAggregator::read(const LiveState& live, int 
   x.contexts = live.code_bytes(device, CodeCategory::Context);
   x.modules = live.code_bytes(device, CodeCategory::Module);
   x.pool_cached = live.pool_cached_bytes(device);
+  x.after_only = live.code_after_only_bytes(device);
   for (const CodeEntry& c : live.code_costs()) x.context_count += c.device == device && c.category == CodeCategory::Context;
   return x;
 }
@@ -62,7 +64,7 @@ void FidelityAggregator::after(const Record& r, const LiveState& live) {
 void FidelityAggregator::on_gpu_processes(const GpuProcessList& list, uint64_t t) {
   uint64_t bytes = 0;
   for (const GpuProcess& g : list.processes)
-    if (g.pid != own_pid_) bytes += g.bytes;
+    if (g.pid != own_pid_ && g.bytes != kNvmlNotAvailable) bytes += g.bytes;
   nvml_[list.device].push_back({t, bytes});
 }
 
@@ -115,6 +117,27 @@ void settle(Fidelity& f) {
 }  // namespace
 
 void FidelityAggregator::finish(TraceReport* rep) const {
+  for (size_t i = 0; i < rep->ooms.size() && i < ooms_.size(); ++i) {
+    OomReport& o = rep->ooms[i];
+    o.fidelity = explain(ooms_[i], o.t_ns, true, rep->kernels);
+    if (o.pool_driver) {
+      o.fidelity.pool_cached_bytes = o.pool_cached_bytes;
+      o.fidelity.pool_cached_source = "driver";
+    }
+    if (o.nvml) {
+      o.fidelity.other_processes_known = true;
+      o.fidelity.other_processes_t_ns = o.t_ns;
+      for (const GpuProcess& g : o.other_processes)
+        if (g.bytes != kNvmlNotAvailable) o.fidelity.other_processes_bytes += g.bytes;
+    }
+    // A first context's cost, measured only after it was made, may hold other processes'
+    // memory of that moment: where NVML's figure for this process bounds it, the breakdown
+    // counts what it bounds (split_unattributed), so that memory is not counted twice.
+    split_unattributed(o);
+    const uint64_t over = o.code_after_only_bytes - std::min(o.first_context_bytes, o.code_after_only_bytes);
+    o.fidelity.contexts_bytes -= std::min(over, o.fidelity.contexts_bytes);
+    settle(o.fidelity);
+  }
   for (DevicePeak& p : rep->peaks) {
     auto it = devs_.find(p.device);
     if (it == devs_.end()) continue;
@@ -140,22 +163,15 @@ void FidelityAggregator::finish(TraceReport* rep) const {
       p.fidelity.other_processes_known = true;
       p.fidelity.other_processes_bytes = best->bytes;
       p.fidelity.other_processes_t_ns = best->t;
+      // The bound an OOM's NVML row set on the same first-context costs holds here too.
+      for (const OomReport& o : rep->ooms)
+        if (o.device == p.device && o.nvml_self && pick->after_only && o.code_after_only_bytes == pick->after_only) {
+          const uint64_t over = o.code_after_only_bytes - std::min(o.first_context_bytes, o.code_after_only_bytes);
+          p.fidelity.contexts_bytes -= std::min(over, p.fidelity.contexts_bytes);
+          break;
+        }
     }
     settle(p.fidelity);
-  }
-  for (size_t i = 0; i < rep->ooms.size() && i < ooms_.size(); ++i) {
-    OomReport& o = rep->ooms[i];
-    o.fidelity = explain(ooms_[i], o.t_ns, true, rep->kernels);
-    if (o.pool_driver) {
-      o.fidelity.pool_cached_bytes = o.pool_cached_bytes;
-      o.fidelity.pool_cached_source = "driver";
-    }
-    if (o.nvml) {
-      o.fidelity.other_processes_known = true;
-      o.fidelity.other_processes_t_ns = o.t_ns;
-      for (const GpuProcess& g : o.other_processes) o.fidelity.other_processes_bytes += g.bytes;
-    }
-    settle(o.fidelity);
   }
 }
 

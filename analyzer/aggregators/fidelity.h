@@ -38,6 +38,7 @@ class FidelityAggregator {
     std::array<uint64_t, kKindSlots> kinds{};
     uint64_t tracked = 0, contexts = 0, modules = 0, pool_cached = 0;
     uint64_t context_count = 0;  // live contexts on the device (rule 14's entries)
+    uint64_t after_only = 0;     // of contexts, the costs measured without a `before`
   };
   struct Dev {
     uint64_t peak = 0, peak_t = 0, peak_version = 0;

@@ -25,6 +25,8 @@ void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAgg
     for (const auto& [key, p] : live.pools())
       if (p.device == r.device) o.pool_largest_free_gap_bytes = std::max(o.pool_largest_free_gap_bytes, p.largest_free_gap(live));
   o.vmm_unmapped_bytes = live.handle_bytes_unmapped(r.device);
+  o.code_bytes = live.code_bytes(r.device, CodeCategory::Context) + live.code_bytes(r.device, CodeCategory::Module);
+  o.code_after_only_bytes = std::min(live.code_after_only_bytes(r.device), o.code_bytes);
   if (const DeviceTotals* d = live.find_device(r.device)) {
     o.graph_pool_reserved_bytes = d->graph_reserved;
     o.graph_pool_used_bytes = d->graph_used;
@@ -45,7 +47,12 @@ void OomAggregator::on_gpu_processes(const GpuProcessList& list) {
     if (it->device == list.device && !it->nvml) {
       it->nvml = true;
       for (const GpuProcess& g : list.processes)
-        if (g.pid != own_pid_) it->other_processes.push_back(g);
+        if (g.pid != own_pid_) {
+          it->other_processes.push_back(g);
+        } else if (g.bytes != kNvmlNotAvailable) {  // (none in a MIG instance or unprivileged)
+          it->nvml_self = true;
+          it->nvml_self_bytes = g.bytes;
+        }
       return;
     }
 }

@@ -207,14 +207,18 @@ function evidenceValue(k, v) {
 }
 
 function oomCard(ctx, o, i) {
-  const T = o.device_total_bytes, P = o.process_device_bytes, N = o.not_attributable_bytes, F = o.device_free_bytes;
+  const T = o.device_total_bytes, P = o.process_device_bytes, F = o.device_free_bytes;
   const R = o.requested_bytes;
-  const cached = Math.min(o.pool_cached_bytes + o.vmm_unmapped_bytes, N);
+  // The split is the analyzer's (split_unattributed): shown as it is, never recomputed here.
+  const cached = o.own_cached_bytes, code = o.own_code_bytes, unsure = o.elsewhere_unsure_bytes;
   const path = '/ooms/' + i;
   const device = partsBar([
     {label: 'this process, live', bytes: P, cls: 'p-proc', always: true},
     {label: 'cached by this process (pools, unmapped VMM)', bytes: cached, cls: 'p-cached'},
-    {label: 'elsewhere (other processes, driver)', bytes: N - cached, cls: 'p-others'},
+    {label: 'contexts and code of this process' + (o.own_code_basis === 'nvml' ? ' (NVML\'s figure for it, less its live and cached memory)' : ''),
+      bytes: code, cls: 'p-code'},
+    {label: 'elsewhere (other processes, driver' + (unsure ? '; up to ' + fmtBytes(unsure) +
+      ' of it may be this process\'s first context, measured only after it was made)' : ')'), bytes: o.elsewhere_bytes, cls: 'p-others'},
     {label: 'free', bytes: F, cls: 'p-free', always: true},
   ], T, el('div', {class: 'request-row'},
       el('span', {class: 'request', style: 'width:' + Math.min(100, R / Math.max(1, T) * 100).toFixed(2) + '%'}),

@@ -46,11 +46,11 @@ TEST_CASE("each OOM gets the verdict that explains it, naming the call site") {
   };
   std::vector<Case> cases = {
       {"too-big", "request_exceeds_device", "big_request", {}},
-      // These two are sized for a device without context overhead (oom_scenarios.cpp), and
-      // vramtrace does not record context costs yet: the simulated context costs nothing here.
-      {"others", "other_processes", "big_request",
-       {{"FAKECUDA_TOTAL_BYTES", "8GiB"}, {"FAKECUDA_FOREIGN_BYTES", "6GiB"}, {"FAKECUDA_CONTEXT_BYTES", "0"}}},
+      // With the simulated context's default cost (512 MiB), made while "other processes" held
+      // 6 GiB: its cost, measured only after it, takes them in (split_unattributed).
+      {"others", "other_processes", "big_request", {{"FAKECUDA_TOTAL_BYTES", "8GiB"}, {"FAKECUDA_FOREIGN_BYTES", "6GiB"}}},
       {"leak", "leak_growth", "", {{"FAKECUDA_TOTAL_BYTES", "4GiB"}}},
+      // Sized for a device without context overhead (oom_scenarios.cpp).
       {"live-set", "live_set_too_large", "big_request",
        {{"FAKECUDA_TOTAL_BYTES", "4GiB"}, {"FAKECUDA_CONTEXT_BYTES", "0"}}},
       {"fragmentation", "fragmentation", "big_from_pool", {{"FAKECUDA_TOTAL_BYTES", "4GiB"}}},
@@ -71,7 +71,19 @@ TEST_CASE("each OOM gets the verdict that explains it, naming the call site") {
       REQUIRE_FALSE(o["grew_before"].empty());
       CHECK(stack_has(o["grew_before"][0]["stack"], "keep_history"));
     }
-    if (c.mode == "others") CHECK(o["causes"][0]["evidence"]["other_bytes"] == 6ull << 30);
+    if (c.mode == "others") {
+      // Without NVML the trace cannot tell the first context from the 6 GiB of others it was
+      // made beside: all of it stays "other", said to be possibly the context, never taken off.
+      const uint64_t context = 512ull << 20, first = (6ull << 30) + context;
+      CHECK(o["code_after_only_bytes"] == first);
+      CHECK(o["elsewhere_bytes"] == first);
+      CHECK(o["elsewhere_unsure_bytes"] == first);
+      CHECK(o["own_code_bytes"] == 0);
+      CHECK(o["own_code_basis"] == "");  // nothing was measured with a reading before it
+      CHECK(o["causes"][0]["evidence"]["other_bytes"] == first);
+      CHECK(o["causes"][0]["evidence"]["first_context_unsure_bytes"] == first);
+      CHECK(o["causes"][0]["summary"].get<std::string>().find("first context") != std::string::npos);
+    }
     if (c.mode == "live-set") CHECK(stack_has(o["top_holders"][0]["stack"], "load_weights"));
     if (c.mode == "fragmentation") CHECK(o["pool_cached_bytes"] == 3ull << 30);
   }
@@ -158,4 +170,104 @@ TEST_CASE("with NVML, other_processes names the processes that hold the device")
   CHECK(o["verdict"] == "other_processes");
   CHECK(o["causes"][0]["summary"].get<std::string>().find("pid 1 (") != std::string::npos);
   CHECK(o["causes"][0]["evidence"]["other_bytes"] == 6ull << 30);
+  CHECK_FALSE(o["causes"][0]["evidence"].contains("first_context_unsure_bytes"));
+}
+
+namespace {
+
+json oom_of(const json& j) {
+  REQUIRE(j["ooms"].size() == 1);
+  return j["ooms"][0];
+}
+std::string text_report(const std::string& trace) {
+  e2e::Spec s{{e2e::cli(), "report", trace}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+std::string device_line(const std::string& text) {
+  size_t at = text.find("     GPU: ");
+  REQUIRE(at != std::string::npos);
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("a first context made while another process held memory: NVML's row for this process tells them apart") {
+  const uint64_t context = 512ull << 20, foreign = 6ull << 30;
+  std::string trace = scenario("others", {{"FAKECUDA_TOTAL_BYTES", "8GiB"},
+                                          {"FAKECUDA_FOREIGN_BYTES", "6GiB"},
+                                          {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML},
+                                          {"FAKENVML_PROCESSES", "999999:" + std::to_string(foreign)}});
+  json o = oom_of(report(trace, "oom"));
+  // The fake NVML lists this process as the simulated driver counts it: weights + context.
+  CHECK(o["nvml_self_bytes"] == o["process_device_bytes"].get<uint64_t>() + context);
+  CHECK(o["code_after_only_bytes"] == foreign + context);  // what the first context's reading took in
+  CHECK(o["own_code_basis"] == "nvml");
+  CHECK(o["own_code_bytes"] == context);
+  CHECK(o["elsewhere_bytes"] == foreign);
+  CHECK(o["elsewhere_unsure_bytes"] == 0);
+  CHECK(o["verdict"] == "other_processes");
+  CHECK(o["causes"][0]["evidence"]["other_bytes"] == foreign);
+  // The breakdown counts the context as NVML bounds it, so nothing is counted twice.
+  CHECK(o["fidelity"]["contexts_bytes"] == context);
+  CHECK(o["fidelity"]["other_processes_bytes"] == foreign);
+  CHECK(o["fidelity"]["unexplained_bytes"] == 0);
+  // The peak (the weights, read at the failure's reading: nothing changed since) likewise.
+  json peak = report(trace)["peak"];
+  CHECK(peak["fidelity"]["contexts_bytes"] == context);
+  CHECK(peak["fidelity"]["unexplained_bytes"] == 0);
+  std::string line = device_line(text_report(trace));
+  CHECK(line.find("512 MiB contexts and code") != std::string::npos);
+  CHECK(line.find("elsewhere: 6.00 GiB") != std::string::npos);
+  CHECK(line.find("first context") == std::string::npos);
+
+  // NVML without this process's row (a container's PID namespace): as without NVML, the first
+  // context's cost stays elsewhere, said to be possibly the context; NVML's list still counts.
+  trace = scenario("others", {{"FAKECUDA_TOTAL_BYTES", "8GiB"},
+                              {"FAKECUDA_FOREIGN_BYTES", "6GiB"},
+                              {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML},
+                              {"FAKENVML_SELF", "0"},
+                              {"FAKENVML_PROCESSES", "999999:" + std::to_string(foreign)}});
+  o = oom_of(report(trace, "oom"));
+  CHECK(o["nvml_self_bytes"].is_null());
+  CHECK(o["elsewhere_unsure_bytes"] == foreign + context);
+  CHECK(o["verdict"] == "other_processes");
+  CHECK(o["causes"][0]["evidence"]["other_bytes"] == foreign);
+}
+
+TEST_CASE("a demo-like OOM: the context is this process's, shown apart, and nothing is elsewhere") {
+  const uint64_t context = 512ull << 20;  // the simulated context's default cost
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("demo_workload")},
+                            {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML}}});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  json o = oom_of(report(files[0], "oom"));
+  CHECK(o["own_code_basis"] == "nvml");
+  CHECK(o["own_code_bytes"] == context);
+  CHECK(o["elsewhere_bytes"] == 0);
+  CHECK(o["fidelity"]["contexts_bytes"] == context);
+  CHECK(o["verdict"] == "request_exceeds_device");
+  std::string line = device_line(text_report(files[0]));
+  CHECK(line.find("512 MiB contexts and code") != std::string::npos);
+  CHECK(line.find("elsewhere: 0 B") != std::string::npos);
+
+  // Without NVML the context was measured only after it was made: it may be others' memory, so
+  // it stays elsewhere, named as possibly this process's first context; the verdict is the same.
+  dir = e2e::temp_dir();
+  r = e2e::run({{e2e::program("demo_workload")}, {{"VRAMTRACE_OUTPUT", dir}}});
+  REQUIRE(r.exit_code == 0);
+  files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  o = oom_of(report(files[0], "oom"));
+  CHECK(o["own_code_bytes"] == 0);
+  CHECK(o["elsewhere_bytes"] == context);
+  CHECK(o["elsewhere_unsure_bytes"] == context);
+  CHECK(o["verdict"] == "request_exceeds_device");
+  line = device_line(text_report(files[0]));
+  CHECK(line.find("elsewhere: 512 MiB (up to 512 MiB of it may be this process's first context") != std::string::npos);
 }

@@ -1,6 +1,7 @@
 // api_device.cpp — driver initialisation and device queries: cuInit, cuDriverGetVersion,
 // cuDeviceGet*, cuDeviceTotalMem_v2, cuDeviceGetAttribute, cuDeviceGetUuid_v2, and
-// cuGetExportTable (cudart's private tables cannot be faked).
+// cuGetExportTable (cudart's private tables cannot be faked); and fakecuda_process_used_bytes,
+// no driver entry point: this process's usage for the fake NVML (tests/fakenvml).
 #include "config.h"
 #include "state.h"
 
@@ -139,6 +140,20 @@ FC_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
   if (CUresult r = check_device(s, dev)) return r;
   *bytes = s.devices[dev].total;
   return CUDA_SUCCESS;
+}
+
+// What this process holds on `device` (everything cuMemGetInfo counts as used except the
+// foreign bytes: contexts, code, allocation pages, pools, VMM and graph memory), as NVML's
+// usedGpuMemory of a real GPU counts it; 0 when no context of the process lives there (NVML
+// lists only processes with one). Not a driver entry point: the fake NVML asks for it, so its
+// row for the calling process matches the simulated device.
+FC_API unsigned long long fakecuda_process_used_bytes(int device) {
+  State &s = state();
+  std::lock_guard<DriverMutex> lock(s.mu);
+  if (require_init(s) || check_device(s, device)) return 0;
+  bool context = false;
+  for (const auto &[handle, c] : s.ctxs) context |= c.alive && c.device == device;
+  return context ? s.devices[device].used : 0;
 }
 
 FC_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {

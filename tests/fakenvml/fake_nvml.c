@@ -1,7 +1,14 @@
 /* A stand-in libnvidia-ml for tests: one device whatever the UUID, and the compute processes
- * listed in FAKENVML_PROCESSES ("pid:bytes,pid:bytes"). */
+ * listed in FAKENVML_PROCESSES ("pid:bytes,pid:bytes"), then, as a real GPU's NVML lists the
+ * calling process too, a row for this process with what the simulated driver says it holds
+ * (tests/fakecuda's fakecuda_process_used_bytes: its contexts, code, allocations and pools)
+ * when that driver is loaded here and the process has a context on device 0.
+ * FAKENVML_SELF=0 leaves that row out (an NVML that cannot see this process: a container's
+ * PID namespace, a MIG instance). */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
   unsigned int pid;
@@ -17,9 +24,22 @@ int nvmlDeviceGetHandleByUUID(const char* uuid, void** device) {
   *device = (void*)0x1;
   return 0;
 }
+/* This process's bytes on device 0 as the simulated driver has them; 0: not listed. */
+static unsigned long long self_bytes(void) {
+  const char* off = getenv("FAKENVML_SELF");
+  if (off && strcmp(off, "0") == 0) return 0;
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); /* only a driver already loaded */
+  if (!cuda) return 0;
+  unsigned long long (*used)(int) = (unsigned long long (*)(int))dlsym(cuda, "fakecuda_process_used_bytes");
+  unsigned long long bytes = used ? used(0) : 0;
+  dlclose(cuda);
+  return bytes;
+}
+
 int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, nvmlProcessInfo_v3_t* infos) {
   const char* spec = getenv("FAKENVML_PROCESSES");
   unsigned int n = 0;
+  unsigned long long self;
   while (spec && *spec && n < *count) {
     char* end;
     infos[n].pid = (unsigned int)strtoul(spec, &end, 10);
@@ -27,6 +47,13 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, n
     infos[n].gpuInstanceId = infos[n].computeInstanceId = 0xffffffffu;
     ++n;
     spec = *end == ',' ? end + 1 : end + strlen(end);
+  }
+  self = self_bytes();
+  if (self && n < *count) {
+    infos[n].pid = (unsigned int)getpid();
+    infos[n].usedGpuMemory = self;
+    infos[n].gpuInstanceId = infos[n].computeInstanceId = 0xffffffffu;
+    ++n;
   }
   *count = n;
   return 0;

@@ -711,6 +711,7 @@ TEST_CASE("accounting: contexts and code are their own figure, measured by the f
   // The first context: nothing was current to ask before it; it costs what the device uses after.
   live.apply(code_op(HookId::cuCtxCreate_v4, 0xc1, -1, 0, false, 0, total - 512 * MiB));
   CHECK(contexts() == 512 * MiB);
+  CHECK(live.code_after_only_bytes(0) == 512 * MiB);  // marked: it may hold other processes' memory
   Record a;
   a.op = &kOps[int(HookId::cuMemAlloc_v2)];
   a.device = 0;
@@ -724,6 +725,7 @@ TEST_CASE("accounting: contexts and code are their own figure, measured by the f
   live.apply(code_op(HookId::cuCtxCreate_v4, 0xc2, 0, 0xc1, true, free, free - 512 * MiB));
   free -= 512 * MiB;
   CHECK(contexts() == 1024 * MiB);
+  CHECK(live.code_after_only_bytes(0) == 512 * MiB);  // the measured one is not
   CHECK(live.bytes(0, Bucket::Device) == 32 * MiB);
   live.apply(code_op(HookId::cuModuleLoadData, 0x3d, 0, 0xc2, true, free, free - 2 * MiB));
   free -= 2 * MiB;

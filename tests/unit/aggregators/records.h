@@ -57,6 +57,16 @@ struct Records {
   Record oom(uint64_t size, uint64_t free_bytes, uint64_t total_bytes, uint32_t stack = 9) {
     return failed(HookId::cuMemAlloc_v2, size, 2, free_bytes, total_bytes, stack);
   }
+  // A context made on this device (cuCtxCreate_v4, rule 14) with the free bytes after it, and
+  // before it unless `free_before` is 0 (a device's first context: nothing to ask before it).
+  Record context_made(uint64_t ctx, uint64_t free_before, uint64_t free_after) {
+    Record r = event(HookId::cuCtxCreate_v4, 0, 0, 1);
+    set_addr(r, ctx);  // its CodeObject
+    set_aux(r, free_after);
+    set_aux2(r, uint64_t(device));
+    if (free_before) set_size(r, free_before);
+    return r;
+  }
   // A stream-ordered allocation from `pool` (0: cuMemAllocAsync, the device's current pool).
   Record async(uint64_t addr, uint64_t size, uint64_t pool = 0, uint32_t stack = 1) {
     Record r = event(pool ? HookId::cuMemAllocFromPoolAsync : HookId::cuMemAllocAsync, addr, size, stack);
