@@ -27,23 +27,7 @@
 
 #include "op_fields.h"
 
-// cuda.h maps these names to their _v2 exports; in the list each name means its own export.
-#undef cuGetProcAddress
-#undef cuDevicePrimaryCtxReset
-#undef cuDevicePrimaryCtxRelease
-#undef cuIpcOpenMemHandle
-#undef cuStreamBeginCapture
-#undef cuGraphInstantiate
-#undef cuGraphAddNode
-#undef cuMemAlloc
-#undef cuMemFree
-#undef cuMemAllocHost
-#undef cuMemAllocPitch
-#undef cuArrayCreate
-#undef cuArray3DCreate
-#undef cuMemHostRegister
-#undef cuCtxCreate
-#undef cuCtxDestroy
+#include "cuda_export_names.h"  // (each name in the list means its own export)
 
 #define VT_FOR_EACH_HOOK(X)                                                                          \
   X(1, cuMemAlloc_v2, Acquire, Device, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize), (Ptr, Bytes, None, None)) \

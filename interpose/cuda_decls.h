@@ -8,22 +8,8 @@
 #define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
 
-// cuda.h maps these names to their _v2 exports; the older exports are distinct functions that
-// the driver still hands out for older versions (cudart asks for some of them).
-#undef cuGetProcAddress
-#undef cuDevicePrimaryCtxReset
-#undef cuDevicePrimaryCtxRelease
-#undef cuIpcOpenMemHandle
-#undef cuStreamBeginCapture
-#undef cuGraphInstantiate
-#undef cuGraphAddNode
-#undef cuMemAlloc
-#undef cuMemFree
-#undef cuMemAllocHost
-#undef cuMemAllocPitch
-#undef cuArrayCreate
-#undef cuArray3DCreate
-#undef cuMemHostRegister
+// cuda.h maps some names to newer exports; in vramtrace each name means its own export.
+#include "cuda_export_names.h"
 
 // The CUDA 2.x ABI's types, as cuda.h declares them for the driver's own build only
 // (__CUDA_API_VERSION_INTERNAL): 32-bit device pointers, sizes and array extents.

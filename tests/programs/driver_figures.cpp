@@ -7,6 +7,8 @@
 //   alloc_1k_first    the first 1 KiB cuMemAlloc      alloc_1k_second  the next one
 //   alloc_3m          a 3 MiB cuMemAlloc              stack_2k         cuCtxSetLimit(STACK_SIZE, 2048)
 //   pool_1k_reserved  RESERVED_MEM_CURRENT of the default pool after a 1 KiB cuMemAllocAsync
+//   pool_after_sync   the same after its free and a synchronize (release threshold 0: all back)
+//   pool_kept_at_max_threshold  the same with the threshold at its maximum (rule 15: all kept)
 //   graph_instantiate / graph_upload / graph_launch / graph_trim   a graph with a 3 MiB
 //                     allocation node and its free node, at each step (trim: memory given back)
 //   vmm_granularity   cuMemGetAllocationGranularity (recommended)
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   auto free_async = fn<CUresult (*)(CUdeviceptr, CUstream)>("cuMemFreeAsync");
   auto default_pool = fn<CUresult (*)(CUmemoryPool*, CUdevice)>("cuDeviceGetDefaultMemPool");
   auto pool_attr = fn<CUresult (*)(CUmemoryPool, CUmemPool_attribute, void*)>("cuMemPoolGetAttribute");
+  auto pool_set_attr = fn<CUresult (*)(CUmemoryPool, CUmemPool_attribute, void*)>("cuMemPoolSetAttribute");
   auto sync = fn<CUresult (*)(CUstream)>("cuStreamSynchronize");
   auto graph_create = fn<CUresult (*)(CUgraph*, unsigned)>("cuGraphCreate");
   auto add_alloc = fn<CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUDA_MEM_ALLOC_NODE_PARAMS*)>(
@@ -113,6 +116,21 @@ int main(int argc, char** argv) {
   fig["pool_1k_reserved"] = static_cast<long long>(reserved);
   free_async(p1, nullptr);
   sync(nullptr);
+  // Rule 15 (format/accounting.h): at a synchronize a pool keeps at most its release threshold.
+  reserved = ~cuuint64_t(0);
+  pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
+  fig["pool_after_sync"] = static_cast<long long>(reserved);  // threshold 0 (the default)
+  cuuint64_t keep_all = ~cuuint64_t(0), zero = 0;
+  if (pool_set_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all) == CUDA_SUCCESS) {
+    alloc_async(&p1, 1024, nullptr);
+    free_async(p1, nullptr);
+    sync(nullptr);
+    reserved = 0;
+    pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
+    fig["pool_kept_at_max_threshold"] = static_cast<long long>(reserved);
+    pool_set_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero);
+    sync(nullptr);
+  }
 
   CUgraph g = nullptr;
   CUgraphNode an = nullptr, fnode = nullptr;
@@ -161,7 +179,8 @@ int main(int argc, char** argv) {
   const long long MiB = 1 << 20;
   const std::map<std::string, long long> model = {
       {"context", 512 * MiB}, {"alloc_1k_first", 2 * MiB}, {"alloc_1k_second", 0}, {"alloc_3m", 4 * MiB},
-      {"stack_2k", 264 * MiB}, {"pool_1k_reserved", 2 * MiB}, {"graph_instantiate", 0}, {"graph_upload", 4 * MiB},
+      {"stack_2k", 264 * MiB}, {"pool_1k_reserved", 2 * MiB}, {"pool_after_sync", 0},
+      {"pool_kept_at_max_threshold", 2 * MiB}, {"graph_instantiate", 0}, {"graph_upload", 4 * MiB},
       {"graph_launch", 0}, {"graph_trim", 4 * MiB}, {"vmm_granularity", 2 * MiB}, {"multicast_granularity", 512 * MiB}};
   int bad = 0;
   for (const auto& [name, want] : model) {
