@@ -27,6 +27,8 @@
 #include <cstring>
 #include <string>
 
+#include "primary_context.h"
+
 namespace {
 
 void check(CUresult r, const char* what) {
@@ -269,12 +271,7 @@ int exporter(const char* self, const std::string& kind, bool keep, int dev) {
 
 int main(int argc, char** argv) {
   const std::string role = argc > 1 ? argv[1] : "";
-  check(cuInit(0), "cuInit");
-  CUdevice dev;
-  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-  CUcontext ctx;
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  make_primary_context_current(check);
   // No context teardown at the end: what is open at exit is what the reports must show.
   bool keep = false;
   int where = 0;

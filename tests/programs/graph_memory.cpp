@@ -42,6 +42,8 @@
 #include <cstring>
 #include <string>
 
+#include "primary_context.h"
+
 namespace {
 
 void check(CUresult r, const char* what) {
@@ -298,11 +300,17 @@ int outside_free_mode(CUstream s) {
   return 0;
 }
 
-int current_pool_mode(CUstream s) {
+// A pool's properties for device memory on GPU 0.
+CUmemPoolProps device0_pool() {
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.location.id = 0;
+  return props;
+}
+
+int current_pool_mode(CUstream s) {
+  const CUmemPoolProps props = device0_pool();
   CUmemoryPool mine, def;
   check(cuMemPoolCreate(&mine, &props), "cuMemPoolCreate");
   check(cuDeviceGetDefaultMemPool(&def, 0), "cuDeviceGetDefaultMemPool");
@@ -339,10 +347,7 @@ int release_at_sync_mode(CUstream s) {
   check(cuEventSynchronize(ev), "cuEventSynchronize");  // nor here
   check(cuEventDestroy(ev), "cuEventDestroy");
 
-  CUmemPoolProps props{};
-  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = 0;
+  const CUmemPoolProps props = device0_pool();
   CUmemoryPool keep, lazy;
   check(cuMemPoolCreate(&keep, &props), "cuMemPoolCreate");
   cuuint64_t keep_all = ~cuuint64_t(0);
@@ -363,12 +368,7 @@ int release_at_sync_mode(CUstream s) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  check(cuInit(0), "cuInit");
-  CUdevice dev;
-  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-  CUcontext ctx;
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  const CUdevice dev = make_primary_context_current(check);
   CUstream s;
   check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   int rc = mode == "graph"          ? graph_mode(s)

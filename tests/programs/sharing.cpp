@@ -26,6 +26,8 @@
 #include <cstring>
 #include <string>
 
+#include "primary_context.h"
+
 #undef cuMemHostRegister
 extern "C" CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags);  // the 4.0 export
 
@@ -285,12 +287,7 @@ int external_mode() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  check(cuInit(0), "cuInit");
-  CUdevice dev;
-  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-  CUcontext ctx;
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  make_primary_context_current(check);
   return mode == "vmm"         ? vmm_mode()
          : mode == "multicast" ? multicast_mode()
          : mode == "multicast-released" ? multicast_released_mode()
