@@ -232,6 +232,10 @@ void LiveState::forget_current_pool(uint64_t pool) {
     auto cur = it++;
     if (cur->second == pool) current_pools_.erase(cur);
   }
+  for (auto it = default_pools_.begin(); it != default_pools_.end();) {  // (a handle made anew)
+    auto cur = it++;
+    if (cur->second == pool) default_pools_.erase(cur);
+  }
 }
 
 // Rule 5: a handle's memory goes at the later of its last release (rule 11) and its last unmap;
@@ -405,7 +409,9 @@ void LiveState::apply(const Record& r) {
       if (op.kind == MemKind::Async) {  // rule 4: where its pool lives
         a.pool = allocation_pool(r, [this](uint64_t location) {
           auto c = current_pools_.find(location);
-          return c == current_pools_.end() ? uint64_t(0) : c->second;
+          if (c != current_pools_.end()) return c->second;
+          auto d = default_pools_.find(location);  // the default pool, by its handle once named
+          return d == default_pools_.end() ? uint64_t(0) : d->second;
         });
         auto p = a.pool ? pools_.find(a.pool) : pools_.end();
         if (p != pools_.end() && p->second.placed) {
@@ -519,8 +525,8 @@ void LiveState::apply(const Record& r) {
     case Effect::CurrentPool: {
       if (!is_memory_key(r.aux)) return;
       if (fx == Effect::CreatePool) forget_current_pool(r.aux);  // rule 3: a new pool, current nowhere
-      if (fx == Effect::CurrentPool && (r.fields & format::kEvAux2) && is_device_pool_location(r.aux2))
-        current_pools_[r.aux2] = r.aux;
+      if (fx != Effect::CreatePool && (r.fields & format::kEvAux2) && is_device_pool_location(r.aux2))
+        (fx == Effect::CurrentPool ? current_pools_ : default_pools_)[r.aux2] = r.aux;
       PoolState& p = pools_[r.aux];
       if (fx == Effect::CurrentPool && p.placed) return;  // a pool seen created keeps its location
       Placement at = placement_at(r.aux2, r.device);

@@ -321,6 +321,7 @@ class LiveState {
   std::map<uint64_t, uint64_t> reservations_;        // va -> size
   absl::flat_hash_map<uint64_t, PoolState> pools_;
   absl::flat_hash_map<uint64_t, uint64_t> current_pools_;  // device location -> its current pool (rule 4)
+  absl::flat_hash_map<uint64_t, uint64_t> default_pools_;  // device location -> its default pool's handle, when named
   std::vector<McBinding> bindings_;                          // multicast bindings (rule 12)
   uint64_t handle_mapped_at(uint64_t va) const;
   void bind(const McBinding& b);

@@ -27,6 +27,10 @@
 //            maximum keeps its 4 MiB through one; a third pool (threshold 0) frees 2 of its 4 MiB
 //            and is not synchronized after: it keeps both. Synchronizes with no free before them
 //            (cuCtxSynchronize, cuEventSynchronize) write no record.
+//   named-default  no graph: rule 4 with 15. The default pool named by its handle
+//            (cuMemGetDefaultMemPool), its release threshold set to keep everything through that
+//            handle, then 8 MiB from cuMemAllocAsync (no current pool set) freed and synchronized:
+//            kept, under the handle.
 //   child-direct, child-moved  the same memory nodes (3 MiB allocated and freed, 5 MiB allocated
 //            and left live) in the launched graph itself, or in a child graph moved into it
 //            (cuGraphAddNode with GRAPH params, CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: cloning a graph
@@ -364,6 +368,24 @@ int release_at_sync_mode(CUstream s) {
   return 0;  // d and the pools are left to the primary context's last release
 }
 
+int named_default_mode(CUstream s) {
+  CUmemLocation loc{};
+  loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  loc.id = 0;
+  CUmemoryPool def;
+  check(cuMemGetDefaultMemPool(&def, &loc, CU_MEM_ALLOCATION_TYPE_PINNED), "cuMemGetDefaultMemPool");
+  cuuint64_t keep_all = ~cuuint64_t(0);  // (as PyTorch's backend:cudaMallocAsync sets it)
+  check(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all), "cuMemPoolSetAttribute");
+  CUdeviceptr a;
+  check(cuMemAllocAsync(&a, 8 * MiB, s), "cuMemAllocAsync");
+  check(cuMemFreeAsync(a, s), "cuMemFreeAsync");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  cuuint64_t reserved = 0;
+  check(cuMemPoolGetAttribute(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved), "cuMemPoolGetAttribute");
+  printf("default_pool %llu\nreserved %llu\n", (unsigned long long)(uintptr_t)def, (unsigned long long)reserved);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -377,6 +399,7 @@ int main(int argc, char** argv) {
            : mode == "oom"          ? oom_mode(s)
            : mode == "current-pool" ? current_pool_mode(s)
            : mode == "release-at-sync" ? release_at_sync_mode(s)
+           : mode == "named-default" ? named_default_mode(s)
            : mode == "capture-many" ? capture_many_mode(s)
            : mode == "outside-free" ? outside_free_mode(s)
            : mode == "child-direct" ? child_mode(s, false)
