@@ -343,6 +343,13 @@ uint64_t LiveState::pool_cached_bytes(int device) const {
   return sum;
 }
 
+std::vector<uint64_t> LiveState::pool_keys(uint64_t handle, int device) const {
+  std::vector<uint64_t> keys{pools_.count(handle) ? handle : default_pool_key(device)};
+  for (const auto& [location, named] : default_pools_)  // rule 4: the default pool by its handle
+    if (named == handle) keys.push_back(default_pool_key(int32_t(uint32_t(location))));
+  return keys;
+}
+
 void LiveState::trim_pools(const std::vector<uint64_t>& keys) {
   bool any = false;
   for (uint64_t key : keys)
@@ -409,9 +416,7 @@ void LiveState::apply(const Record& r) {
       if (op.kind == MemKind::Async) {  // rule 4: where its pool lives
         a.pool = allocation_pool(r, [this](uint64_t location) {
           auto c = current_pools_.find(location);
-          if (c != current_pools_.end()) return c->second;
-          auto d = default_pools_.find(location);  // the default pool, by its handle once named
-          return d == default_pools_.end() ? uint64_t(0) : d->second;
+          return c == current_pools_.end() ? uint64_t(0) : c->second;
         });
         auto p = a.pool ? pools_.find(a.pool) : pools_.end();
         if (p != pools_.end() && p->second.placed) {
@@ -542,12 +547,12 @@ void LiveState::apply(const Record& r) {
       }
       return;
     case Effect::TrimPool:  // what is not live goes back to the device
-      trim_pools({pools_.count(r.aux) ? r.aux : default_pool_key(r.device)});
+      trim_pools(pool_keys(r.aux, r.device));
       return;
     case Effect::PoolAttribute: {  // rule 15: the release threshold
       uint64_t threshold;
       if (is_memory_key(r.aux) && pool_release_threshold(r, &threshold))
-        pool_of(pools_.count(r.aux) ? r.aux : 0, r.device).release_threshold = threshold;
+        for (uint64_t key : pool_keys(r.aux, r.device)) pool_of(key, r.device).release_threshold = threshold;
       return;
     }
     case Effect::Teardown:

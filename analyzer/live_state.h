@@ -294,6 +294,10 @@ class LiveState {
   void release_code(Pred gone);
   void account(const AllocInfo& a, int64_t sign);
   void graph_pool_sampled(int device, uint64_t reserved, uint64_t used);
+  // The pools a trim or attribute of pool `handle` reaches (rules 4 and 15): that pool (the
+  // event device's default pool when the trace never saw it), and the default pool of each device
+  // whose handle cuMemGetDefaultMemPool named it.
+  std::vector<uint64_t> pool_keys(uint64_t handle, int device) const;
   // The footprint of each pool in `keys` becomes its live allocations (a trim to 0).
   void trim_pools(const std::vector<uint64_t>& keys);
   uint32_t attrs_of(const AllocInfo& a);  // finds or adds a's AllocAttrs row (a.site set)
@@ -321,7 +325,7 @@ class LiveState {
   std::map<uint64_t, uint64_t> reservations_;        // va -> size
   absl::flat_hash_map<uint64_t, PoolState> pools_;
   absl::flat_hash_map<uint64_t, uint64_t> current_pools_;  // device location -> its current pool (rule 4)
-  absl::flat_hash_map<uint64_t, uint64_t> default_pools_;  // device location -> its default pool's handle, when named
+  absl::flat_hash_map<uint64_t, uint64_t> default_pools_;  // device location -> its default pool's handle, once named
   std::vector<McBinding> bindings_;                          // multicast bindings (rule 12)
   uint64_t handle_mapped_at(uint64_t va) const;
   void bind(const McBinding& b);

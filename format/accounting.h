@@ -32,11 +32,10 @@
 //       created at the host, or making managed memory, and made current counts there, not as
 //       device memory) and trimmed by its handle. Destroying a current pool makes the default
 //       pool current again (cuda.h), as does a pool created anew at that handle (rule 3). The
-//       default pool's handle the trace holds once cuMemGetDefaultMemPool named it for a device
-//       location: the allocations that take that device's default pool then go to that handle,
-//       so its trims and attributes (rule 15) reach them. Until then, its allocations count on
-//       the event's device under default_pool_key, as do those from a pool the trace did not see
-//       created (created before tracing started, or already destroyed). A set or reported current pool
+//       default pool's allocations count on the event's device under default_pool_key, as do
+//       those from a pool the trace did not see created (created before tracing started, or
+//       already destroyed); once cuMemGetDefaultMemPool named its handle for a device location,
+//       a trim or release threshold (rule 15) of that handle reaches them too. A set or reported current pool
 //       that the trace did not see created lives at the location it was made current for; one
 //       it saw created keeps its creation's location.
 //  5. VMM physical memory is freed when its handle has been released AND its last mapping is

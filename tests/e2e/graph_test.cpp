@@ -198,22 +198,18 @@ TEST_CASE("a synchronize gives back what a pool keeps above its release threshol
   CHECK(t.metadata[vt::format::kTagPoolSync] == 2);
 }
 
-TEST_CASE("the default pool named by its handle keeps its allocations and its release threshold (rules 4 and 15)") {
+TEST_CASE("a release threshold set through the default pool's handle reaches its allocations (rules 4 and 15)") {
   Run run = run_mode("named-default");
   const auto& f = run.figures;
   REQUIRE(f.at("reserved") == 8 * MiB);  // the driver kept it (threshold at its maximum)
   json j = report(run.trace);
   INFO(j["fragmentation"].dump());
-  char name[40];
-  snprintf(name, sizeof name, "0x%llx", static_cast<unsigned long long>(f.at("default_pool")));
   bool found = false;
-  for (const json& p : j["fragmentation"]["pools"]) {
-    CHECK(p["pool"] != "default:0");  // one pool, known by its handle
-    if (p["pool"] == name) {
+  for (const json& p : j["fragmentation"]["pools"])
+    if (p["pool"] == "default:0") {  // the threshold set through its handle reached it: kept
       found = true;
       CHECK(p["footprint_bytes"] == f.at("reserved"));
     }
-  }
   CHECK(found);
 }
 

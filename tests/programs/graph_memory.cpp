@@ -30,7 +30,7 @@
 //   named-default  no graph: rule 4 with 15. The default pool named by its handle
 //            (cuMemGetDefaultMemPool), its release threshold set to keep everything through that
 //            handle, then 8 MiB from cuMemAllocAsync (no current pool set) freed and synchronized:
-//            kept, under the handle.
+//            kept.
 //   child-direct, child-moved  the same memory nodes (3 MiB allocated and freed, 5 MiB allocated
 //            and left live) in the launched graph itself, or in a child graph moved into it
 //            (cuGraphAddNode with GRAPH params, CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: cloning a graph
