@@ -49,6 +49,33 @@ for v in static shared; do
   check "cudart-$v" "$work/alloc_$v"
 done
 
+# Rule 15: the report's footprint of the default pool follows the driver's release at synchronize.
+if nvcc -O2 tests/gpu/pool_release.cu -o "$work/pool_release" 2>>"$results"; then
+  dir=$(mktemp -d)
+  "$vt" run -o "$dir" -- "$work/pool_release" > "$dir.out" 2>&1
+  python3 - "$vt" "$dir" "$dir.out" <<'PY' | tee -a "$results"; [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails+1))
+import glob, json, subprocess, sys
+vt, d, out = sys.argv[1:4]
+fig = dict(l.split() for l in open(out) if l.count(" ") == 1 and l.split()[1].isdigit())
+traces = glob.glob(d + "/*.trace")
+rep = json.loads(subprocess.run([vt, "report", traces[0], "--format", "json"], capture_output=True, text=True).stdout) if traces else {}
+pools = {p["pool"]: p["footprint_bytes"] for p in rep.get("fragmentation", {}).get("pools", [])}
+want = int(fig.get("reserved_after_sync_threshold_max", -1))
+got = max(pools.values()) if pools else -1
+ok = want > 0 and got == want
+print(("PASS" if ok else "FAIL") + f" pool-release: driver reserved {fig}, report footprints {pools}")
+sys.exit(0 if ok else 1)
+PY
+else log "FAIL nvcc pool_release"; fails=$((fails+1)); fi
+
+# The simulated driver's model against this driver (tests/programs/driver_figures dlopens the
+# real libcuda.so.1): every figure the model assumes, and where it differs (info, for tests/fakecuda).
+if [ -x build/tests/programs/driver_figures ]; then
+  build/tests/programs/driver_figures --check > "$work/figures.txt" 2> "$work/figures.err"
+  log "info driver model: $(tr '\n' ' ' < "$work/figures.txt")"
+  [ -s "$work/figures.err" ] && log "info driver model differs: $(tr '\n' ' ' < "$work/figures.err")"
+fi
+
 # The lookup paths against the real driver: every hooked pointer handed out is ours.
 for mode in dlsym procaddr procaddr-ptsz procaddr-v1; do
   if build/tests/programs/lookup_dynamic "$mode" --expect-hooked >/dev/null 2>&1; then :; fi
