@@ -351,13 +351,13 @@ std::vector<uint64_t> LiveState::pool_keys(uint64_t handle, int device) const {
 }
 
 void LiveState::trim_pools(const std::vector<uint64_t>& keys) {
-  bool any = false;
+  bool any_live = false;
   for (uint64_t key : keys)
     if (auto it = pools_.find(key); it != pools_.end()) {
       it->second.extents.clear();
-      any = true;
+      any_live = any_live || it->second.live_bytes;
     }
-  if (!any) return;
+  if (!any_live) return;  // nothing of theirs is live: no pass over the live allocations
   for (const auto& e : live_) {  // one pass for all of them: their live allocations are what stays
     const AllocInfo al = info(e.second);
     if (al.kind != MemKind::Async) continue;
