@@ -43,20 +43,12 @@ namespace vt {
 
 namespace {
 
-std::atomic<bool> g_resolved{false};
 pthread_mutex_t g_resolve_mu = PTHREAD_MUTEX_INITIALIZER;
 
 template <typename Fn>
 void load(void* lib, Fn* slot, const char* name) {
   *slot = reinterpret_cast<Fn>(real_dlsym(lib, name));
 }
-
-struct ThreadContextCache {
-  uint64_t ctx;
-  int32_t device;
-  bool valid;
-};
-thread_local ThreadContextCache t_ctx_cache __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
@@ -67,14 +59,15 @@ void* real_dlsym(void* handle, const char* name) {
   return reinterpret_cast<void* (*)(void*, const char*)>(fn)(handle, name);
 }
 
-namespace {
+std::atomic<bool> g_driver_resolved{false};
+
 // The first call: find the driver (once). Off the hook path's fast check, so its scope object
 // costs nothing on later calls.
 __attribute__((noinline)) bool resolve_driver() {
   // Every signal blocked: a handler's CUDA call on this thread would wait for g_resolve_mu.
   OwnWork own(true);
   pthread_mutex_lock(&g_resolve_mu);
-  if (!g_resolved.load(std::memory_order_relaxed)) {
+  if (!g_driver_resolved.load(std::memory_order_relaxed)) {
     // Only a driver the program already loaded: a process that never touches CUDA stays so.
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (lib) {
@@ -104,35 +97,23 @@ __attribute__((noinline)) bool resolve_driver() {
       load(lib, &a.device_get_mem_pool, "cuDeviceGetMemPool");
       load(lib, &a.device_get_default_mem_pool, "cuDeviceGetDefaultMemPool");
       load(lib, &a.mem_pool_get_attribute, "cuMemPoolGetAttribute");
-      g_resolved.store(true, std::memory_order_release);
+      g_driver_resolved.store(true, std::memory_order_release);
     }
     dlerror();  // our failed lookups must not show up in the program's next dlerror()
   }
   pthread_mutex_unlock(&g_resolve_mu);
-  return g_resolved.load(std::memory_order_acquire);
-}
-}  // namespace
-
-bool driver_resolved() {
-  if (g_resolved.load(std::memory_order_acquire)) return true;
-  return resolve_driver();
+  return g_driver_resolved.load(std::memory_order_acquire);
 }
 
-void current_context(uint64_t* ctx, int32_t* device) {
-  CUcontext c = nullptr;
-  if (!g_api.ctx_get_current || g_api.ctx_get_current(&c) != CUDA_SUCCESS || !c) {
-    *ctx = 0;
-    *device = -1;
-    return;
-  }
-  ThreadContextCache& cache = t_ctx_cache;
-  if (!cache.valid || cache.ctx != reinterpret_cast<uint64_t>(c)) {
-    CUdevice d = -1;
-    if (g_api.ctx_get_device(&d) != CUDA_SUCCESS) d = -1;
-    cache = {reinterpret_cast<uint64_t>(c), int32_t(d), true};
-  }
-  *ctx = cache.ctx;
-  *device = cache.device;
+__thread ThreadContextCache t_ctx_cache __attribute__((tls_model("initial-exec")));
+std::atomic<uint32_t> g_context_teardowns{0};
+
+void context_changed(uint64_t ctx, int32_t* device) {
+  const uint32_t teardowns = g_context_teardowns.load(std::memory_order_relaxed);  // before the query
+  CUdevice d = -1;
+  if (g_api.ctx_get_device(&d) != CUDA_SUCCESS) d = -1;
+  t_ctx_cache = {ctx, int32_t(d), teardowns};
+  *device = int32_t(d);
 }
 
 }  // namespace vt

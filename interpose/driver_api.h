@@ -44,8 +44,12 @@ struct DriverApi {
 extern DriverApi g_api;
 
 // Resolves g_real and g_api from the libcuda.so.1 already loaded in the process (never loads
-// it). Cheap after the first success; retried until libcuda appears.
-bool driver_resolved();
+// it). One load after the first success (inlined into every hook); retried until libcuda appears.
+extern std::atomic<bool> g_driver_resolved;
+bool resolve_driver();
+inline bool driver_resolved() {
+  return __builtin_expect(g_driver_resolved.load(std::memory_order_acquire), 1) || resolve_driver();
+}
 
 // Our hook for a real driver function pointer, or `p` itself when it is not hooked (hooks.cpp:
 // only libvramtrace.so has the hooks).
@@ -55,7 +59,33 @@ void* substitute(void* p);
 // exported stub.
 void* real_dlsym(void* handle, const char* name);
 
-// The calling thread's current context and its device ordinal (-1 if none), cached per thread.
-void current_context(uint64_t* ctx, int32_t* device);
+// The calling thread's current context and its device ordinal (-1 if none). The driver is asked
+// for the context on every call (a context switch may go through paths no hook sees); its
+// device only when the context is not the one this thread had last, or when any thread has
+// torn a context down since (a new context may come back at a destroyed one's address).
+struct ThreadContextCache {
+  uint64_t ctx;
+  int32_t device;
+  uint32_t teardowns;  // g_context_teardowns when cached; valid only while ctx != 0
+};
+extern __thread ThreadContextCache t_ctx_cache __attribute__((tls_model("initial-exec")));
+extern std::atomic<uint32_t> g_context_teardowns;
+void context_changed(uint64_t ctx, int32_t* device);  // asks for ctx's device, caches both
+inline void contexts_torn_down() { g_context_teardowns.fetch_add(1, std::memory_order_relaxed); }
+
+inline void current_context(uint64_t* ctx, int32_t* device) {
+  CUcontext c = nullptr;
+  if (__builtin_expect(!g_api.ctx_get_current || g_api.ctx_get_current(&c) != CUDA_SUCCESS || !c, 0)) {
+    *ctx = 0;
+    *device = -1;
+    return;
+  }
+  *ctx = reinterpret_cast<uint64_t>(c);
+  const ThreadContextCache& cache = t_ctx_cache;
+  if (__builtin_expect(cache.ctx == *ctx && cache.teardowns == g_context_teardowns.load(std::memory_order_relaxed), 1))
+    *device = cache.device;
+  else
+    context_changed(*ctx, device);
+}
 
 }  // namespace vt

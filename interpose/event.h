@@ -8,13 +8,16 @@
 
 namespace vt {
 
+// Event::device of a free, which reads no context: the trace keeps the thread's previous one.
+inline constexpr int32_t kDeviceNotRead = -2;
+
 struct Event {
   HookId op;
   uint8_t fields = 0;     // format::EventFlag bits for the optional fields set below
   int32_t result = 0;     // CUresult
   uint64_t t_ns = 0;
   uint64_t context = 0;
-  int32_t device = -1;    // ordinal of the context's device, -1 when unknown
+  int32_t device = -1;    // ordinal of the context's device, -1 when unknown (kDeviceNotRead: not asked)
   uint64_t stream = 0;   // only meaningful for MemKind::Async ops
   uint64_t addr = 0;
   uint64_t size = 0;

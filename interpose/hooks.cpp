@@ -94,6 +94,7 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
     scope.real_call_end();
     *errno_after = *err;
     observe(Op<Id>{}, r, args...);
+    if constexpr (op.kind == MemKind::Context && op.action == Action::Release) contexts_torn_down();
     if constexpr (op.kind == MemKind::Sync)  // rule 15: pools may give memory back here
       if (r == CUDA_SUCCESS && !scope.nested_in_our_work()) pools_synchronized();
     return r;
@@ -102,7 +103,12 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
   Event e;
   e.op = Id;
   e.caller_ip = reinterpret_cast<uint64_t>(caller);
-  current_context(&e.context, &e.device);
+  // A free names its memory by address, and the memory's device is its allocation's: the
+  // context query (half the cost of a warm stream-ordered pair's hook) is for acquires only.
+  if constexpr (op.action == Action::Release && keyed_by_address(op.kind))
+    e.device = kDeviceNotRead;
+  else
+    current_context(&e.context, &e.device);
   prepare(Op<Id>{}, e, args...);
   if (op.action == Action::Release) e.t_ns = now_ns();
   *err = before;
@@ -111,6 +117,8 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
   scope.real_call_end();
   *errno_after = *err;
   observe(Op<Id>{}, r, args...);
+  if constexpr (op.kind == MemKind::Context && op.action == Action::Release)
+    contexts_torn_down();  // a context may come back at this one's address, on another device
   if constexpr ((op.kind == MemKind::Async && op.action == Action::Release) || Id == HookId::cuMemPoolSetAttribute)
     if (r == CUDA_SUCCESS) pool_memory_freed();  // a synchronize may now give memory back (rule 15)
   if (op.action == Action::Acquire || op.action == Action::Control) e.t_ns = now_ns();  // (Control: an instant)

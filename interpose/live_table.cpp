@@ -30,6 +30,7 @@ Table* new_table(uint64_t cap) {
   if (m == MAP_FAILED) return nullptr;
   Table* t = static_cast<Table*>(m);  // zeroed by mmap: every slot kFree with key 0
   t->cap = cap;
+  t->shift = uint32_t(64 - __builtin_ctzll(cap));
   return t;
 }
 
@@ -121,8 +122,8 @@ __attribute__((noinline)) void wait_busy(Slot& s) {
 // A key not in the table, whose probe reached the free slot j: claims it, or the next free one
 // when another key takes it first.
 Put put_new(Table* t, Announce* a, uint64_t j, uint64_t key, const Value& v, Value* old, bool* had_old) {
-  const uint64_t mask = t->cap - 1;
-  for (uint64_t n = 0; n < t->cap; ++n, j = (j + 1) & mask) {
+  const uint64_t cap = t->cap, mask = cap - 1;
+  for (uint64_t n = 0; n < cap; ++n, j = (j + 1) & mask) {
     Slot& s = t->slots[j];
     uint64_t k = s.key.load(std::memory_order_acquire);
     if (k == 0) {
@@ -173,7 +174,7 @@ __attribute__((noinline)) bool Map::insert_slow(Announce* a, uint64_t key, const
   for (;;) {
     Table* t = enter(a);
     if (!t) return false;
-    if (put_new(t, a, mix(key) & (t->cap - 1), key, v, old, had_old) == Put::kDone) {
+    if (put_new(t, a, home(t, key), key, v, old, had_old) == Put::kDone) {
       a->in.store(nullptr, std::memory_order_release);
       return true;
     }
@@ -219,7 +220,7 @@ void Map::grow(Table* t) {
     const Slot& s = t->slots[i];
     if (s.state.load(std::memory_order_relaxed) != kLive) continue;
     uint64_t key = s.key.load(std::memory_order_relaxed);
-    uint64_t j = mix(key) & (cap - 1);
+    uint64_t j = home(fresh, key);
     while (fresh->slots[j].key.load(std::memory_order_relaxed)) j = (j + 1) & (cap - 1);
     Slot& d = fresh->slots[j];
     d.key.store(key, std::memory_order_relaxed);

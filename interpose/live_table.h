@@ -50,6 +50,7 @@ static_assert(sizeof(Slot) == 32);
 
 struct Table {
   uint64_t cap;                   // a power of two
+  uint32_t shift;                 // 64 - log2(cap): a key's home slot is its hash's top bits
   std::atomic<uint64_t> claimed;  // slots with a key (live and tombstones), up to kClaimBatch - 1 per thread behind
   std::atomic<bool> frozen;       // a thread is growing it: nobody else enters
   std::atomic<bool> grow_failed;  // no memory for a bigger table: fill this one to the last slot
@@ -106,12 +107,9 @@ void wait_busy(Slot& s);
 enum class Put { kDone, kGrow };
 Put put_new(Table* t, Announce* a, uint64_t j, uint64_t key, const Value& v, Value* old, bool* had_old);
 
-inline uint64_t mix(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  return k;
-}
+// A key's first slot: multiplicative (Fibonacci) hashing, the product's top bits. Addresses are
+// aligned and often strided; the multiply spreads every bit of the key into the top ones.
+inline uint64_t home(const Table* t, uint64_t key) { return (key * 0x9e3779b97f4a7c15ull) >> t->shift; }
 inline Announce* announce() {
   Announce* a = t_announce;
   return __builtin_expect(a != nullptr, 1) ? a : take_announce();
@@ -157,8 +155,8 @@ inline bool Map::insert(uint64_t key, const Value& v, Value* old, bool* had_old)
   if (Table* t = enter(a)) {
     // The key's own slot (an address used before: caching allocators reuse theirs) is the
     // common case; a new key goes to put_new.
-    const uint64_t mask = t->cap - 1;
-    for (uint64_t j = mix(key) & mask, n = 0; n < t->cap; ++n, j = (j + 1) & mask) {
+    const uint64_t cap = t->cap, mask = cap - 1;
+    for (uint64_t j = home(t, key), n = 0; n < cap; ++n, j = (j + 1) & mask) {
       Slot& s = t->slots[j];
       uint64_t k = s.key.load(std::memory_order_acquire);
       if (k == key) {
@@ -189,8 +187,8 @@ inline bool Map::erase(uint64_t key, Value* out) {
   Table* t = enter(a);
   if (!t) return false;
   bool found = false;
-  const uint64_t mask = t->cap - 1;
-  for (uint64_t j = mix(key) & mask, n = 0; n < t->cap; ++n, j = (j + 1) & mask) {
+  const uint64_t cap = t->cap, mask = cap - 1;
+  for (uint64_t j = home(t, key), n = 0; n < cap; ++n, j = (j + 1) & mask) {
     Slot& s = t->slots[j];
     uint64_t k = s.key.load(std::memory_order_acquire);
     if (k == key) {

@@ -8,8 +8,10 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
+#include <utility>
 
 namespace vt {
 
@@ -595,28 +597,62 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
   }
 }
 
+
+// What each op is to the tracker, decided at compile time from the rules: the two hot cases
+// (an address-keyed allocation or free) take one table load, and the bucket another; a
+// stream-ordered one also checks that it was not captured (rule 8: then it is a graph node).
+enum class Hot : uint8_t { kOther, kFree, kFreeAsync, kAllocate, kAllocateAsync };
+struct HotOp {
+  Hot hot;
+  uint8_t bucket;
+};
+constexpr HotOp hot_op(const OpInfo& op) {
+  const Effect fx = effect_of(op);
+  const bool async = op.kind == MemKind::Async;
+  if (fx == Effect::Free) return {async ? Hot::kFreeAsync : Hot::kFree, 0};
+  if (fx == Effect::Allocate) return {async ? Hot::kAllocateAsync : Hot::kAllocate, uint8_t(bucket_of(op.kind))};
+  return {Hot::kOther, 0};
+}
+template <int... I>
+constexpr auto hot_table(std::integer_sequence<int, I...>) {
+  return std::array<HotOp, sizeof...(I)>{hot_op(kOps[I])...};
+}
+constexpr auto kHot = hot_table(std::make_integer_sequence<int, kHookCount>{});
+
+VT_HOT bool captured_async(const Event& e) { return (e.fields & format::kEvAux2) && e.aux2 != 0; }
+
 }  // namespace
 
 void track_event(const Event& e) {
   if (!changes_memory(e.result)) return;  // rule 1
+  const HotOp h = kHot[int(e.op)];
+  switch (h.hot) {
+    case Hot::kFreeAsync:
+      if (captured_async(e)) return;
+      [[fallthrough]];
+    case Hot::kFree:
+      if (is_memory_key(e.addr)) remove(e.addr, kAddress);
+      return;
+    case Hot::kAllocateAsync: {
+      if (captured_async(e) || !is_memory_key(e.addr)) break;
+      live::Value v{e.size, e.context, e.stack, uint8_t(row(e.device)), h.bucket};
+      Placement pool;
+      if (uint64_t p = allocation_pool(e, current_pool); p && pool_placement(p, &pool)) {
+        Placement at = from_pool(pool, e.device);
+        v.row = uint8_t(row(at.device));
+        v.bucket = uint8_t(at.bucket);
+      }
+      add(e.addr, kAddress, v);
+      return;
+    }
+    case Hot::kAllocate:
+      if (is_memory_key(e.addr)) add(e.addr, kAddress, {e.size, e.context, e.stack, uint8_t(row(e.device)), h.bucket});
+      return;
+    case Hot::kOther: break;
+  }
   const OpInfo& op = kOps[int(e.op)];
   const Effect effect = effect_of(op, e);
-  if (effect == Effect::Free) {
-    if (is_memory_key(e.addr)) remove(e.addr, kAddress);
-    return;
-  }
-  if (effect != Effect::Allocate) return track_other(e, effect);
-  if (!is_memory_key(e.addr)) return;
-  live::Value v{e.size, e.context, e.stack, uint8_t(row(e.device)), uint8_t(bucket_of(op.kind))};
-  if (op.kind == MemKind::Async) {
-    Placement pool;
-    if (uint64_t p = allocation_pool(e, current_pool); p && pool_placement(p, &pool)) {
-      Placement at = from_pool(pool, e.device);
-      v.row = uint8_t(row(at.device));
-      v.bucket = uint8_t(at.bucket);
-    }
-  }
-  add(e.addr, kAddress, v);
+  if (effect != Effect::Allocate && effect != Effect::Free) track_other(e, effect);
 }
 
 int64_t live_bytes(int device, int bucket) {

@@ -38,15 +38,15 @@ uint32_t thread_id() {
   return w.tid;
 }
 
-// Space for a record of at most `max_len` bytes at time t, or nullptr when writing has stopped.
-uint8_t* begin_record(size_t max_len, uint64_t t) {
+// A new chunk for this thread (its first record, a full chunk, a fork) at time t: its first
+// byte (a whole chunk's payload is room for any record), or nullptr when writing has stopped.
+__attribute__((noinline)) uint8_t* begin_chunk(uint32_t gen, uint64_t t) {
   ThreadWriter& w = t_writer;
-  uint32_t gen = g_generation.load(std::memory_order_acquire);
-  if (w.chunk && w.gen == gen && w.cur + max_len <= w.end) return w.cur;
   uint32_t tid = thread_id();
   fmt::ChunkHeader* c = g_file.claim_chunk(tid, t);
   if (!c) {
     w.chunk = nullptr;
+    w.cur = w.end = nullptr;  // the fast check below fails until a chunk is had again
     return nullptr;
   }
   w = ThreadWriter{};
@@ -57,6 +57,15 @@ uint8_t* begin_record(size_t max_len, uint64_t t) {
   w.tid = tid;
   w.last_ns = t;
   return w.cur;
+}
+
+// Space for a record of at most `max_len` bytes at time t, or nullptr when writing has stopped.
+// Inlined: on every event it is a generation compare and a bounds check (no chunk: cur = end).
+__attribute__((always_inline)) inline uint8_t* begin_record(size_t max_len, uint64_t t) {
+  ThreadWriter& w = t_writer;
+  uint32_t gen = g_generation.load(std::memory_order_acquire);
+  if (__builtin_expect(w.gen == gen && size_t(w.end - w.cur) >= max_len, 1)) return w.cur;
+  return begin_chunk(gen, t);
 }
 
 void commit_record(uint8_t* end) {
@@ -88,7 +97,7 @@ void encode_event(const Event& e) {
   q = fmt::put_varint(q, take_dt(e.t_ns));
   uint8_t* flags_at = q++;
   uint8_t flags = e.fields;
-  if (!w.ctx_known || w.ctx != e.context || w.dev != e.device) {
+  if (e.device != kDeviceNotRead && (!w.ctx_known || w.ctx != e.context || w.dev != e.device)) {
     flags |= fmt::kEvContext;
     q = fmt::put_varint(q, e.context);
     q = fmt::put_varint(q, uint64_t(int64_t(e.device) + 1));

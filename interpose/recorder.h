@@ -24,9 +24,15 @@
 // the program; the region API (region_marks.cpp) takes its own mutex, but it is not a hook.
 #pragma once
 
+#include <atomic>
+
 #include "event.h"
 
 namespace vt {
+
+// Whether the trace is open (trace_session.cpp writes it; every hook reads it, inlined).
+enum TraceStatus : int { kTraceNotOpen = 0, kTraceOpen = 1, kTraceOff = 2, kTraceNullSink = 3 };
+extern std::atomic<int> g_trace_status;
 
 // Records `e`. Opens the trace on the first Acquire event; drops events while tracing is off.
 void record(const Event& e);
@@ -47,10 +53,13 @@ void count_lost_events(uint64_t n);
 void mark_quick_exit(int status);
 
 // True once the trace is open (Release events are only worth recording then).
-bool recording();
+inline bool recording() {
+  int s = g_trace_status.load(std::memory_order_acquire);
+  return s == kTraceOpen || s == kTraceNullSink;
+}
 
 // True while tracing may still start (not disabled by configuration or a failure).
-bool tracing_possible();
+inline bool tracing_possible() { return g_trace_status.load(std::memory_order_relaxed) != kTraceOff; }
 
 // The open trace's path (absolute), or nullptr while none is open.
 const char* trace_path();

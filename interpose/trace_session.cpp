@@ -41,11 +41,12 @@ namespace vt {
 
 TraceFile g_file;
 std::atomic<uint32_t> g_generation{1};
+std::atomic<int> g_trace_status{kTraceNotOpen};
 
 namespace {
 
-enum Status : int { kNotOpen = 0, kOpen = 1, kOff = 2, kNullSink = 3 };
-std::atomic<int> g_status{kNotOpen};
+std::atomic<int>& g_status = g_trace_status;
+constexpr int kNotOpen = kTraceNotOpen, kOpen = kTraceOpen, kOff = kTraceOff, kNullSink = kTraceNullSink;
 enum DeviceRecords : int { kDevicesPending = 0, kDevicesWriting = 1, kDevicesDone = 2 };
 std::atomic<int> g_devices{kDevicesPending};
 pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -206,18 +207,10 @@ bool open_trace(uint64_t t) {
 
 const char* trace_path() { return g_status.load(std::memory_order_acquire) == kOpen ? g_file.path() : nullptr; }
 
-bool recording() {
-  int s = g_status.load(std::memory_order_acquire);
-  return s == kOpen || s == kNullSink;
-}
-bool tracing_possible() { return g_status.load(std::memory_order_relaxed) != kOff; }
-
 // Once per thread and trace: its kernel id and name (autograd workers, NCCL threads...).
 thread_local uint32_t t_described_generation __attribute__((tls_model("initial-exec"))) = 0;
 
-static void describe_thread(uint64_t t) {
-  uint32_t gen = g_generation.load(std::memory_order_relaxed);
-  if (t_described_generation == gen) return;
+static __attribute__((noinline)) void write_thread_record(uint32_t gen, uint64_t t) {
   t_described_generation = gen;
   char name[17] = {};
   prctl(PR_GET_NAME, name, 0, 0, 0);
@@ -227,6 +220,12 @@ static void describe_thread(uint64_t t) {
   format::PayloadWriter p(buf, sizeof buf);
   format::encode<format::ThreadSchema>(p, r);
   write_meta(format::kTagThread, p.data(), p.size(), t);
+}
+
+// Before the thread's first event or layer record of a trace (inlined: a compare per event).
+static __attribute__((always_inline)) inline void describe_thread(uint64_t t) {
+  uint32_t gen = g_generation.load(std::memory_order_relaxed);
+  if (__builtin_expect(t_described_generation != gen, 0)) write_thread_record(gen, t);
 }
 
 void count_lost_events(uint64_t n) {
