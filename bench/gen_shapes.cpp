@@ -100,7 +100,7 @@ uint32_t write_stack(const uint64_t* frames, int n, uint64_t t) {
 
 void emit(vt::HookId op, uint64_t addr, uint64_t size, uint32_t stack) {
   vt::Event e;
-  e.op = op;
+  e.set_op(op);
   e.t_ns = vt::now_ns();
   e.context = kCtx;
   e.device = 0;
@@ -114,7 +114,7 @@ void emit(vt::HookId op, uint64_t addr, uint64_t size, uint32_t stack) {
 // Opens the trace with one real event (process, device, thread records) and records the modules.
 void open_trace() {
   vt::Event e;
-  e.op = vt::HookId::cuMemAlloc_v2;
+  e.set_op(vt::HookId::cuMemAlloc_v2);
   e.t_ns = vt::now_ns();
   e.context = kCtx;
   e.device = 0;

@@ -53,7 +53,7 @@ __attribute__((noinline)) void emit(Worker& w, Event& e) {
 
 Event make(HookId op) {
   Event e;
-  e.op = op;
+  e.set_op(op);
   return e;
 }
 

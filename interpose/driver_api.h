@@ -73,7 +73,7 @@ extern std::atomic<uint32_t> g_context_teardowns;
 void context_changed(uint64_t ctx, int32_t* device);  // asks for ctx's device, caches both
 inline void contexts_torn_down() { g_context_teardowns.fetch_add(1, std::memory_order_relaxed); }
 
-inline void current_context(uint64_t* ctx, int32_t* device) {
+__attribute__((always_inline)) inline void current_context(uint64_t* ctx, int32_t* device) {
   CUcontext c = nullptr;
   if (__builtin_expect(!g_api.ctx_get_current || g_api.ctx_get_current(&c) != CUDA_SUCCESS || !c, 0)) {
     *ctx = 0;

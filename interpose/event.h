@@ -12,8 +12,10 @@ namespace vt {
 inline constexpr int32_t kDeviceNotRead = -2;
 
 struct Event {
-  HookId op;
+  HookId op;              // set with set_op()
   uint8_t fields = 0;     // format::EventFlag bits for the optional fields set below
+  uint8_t code = 0;       // kOps[op].code, and whether op is stream-ordered: set with op by
+  bool stream_ordered = false;  // set_op()
   int32_t result = 0;     // CUresult
   uint64_t t_ns = 0;
   uint64_t context = 0;
@@ -29,6 +31,12 @@ struct Event {
   uint64_t caller_ip = 0;    // return address into the program: stacks start there (not written)
   bool drop = false;         // describe() found nothing worth a record (a graph op that changed nothing)
 
+  // The op, and what the encoder takes of it (constants where the op is: the hooks).
+  void set_op(HookId id) {
+    op = id;
+    code = kOps[int(id)].code;
+    stream_ordered = kOps[int(id)].kind == MemKind::Async;
+  }
   void set_addr(uint64_t v) { addr = v; fields |= format::kEvAddr; }
   void set_size(uint64_t v) { size = v; fields |= format::kEvSize; }
   void set_aux(uint64_t v) { aux = v; fields |= format::kEvAux; }

@@ -93,8 +93,7 @@ __attribute__((always_inline)) inline void add_to_own(int row, int bucket, int64
 __attribute__((always_inline)) inline void add_bytes(int row, int bucket, int64_t delta, bool rising = true) {
   const uintptr_t owner = g_counters.owner.load(std::memory_order_relaxed);
   if (__builtin_expect(owner == this_thread(), 1)) return add_shared(row, bucket, delta, rising);
-  if (owner == kPerThread) return add_to_own(row, bucket, delta);
-  add_slow(owner, row, bucket, delta);
+  add_slow(owner, row, bucket, delta);  // per thread too: a call keeps the one-thread path frameless
 }
 
 int64_t bytes(int row, int bucket);  // shared + every thread's set

@@ -170,6 +170,62 @@ __attribute__((noinline)) Table* Map::enter_slow(Announce* a) {
   }
 }
 
+// The whole way (live_table.h's try_* gave up): announce (taking a record on a thread's first
+// use), find or claim the key's slot, waiting for a writer or a growth when there is one.
+__attribute__((noinline)) bool Map::insert_any(uint64_t key, const Value& v, Value* old, bool* had_old) {
+  Announce* a = announce();
+  if (!a) return false;
+  *had_old = false;
+  if (Table* t = enter(a)) {
+    const uint64_t cap = t->cap, mask = cap - 1;
+    for (uint64_t j = home(t, key), n = 0; n < cap; ++n, j = (j + 1) & mask) {
+      Slot& s = t->slots[j];
+      uint64_t k = s.key.load(std::memory_order_acquire);
+      if (k == key) {
+        *had_old = take(s, true) == kLive;
+        if (*had_old) *old = read(s);
+        write(s, v);
+        s.state.store(kLive, std::memory_order_release);
+        a->in.store(nullptr, std::memory_order_release);
+        return true;
+      }
+      if (k == 0) {
+        if (put_new(t, a, j, key, v, old, had_old) == Put::kDone) {
+          a->in.store(nullptr, std::memory_order_release);
+          return true;
+        }
+        break;
+      }
+    }
+    a->in.store(nullptr, std::memory_order_release);
+  }
+  return insert_slow(a, key, v, old, had_old);
+}
+
+__attribute__((noinline)) bool Map::erase_any(uint64_t key, Value* out) {
+  Announce* a = announce();
+  if (!a) return false;
+  Table* t = enter(a);
+  if (!t) return false;
+  bool found = false;
+  const uint64_t cap = t->cap, mask = cap - 1;
+  for (uint64_t j = home(t, key), n = 0; n < cap; ++n, j = (j + 1) & mask) {
+    Slot& s = t->slots[j];
+    uint64_t k = s.key.load(std::memory_order_acquire);
+    if (k == key) {
+      if (take(s, false) == kLive) {
+        *out = read(s);
+        s.state.store(kGone, std::memory_order_release);
+        found = true;
+      }
+      break;
+    }
+    if (k == 0) break;
+  }
+  a->in.store(nullptr, std::memory_order_release);
+  return found;
+}
+
 __attribute__((noinline)) bool Map::insert_slow(Announce* a, uint64_t key, const Value& v, Value* old, bool* had_old) {
   for (;;) {
     Table* t = enter(a);

@@ -91,6 +91,11 @@ class Map {
   std::atomic<detail::Table*> spare{nullptr};  // the last table given up, kept for the next growth of that size
 
  private:
+  enum class Try : uint8_t { kDone, kAbsent, kSlow };
+  inline Try try_insert(uint64_t key, const Value& v, Value* old, bool* had_old);
+  inline Try try_erase(uint64_t key, Value* out);
+  bool insert_any(uint64_t key, const Value& v, Value* old, bool* had_old);  // every case (out of line)
+  bool erase_any(uint64_t key, Value* out);
   detail::Table* enter(detail::Announce* a);
   detail::Table* enter_slow(detail::Announce* a);
   bool insert_slow(detail::Announce* a, uint64_t key, const Value& v, Value* old, bool* had_old);
@@ -147,62 +152,84 @@ inline detail::Table* Map::enter(detail::Announce* a) {
   return enter_slow(a);
 }
 
-inline bool Map::insert(uint64_t key, const Value& v, Value* old, bool* had_old) {
+// The hot paths try once, with no call in them (so they need no stack frame): the key's slot
+// found at once, and not being written. Anything else (a thread's first use, a table being
+// grown, a new key, a slot another thread holds) goes the whole way, out of line.
+inline Map::Try Map::try_insert(uint64_t key, const Value& v, Value* old, bool* had_old) {
   using namespace detail;
-  Announce* a = announce();
-  if (!a) return false;
+  Announce* a = t_announce;
+  if (__builtin_expect(!a, 0)) return Try::kSlow;
+  Table* t = current.load(std::memory_order_acquire);
+  if (__builtin_expect(!t, 0)) return Try::kSlow;
+  a->in.store(t, std::memory_order_seq_cst);
+  // Re-read after announcing: a grower that unmaps t waits for announcements made before it
+  // published the new table, and one made after sees the new table here.
+  Try r = Try::kSlow;
+  if (__builtin_expect(current.load(std::memory_order_seq_cst) == t && !t->frozen.load(std::memory_order_seq_cst), 1)) {
+    const uint64_t cap = t->cap, mask = cap - 1;
+    for (uint64_t j = home(t, key), n = 0; n < cap; ++n, j = (j + 1) & mask) {
+      Slot& s = t->slots[j];
+      uint64_t k = s.key.load(std::memory_order_acquire);
+      if (k == key) {  // an address used before (caching allocators reuse theirs): the common case
+        uint8_t st = s.state.load(std::memory_order_relaxed);
+        if (st != kBusy && s.state.compare_exchange_strong(st, kBusy, std::memory_order_acquire, std::memory_order_relaxed)) {
+          *had_old = st == kLive;
+          if (*had_old) *old = read(s);
+          write(s, v);
+          s.state.store(kLive, std::memory_order_release);
+          r = Try::kDone;
+        }
+        break;
+      }
+      if (k == 0) break;  // a new key: claimed on the way out of line
+    }
+  }
+  a->in.store(nullptr, std::memory_order_release);
+  return r;
+}
+
+inline bool Map::insert(uint64_t key, const Value& v, Value* old, bool* had_old) {
   *had_old = false;
-  if (Table* t = enter(a)) {
-    // The key's own slot (an address used before: caching allocators reuse theirs) is the
-    // common case; a new key goes to put_new.
+  if (__builtin_expect(try_insert(key, v, old, had_old) == Try::kDone, 1)) return true;
+  return insert_any(key, v, old, had_old);
+}
+
+inline Map::Try Map::try_erase(uint64_t key, Value* out) {
+  using namespace detail;
+  Announce* a = t_announce;
+  if (__builtin_expect(!a, 0)) return Try::kSlow;
+  Table* t = current.load(std::memory_order_acquire);
+  if (__builtin_expect(!t, 0)) return Try::kSlow;
+  a->in.store(t, std::memory_order_seq_cst);
+  Try r = Try::kSlow;
+  if (__builtin_expect(current.load(std::memory_order_seq_cst) == t && !t->frozen.load(std::memory_order_seq_cst), 1)) {
+    r = Try::kAbsent;
     const uint64_t cap = t->cap, mask = cap - 1;
     for (uint64_t j = home(t, key), n = 0; n < cap; ++n, j = (j + 1) & mask) {
       Slot& s = t->slots[j];
       uint64_t k = s.key.load(std::memory_order_acquire);
       if (k == key) {
-        *had_old = take(s, true) == kLive;
-        if (*had_old) *old = read(s);
-        write(s, v);
-        s.state.store(kLive, std::memory_order_release);
-        a->in.store(nullptr, std::memory_order_release);
-        return true;
-      }
-      if (k == 0) {
-        if (put_new(t, a, j, key, v, old, had_old) == Put::kDone) {
-          a->in.store(nullptr, std::memory_order_release);
-          return true;
+        uint8_t st = s.state.load(std::memory_order_relaxed);
+        if (st == kLive && s.state.compare_exchange_strong(st, kBusy, std::memory_order_acquire, std::memory_order_relaxed)) {
+          *out = read(s);
+          s.state.store(kGone, std::memory_order_release);
+          r = Try::kDone;
+        } else if (st == kBusy || st == kLive) {
+          r = Try::kSlow;  // being written, or taken just now: wait for it out of line
         }
         break;
       }
+      if (k == 0) break;
     }
-    a->in.store(nullptr, std::memory_order_release);
   }
-  return insert_slow(a, key, v, old, had_old);
+  a->in.store(nullptr, std::memory_order_release);
+  return r;
 }
 
 inline bool Map::erase(uint64_t key, Value* out) {
-  using namespace detail;
-  Announce* a = announce();
-  if (!a) return false;
-  Table* t = enter(a);
-  if (!t) return false;
-  bool found = false;
-  const uint64_t cap = t->cap, mask = cap - 1;
-  for (uint64_t j = home(t, key), n = 0; n < cap; ++n, j = (j + 1) & mask) {
-    Slot& s = t->slots[j];
-    uint64_t k = s.key.load(std::memory_order_acquire);
-    if (k == key) {
-      if (take(s, false) == kLive) {
-        *out = read(s);
-        s.state.store(kGone, std::memory_order_release);
-        found = true;
-      }
-      break;
-    }
-    if (k == 0) break;
-  }
-  a->in.store(nullptr, std::memory_order_release);
-  return found;
+  const Try r = try_erase(key, out);
+  if (__builtin_expect(r != Try::kSlow, 1)) return r == Try::kDone;
+  return erase_any(key, out);
 }
 
 }  // namespace vt::live

@@ -71,12 +71,11 @@ VT_HOT std::atomic<int64_t>* sites() {
 
 VT_HOT void account(const live::Value& e, int64_t sign) {
   const int64_t delta = sign * int64_t(e.size);
-  live::add_bytes(e.row, e.bucket, delta, sign > 0);  // live_counters.h: per thread once two allocate
-  if (e.bucket != kLiveDevice) return;
   // Per call site, for `top`. No stack (0) or one beyond the tracked ids is nobody's row (the
   // summary reads ids 1 and up): not counted, so threads without stacks write no shared line here.
-  if (e.stack - 1u < kTrackedStacks - 1u)
+  if (e.bucket == kLiveDevice && e.stack - 1u < kTrackedStacks - 1u)
     if (std::atomic<int64_t>* s = sites()) s[e.stack].fetch_add(delta, std::memory_order_relaxed);
+  live::add_bytes(e.row, e.bucket, delta, sign > 0);  // live_counters.h: per thread once two allocate
 }
 
 VT_HOT void add(uint64_t key, uint8_t space, const live::Value& v) {
@@ -637,7 +636,7 @@ void track_event(const Event& e) {
       if (captured_async(e) || !is_memory_key(e.addr)) break;
       live::Value v{e.size, e.context, e.stack, uint8_t(row(e.device)), h.bucket};
       Placement pool;
-      if (uint64_t p = allocation_pool(e, current_pool); p && pool_placement(p, &pool)) {
+      if (uint64_t p = allocation_pool(e, [](uint64_t at) { return current_pool(at); }); p && pool_placement(p, &pool)) {
         Placement at = from_pool(pool, e.device);
         v.row = uint8_t(row(at.device));
         v.bucket = uint8_t(at.bucket);

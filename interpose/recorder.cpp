@@ -22,11 +22,11 @@ struct ThreadWriter {
   uint32_t tid;
   uint64_t last_ns;
   uint64_t last_addr;
-  uint64_t ctx;
+  uint64_t ctx;  // the chunk's current context (kNoContextYet at its start: none is ~0)
   int32_t dev;
-  bool ctx_known;
   uint64_t stream;
 };
+constexpr uint64_t kNoContextYet = ~0ull;
 static thread_local ThreadWriter t_writer __attribute__((tls_model("initial-exec")));
 
 namespace {
@@ -56,6 +56,7 @@ __attribute__((noinline)) uint8_t* begin_chunk(uint32_t gen, uint64_t t) {
   w.gen = gen;
   w.tid = tid;
   w.last_ns = t;
+  w.ctx = kNoContextYet;  // the chunk's first event sends its context
   return w.cur;
 }
 
@@ -92,20 +93,19 @@ void encode_event(const Event& e) {
   uint8_t* p = begin_record(kMaxEventRecord, e.t_ns);
   if (!p) return;
   ThreadWriter& w = t_writer;
-  p[0] = kOps[int(e.op)].code;
+  p[0] = e.code;
   uint8_t* q = p + 2;
   q = fmt::put_varint(q, take_dt(e.t_ns));
   uint8_t* flags_at = q++;
   uint8_t flags = e.fields;
-  if (e.device != kDeviceNotRead && (!w.ctx_known || w.ctx != e.context || w.dev != e.device)) {
+  if (e.device != kDeviceNotRead && (w.ctx != e.context || w.dev != e.device)) {
     flags |= fmt::kEvContext;
     q = fmt::put_varint(q, e.context);
     q = fmt::put_varint(q, uint64_t(int64_t(e.device) + 1));
     w.ctx = e.context;
     w.dev = e.device;
-    w.ctx_known = true;
   }
-  if (kOps[int(e.op)].kind == MemKind::Async && e.stream != w.stream) {
+  if (e.stream_ordered && e.stream != w.stream) {
     flags |= fmt::kEvStream;
     q = fmt::put_varint(q, e.stream);
     w.stream = e.stream;

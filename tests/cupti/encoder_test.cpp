@@ -20,7 +20,7 @@ constexpr int64_t kOffset = 1'700'000'000'000'000'000;  // CUPTI's wall clock vs
 
 vt::Event opening_alloc(uint64_t t) {
   vt::Event e;
-  e.op = vt::HookId::cuMemAlloc_v2;
+  e.set_op(vt::HookId::cuMemAlloc_v2);
   e.t_ns = t;
   e.device = 0;
   e.set_addr(0x7f0000000000ull);

@@ -18,7 +18,7 @@ namespace {
 
 vt::Event ev(vt::HookId op, uint64_t t, uint64_t addr, uint64_t size) {
   vt::Event e;
-  e.op = op;
+  e.set_op(op);
   e.t_ns = t;
   e.device = 0;
   e.context = 0x5000;

@@ -216,7 +216,7 @@ TEST_CASE("the peak and an OOM are answered from kernel records written after th
     uint64_t t0 = vt::now_ns();
     auto event = [](vt::HookId op, uint64_t t, uint64_t addr, uint64_t size, int32_t result = 0) {
       vt::Event e;
-      e.op = op;
+      e.set_op(op);
       e.t_ns = t;
       e.device = 0;
       e.result = result;

@@ -209,7 +209,7 @@ struct Ev {
   uint32_t stack = 1;
   Event base(HookId op) const {
     Event e;
-    e.op = op;
+    e.set_op(op);
     e.device = device;
     e.context = context;
     e.fields = fmt::kEvContext;
@@ -900,7 +900,7 @@ Event random_event(std::mt19937_64& rng) {
   auto binding_op = [](HookId id) {
     return id == HookId::cuMulticastBindMem || id == HookId::cuMulticastBindAddr || id == HookId::cuMulticastUnbind;
   };
-  do e.op = HookId(rng() % kHookCount);
+  do e.set_op(HookId(rng() % kHookCount));
   while (kOps[int(e.op)].code == 0 ||  // observed only, never on the wire (the synchronizes)
          (kOps[int(e.op)].action == Action::Lookup && rng() % 4) || (graph_op(e.op) && rng() % 10) ||
          (sharing_op(e.op) && !binding_op(e.op) && rng() % 3));

@@ -18,7 +18,7 @@ struct Seq {
   uint64_t t = 1000000;
   Event ev(HookId op, uint64_t addr, uint64_t size, uint64_t ctx = 0x10) {
     Event e;
-    e.op = op;
+    e.set_op(op);
     e.t_ns = (t += 1000);
     e.context = ctx;
     e.device = 0;

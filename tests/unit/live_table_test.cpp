@@ -165,7 +165,7 @@ void eight_threads_churn() {
       for (uint64_t i = 0; i < 20000; ++i) {
         uint64_t addr = (uint64_t(t + 1) << 36) | ((i % 3000 + 1) << 12);
         vt::Event a;
-        a.op = vt::HookId::cuMemAlloc_v2;
+        a.set_op(vt::HookId::cuMemAlloc_v2);
         a.device = t % 2;
         a.context = 0x10;
         a.stack = uint32_t(t + 1);
@@ -173,7 +173,7 @@ void eight_threads_churn() {
         a.set_size(4096);
         vt::track_event(a);
         vt::Event f;
-        f.op = vt::HookId::cuMemFree_v2;
+        f.set_op(vt::HookId::cuMemFree_v2);
         f.device = t % 2;
         f.context = 0x10;
         f.set_addr(addr);

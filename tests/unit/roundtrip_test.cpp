@@ -86,7 +86,7 @@ TEST_CASE("values of every varint length come back exactly in every field, up to
   auto make = [&values](int i) {
     vt::Event e;
     e.t_ns = 1000 + uint64_t(i);
-    e.op = vt::HookId::cuMemMap;
+    e.set_op(vt::HookId::cuMemMap);
     uint64_t v = values[size_t(i) % values.size()];
     e.set_addr(v ^ 0x5555);
     e.set_size(v);

@@ -45,29 +45,29 @@ inline vt::Event make_event(int i, int lane) {
   e.device = (i / 500) % 3 - 1;
   switch (i % 5) {
     case 0:
-      e.op = HookId::cuMemAlloc_v2;
+      e.set_op(HookId::cuMemAlloc_v2);
       e.set_addr(0x7f0000000000ull + uint64_t(i) * 4096);
       e.set_size(uint64_t(i) * 512 + 1);
       break;
     case 1:
-      e.op = HookId::cuMemFree_v2;
+      e.set_op(HookId::cuMemFree_v2);
       e.set_addr(0x7f0000000000ull + uint64_t(i - 1) * 4096);
       break;
     case 2:
-      e.op = HookId::cuMemAllocAsync_ptsz;
+      e.set_op(HookId::cuMemAllocAsync_ptsz);
       e.set_addr(0x7e0000000000ull - uint64_t(i) * 8192);
       e.set_size(1ull << (i % 40));
       e.set_stream(0x100 + uint64_t(i % 3));
       break;
     case 3:
-      e.op = HookId::cuMemMap;
+      e.set_op(HookId::cuMemMap);
       e.set_addr(0x200000000ull);
       e.set_size(2 << 20);
       e.set_aux(uint64_t(i) * 3);
       e.set_aux2(uint64_t(i) << 21);
       break;
     default:
-      e.op = HookId::cuMemAlloc_v2;
+      e.set_op(HookId::cuMemAlloc_v2);
       e.result = 2;  // CUDA_ERROR_OUT_OF_MEMORY
       e.set_size(1ull << 40);
       e.free_bytes = 123456789ull + uint64_t(i);
