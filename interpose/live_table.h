@@ -96,6 +96,7 @@ class Map {
   inline Try try_erase(uint64_t key, Value* out);
   bool insert_any(uint64_t key, const Value& v, Value* old, bool* had_old);  // every case (out of line)
   bool erase_any(uint64_t key, Value* out);
+  inline detail::Table* try_enter(detail::Announce* a);
   detail::Table* enter(detail::Announce* a);
   detail::Table* enter_slow(detail::Announce* a);
   bool insert_slow(detail::Announce* a, uint64_t key, const Value& v, Value* old, bool* had_old);
@@ -139,16 +140,22 @@ inline uint8_t take(Slot& s, bool any) {
 
 }  // namespace detail
 
-inline detail::Table* Map::enter(detail::Announce* a) {
+// Announces the current table and returns it, or nullptr when there is none yet or it is being
+// grown (nothing announced then). No call: the hot paths stay frameless.
+inline detail::Table* Map::try_enter(detail::Announce* a) {
   detail::Table* t = current.load(std::memory_order_acquire);
-  if (__builtin_expect(t != nullptr, 1)) {
-    a->in.store(t, std::memory_order_seq_cst);
-    // Re-read after announcing: a grower that unmaps t waits for announcements made before it
-    // published the new table, and one made after sees the new table here.
-    if (__builtin_expect(current.load(std::memory_order_seq_cst) == t && !t->frozen.load(std::memory_order_seq_cst), 1))
-      return t;
-    a->in.store(nullptr, std::memory_order_release);
-  }
+  if (__builtin_expect(t == nullptr, 0)) return nullptr;
+  a->in.store(t, std::memory_order_seq_cst);
+  // Re-read after announcing: a grower that unmaps t waits for announcements made before it
+  // published the new table, and one made after sees the new table here.
+  if (__builtin_expect(current.load(std::memory_order_seq_cst) == t && !t->frozen.load(std::memory_order_seq_cst), 1))
+    return t;
+  a->in.store(nullptr, std::memory_order_release);
+  return nullptr;
+}
+
+inline detail::Table* Map::enter(detail::Announce* a) {
+  if (detail::Table* t = try_enter(a)) return t;
   return enter_slow(a);
 }
 
@@ -159,13 +166,8 @@ inline Map::Try Map::try_insert(uint64_t key, const Value& v, Value* old, bool* 
   using namespace detail;
   Announce* a = t_announce;
   if (__builtin_expect(!a, 0)) return Try::kSlow;
-  Table* t = current.load(std::memory_order_acquire);
-  if (__builtin_expect(!t, 0)) return Try::kSlow;
-  a->in.store(t, std::memory_order_seq_cst);
-  // Re-read after announcing: a grower that unmaps t waits for announcements made before it
-  // published the new table, and one made after sees the new table here.
   Try r = Try::kSlow;
-  if (__builtin_expect(current.load(std::memory_order_seq_cst) == t && !t->frozen.load(std::memory_order_seq_cst), 1)) {
+  if (Table* t = try_enter(a)) {
     const uint64_t cap = t->cap, mask = cap - 1;
     for (uint64_t j = home(t, key), n = 0; n < cap; ++n, j = (j + 1) & mask) {
       Slot& s = t->slots[j];
@@ -198,11 +200,8 @@ inline Map::Try Map::try_erase(uint64_t key, Value* out) {
   using namespace detail;
   Announce* a = t_announce;
   if (__builtin_expect(!a, 0)) return Try::kSlow;
-  Table* t = current.load(std::memory_order_acquire);
-  if (__builtin_expect(!t, 0)) return Try::kSlow;
-  a->in.store(t, std::memory_order_seq_cst);
   Try r = Try::kSlow;
-  if (__builtin_expect(current.load(std::memory_order_seq_cst) == t && !t->frozen.load(std::memory_order_seq_cst), 1)) {
+  if (Table* t = try_enter(a)) {
     r = Try::kAbsent;
     const uint64_t cap = t->cap, mask = cap - 1;
     for (uint64_t j = home(t, key), n = 0; n < cap; ++n, j = (j + 1) & mask) {
