@@ -90,10 +90,14 @@ class Map {
   std::atomic<detail::Table*> current{nullptr};
   std::atomic<detail::Table*> spare{nullptr};  // the last table given up, kept for the next growth of that size
 
- private:
+  // One try with no call in it (so a caller's own hot path needs no stack frame): kDone (done:
+  // *had_old / *out as above), kAbsent (erase: the key is not live), kSlow (nothing was done:
+  // a thread's first use, a growth, a new key, a slot being written; insert/erase do it all).
   enum class Try : uint8_t { kDone, kAbsent, kSlow };
   inline Try try_insert(uint64_t key, const Value& v, Value* old, bool* had_old);
   inline Try try_erase(uint64_t key, Value* out);
+
+ private:
   bool insert_any(uint64_t key, const Value& v, Value* old, bool* had_old);  // every case (out of line)
   bool erase_any(uint64_t key, Value* out);
   inline detail::Table* try_enter(detail::Announce* a);

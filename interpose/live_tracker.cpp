@@ -64,17 +64,22 @@ __attribute__((noinline)) std::atomic<int64_t>* map_sites() {
   munmap(m, kTrackedStacks * sizeof(std::atomic<int64_t>));  // another thread's won
   return expected;
 }
-VT_HOT std::atomic<int64_t>* sites() {
-  std::atomic<int64_t>* p = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
-  return p ? p : map_sites();
+// The first device event with a stack: the per-site table is mapped, then the event accounted.
+__attribute__((noinline)) void account_mapping_sites(uint32_t stack, int row, int bucket, int64_t delta) {
+  if (std::atomic<int64_t>* s = map_sites()) s[stack].fetch_add(delta, std::memory_order_relaxed);
+  live::add_bytes(row, bucket, delta);
 }
 
+// Every slow case below is a tail call: the hot paths that inline this need no stack frame.
 VT_HOT void account(const live::Value& e, int64_t sign) {
   const int64_t delta = sign * int64_t(e.size);
   // Per call site, for `top`. No stack (0) or one beyond the tracked ids is nobody's row (the
   // summary reads ids 1 and up): not counted, so threads without stacks write no shared line here.
-  if (e.bucket == kLiveDevice && e.stack - 1u < kTrackedStacks - 1u)
-    if (std::atomic<int64_t>* s = sites()) s[e.stack].fetch_add(delta, std::memory_order_relaxed);
+  if (e.bucket == kLiveDevice && e.stack - 1u < kTrackedStacks - 1u) {
+    std::atomic<int64_t>* s = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(!s, 0)) return account_mapping_sites(e.stack, e.row, e.bucket, delta);
+    s[e.stack].fetch_add(delta, std::memory_order_relaxed);
+  }
   live::add_bytes(e.row, e.bucket, delta, sign > 0);  // live_counters.h: per thread once two allocate
 }
 
@@ -89,6 +94,45 @@ VT_HOT void add(uint64_t key, uint8_t space, const live::Value& v) {
 VT_HOT void remove(uint64_t key, uint8_t space) {
   live::Value old;
   if (map_of(space).erase(key, &old)) account(old, -1);
+}
+
+// The address map's hot paths (every allocation and free): one try, then out of line the whole
+// way. The Value goes out of line as its fields (in registers, not on a stack frame).
+__attribute__((noinline)) void add_address_slow(uint64_t key, uint64_t size, uint64_t context, uint32_t stack,
+                                                uint8_t row_, uint8_t bucket) {
+  add(key, kAddress, {size, context, stack, row_, bucket});
+}
+// A Value's stack, row and bucket in one register (the out-of-line calls stay within the six
+// argument registers).
+VT_HOT uint64_t pack(const live::Value& v) { return v.stack | uint64_t(v.row) << 32 | uint64_t(v.bucket) << 40; }
+VT_HOT live::Value unpack(uint64_t size, uint64_t context, uint64_t p) {
+  return {size, context, uint32_t(p), uint8_t(p >> 32), uint8_t(p >> 40)};
+}
+__attribute__((noinline)) void replaced_address(uint64_t size, uint64_t context, uint64_t packed, uint64_t old_size,
+                                                uint64_t old_packed) {
+  account(unpack(old_size, 0, old_packed), -1);  // a free we never saw: before the new one
+  account(unpack(size, context, packed), +1);
+}
+__attribute__((noinline)) void remove_address_slow(uint64_t key) { remove(key, kAddress); }
+
+// Each its own function, tail-called by track_event: neither pays for the other's registers.
+__attribute__((noinline)) void add_address(uint64_t key, uint64_t size, uint64_t context, uint32_t stack, uint8_t row_,
+                                           uint8_t bucket) {
+  const live::Value v{size, context, stack, row_, bucket};
+  live::Value old;
+  bool had_old = false;
+  if (__builtin_expect(g_addresses.try_insert(key, v, &old, &had_old) != live::Map::Try::kDone, 0))
+    return add_address_slow(key, v.size, v.context, v.stack, v.row, v.bucket);
+  if (__builtin_expect(had_old, 0))
+    return replaced_address(v.size, v.context, pack(v), old.size, pack(old));
+  account(v, +1);
+}
+
+__attribute__((noinline)) void remove_address(uint64_t key) {
+  live::Value old;
+  const live::Map::Try r = g_addresses.try_erase(key, &old);
+  if (__builtin_expect(r == live::Map::Try::kDone, 1)) return account(old, -1);
+  if (r == live::Map::Try::kSlow) return remove_address_slow(key);
 }
 
 // Rule 6: every address-keyed allocation of the context, taken out in batches and accounted.
@@ -630,7 +674,7 @@ void track_event(const Event& e) {
       if (captured_async(e)) return;
       [[fallthrough]];
     case Hot::kFree:
-      if (is_memory_key(e.addr)) remove(e.addr, kAddress);
+      if (is_memory_key(e.addr)) remove_address(e.addr);
       return;
     case Hot::kAllocateAsync: {
       if (captured_async(e) || !is_memory_key(e.addr)) break;
@@ -641,11 +685,11 @@ void track_event(const Event& e) {
         v.row = uint8_t(row(at.device));
         v.bucket = uint8_t(at.bucket);
       }
-      add(e.addr, kAddress, v);
+      add_address(e.addr, v.size, v.context, v.stack, v.row, v.bucket);
       return;
     }
     case Hot::kAllocate:
-      if (is_memory_key(e.addr)) add(e.addr, kAddress, {e.size, e.context, e.stack, uint8_t(row(e.device)), h.bucket});
+      if (is_memory_key(e.addr)) add_address(e.addr, e.size, e.context, e.stack, uint8_t(row(e.device)), h.bucket);
       return;
     case Hot::kOther: break;
   }

@@ -89,10 +89,17 @@ uint64_t take_dt(uint64_t t) {
 static constexpr size_t kMaxEventRecord = 2 + 1 + fmt::kMaxVarint * 12;  // incl. stack id
 static_assert(kMaxEventRecord - 2 < 128, "event payload length must fit one varint byte");
 
+// The event's record when the thread needs a new chunk first: then the usual way (a tail call
+// from encode_event, whose own path then makes no call and needs no stack frame).
+__attribute__((noinline)) void encode_in_new_chunk(const Event& e) {
+  if (begin_chunk(g_generation.load(std::memory_order_acquire), e.t_ns)) encode_event(e);
+}
+
 void encode_event(const Event& e) {
-  uint8_t* p = begin_record(kMaxEventRecord, e.t_ns);
-  if (!p) return;
   ThreadWriter& w = t_writer;
+  if (__builtin_expect(w.gen != g_generation.load(std::memory_order_acquire) || size_t(w.end - w.cur) < kMaxEventRecord, 0))
+    return encode_in_new_chunk(e);
+  uint8_t* p = w.cur;
   p[0] = e.code;
   uint8_t* q = p + 2;
   q = fmt::put_varint(q, take_dt(e.t_ns));
