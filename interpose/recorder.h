@@ -25,8 +25,11 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 #include "event.h"
+#include "live_tracker.h"
+#include "stack_capture.h"
 
 namespace vt {
 
@@ -35,7 +38,27 @@ enum TraceStatus : int { kTraceNotOpen = 0, kTraceOpen = 1, kTraceOff = 2, kTrac
 extern std::atomic<int> g_trace_status;
 
 // Records `e`. Opens the trace on the first Acquire event; drops events while tracing is off.
-void record(const Event& e);
+void record_slow(const Event& e);  // every case (trace_session.cpp)
+
+// What record()'s common case reads, inlined into every hook: the trace is open and its device
+// records are written (kDeviceRecordsDone, reset at fork), this thread's record is written for
+// this trace (t_described_generation == g_generation) and no stack is wanted.
+enum DeviceRecords : int { kDeviceRecordsPending = 0, kDeviceRecordsWriting = 1, kDeviceRecordsDone = 2 };
+extern std::atomic<int> g_device_records;
+extern std::atomic<uint32_t> g_generation;  // bumped when the trace is replaced (fork)
+extern __thread uint32_t t_described_generation __attribute__((tls_model("initial-exec")));
+void encode_event(const Event& e);  // recorder.cpp
+
+inline void record(const Event& e) {
+  if (__builtin_expect(g_device_records.load(std::memory_order_acquire) == kDeviceRecordsDone &&
+                           t_described_generation == g_generation.load(std::memory_order_relaxed) && !stacks_wanted(),
+                       1)) {
+    encode_event(e);
+    track_event(e);
+    return;
+  }
+  record_slow(e);
+}
 // The same with a stack already captured (`frames` as capture_stack gives them).
 void record_with_stack(const Event& e, const uint64_t* frames, int n);
 

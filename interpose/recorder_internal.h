@@ -12,10 +12,8 @@
 namespace vt {
 
 extern TraceFile g_file;
-// Bumped when the trace is replaced (fork): thread writers holding an older chunk drop it.
-extern std::atomic<uint32_t> g_generation;
-
-void encode_event(const Event& e);
+// g_generation (recorder.h), bumped when the trace is replaced (fork): thread writers holding an
+// older chunk drop it. encode_event: recorder.h.
 bool write_meta(uint8_t tag, const uint8_t* payload, size_t len, uint64_t t);
 // A metadata record whose payload is dt and `n` varints, written straight into the thread's chunk
 // (no copy): the hot records of other layers (PyTorch's block events, torch_hooks.cpp).

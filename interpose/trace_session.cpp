@@ -42,13 +42,15 @@ namespace vt {
 TraceFile g_file;
 std::atomic<uint32_t> g_generation{1};
 std::atomic<int> g_trace_status{kTraceNotOpen};
+std::atomic<int> g_device_records{kDeviceRecordsPending};
 
 namespace {
 
 std::atomic<int>& g_status = g_trace_status;
 constexpr int kNotOpen = kTraceNotOpen, kOpen = kTraceOpen, kOff = kTraceOff, kNullSink = kTraceNullSink;
-enum DeviceRecords : int { kDevicesPending = 0, kDevicesWriting = 1, kDevicesDone = 2 };
-std::atomic<int> g_devices{kDevicesPending};
+std::atomic<int>& g_devices = g_device_records;
+constexpr int kDevicesPending = kDeviceRecordsPending, kDevicesWriting = kDeviceRecordsWriting,
+              kDevicesDone = kDeviceRecordsDone;
 pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
 bool g_atfork_registered = false;
 std::atomic<uint64_t> g_lost_before_open{0};  // counted before the header existed
@@ -208,7 +210,7 @@ bool open_trace(uint64_t t) {
 const char* trace_path() { return g_status.load(std::memory_order_acquire) == kOpen ? g_file.path() : nullptr; }
 
 // Once per thread and trace: its kernel id and name (autograd workers, NCCL threads...).
-thread_local uint32_t t_described_generation __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint32_t t_described_generation __attribute__((tls_model("initial-exec"))) = 0;
 
 static __attribute__((noinline)) void write_thread_record(uint32_t gen, uint64_t t) {
   t_described_generation = gen;
@@ -281,7 +283,7 @@ __attribute__((noinline)) void record_unwound(int status, const Event& e, uint64
 
 }  // namespace
 
-__attribute__((noinline)) void record(const Event& e) {
+__attribute__((noinline)) void record_slow(const Event& e) {
   int status = status_for(e);
   if (status < 0) return;
   if (!stacks_wanted()) return record_captured(status, e, nullptr, 0);
