@@ -49,7 +49,7 @@ extern std::atomic<uint32_t> g_generation;  // bumped when the trace is replaced
 extern __thread uint32_t t_described_generation __attribute__((tls_model("initial-exec")));
 void encode_event(const Event& e);  // recorder.cpp
 
-inline void record(const Event& e) {
+__attribute__((always_inline)) inline void record(const Event& e) {
   if (__builtin_expect(g_device_records.load(std::memory_order_acquire) == kDeviceRecordsDone &&
                            t_described_generation == g_generation.load(std::memory_order_relaxed) && !stacks_wanted(),
                        1)) {
