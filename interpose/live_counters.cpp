@@ -19,6 +19,11 @@ uint32_t number_this_thread() {
   return t_counter_thread = me;
 }
 
+void add_to_own_first(int row, int bucket, int64_t delta) {
+  number_this_thread();
+  add_to_own(row, bucket, delta);
+}
+
 void add_slow(uintptr_t owner, int row, int bucket, int64_t delta) {
   std::atomic<uintptr_t>& o = g_counters.owner;
   for (;;) {

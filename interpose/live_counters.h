@@ -80,9 +80,11 @@ __attribute__((always_inline)) inline void add_shared(int row, int bucket, int64
   if (rising && bucket == kDeviceBucket && delta > 0) raise_peak(row, now);
 }
 
+void add_to_own_first(int row, int bucket, int64_t delta);  // the thread's first add: numbers it
+
 __attribute__((always_inline)) inline void add_to_own(int row, int bucket, int64_t delta) {
-  uint32_t me = t_counter_thread;
-  if (__builtin_expect(me == 0, 0)) me = number_this_thread();
+  const uint32_t me = t_counter_thread;
+  if (__builtin_expect(me == 0, 0)) return add_to_own_first(row, bucket, delta);
   CounterSet& s = g_counters.sets[(me - 1) % kThreadSets];
   s.bytes[row][bucket].fetch_add(delta, std::memory_order_seq_cst);  // (lock xadd, as relaxed)
   s.dirty.store(1, std::memory_order_release);                        // after the add: take_in's mark
@@ -93,7 +95,8 @@ __attribute__((always_inline)) inline void add_to_own(int row, int bucket, int64
 __attribute__((always_inline)) inline void add_bytes(int row, int bucket, int64_t delta, bool rising = true) {
   const uintptr_t owner = g_counters.owner.load(std::memory_order_relaxed);
   if (__builtin_expect(owner == this_thread(), 1)) return add_shared(row, bucket, delta, rising);
-  add_slow(owner, row, bucket, delta);  // per thread too: a call keeps the one-thread path frameless
+  if (owner == kPerThread) return add_to_own(row, bucket, delta);
+  add_slow(owner, row, bucket, delta);
 }
 
 int64_t bytes(int row, int bucket);  // shared + every thread's set
