@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "accounting.h"
 #include "meta_records.h"
 #include "op_table.h"
 #include "user_frames.h"
@@ -28,6 +29,19 @@ void put_field(nlohmann::json& j, Field f, const char* unnamed, uint64_t v) {
 }
 
 }  // namespace
+
+void FreedMemoryPlaces::place(Record* r) {
+  if (!r->op || !changes_memory(r->result) || !r->has(format::kEvAddr)) return;
+  const Effect fx = effect_of(*r->op, *r);
+  if (fx == Effect::Allocate) {
+    live_[r->addr] = {r->context, r->device};  // rule 3: replaces what was there
+  } else if (fx == Effect::Free) {
+    auto it = live_.find(r->addr);
+    r->context = it == live_.end() ? 0 : it->second.first;
+    r->device = it == live_.end() ? -1 : it->second.second;
+    if (it != live_.end()) live_.erase(it);
+  }
+}
 
 nlohmann::json event_json(const Record& r) {
   nlohmann::json j;

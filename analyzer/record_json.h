@@ -2,6 +2,10 @@
 // `vramtrace info`). Field names are documented in docs/trace-format.md.
 #pragma once
 
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "symbolizer.h"
@@ -11,6 +15,19 @@ namespace vt::analyzer {
 
 // One event as a JSON object: op, kind, result, t_ns, tid, device, context, address, size, ...
 nlohmann::json event_json(const Record& r);
+
+// The context and device of the memory an address-keyed free gives back. A free's record carries
+// no context of its own (the recorder does not ask for one: docs/trace-format.md), so `dump`
+// shows its allocation's. Fed every event in order.
+class FreedMemoryPlaces {
+ public:
+  // An allocation: remembered. A free: r's context and device become its allocation's (0 and -1
+  // when the allocation is not in the trace).
+  void place(Record* r);
+
+ private:
+  std::unordered_map<uint64_t, std::pair<uint64_t, int32_t>> live_;
+};
 // A metadata record ("record": "process" / "device" / "end" / "note" / "unknown").
 nlohmann::json meta_json(const Record& r);
 nlohmann::json process_json(const ProcessInfo& p);

@@ -326,7 +326,11 @@ bool init_locked() {
     return false;
   }
   if (!ensure_library_locked()) {
-    if (g_state.load() != kOff) unavailable(fmt::kCuptiWhyNotFound, 0, g_lib.path, "CUPTI not found; recording memory only");
+    if (g_state.load() != kOff && g_lib.simulated_driver)
+      unavailable(fmt::kCuptiWhyNotFound, 0, "simulated driver",
+                  "CUPTI not loaded: the driver is vramtrace's simulated one; recording memory only");
+    else if (g_state.load() != kOff)
+      unavailable(fmt::kCuptiWhyNotFound, 0, g_lib.path, "CUPTI not found; recording memory only");
     return false;
   }
   if (g_exiting.load()) return false;

@@ -17,6 +17,14 @@ namespace {
 // Static: the candidate list is ~40 KiB, and this runs once per process.
 char g_loaded[16][kMaxPath];
 Candidates g_candidates;
+// The simulated driver exports this symbol (tests/fakecuda/api_device.cpp); a real one does not.
+bool driver_is_simulated() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return false;
+  bool simulated = port::real_dlsym(lib, "fakecuda_process_used_bytes") != nullptr;
+  dlclose(lib);
+  return simulated;
+}
 }  // namespace
 
 bool load_cupti(LoadedCupti* out) {
@@ -26,6 +34,10 @@ bool load_cupti(LoadedCupti* out) {
 
   SearchInputs in;
   in.cupti_library = getenv("VRAMTRACE_CUPTI_LIBRARY");
+  if (!in.cupti_library && driver_is_simulated()) {
+    out->simulated_driver = true;
+    return false;
+  }
   in.cuda_home = getenv("CUDA_HOME");
   in.cuda_path = getenv("CUDA_PATH");
   in.loaded = ptrs;

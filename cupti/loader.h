@@ -12,9 +12,12 @@ struct LoadedCupti {
   void* handle = nullptr;
   char path[kMaxPath] = {};  // the file actually loaded (from the link map)
   bool exclusive = false;    // VRAMTRACE_CUPTI_LIBRARY was set
+  bool simulated_driver = false;  // not loaded: the driver is tests/fakecuda's (see load_cupti)
 };
 
-// Returns false when no candidate loads; `out->path` then names the last one tried.
+// Returns false when no candidate loads; `out->path` then names the last one tried. With the
+// simulated driver (tests/fakecuda) only a libcupti named by VRAMTRACE_CUPTI_LIBRARY (the test
+// suite's stand-in) is loaded: a real libcupti's start-up crashes against it.
 bool load_cupti(LoadedCupti* out);
 
 }  // namespace vt::cupti

@@ -70,9 +70,11 @@ int dump_command(const std::string& trace, const DumpOptions& opt) {
   analyzer::Symbolizer symbolizer(reader->stacks(), symbol_options(opt.sysroot, opt.debug_dirs));
   const auto& threads = reader->stacks().threads;
   analyzer::Record r;
+  analyzer::FreedMemoryPlaces freed;
   std::string out;
   while (reader->next(&r)) {
     if (r.is_event()) {
+      freed.place(&r);
       nlohmann::json j = analyzer::event_json(r);
       if (opt.stacks && r.stack) j["stack"] = analyzer::stack_json(symbolizer.stack(r.stack));
       // Threads with a Python thread state but no Python frames (autograd workers) still carry

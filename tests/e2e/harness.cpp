@@ -91,8 +91,8 @@ Result run(const Spec& spec) {
     sigprocmask(SIG_SETMASK, &none, nullptr);
     if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) _exit(96);
     setenv("LD_LIBRARY_PATH", VT_FAKECUDA_DIR, 1);
-    // Kernel activity off unless a test asks for it: the toolkit's real libcupti would load,
-    // fail against the simulated driver and say so on stderr (tests/cupti/ covers CUPTI).
+    // Kernel activity off unless a test asks for it: with the simulated driver the recorder would
+    // say on stderr that it loads no libcupti (tests/cupti/ covers CUPTI with a stand-in).
     setenv("VRAMTRACE_KERNELS", "0", 1);
     if (spec.preload) setenv("LD_PRELOAD", VT_LIBRARY, 1);
     else unsetenv("LD_PRELOAD");
