@@ -11,6 +11,8 @@
 
 #include "activity_records.h"
 #include "meta_records.h"
+#include "op_table.h"
+#include "record_json.h"
 
 namespace fmt = vt::format;
 
@@ -223,4 +225,38 @@ TEST_CASE("record schemas: a string longer than the room left is cut, a varint t
   CHECK_FALSE(tiny.ok());
   fmt::DeviceRecord d;
   CHECK_FALSE(fmt::decode<fmt::DeviceSchema>(tiny.data(), tiny.size(), &d));
+}
+
+// A free's record carries no context of its own (the recorder asks for none): `dump` shows the
+// context and device of the allocation it gives back.
+TEST_CASE("dump gives a free its allocation's context and device, and unknown for one it never saw") {
+  using vt::analyzer::Record;
+  auto event = [](vt::HookId op, uint64_t addr, uint64_t context, int32_t device) {
+    Record r;
+    r.tag = vt::kOps[int(op)].code;
+    r.op = &vt::kOps[int(op)];
+    r.fields = vt::format::kEvAddr;
+    r.addr = addr;
+    r.context = context;
+    r.device = device;
+    return r;
+  };
+  vt::analyzer::FreedMemoryPlaces places;
+  Record a = event(vt::HookId::cuMemAlloc_v2, 0x1000, 0xc1, 1);
+  places.place(&a);
+  CHECK(a.device == 1);  // an allocation keeps its own
+  Record f = event(vt::HookId::cuMemFree_v2, 0x1000, 0xc0, 0);  // the thread's previous context
+  places.place(&f);
+  CHECK(f.context == 0xc1);
+  CHECK(f.device == 1);
+  Record again = event(vt::HookId::cuMemFree_v2, 0x1000, 0xc0, 0);  // freed already: unknown
+  places.place(&again);
+  CHECK(again.context == 0);
+  CHECK(again.device == -1);
+  Record failed = event(vt::HookId::cuMemAlloc_v2, 0x2000, 0xc1, 1);
+  failed.result = 2;  // rule 1: a failed allocation places nothing
+  places.place(&failed);
+  Record f2 = event(vt::HookId::cuMemFree_v2, 0x2000, 0xc0, 0);
+  places.place(&f2);
+  CHECK(f2.device == -1);
 }
