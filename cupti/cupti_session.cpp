@@ -203,9 +203,17 @@ void unavailable(uint8_t why, int64_t result, const char* text, const char* line
   if (line) log_line_once_per_run("%s", line);  // every rank of a job has the same reason
 }
 
+void at_exit_wait_for_helper();
+
 bool ensure_library_locked() {
   if (g_api_ok) return true;
-  if (!g_lib.handle && !load_cupti(&g_lib)) return false;
+  if (!g_lib.handle) {
+    if (!load_cupti(&g_lib)) return false;
+    // Loading libcupti registered its static destructors, which exit runs before every handler
+    // registered earlier (start()'s wait too): the wait for this start-up to end is registered
+    // again after them, so an exit meanwhile does not tear those down under it.
+    atexit(at_exit_wait_for_helper);
+  }
   const char* missing = nullptr;
   if (!resolve_api(g_lib.handle, &g_api_cupti, &missing)) {
     char line[1400];
@@ -554,9 +562,11 @@ void after_fork_in_child() {
   g_loader_done.store(true);
 }
 
-// Registered before the helper starts, so it runs after everything registered later: if the
-// process exits while the helper is still inside dlopen or CUPTI's start-up, wait (at most 2 s)
-// for it to get out, so CUPTI is not torn down under it.
+// Registered before the helper starts (an exit during its dlopen) and again once libcupti is
+// loaded (exit handlers run last-registered first: then before libcupti's own): if the process
+// exits while the helper is still inside dlopen or CUPTI's start-up, wait (at most 2 s) for it
+// to get out, so CUPTI is not torn down under it. Handlers libcupti registers later, during its
+// start-up, still run before this wait.
 void at_exit_wait_for_helper() {
   g_exiting.store(true);
   for (int i = 0; i < 400 && !g_loader_done.load(std::memory_order_acquire); ++i) usleep(5000);
