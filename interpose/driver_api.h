@@ -82,10 +82,13 @@ __attribute__((always_inline)) inline void current_context(uint64_t* ctx, int32_
   }
   *ctx = reinterpret_cast<uint64_t>(c);
   const ThreadContextCache& cache = t_ctx_cache;
-  if (__builtin_expect(cache.ctx == *ctx && cache.teardowns == g_context_teardowns.load(std::memory_order_relaxed), 1))
+  if (__builtin_expect(cache.ctx == *ctx && cache.teardowns == g_context_teardowns.load(std::memory_order_relaxed), 1)) {
     *device = cache.device;
-  else
-    context_changed(*ctx, device);
+  } else {
+    int32_t d;  // a local: `device` may be in the hook's Event, whose address is not to be taken
+    context_changed(*ctx, &d);
+    *device = d;
+  }
 }
 
 }  // namespace vt

@@ -133,19 +133,19 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
     }
   }
   if (__builtin_expect(scope.nested_in_our_work(), 0)) {
-    defer_event(e);
+    defer_event(copy_of(e));
   } else {
-    record(e);
+    record_op<Id>(e);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && op.action == Action::Acquire && recording()) {
       record_gpu_processes(e.device, e.t_ns);
-      record_pool_usage(e);
+      record_pool_usage(copy_of(e));
     }
   }
   return r;
 }
 
 template <HookId Id, typename... A>
-CUresult invoke(void* caller, A... args) {
+__attribute__((always_inline)) inline CUresult invoke(void* caller, A... args) {
   constexpr OpInfo op = kOps[int(Id)];
   if constexpr (op.action == Action::Lookup) {
     return lookup<Id>(args...);

@@ -48,7 +48,7 @@ void* map_zeroed(size_t bytes) {
   return m == MAP_FAILED ? nullptr : m;
 }
 
-int row(int device) { return device >= 0 && device < kTrackedDevices ? device : kTrackedDevices; }
+int row(int device) { return live_row(device); }
 
 // The per-event helpers below are always inlined into track_event's two hot paths (allocate,
 // free): out of line they cost ~25 instructions per event in calls and spills (callgrind).
@@ -114,26 +114,6 @@ __attribute__((noinline)) void replaced_address(uint64_t size, uint64_t context,
   account(unpack(size, context, packed), +1);
 }
 __attribute__((noinline)) void remove_address_slow(uint64_t key) { remove(key, kAddress); }
-
-// Each its own function, tail-called by track_event: neither pays for the other's registers.
-__attribute__((noinline)) void add_address(uint64_t key, uint64_t size, uint64_t context, uint32_t stack, uint8_t row_,
-                                           uint8_t bucket) {
-  const live::Value v{size, context, stack, row_, bucket};
-  live::Value old;
-  bool had_old = false;
-  if (__builtin_expect(g_addresses.try_insert(key, v, &old, &had_old) != live::Map::Try::kDone, 0))
-    return add_address_slow(key, v.size, v.context, v.stack, v.row, v.bucket);
-  if (__builtin_expect(had_old, 0))
-    return replaced_address(v.size, v.context, pack(v), old.size, pack(old));
-  account(v, +1);
-}
-
-__attribute__((noinline)) void remove_address(uint64_t key) {
-  live::Value old;
-  const live::Map::Try r = g_addresses.try_erase(key, &old);
-  if (__builtin_expect(r == live::Map::Try::kDone, 1)) return account(old, -1);
-  if (r == live::Map::Try::kSlow) return remove_address_slow(key);
-}
 
 // Rule 6: every address-keyed allocation of the context, taken out in batches and accounted.
 void drop_context(uint64_t ctx) {
@@ -641,30 +621,43 @@ __attribute__((noinline)) void track_other(const Event& e, Effect effect) {
 }
 
 
-// What each op is to the tracker, decided at compile time from the rules: the two hot cases
-// (an address-keyed allocation or free) take one table load, and the bucket another; a
-// stream-ordered one also checks that it was not captured (rule 8: then it is a graph node).
-enum class Hot : uint8_t { kOther, kFree, kFreeAsync, kAllocate, kAllocateAsync };
-struct HotOp {
-  Hot hot;
-  uint8_t bucket;
-};
-constexpr HotOp hot_op(const OpInfo& op) {
-  const Effect fx = effect_of(op);
-  const bool async = op.kind == MemKind::Async;
-  if (fx == Effect::Free) return {async ? Hot::kFreeAsync : Hot::kFree, 0};
-  if (fx == Effect::Allocate) return {async ? Hot::kAllocateAsync : Hot::kAllocate, uint8_t(bucket_of(op.kind))};
-  return {Hot::kOther, 0};
-}
 template <int... I>
 constexpr auto hot_table(std::integer_sequence<int, I...>) {
   return std::array<HotOp, sizeof...(I)>{hot_op(kOps[I])...};
 }
 constexpr auto kHot = hot_table(std::make_integer_sequence<int, kHookCount>{});
 
-VT_HOT bool captured_async(const Event& e) { return (e.fields & format::kEvAux2) && e.aux2 != 0; }
-
 }  // namespace
+
+// Each its own function, called from the inlined hot paths: neither pays for the other's registers.
+void track_address_added(uint64_t key, uint64_t size, uint64_t context, uint32_t stack, uint8_t row_, uint8_t bucket) {
+  const live::Value v{size, context, stack, row_, bucket};
+  live::Value old;
+  bool had_old = false;
+  if (__builtin_expect(g_addresses.try_insert(key, v, &old, &had_old) != live::Map::Try::kDone, 0))
+    return add_address_slow(key, v.size, v.context, v.stack, v.row, v.bucket);
+  if (__builtin_expect(had_old, 0))
+    return replaced_address(v.size, v.context, pack(v), old.size, pack(old));
+  account(v, +1);
+}
+
+void track_address_removed(uint64_t key) {
+  live::Value old;
+  const live::Map::Try r = g_addresses.try_erase(key, &old);
+  if (__builtin_expect(r == live::Map::Try::kDone, 1)) return account(old, -1);
+  if (r == live::Map::Try::kSlow) return remove_address_slow(key);
+}
+
+void track_pool_allocation(const PoolAllocation& a) {
+  live::Value v{a.size, a.context, a.stack, uint8_t(row(a.device)), a.bucket};
+  Placement pool;
+  if (uint64_t p = allocation_pool(a, [](uint64_t at) { return current_pool(at); }); p && pool_placement(p, &pool)) {
+    Placement at = from_pool(pool, a.device);
+    v.row = uint8_t(row(at.device));
+    v.bucket = uint8_t(at.bucket);
+  }
+  track_address_added(a.addr, v.size, v.context, v.stack, v.row, v.bucket);
+}
 
 void track_event(const Event& e) {
   if (!changes_memory(e.result)) return;  // rule 1
@@ -674,22 +667,14 @@ void track_event(const Event& e) {
       if (captured_async(e)) return;
       [[fallthrough]];
     case Hot::kFree:
-      if (is_memory_key(e.addr)) remove_address(e.addr);
+      if (is_memory_key(e.addr)) track_address_removed(e.addr);
       return;
-    case Hot::kAllocateAsync: {
+    case Hot::kAllocateAsync:
       if (captured_async(e) || !is_memory_key(e.addr)) break;
-      live::Value v{e.size, e.context, e.stack, uint8_t(row(e.device)), h.bucket};
-      Placement pool;
-      if (uint64_t p = allocation_pool(e, [](uint64_t at) { return current_pool(at); }); p && pool_placement(p, &pool)) {
-        Placement at = from_pool(pool, e.device);
-        v.row = uint8_t(row(at.device));
-        v.bucket = uint8_t(at.bucket);
-      }
-      add_address(e.addr, v.size, v.context, v.stack, v.row, v.bucket);
-      return;
-    }
+      return track_pool_allocation(pool_allocation(e, h.bucket));
     case Hot::kAllocate:
-      if (is_memory_key(e.addr)) add_address(e.addr, e.size, e.context, e.stack, uint8_t(row(e.device)), h.bucket);
+      if (is_memory_key(e.addr))
+        track_address_added(e.addr, e.size, e.context, e.stack, uint8_t(row(e.device)), h.bucket);
       return;
     case Hot::kOther: break;
   }

@@ -40,6 +40,61 @@ inline constexpr int kLiveDevice = int(Bucket::Device);
 // Applies an event (a failed one changes nothing: rule 1).
 void track_event(const Event& e);
 
+// The row of a device's figures (devices beyond kTrackedDevices, and -1, share the last).
+inline int live_row(int device) { return device >= 0 && device < kTrackedDevices ? device : kTrackedDevices; }
+
+// What each op is to the tracker, decided at compile time from the rules: the hot cases are an
+// address-keyed allocation or free; a stream-ordered one also checks that it was not captured
+// (rule 8: then it is a graph node).
+enum class Hot : uint8_t { kOther, kFree, kFreeAsync, kAllocate, kAllocateAsync };
+struct HotOp {
+  Hot hot;
+  uint8_t bucket;
+};
+constexpr HotOp hot_op(const OpInfo& op) {
+  const Effect fx = effect_of(op);
+  const bool async = op.kind == MemKind::Async;
+  if (fx == Effect::Free) return {async ? Hot::kFreeAsync : Hot::kFree, 0};
+  if (fx == Effect::Allocate) return {async ? Hot::kAllocateAsync : Hot::kAllocate, uint8_t(bucket_of(op.kind))};
+  return {Hot::kOther, 0};
+}
+constexpr bool is_hot(HookId id) { return hot_op(kOps[int(id)]).hot != Hot::kOther; }
+
+// The hot cases' work on the live map (live_tracker.cpp; out of line: they are the map's).
+void track_address_added(uint64_t key, uint64_t size, uint64_t context, uint32_t stack, uint8_t row, uint8_t bucket);
+void track_address_removed(uint64_t key);
+// What a stream-ordered allocation's placement takes of its Event (rule 4: placed by its pool),
+// copied out so that the hook's Event keeps its fields in registers (event.h, copy_of).
+struct PoolAllocation {
+  uint64_t addr, size, context, aux;  // aux: the pool, where the op names it (kEvAux in fields)
+  uint32_t stack;
+  int32_t device;
+  uint8_t fields, bucket;
+};
+inline PoolAllocation pool_allocation(const Event& e, uint8_t bucket) {
+  return {e.addr, e.size, e.context, e.aux, e.stack, e.device, e.fields, bucket};
+}
+void track_pool_allocation(const PoolAllocation& a);
+
+inline bool captured_async(const Event& e) { return (e.fields & format::kEvAux2) && e.aux2 != 0; }
+
+// track_event for a hot op known at compile time, inlined into its hook (recorder.h): the
+// dispatch on the op folds away. The same rules, in the same order, as track_event's.
+template <HookId Id>
+__attribute__((always_inline)) inline void track_hot(const Event& e) {
+  constexpr HotOp h = hot_op(kOps[int(Id)]);
+  static_assert(h.hot != Hot::kOther, "track_hot is for allocations and frees by address");
+  if (!changes_memory(e.result)) return;  // rule 1
+  if constexpr (h.hot == Hot::kFree || h.hot == Hot::kFreeAsync) {
+    if (h.hot == Hot::kFreeAsync && captured_async(e)) return;
+    if (is_memory_key(e.addr)) track_address_removed(e.addr);
+  } else if constexpr (h.hot == Hot::kAllocateAsync) {
+    if (!captured_async(e) && is_memory_key(e.addr)) track_pool_allocation(pool_allocation(e, h.bucket));
+  } else {
+    if (is_memory_key(e.addr)) track_address_added(e.addr, e.size, e.context, e.stack, uint8_t(live_row(e.device)), h.bucket);
+  }
+}
+
 int64_t live_bytes(int device, int bucket);  // device -1: all devices; a device >= kTrackedDevices: the shared row
 int64_t peak_bytes(int device);              // device bucket; -1: the highest row (live_counters.h: exact or sampled)
 void reset_peak(int device);     // -1: every device; from then on the peak is exact (live_counters.h)

@@ -1,4 +1,4 @@
-// See recorder.h. Encoding follows trace_format.h: tag, payload length, dt, flags, fields.
+// See recorder.h. The event encoding itself is thread_writer.h's.
 #include "recorder.h"
 
 #include <sys/syscall.h>
@@ -7,27 +7,14 @@
 #include <cstring>
 
 #include "recorder_internal.h"
+#include "thread_writer.h"
 #include "trace_format.h"
 
 namespace vt {
 
 namespace fmt = format;
 
-// Per-thread writer. Plain data in initial-exec TLS: no constructor, no allocation.
-struct ThreadWriter {
-  fmt::ChunkHeader* chunk;
-  uint8_t* cur;
-  uint8_t* end;
-  uint32_t gen;
-  uint32_t tid;
-  uint64_t last_ns;
-  uint64_t last_addr;
-  uint64_t ctx;  // the chunk's current context (kNoContextYet at its start: none is ~0)
-  int32_t dev;
-  uint64_t stream;
-};
-constexpr uint64_t kNoContextYet = ~0ull;
-static thread_local ThreadWriter t_writer __attribute__((tls_model("initial-exec")));
+__thread ThreadWriter t_writer __attribute__((tls_model("initial-exec")));
 
 namespace {
 
@@ -85,59 +72,13 @@ uint64_t take_dt(uint64_t t) {
 
 }  // namespace
 
-// Largest event: tag, length, dt, flags, ctx+dev, stream, result+free+total, 5 fields.
-static constexpr size_t kMaxEventRecord = 2 + 1 + fmt::kMaxVarint * 12;  // incl. stack id
-static_assert(kMaxEventRecord - 2 < 128, "event payload length must fit one varint byte");
-
 // The event's record when the thread needs a new chunk first: then the usual way (a tail call
-// from encode_event, whose own path then makes no call and needs no stack frame).
+// from encode_event_inline, whose own path then makes no call and needs no stack frame).
 __attribute__((noinline)) void encode_in_new_chunk(const Event& e) {
-  if (begin_chunk(g_generation.load(std::memory_order_acquire), e.t_ns)) encode_event(e);
+  if (begin_chunk(g_generation.load(std::memory_order_acquire), e.t_ns)) encode_event_inline(e);
 }
 
-void encode_event(const Event& e) {
-  ThreadWriter& w = t_writer;
-  if (__builtin_expect(w.gen != g_generation.load(std::memory_order_acquire) || size_t(w.end - w.cur) < kMaxEventRecord, 0))
-    return encode_in_new_chunk(e);
-  uint8_t* p = w.cur;
-  p[0] = e.code;
-  uint8_t* q = p + 2;
-  q = fmt::put_varint(q, take_dt(e.t_ns));
-  uint8_t* flags_at = q++;
-  uint8_t flags = e.fields;
-  if (e.device != kDeviceNotRead && (w.ctx != e.context || w.dev != e.device)) {
-    flags |= fmt::kEvContext;
-    q = fmt::put_varint(q, e.context);
-    q = fmt::put_varint(q, uint64_t(int64_t(e.device) + 1));
-    w.ctx = e.context;
-    w.dev = e.device;
-  }
-  if (e.stream_ordered && e.stream != w.stream) {
-    flags |= fmt::kEvStream;
-    q = fmt::put_varint(q, e.stream);
-    w.stream = e.stream;
-  }
-  if (e.result != 0) {
-    flags |= fmt::kEvFailed;
-    q = fmt::put_varint(q, uint32_t(e.result));
-    q = fmt::put_varint(q, e.free_bytes);
-    q = fmt::put_varint(q, e.total_bytes);
-  }
-  if (e.fields & fmt::kEvAddr) {
-    q = fmt::put_varint(q, fmt::zigzag(int64_t(e.addr - w.last_addr)));
-    w.last_addr = e.addr;
-  }
-  if (e.fields & fmt::kEvSize) q = fmt::put_varint(q, e.size);
-  if (e.fields & fmt::kEvAux) q = fmt::put_varint(q, e.aux);
-  if (e.fields & fmt::kEvAux2) q = fmt::put_varint(q, e.aux2);
-  if (e.stack) {
-    flags |= fmt::kEvStack;
-    q = fmt::put_varint(q, e.stack);
-  }
-  *flags_at = flags;
-  p[1] = uint8_t(q - (p + 2));
-  commit_record(q);
-}
+void encode_event(const Event& e) { encode_event_inline(e); }
 
 void encode_varint_record(uint8_t tag, uint64_t t, const uint64_t* v, int n) {
   if (n < 0 || n > kMaxVarintFields) return;

@@ -30,6 +30,7 @@
 #include "event.h"
 #include "live_tracker.h"
 #include "stack_capture.h"
+#include "thread_writer.h"
 
 namespace vt {
 
@@ -45,7 +46,6 @@ void record_slow(const Event& e);  // every case (trace_session.cpp)
 // this trace (t_described_generation == g_generation) and no stack is wanted.
 enum DeviceRecords : int { kDeviceRecordsPending = 0, kDeviceRecordsWriting = 1, kDeviceRecordsDone = 2 };
 extern std::atomic<int> g_device_records;
-extern std::atomic<uint32_t> g_generation;  // bumped when the trace is replaced (fork)
 extern __thread uint32_t t_described_generation __attribute__((tls_model("initial-exec")));
 void encode_event(const Event& e);  // recorder.cpp
 
@@ -58,6 +58,23 @@ __attribute__((always_inline)) inline void record(const Event& e) {
     return;
   }
   record_slow(e);
+}
+// record() for an op known at compile time, in its hook: an allocation or free by address is
+// encoded and tracked inline (thread_writer.h, track_hot), its op's constants folded.
+template <HookId Id>
+__attribute__((always_inline)) inline void record_op(const Event& e) {
+  if constexpr (is_hot(Id)) {
+    if (__builtin_expect(g_device_records.load(std::memory_order_acquire) == kDeviceRecordsDone &&
+                             t_described_generation == g_generation.load(std::memory_order_relaxed) && !stacks_wanted(),
+                         1)) {
+      encode_event_inline(e);
+      track_hot<Id>(e);
+      return;
+    }
+    record_slow(copy_of(e));
+  } else {
+    record(e);
+  }
 }
 // The same with a stack already captured (`frames` as capture_stack gives them).
 void record_with_stack(const Event& e, const uint64_t* frames, int n);
