@@ -3,14 +3,14 @@
 # present. Sourced by demo.sh and test.sh (build.sh installs nothing). VT_DEPS says which set:
 #   build (default)  what building and the demo need;
 #   test             that and what only the tests need (a browser, clang's fuzzing runtime,
-#                    Node.js for the shared byte-size cases, pytest, tmux, zsh,
+#                    Node.js for the shared byte-size cases, pytest, tmux, zsh, valgrind,
 #                    man, venv/pip and the static compression libraries for the wheel test).
 # It asks before using sudo (not root, at a terminal); elsewhere it needs VRAMTRACE_DEPS_YES=1
 # (CI sets it) or it stops with the command to run.
 set -euo pipefail
 build_packages=(cmake make g++ libabsl-dev nlohmann-json3-dev catch2 libcli11-dev libunwind-dev libdw-dev libelf-dev
                 libbenchmark-dev python3 pkgconf)
-test_packages=(clang libclang-rt-14-dev chromium nodejs python3-pytest tmux zsh groff-base man-db
+test_packages=(clang libclang-rt-14-dev chromium nodejs python3-pytest tmux zsh valgrind groff-base man-db
                python3-venv python3-pip python3-setuptools python3-wheel libbz2-dev zlib1g-dev liblzma-dev
                debian-archive-keyring)  # (the keyring: scripts/debian-python.sh verifies the newer suites with it)
 packages=("${build_packages[@]}")

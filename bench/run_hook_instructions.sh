@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Counts the instructions the hook adds per event without stacks (issue 16's target: <= 350),
+# as everything the calling thread runs because of it: callgrind on tests/programs/threads
+# (one thread, alternating cuMemAlloc/cuMemFree and cuMemAllocAsync/cuMemFreeAsync pairs on the
+# simulated driver), untraced and traced, N = 20000 and 40000 iterations; per event =
+# ((traced 40000 - traced 20000) - (untraced 40000 - untraced 20000)) / 40000 events. The
+# worker thread's own count (callgrind --separate-threads) is exact and independent of load,
+# and of how callgrind names functions. docs/PERFORMANCE.md, "Cutting the hook's own work".
+# Usage: bench/run_hook_instructions.sh [--max N] [BUILD_DIR]   (exit 1 when above N)
+set -euo pipefail
+max=""
+if [ "${1:-}" = --max ]; then
+  max=$2
+  shift 2
+fi
+build=$(realpath "${1:-build}")
+command -v valgrind >/dev/null || { echo "run_hook_instructions: valgrind is not installed" >&2; exit 2; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+export LD_LIBRARY_PATH=$build/lib/fakecuda
+worker_total() {  # the largest thread total of one run's files: the worker's
+  local best=0 n
+  for f in "$1"-*; do
+    n=$(sed -n 's/^summary: //p' "$f" | head -1)
+    ((n > best)) && best=$n
+  done
+  echo "$best"
+}
+count() {  # count MODE N
+  local f=$out/$1.$2
+  if [ "$1" = traced ]; then
+    mkdir -p "$out/traces"
+    env LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_STACK_DEPTH=0 VRAMTRACE_OUTPUT="$out/traces" \
+      valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
+      "$build/tests/programs/threads" 1 "$2" >/dev/null 2>"$out/log" || { cat "$out/log" >&2; exit 2; }
+  else
+    valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
+      "$build/tests/programs/threads" 1 "$2" >/dev/null 2>"$out/log" || { cat "$out/log" >&2; exit 2; }
+  fi
+  worker_total "$f"
+}
+u1=$(count untraced 20000); u2=$(count untraced 40000)
+t1=$(count traced 20000); t2=$(count traced 40000)
+python3 - "$u1" "$u2" "$t1" "$t2" "$max" <<'EOF'
+import sys
+u1, u2, t1, t2 = (int(x) for x in sys.argv[1:5])
+mx = sys.argv[5]
+events = 40000
+untraced, traced = (u2 - u1) / events, (t2 - t1) / events
+added = traced - untraced
+print("instructions per event on the calling thread: untraced %.1f, traced %.1f, added by the hook %.1f"
+      % (untraced, traced, added))
+if mx and added > float(mx):
+    print("run_hook_instructions: %.1f instructions per event is above the target of %s" % (added, mx), file=sys.stderr)
+    sys.exit(1)
+EOF
