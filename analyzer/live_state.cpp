@@ -16,10 +16,58 @@ const char* bucket_name(Bucket b) {
   }
 }
 
-uint64_t PoolState::footprint() const {
-  uint64_t sum = 0;
-  for (const auto& [lo, hi] : extents) sum += hi - lo;
-  return sum;
+void PoolState::merge_extent(uint64_t lo, uint64_t hi) {
+  // Usually a warm pool reuses a known range.
+  auto next = extents.upper_bound(lo);
+  if (next != extents.begin() && std::prev(next)->second >= hi) return;
+  next = extents.lower_bound(lo);
+  if (next != extents.begin()) {
+    auto prev = std::prev(next);
+    if (prev->second >= lo) {
+      lo = prev->first;
+      hi = std::max(hi, prev->second);
+      extent_bytes -= prev->second - prev->first;
+      next = extents.erase(prev);
+    }
+  }
+  while (next != extents.end() && next->first <= hi) {
+    hi = std::max(hi, next->second);
+    extent_bytes -= next->second - next->first;
+    next = extents.erase(next);
+  }
+  extents.emplace_hint(next, lo, hi);
+  extent_bytes += hi - lo;
+}
+
+void PoolState::subtract_extent(uint64_t lo, uint64_t hi) {
+  auto it = extents.upper_bound(lo);
+  if (it != extents.begin()) --it;  // the extent that may start before lo
+  while (it != extents.end() && it->first < hi) {
+    const uint64_t a = it->first, b = it->second;
+    if (b <= lo) {
+      ++it;
+      continue;
+    }
+    it = extents.erase(it);
+    extent_bytes -= b - a;
+    if (a < lo) {
+      extents.emplace_hint(it, a, lo);
+      extent_bytes += lo - a;
+    }
+    if (b > hi) {  // the rest of this extent stays; the next ones start beyond it
+      extents.emplace_hint(it, hi, b);
+      extent_bytes += b - hi;
+      return;
+    }
+  }
+}
+
+void PoolState::clear_extents() {
+  extents.clear();
+  extent_bytes = 0;
+  freed_since_trim.clear();
+  allocated_since_trim.clear();
+  changes_dropped = false;
 }
 
 uint64_t PoolState::largest_free_gap(const LiveState& live) const {
@@ -154,34 +202,20 @@ __attribute__((always_inline)) inline void LiveState::add(uint64_t key, const Al
   if (a.kind == MemKind::Async) {
     PoolState& p = pool_of(a.pool, a.device);
     p.live_bytes += a.size;
-    uint64_t lo = key, hi = key + a.size;
-    // Merge [lo, hi) into the pool's extents; usually a warm pool reuses a known range.
-    auto next = p.extents.upper_bound(lo);
-    if (next != p.extents.begin() && std::prev(next)->second >= hi) return;
-    next = p.extents.lower_bound(lo);
-    if (next != p.extents.begin()) {
-      auto prev = std::prev(next);
-      if (prev->second >= lo) {
-        lo = prev->first;
-        hi = std::max(hi, prev->second);
-        next = p.extents.erase(prev);
-      }
-    }
-    while (next != p.extents.end() && next->first <= hi) {
-      hi = std::max(hi, next->second);
-      next = p.extents.erase(next);
-    }
-    p.extents[lo] = hi;
+    p.note_change(p.allocated_since_trim, key);
+    p.merge_extent(key, key + a.size);
   }
 }
 
 __attribute__((always_inline)) inline void LiveState::remove_alloc(AllocMap::iterator it, AllocMap& map, bool teardown) {
   const AllocInfo a = info(it->second);
+  const uint64_t key = it->first;
   map.erase(it);
   account(a, -1);
   if (a.kind == MemKind::Async) {
     PoolState& p = pool_of(a.pool, a.device);
     p.live_bytes -= std::min(p.live_bytes, a.size);
+    p.note_change(p.freed_since_trim, std::make_pair(key, key + a.size));
   }
   if (teardown) {
     SiteBytes& s = teardown_.at(teardown_.row(SiteKey{a.stack, a.device, a.bucket}));
@@ -350,19 +384,39 @@ std::vector<uint64_t> LiveState::pool_keys(uint64_t handle, int device) const {
   return keys;
 }
 
+// The key of the pool a live allocation is in (pool_of's).
+static uint64_t pool_key(const AllocInfo& a) { return a.pool ? a.pool : default_pool_key(a.device); }
+
 void LiveState::trim_pools(const std::vector<uint64_t>& keys) {
-  bool any_live = false;
-  for (uint64_t key : keys)
-    if (auto it = pools_.find(key); it != pools_.end()) {
-      it->second.extents.clear();
-      any_live = any_live || it->second.live_bytes;
+  std::vector<uint64_t> walk;  // pools whose changes were too many to keep
+  for (uint64_t key : keys) {
+    auto it = pools_.find(key);
+    if (it == pools_.end()) continue;
+    PoolState& p = it->second;
+    if (!p.live_bytes) {  // nothing of its is live
+      p.clear_extents();
+    } else if (p.changes_dropped) {
+      p.clear_extents();
+      walk.push_back(key);
+    } else {
+      // Its extents are its live allocations at the last trim and every range handed out
+      // since: less what was freed since, and what was freed and handed out again is live.
+      for (const auto& [lo, hi] : p.freed_since_trim) p.subtract_extent(lo, hi);
+      for (uint64_t addr : p.allocated_since_trim)
+        if (auto a = live_.find(addr); a != live_.end()) {
+          const AllocInfo al = info(a->second);
+          if (al.kind == MemKind::Async && pool_key(al) == key) p.merge_extent(addr, addr + al.size);
+        }
+      p.freed_since_trim.clear();
+      p.allocated_since_trim.clear();
     }
-  if (!any_live) return;  // nothing of theirs is live: no pass over the live allocations
+  }
+  if (walk.empty()) return;
   for (const auto& e : live_) {  // one pass for all of them: their live allocations are what stays
     const AllocInfo al = info(e.second);
     if (al.kind != MemKind::Async) continue;
-    const uint64_t key = al.pool ? al.pool : default_pool_key(al.device);
-    if (std::find(keys.begin(), keys.end(), key) != keys.end()) pools_[key].extents[e.first] = e.first + al.size;
+    const uint64_t key = pool_key(al);
+    if (std::find(walk.begin(), walk.end(), key) != walk.end()) pools_[key].merge_extent(e.first, e.first + al.size);
   }
 }
 

@@ -181,15 +181,39 @@ struct MulticastState {
 
 // A pool as far as events show it: where its memory counts, the address ranges it handed out
 // since it was created or trimmed (its inferred footprint) and the bytes of its live allocations.
+// What changed since the last trim is kept too (up to kMaxChanges of each), so that a trim, which
+// makes the footprint the pool's live allocations, subtracts what was freed since instead of
+// walking every live allocation: a loop that frees and synchronizes each step with many blocks
+// live in a threshold-0 pool (the default pool's) paid a pass over all of them per step
+// (docs/PERFORMANCE.md, "Release at synchronize").
 struct PoolState {
   int32_t device = -1;
   Bucket bucket = Bucket::Device;  // pinned host for a pool at a host location
   bool placed = false;  // created in the trace: its allocations count where it lives (rule 4)
   std::map<uint64_t, uint64_t> extents;  // start -> end, merged
+  uint64_t extent_bytes = 0;             // their sum: the footprint
   uint64_t live_bytes = 0;
   uint64_t release_threshold = 0;  // free memory kept at a synchronize (rule 15)
-  uint64_t footprint() const;
+  static constexpr size_t kMaxChanges = 1 << 16;
+  std::vector<std::pair<uint64_t, uint64_t>> freed_since_trim;  // [start, end) of each free
+  std::vector<uint64_t> allocated_since_trim;                    // each allocation's address
+  bool changes_dropped = false;  // more than kMaxChanges: the next trim walks the live allocations
+  uint64_t footprint() const { return extent_bytes; }
   uint64_t largest_free_gap(const LiveState& live) const;
+  void merge_extent(uint64_t lo, uint64_t hi);
+  void subtract_extent(uint64_t lo, uint64_t hi);
+  void clear_extents();
+  template <typename V, typename T>
+  void note_change(V& list, const T& change) {
+    if (changes_dropped) return;
+    if (list.size() < kMaxChanges) {
+      list.push_back(change);
+      return;
+    }
+    changes_dropped = true;  // (a pool that never trims, PyTorch's: kept no longer)
+    std::vector<std::pair<uint64_t, uint64_t>>().swap(freed_since_trim);
+    std::vector<uint64_t>().swap(allocated_since_trim);
+  }
 };
 
 class LiveState {

@@ -12,6 +12,10 @@
 //   live OUT EVENTS LIVE         LIVE allocations are made first (512 B - 64 KiB, 8 call sites),
 //                                then each step frees a pseudo-random live one and allocates a new
 //                                one at a fresh address, so LIVE stay live; at the end all are freed.
+//   poolsync OUT EVENTS LIVE     rule 15's worst case: LIVE stream-ordered allocations (64 KiB) in
+//                                the default pool (release threshold 0), then each step allocates
+//                                one at a fresh address, frees it and synchronizes (a pool sync
+//                                record: the pool gives the freed block back with LIVE still live).
 //
 // Frames are addresses inside this program's text, so every frame symbolizes to a real function.
 // Stacks go through the recorder's stack index (interpose/stack_index.cpp), so the trace's bytes
@@ -32,6 +36,7 @@
 #include "driver_api.h"
 #include "meta_records.h"
 #include "module_map.h"
+#include "payload.h"
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "stack_index.h"
@@ -98,9 +103,10 @@ uint32_t write_stack(const uint64_t* frames, int n, uint64_t t) {
   return id;
 }
 
-void emit(vt::HookId op, uint64_t addr, uint64_t size, uint32_t stack) {
+void emit(vt::HookId op, uint64_t addr, uint64_t size, uint32_t stack, uint64_t stream = 0) {
   vt::Event e;
   e.set_op(op);
+  e.set_stream(stream);
   e.t_ns = vt::now_ns();
   e.context = kCtx;
   e.device = 0;
@@ -191,21 +197,39 @@ uint64_t gen_live(uint64_t events, uint64_t live) {
   return emitted;
 }
 
+uint64_t gen_poolsync(uint64_t events, uint64_t live) {
+  constexpr uint64_t kStream = 0x5a5a000ull, kSize = 64 << 10;
+  if (live > events / 2) live = events / 2;
+  uint64_t next = 0x7f0000000000ull, emitted = 0;
+  for (uint64_t i = 0; i < live; ++i, next += kSize, ++emitted)
+    emit(vt::HookId::cuMemAllocAsync, next, kSize, 0, kStream);
+  for (uint64_t steps = (events - live) / 2; steps; --steps, next += kSize, emitted += 2) {
+    emit(vt::HookId::cuMemAllocAsync, next, kSize, 0, kStream);
+    emit(vt::HookId::cuMemFreeAsync, next, 0, 0, kStream);
+    uint8_t buf[16];  // the synchronize: a record, not an event
+    vt::format::PayloadWriter p(buf, sizeof buf);
+    vt::format::encode<vt::format::PoolSyncSchema>(p, vt::format::PoolSyncRecord{0});
+    vt::write_meta(vt::format::kTagPoolSync, p.data(), p.size(), vt::now_ns());
+  }
+  return emitted;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
-  if ((mode != "stacks" && mode != "live") || argc < 4 || argc > 5) {
+  if ((mode != "stacks" && mode != "live" && mode != "poolsync") || argc < 4 || argc > 5) {
     fprintf(stderr,
             "usage: %s stacks OUT EVENTS [FRAMES]   (every event a new stack, default 24 frames)\n"
-            "       %s live OUT EVENTS LIVE        (LIVE allocations live at once)\n",
-            argv[0], argv[0]);
+            "       %s live OUT EVENTS LIVE        (LIVE allocations live at once)\n"
+            "       %s poolsync OUT EVENTS LIVE    (LIVE live in a threshold-0 pool, a free and a sync per step)\n",
+            argv[0], argv[0], argv[0]);
     return 2;
   }
   std::string path = argv[2];
   uint64_t events = strtoull(argv[3], nullptr, 10);
   uint64_t arg = argc > 4 ? strtoull(argv[4], nullptr, 10) : (mode == "stacks" ? 24 : 0);
-  if (events < 4 || (mode == "stacks" && (arg < 8 || arg > 256)) || (mode == "live" && arg < 1)) {
+  if (events < 4 || (mode == "stacks" && (arg < 8 || arg > 256)) || (mode != "stacks" && arg < 1)) {
     fprintf(stderr, "gen_shapes: EVENTS >= 4; FRAMES 8..256; LIVE >= 1\n");
     return 2;
   }
@@ -227,7 +251,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "gen_shapes: the recorder did not open %s (see the vramtrace: line above)\n", path.c_str());
     return 1;
   }
-  uint64_t emitted = 2 + (mode == "stacks" ? gen_stacks(events - 2, int(arg)) : gen_live(events - 2, arg));
+  uint64_t emitted = 2 + (mode == "stacks"   ? gen_stacks(events - 2, int(arg))
+                          : mode == "live" ? gen_live(events - 2, arg)
+                                           : gen_poolsync(events - 2, arg));
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   struct stat st;
   uint64_t file_bytes = stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
