@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU checks, for a machine with an NVIDIA GPU, CUDA 13 (nvcc), and optionally PyTorch, CuPy
-# and JAX. Uses a build made elsewhere (build/bin, build/lib, build/tests/programs carried along)
+# and JAX. Uses a build made elsewhere (build/bin, build/lib, build/tests/programs and build/bench carried along)
 # or builds one. Writes a summary to ${OUT:-/tmp}/gpu-results.txt. Usage: tests/gpu/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -159,6 +159,15 @@ print(("PASS" if ok else "FAIL") + f" doctor vs nvidia-smi ({len(rows)} GPUs)")
 PY
 else log "FAIL doctor --json produced nothing"; fails=$((fails+1)); fi
 "$vt" top --once > "$work/top.txt" 2>&1 && grep -q "^GPU 0" "$work/top.txt" && log "PASS top --once lists GPU 0" || { log "FAIL top --once"; fails=$((fails+1)); }
+
+# Issue 16's large-node scaling, on this machine's cores (the GPU machines have 16): report -j N of
+# a 64-rank job against -j 1 (outputs checked identical by the script). A measurement for
+# docs/PERFORMANCE.md ("Job directories"), not a pass or a failure. Needs build/bench carried.
+if [ -x build/bench/gen_trace ]; then
+  bench/run_job_bench.sh build 64 500000 1 2>&1 | sed 's/^/info job scaling: /' | tee -a "$results"
+else
+  log "info job scaling: not measured (build/bench/gen_trace not carried)"
+fi
 
 log "failures: $fails"
 exit $((fails > 0))
