@@ -70,15 +70,15 @@ void PoolState::clear_extents() {
   changes_dropped = false;
 }
 
-uint64_t PoolState::largest_free_gap(const LiveState& live) const {
-  std::vector<std::pair<uint64_t, uint64_t>> used;
-  for (const auto& e : live.live())
-    if (live.info(e.second).kind == MemKind::Async) used.push_back({e.first, e.first + e.second.size});
-  std::sort(used.begin(), used.end());
+// The longest run of `ranges` (sorted, disjoint) that no range of `used` (sorted, disjoint: live
+// allocations) covers. A used range may start before a range and reach into it.
+template <typename Ranges>
+static uint64_t longest_uncovered(const Ranges& ranges, const std::vector<std::pair<uint64_t, uint64_t>>& used) {
   uint64_t best = 0;
-  for (const auto& [lo, hi] : extents) {
+  for (const auto& [lo, hi] : ranges) {
     uint64_t cursor = lo;
     auto it = std::lower_bound(used.begin(), used.end(), std::make_pair(lo, uint64_t(0)));
+    if (it != used.begin()) cursor = std::max(cursor, std::min(hi, std::prev(it)->second));
     for (; it != used.end() && it->first < hi; ++it) {
       if (it->first > cursor) best = std::max(best, it->first - cursor);
       cursor = std::max(cursor, it->second);
@@ -86,6 +86,31 @@ uint64_t PoolState::largest_free_gap(const LiveState& live) const {
     if (hi > cursor) best = std::max(best, hi - cursor);
   }
   return best;
+}
+
+uint64_t PoolState::largest_free_gap(const LiveState& live) const {
+  std::vector<std::pair<uint64_t, uint64_t>> used;
+  if (changes_dropped) {  // free space: the extents less every live stream-ordered allocation
+    for (const auto& e : live.live())
+      if (live.info(e.second).kind == MemKind::Async) used.push_back({e.first, e.first + e.second.size});
+    std::sort(used.begin(), used.end());
+    return longest_uncovered(extents, used);
+  }
+  // Since the last trim the extents were the live allocations, so the free space is what was
+  // freed since, less what of it was handed out again and is live: no walk of the live map
+  // (the fragmentation samples call this; with many blocks live the walk and its sort were
+  // most of a report).
+  std::vector<std::pair<uint64_t, uint64_t>> freed(freed_since_trim), merged;
+  std::sort(freed.begin(), freed.end());
+  for (const auto& r : freed)
+    if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
+    else merged.push_back(r);
+  for (uint64_t addr : allocated_since_trim)
+    if (auto a = live.live().find(addr); a != live.live().end() && live.info(a->second).kind == MemKind::Async)
+      used.push_back({addr, addr + a->second.size});
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  return longest_uncovered(merged, used);
 }
 
 
