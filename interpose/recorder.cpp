@@ -56,19 +56,6 @@ __attribute__((always_inline)) inline uint8_t* begin_record(size_t max_len, uint
   return begin_chunk(gen, t);
 }
 
-void commit_record(uint8_t* end) {
-  ThreadWriter& w = t_writer;
-  w.cur = end;
-  uint32_t used = uint32_t(end - reinterpret_cast<uint8_t*>(w.chunk + 1));
-  __atomic_store_n(&w.chunk->used, used, __ATOMIC_RELEASE);
-}
-
-uint64_t take_dt(uint64_t t) {
-  ThreadWriter& w = t_writer;
-  uint64_t dt = t > w.last_ns ? t - w.last_ns : 0;
-  if (t > w.last_ns) w.last_ns = t;
-  return dt;
-}
 
 }  // namespace
 
@@ -84,11 +71,11 @@ void encode_varint_record(uint8_t tag, uint64_t t, const uint64_t* v, int n) {
   if (n < 0 || n > kMaxVarintFields) return;
   uint8_t* p = begin_record(2 + fmt::kMaxVarint * size_t(n + 1), t);
   if (!p) return;
-  uint8_t* q = fmt::put_varint(p + 2, take_dt(t));
+  uint8_t* q = fmt::put_varint(p + 2, take_dt(t_writer, t));
   for (int i = 0; i < n; ++i) q = fmt::put_varint(q, v[i]);
   p[0] = tag;
   p[1] = uint8_t(q - (p + 2));
-  commit_record(q);
+  commit_record(t_writer, q);
 }
 
 bool write_meta(uint8_t tag, const uint8_t* payload, size_t len, uint64_t t) {
@@ -98,12 +85,12 @@ bool write_meta(uint8_t tag, const uint8_t* payload, size_t len, uint64_t t) {
   uint8_t* q = p;
   *q++ = tag;
   uint8_t dt_buf[fmt::kMaxVarint];
-  size_t dt_len = size_t(fmt::put_varint(dt_buf, take_dt(t)) - dt_buf);
+  size_t dt_len = size_t(fmt::put_varint(dt_buf, take_dt(t_writer, t)) - dt_buf);
   q = fmt::put_varint(q, dt_len + len);
   memcpy(q, dt_buf, dt_len);
   q += dt_len;
   memcpy(q, payload, len);
-  commit_record(q + len);
+  commit_record(t_writer, q + len);
   return true;
 }
 

@@ -35,6 +35,18 @@ extern std::atomic<uint32_t> g_generation;  // bumped when the trace is replaced
 inline constexpr size_t kMaxEventRecord = 2 + 1 + format::kMaxVarint * 12;  // incl. stack id
 static_assert(kMaxEventRecord - 2 < 128, "event payload length must fit one varint byte");
 
+// The time since the thread's previous record (0 when the clock went back), taken as its last.
+__attribute__((always_inline)) inline uint64_t take_dt(ThreadWriter& w, uint64_t t) {
+  const uint64_t dt = t > w.last_ns ? t - w.last_ns : 0;
+  if (t > w.last_ns) w.last_ns = t;
+  return dt;
+}
+// Publishes the record that ends at `end`: the reader of a live trace sees whole records only.
+__attribute__((always_inline)) inline void commit_record(ThreadWriter& w, uint8_t* end) {
+  w.cur = end;
+  __atomic_store_n(&w.chunk->used, uint32_t(end - reinterpret_cast<uint8_t*>(w.chunk + 1)), __ATOMIC_RELEASE);
+}
+
 // The event's record when the thread needs a new chunk first (recorder.cpp; out of line).
 void encode_in_new_chunk(const Event& e);
 
@@ -50,10 +62,7 @@ __attribute__((always_inline)) inline void encode_event_inline(const Event& e) {
   uint8_t* p = w.cur;
   p[0] = e.code;
   uint8_t* q = p + 2;
-  const uint64_t t = e.t_ns;
-  const uint64_t dt = t > w.last_ns ? t - w.last_ns : 0;
-  if (t > w.last_ns) w.last_ns = t;
-  q = format::put_varint(q, dt);
+  q = format::put_varint(q, take_dt(w, e.t_ns));
   uint8_t* flags_at = q++;
   uint8_t flags = fields;
   const int32_t device = e.device;
@@ -90,8 +99,7 @@ __attribute__((always_inline)) inline void encode_event_inline(const Event& e) {
   }
   *flags_at = flags;
   p[1] = uint8_t(q - (p + 2));
-  w.cur = q;
-  __atomic_store_n(&w.chunk->used, uint32_t(q - reinterpret_cast<uint8_t*>(w.chunk + 1)), __ATOMIC_RELEASE);
+  commit_record(w, q);
 }
 
 }  // namespace vt
