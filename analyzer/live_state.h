@@ -194,7 +194,7 @@ struct PoolState {
   uint64_t extent_bytes = 0;             // their sum: the footprint
   uint64_t live_bytes = 0;
   uint64_t release_threshold = 0;  // free memory kept at a synchronize (rule 15)
-  static constexpr size_t kMaxChanges = 1 << 16;
+  static constexpr size_t kMaxChanges = 1 << 12;  // 96 KiB per pool that never trims
   std::vector<std::pair<uint64_t, uint64_t>> freed_since_trim;  // [start, end) of each free
   std::vector<uint64_t> allocated_since_trim;                    // each allocation's address
   bool changes_dropped = false;  // more than kMaxChanges: the next trim walks the live allocations
