@@ -56,7 +56,6 @@ __attribute__((always_inline)) inline uint8_t* begin_record(size_t max_len, uint
   return begin_chunk(gen, t);
 }
 
-
 }  // namespace
 
 // The event's record when the thread needs a new chunk first: then the usual way (a tail call
