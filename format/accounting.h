@@ -57,7 +57,8 @@
 //     (graph_node_device). Their frees (free nodes, captured frees) change nothing: a free node,
 //     and so a captured cuMemFreeAsync, can only free a graph allocation (cuda.h), which is
 //     graph pool memory (rule 9); a captured free of memory allocated outside any graph fails
-//     in the driver (rule 1: the memory stays live until its real free).
+//     in the driver (rule 1: the memory stays live until its real free). A child graph node
+//     (cuGraphAddNode of type GRAPH: which parent a child went into) changes nothing either.
 //  9. The graph pool. The driver takes the memory of graph allocations at upload and launch with
 //     no API call; the graph ops carry a sample of the device's graph pool (size: reserved
 //     bytes, aux: used bytes, cuDeviceGetGraphMemAttribute's *_MEM_CURRENT) taken after the call.
@@ -408,8 +409,12 @@ constexpr uint64_t torn_down_context(HookId op, const E& e) {
 
 // ---- rule 8 ----
 
-// CU_GRAPH_NODE_TYPE_MEM_ALLOC (interpose/describe.h checks it against cuda.h).
+// CU_GRAPH_NODE_TYPE_MEM_ALLOC and CU_GRAPH_NODE_TYPE_GRAPH, and the ownership bit a child graph
+// node's type word carries when the child was moved in (interpose/describe.h checks them against
+// cuda.h).
 inline constexpr uint64_t kGraphNodeMemAlloc = 10;
+inline constexpr uint64_t kGraphNodeGraph = 4;
+inline constexpr uint64_t kGraphChildMoved = 1ull << 32;
 // A stream-ordered op the recorder marked as made during stream capture.
 template <typename E>
 constexpr bool captured(const OpInfo& op, const E& e) {

@@ -34,7 +34,8 @@ namespace vt {
   X(GraphExec, "graph_exec", "executable graph") \
   X(GraphReserved, "graph_pool_reserved", "graph pool reserved after it (absent: not read)") \
   X(GraphUsed, "graph_pool_used", "graph pool used after it") \
-  X(NodeType, "node_type", "node type (CUgraphNodeType)") \
+  X(NodeType, "node_type", "node type (CUgraphNodeType); a GRAPH node's has the ownership << 32 (1: moved in)") \
+  X(NodeVa, "address", "va (a GRAPH node: the child graph)") \
   X(Stream, "stream", "stream") \
   X(CaptureMode, "capture_mode", "capture mode (CUstreamCaptureMode)") \
   X(Captured, "captured", "1: made while its stream captured a graph (a node's virtual address, no memory)") \

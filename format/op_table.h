@@ -113,12 +113,12 @@
   X(40, cuGraphAddNode, Acquire, GraphNode,                                                         \
     (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, \
      CUgraphNodeParams* nodeParams),                                                                \
-    (phGraphNode, hGraph, dependencies, numDependencies, nodeParams), (Va, Bytes, Graph, NodeType)) \
+    (phGraphNode, hGraph, dependencies, numDependencies, nodeParams), (NodeVa, Bytes, Graph, NodeType)) \
   X(41, cuGraphAddNode_v2, Acquire, GraphNode,                                                      \
     (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,                    \
      const CUgraphEdgeData* dependencyData, size_t numDependencies, CUgraphNodeParams* nodeParams), \
     (phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams),               \
-    (Va, Bytes, Graph, NodeType))                                                                   \
+    (NodeVa, Bytes, Graph, NodeType))                                                                   \
   X(42, cuGraphInstantiate, Acquire, GraphPool,                                                     \
     (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer, size_t bufferSize), \
     (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), (GraphExec, GraphReserved, GraphUsed, Graph)) \

@@ -390,7 +390,7 @@ inline void describe(Op<HookId::cuDevicePrimaryCtxRelease>, Event& e, CUresult r
 inline void describe(Op<HookId::cuDevicePrimaryCtxRelease_v2>, Event& e, CUresult r, CUdevice dev) { describe_release(e, r, dev); }
 
 // ---- CUDA graphs and stream capture ----
-static_assert(kGraphNodeMemAlloc == CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+static_assert(kGraphNodeMemAlloc == CU_GRAPH_NODE_TYPE_MEM_ALLOC && kGraphNodeGraph == CU_GRAPH_NODE_TYPE_GRAPH);
 
 inline void describe(Op<HookId::cuGraphAddMemAllocNode>, Event& e, CUresult r, CUgraphNode*, CUgraph g,
                      const CUgraphNode*, size_t, CUDA_MEM_ALLOC_NODE_PARAMS* p) {
@@ -405,14 +405,23 @@ inline void describe(Op<HookId::cuGraphAddMemFreeNode>, Event& e, CUresult, CUgr
   e.set_aux(u(g));
   e.set_addr(p);
 }
-// A node of any other type holds no memory: not recorded.
+// A child graph node says which parent the child went into (addr: the child graph; aux2: the
+// type | the ownership << 32, 1 = moved in with its memory nodes). A node of any other type holds
+// no memory: not recorded.
+static_assert(kGraphChildMoved == uint64_t(CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) << 32);
 inline void describe_add_node(Event& e, CUresult r, CUgraph g, CUgraphNodeParams* p) {
-  if (!p || (p->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC && p->type != CU_GRAPH_NODE_TYPE_MEM_FREE)) {
+  if (!p || (p->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC && p->type != CU_GRAPH_NODE_TYPE_MEM_FREE &&
+             p->type != CU_GRAPH_NODE_TYPE_GRAPH)) {
     e.drop = true;
     return;
   }
   e.set_aux(u(g));
   e.set_aux2(uint64_t(p->type));
+  if (p->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+    e.set_addr(u(p->graph.graph));
+    e.set_aux2(uint64_t(p->type) | uint64_t(p->graph.ownership) << 32);
+    return;
+  }
   if (p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
     e.set_addr(p->free.dptr);
     return;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "figures.h"
+#include "accounting.h"
 
 using nlohmann::json;
 
@@ -268,6 +269,38 @@ TEST_CASE("graph memory in a child graph moved into its parent counts like the s
   CHECK(child_ok == 1);      // the graph without memory nodes, cloned
   CHECK(child_failed == 1);  // the one with them (a failed call changes nothing: rule 1)
   CHECK(count_op(e2e::load(direct.trace), "cuGraphAddChildGraphNode") == 0);
+  // The trace says which parent the child went into: the GRAPH node moved in, and the clone of it
+  // the driver refused (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE). The other cuGraphAddNode_v2 calls
+  // here add no node of theirs, and no node of another type is recorded.
+  REQUIRE(f.at("clone_node_refused") == 1);
+  int moved_in = 0, clone_refused = 0;
+  for (const auto& e : t.events) {
+    if (!e.op || e.op->id != vt::HookId::cuGraphAddNode_v2) continue;
+    REQUIRE(e.has(vt::format::kEvAux2));
+    CHECK((e.aux2 & 0xffffffffu) == vt::kGraphNodeGraph);
+    CHECK(e.aux == f.at("parent_graph"));
+    CHECK(e.addr == f.at("child_graph"));
+    CHECK_FALSE(e.has(vt::format::kEvSize));
+    if (e.result == 0 && (e.aux2 & vt::kGraphChildMoved)) moved_in++;
+    if (e.result != 0 && !(e.aux2 & vt::kGraphChildMoved)) clone_refused++;
+  }
+  CHECK(moved_in == 1);
+  CHECK(clone_refused == 1);
+  CHECK(count_op(t, "cuGraphAddNode_v2") == 2);
+  // `dump` names them: the parent as the graph, the child as the address.
+  bool dumped = false;
+  e2e::Spec dump{{e2e::cli(), "dump", "--no-stacks", moved.trace}, {}};
+  dump.preload = false;
+  e2e::Result d = e2e::run(dump);
+  REQUIRE(d.exit_code == 0);
+  for (const std::string& line : e2e::lines(d.out))
+    if (json ev = json::parse(line); ev["op"] == "cuGraphAddNode_v2" && ev["result"] == 0) {
+      CHECK(ev["graph"] == f.at("parent_graph"));
+      CHECK(ev["address"] == f.at("child_graph"));
+      CHECK(ev["node_type"] == (vt::kGraphNodeGraph | vt::kGraphChildMoved));
+      dumped = true;
+    }
+  CHECK(dumped);
 
   json jd = report(direct.trace), jm = report(moved.trace);
   INFO(jm.dump(1));

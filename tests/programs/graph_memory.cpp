@@ -35,7 +35,8 @@
 //            and left live) in the launched graph itself, or in a child graph moved into it
 //            (cuGraphAddNode with GRAPH params, CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: cloning a graph
 //            with memory nodes is refused, cuda.h) beside a cloned child graph without any
-//            (cuGraphAddChildGraphNode); uploaded, launched, the 5 MiB freed with cuMemFreeAsync,
+//            (cuGraphAddChildGraphNode), after cuGraphAddNode's clone of it was refused too (its
+//            handle and its parent's printed); uploaded, launched, the 5 MiB freed with cuMemFreeAsync,
 //            launched again and freed again, destroyed and trimmed; a 16 MiB cuMemAlloc throughout.
 // Prints "name value" lines (bytes or counts).
 #include <cuda.h>
@@ -150,8 +151,13 @@ int child_mode(CUstream s, bool moved) {
     memset(&gp, 0, sizeof gp);
     gp.type = CU_GRAPH_NODE_TYPE_GRAPH;
     gp.graph.graph = inner;
+    gp.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE;
+    r = cuGraphAddNode(&child, top, &cloned, nullptr, 1, &gp);
+    printf("clone_node_refused %d\n", r == CUDA_ERROR_INVALID_VALUE ? 1 : 0);
     gp.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
     check(cuGraphAddNode(&child, top, &cloned, nullptr, 1, &gp), "cuGraphAddNode_v2 (child graph, moved)");
+    printf("child_graph %llu\nparent_graph %llu\n", (unsigned long long)(uintptr_t)inner,
+           (unsigned long long)(uintptr_t)top);
   }
   CUgraphExec x;
   check(cuGraphInstantiate(&x, top, 0), "cuGraphInstantiateWithFlags");
