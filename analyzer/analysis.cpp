@@ -15,6 +15,7 @@ namespace vt::analyzer {
 
 AnalysisPass::AnalysisPass(const ProcessInfo& process, const AnalysisOptions& opt)
     : opt_(opt),
+      pid_(process.pid),
       progress_(opt.progress && isatty(STDERR_FILENO)),
       activity_(process.start_monotonic_ns),
       peaks_(live_, activity_.stream()),
@@ -33,8 +34,11 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   if (r.tag == format::kTagGpuProcesses) {
     GpuProcessList list;
     if (decode_gpu_processes(r, &list)) {
-      ooms_.on_gpu_processes(list);
-      fidelity_.on_gpu_processes(list, r.t_ns);
+      ooms_.on_gpu_processes(list, r.t_ns);
+      const uint64_t after_only = live_.code_after_only_bytes(list.device);
+      const uint64_t taken =
+          live_.other_processes_listed(list.device, other_processes_bytes(list, pid_), r.t_ns);  // rule 14
+      fidelity_.on_gpu_processes(list, r.t_ns, after_only, taken);
     }
     return;
   }

@@ -56,6 +56,7 @@ class AnalysisPass {
   AnalysisOptions opt_;
   LiveState live_;
   uint64_t events_ = 0, failed_ = 0, first_t_ = 0, last_t_ = 0;
+  uint64_t pid_;  // the traced process (NVML's lists name it among the others)
   bool progress_;
   KernelActivityAggregator activity_;
   PeakAggregator peaks_;

@@ -269,8 +269,21 @@ void LiveState::add_code(const OpInfo& op, const Record& r) {
   const CodeCost cost = code_cost(op, r, device_total(device), accounted);
   if (!cost.known) return;
   const CodeCategory category = code_category(op);
-  code_.push_back(CodeEntry{key, code_context(op, r), device, category, cost.bytes, cost.after_only});
+  code_.push_back(CodeEntry{key, code_context(op, r), device, category, cost.bytes, cost.after_only, r.t_ns});
   device_slot(device).code[size_t(category)] += cost.bytes;
+}
+
+uint64_t LiveState::other_processes_listed(int device, uint64_t others, uint64_t t) {
+  uint64_t taken = 0;
+  for (CodeEntry& c : code_) {
+    if (c.device != device || !c.after_only || !first_context_list(c.t_ns, t)) continue;
+    const uint64_t off = std::min(c.bytes > 0 ? uint64_t(c.bytes) : 0, others - std::min(others, taken));
+    c.bytes -= int64_t(off);
+    c.after_only = false;
+    device_slot(device).code[size_t(c.category)] -= int64_t(off);
+    taken += off;
+  }
+  return taken;
 }
 
 template <typename Pred>

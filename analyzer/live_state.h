@@ -167,6 +167,7 @@ struct CodeEntry {
   CodeCategory category = CodeCategory::Context;
   int64_t bytes = 0;
   bool after_only = false;  // measured without a `before` (CodeCost::after_only)
+  uint64_t t_ns = 0;        // when it was measured
 };
 
 class LiveState;
@@ -302,6 +303,9 @@ class LiveState {
   uint64_t handle_bytes_unmapped(int device) const;
   uint64_t pool_cached_bytes(int device) const;
   // Rule 15: a synchronize in a context of `device` (a kTagPoolSync record).
+  // Rule 14: NVML listed `others` bytes of other processes on `device` at `t`; a first context
+  // measured just before takes them off (first_context_list). Returns the bytes taken off.
+  uint64_t other_processes_listed(int device, uint64_t others, uint64_t t);
   void pools_synchronized(int device);  // device pools' inferred footprint minus live bytes
 
   // Freed by a context teardown rather than by a free (reported apart from leaks).

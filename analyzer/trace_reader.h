@@ -193,7 +193,8 @@ struct RegionMark {
 // False when the payload is cut short or the kind is one this reader does not know.
 bool decode_region(const Record& r, RegionMark* out);
 
-// Another process on a device, as NVML listed it right after a failed allocation.
+// A process on a device, as NVML listed it right after a failed allocation, or as the recorder's
+// sampler did once the device had a context and whenever the other processes' memory changed.
 struct GpuProcess {
   uint64_t pid = 0;
   std::string name;
@@ -208,6 +209,13 @@ inline constexpr uint64_t kMaxGpuProcesses = 1024;
 inline constexpr uint64_t kNvmlNotAvailable = ~0ull;
 // False when the payload is damaged (nothing of it is kept).
 bool decode_gpu_processes(const Record& r, GpuProcessList* out);
+// What the list's processes other than `own_pid` hold (rows NVML could not size count 0).
+inline uint64_t other_processes_bytes(const GpuProcessList& list, uint64_t own_pid) {
+  uint64_t bytes = 0;
+  for (const GpuProcess& g : list.processes)
+    if (g.pid != own_pid && g.bytes != kNvmlNotAvailable) bytes += g.bytes;
+  return bytes;
+}
 
 // Decoders for metadata payloads (exposed for tests).
 bool decode_process_payload(const uint8_t* p, size_t n, ProcessInfo* out);

@@ -124,7 +124,10 @@
 //     the device uses after it beyond what is accounted there already (tracked allocations and
 //     earlier costs): this includes other processes' memory at that moment (docs/metrics.md),
 //     so such a cost is marked (CodeCost::after_only): the OOM report keeps it apart from the
-//     measured ones (analyzer/oom_verdict.h, split_unattributed).
+//     measured ones (analyzer/oom_verdict.h, split_unattributed). The recorder asks NVML for the
+//     device's processes right after its first context: the first list within a second of the
+//     cost takes what it lists for other processes off it, and the cost is then measured
+//     (first_context_list; LiveState::other_processes_listed).
 //     Each cost is kept under its key (code_key: the object made, or for a limit the event's
 //     context) and belongs to a context (code_context: a context made is its own; code goes with
 //     the context it was loaded in). An unload (cuModuleUnload, cuLibraryUnload) gives back the
@@ -511,6 +514,16 @@ constexpr CodeCost code_cost(const OpInfo& op, const E& e, uint64_t total, uint6
   if (!makes_context(op.id) || total == 0 || after > total) return {false, 0};
   const uint64_t used = total - after;
   return {true, used > accounted ? int64_t(used - accounted) : 0, true};
+}
+// A first context's cost (after_only) holds the other processes' memory of its moment. The
+// recorder asks NVML for the device's processes as soon as the context exists (within
+// milliseconds): the first list of the device that comes at most this long after the cost was
+// measured names them, and what it lists for others comes off the cost (at most all of it).
+// The cost is then measured (not after_only). A later list may see other processes that came or
+// went since, so none does.
+inline constexpr uint64_t kFirstContextListWindowNs = 1'000'000'000;
+constexpr bool first_context_list(uint64_t measured_ns, uint64_t list_ns) {
+  return list_ns >= measured_ns && list_ns - measured_ns <= kFirstContextListWindowNs;
 }
 
 }  // namespace vt

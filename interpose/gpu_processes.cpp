@@ -13,9 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "clock.h"
 #include "driver_api.h"
 #include "nvml_api.h"
 #include "own_work.h"
+#include "recorder.h"
 #include "recorder_internal.h"
 #include "shm_summary.h"
 #include "meta_records.h"
@@ -33,13 +35,25 @@ Nvml g_nvml;
 std::atomic<bool> g_ready{false};
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_done{false};  // the loader thread finished, with or without NVML
-// NVML is loaded only once an allocation has failed: loading it opens files (and nvmlInit keeps
-// descriptors open), which on a thread of ours at start-up raced with the program's own open()s
-// and changed the descriptor numbers it got. The sampler thread does the loading (never a
-// program thread, which may hold locks the loader's constructors want) when asked.
+// NVML is loaded only once a context exists or an allocation has failed: loading it opens files
+// (and nvmlInit keeps descriptors open), which on a thread of ours at start-up raced with the
+// program's own open()s and changed the descriptor numbers it got. The sampler thread does the
+// loading (never a program thread, which may hold locks the loader's constructors want).
 std::atomic<bool> g_wanted{false};
+std::atomic<uint64_t> g_watched{0};   // bit d: CUDA device d has a context (devices 0 to 63)
+std::atomic<bool> g_sample_now{false};  // a device was just watched: sample before waiting
+std::atomic<uint64_t> g_answered{0};    // bit d: the sampler has asked NVML about device d
 pthread_mutex_t g_wake_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_wake;
+
+constexpr int kMaxWatched = 64;
+constexpr unsigned kMaxRows = 64;
+// The sampler thread's own: what it last wrote per device (the other processes' bytes and rows).
+struct LastList {
+  bool written = false;
+  uint64_t others_bytes = 0, others_rows = 0;
+};
+LastList g_last[kMaxWatched];
 
 void* load_nvml_now() {
   const char* path = getenv("VRAMTRACE_NVML_LIBRARY");
@@ -64,63 +78,33 @@ void init_wake() {
   pthread_mutex_init(&g_wake_mu, nullptr);
 }
 
-// The sampler thread: keeps the `vramtrace top` summary fresh every 250 ms, and loads NVML once
-// the first failed allocation asks for it.
-void* sampler(void*) {
-  for (;;) {
-    if (g_wanted.load(std::memory_order_acquire) && !g_done.load(std::memory_order_relaxed)) {
-      load_nvml_now();
-      g_done.store(true, std::memory_order_release);
-    }
-    update_shm_summary();
-    timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += 250000000;
-    if (until.tv_nsec >= 1000000000) until.tv_sec += 1, until.tv_nsec -= 1000000000;
-    pthread_mutex_lock(&g_wake_mu);
-    if (!g_wanted.load(std::memory_order_relaxed) || g_done.load(std::memory_order_relaxed))
-      pthread_cond_timedwait(&g_wake, &g_wake_mu, &until);
-    pthread_mutex_unlock(&g_wake_mu);
-  }
-  return nullptr;
+void wake_sampler() {
+  pthread_mutex_lock(&g_wake_mu);
+  pthread_cond_signal(&g_wake);
+  pthread_mutex_unlock(&g_wake_mu);
 }
 
-}  // namespace
-
-void start_gpu_process_sampler() {
-  if (g_started.exchange(true)) return;
-  init_wake();
-  start_helper_thread(sampler, nullptr);  // (without it, failures just go without NVML's names)
-}
-
-void record_gpu_processes(int device, uint64_t t) {
-  OwnWork own;  // usleep and /proc reads below are cancellation points
-  // The first failure asks the sampler thread to load NVML and waits for it, a second at most
-  // (once per process; the loader could itself be waiting for a lock this thread's caller holds,
-  // so never longer: that failure then goes without names and a later one gets them).
-  if (g_started.load() && !g_done.load(std::memory_order_acquire)) {
-    if (!g_wanted.exchange(true, std::memory_order_acq_rel)) {
-      pthread_mutex_lock(&g_wake_mu);
-      pthread_cond_signal(&g_wake);
-      pthread_mutex_unlock(&g_wake_mu);
-    }
-    for (int i = 0; i < 200 && !g_done.load(std::memory_order_acquire); ++i) usleep(5000);
-  }
-  if (!g_ready.load(std::memory_order_acquire) || device < 0 || !g_api.device_get || !g_api.device_get_uuid) return;
+// NVML's rows for CUDA device `device` (at most kMaxRows); false when it cannot answer.
+bool query_processes(int device, nvml::ProcessInfoV2* procs, unsigned* count) {
+  if (!g_ready.load(std::memory_order_acquire) || device < 0 || !g_api.device_get || !g_api.device_get_uuid)
+    return false;
   CUdevice dev;
   CUuuid u;
-  if (g_api.device_get(&dev, device) != CUDA_SUCCESS || g_api.device_get_uuid(&u, dev) != CUDA_SUCCESS) return;
+  if (g_api.device_get(&dev, device) != CUDA_SUCCESS || g_api.device_get_uuid(&u, dev) != CUDA_SUCCESS) return false;
   const unsigned char* b = reinterpret_cast<const unsigned char*>(u.bytes);
   char uuid[64];
   snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
            b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   nvml::Device handle;
-  if (g_nvml.by_uuid(uuid, &handle) != nvml::kSuccess) return;
-  nvml::ProcessInfoV2 procs[64];
-  unsigned int count = 64;
-  if (g_nvml.processes(handle, &count, procs) != nvml::kSuccess) return;
-  if (count > 64) count = 64;
-  uint8_t buf[64 * 48 + 32];
+  if (g_nvml.by_uuid(uuid, &handle) != nvml::kSuccess) return false;
+  *count = kMaxRows;
+  if (g_nvml.processes(handle, count, procs) != nvml::kSuccess) return false;
+  if (*count > kMaxRows) *count = kMaxRows;
+  return true;
+}
+
+void write_processes(int device, const nvml::ProcessInfoV2* procs, unsigned count, uint64_t t) {
+  uint8_t buf[kMaxRows * 48 + 32];
   format::PayloadWriter p(buf, sizeof buf);
   format::encode<format::GpuProcessesSchema>(p, format::GpuProcessesRecord{uint64_t(device), count});
   for (unsigned i = 0; i < count; ++i) {
@@ -136,11 +120,121 @@ void record_gpu_processes(int device, uint64_t t) {
   write_meta(format::kTagGpuProcesses, p.data(), p.size(), t);
 }
 
+// Each watched device's list, written when the other processes' memory changed since the last
+// one written (the first always): this process's own row changes with every allocation, and the
+// report wants the others.
+void sample_watched() {
+  const uint64_t watched = g_watched.load(std::memory_order_acquire);
+  if (!recording() && tracing_possible()) return;  // the trace is still opening: next round
+  struct Answered {  // whatever happens below, the devices were asked about (the waits end)
+    uint64_t bits;
+    ~Answered() { g_answered.fetch_or(bits, std::memory_order_release); }
+  } answered{watched};
+  if (!recording()) return;
+  const unsigned self = unsigned(getpid());
+  for (int d = 0; d < kMaxWatched; ++d) {
+    if (!(watched >> d & 1)) continue;
+    nvml::ProcessInfoV2 procs[kMaxRows];
+    unsigned count = 0;
+    if (!query_processes(d, procs, &count)) continue;
+    LastList now{true, 0, 0};
+    for (unsigned i = 0; i < count; ++i)
+      if (procs[i].pid != self) {
+        now.others_rows++;
+        if (procs[i].usedGpuMemory != nvml::kValueNotAvailable) now.others_bytes += procs[i].usedGpuMemory;
+      }
+    LastList& last = g_last[d];
+    if (last.written && last.others_bytes == now.others_bytes && last.others_rows == now.others_rows) continue;
+    OwnWork own;  // the /proc reads are cancellation points
+    write_processes(d, procs, count, now_ns());
+    last = now;
+  }
+}
+
+// The sampler thread: keeps the `vramtrace top` summary fresh every 250 ms, loads NVML once a
+// context exists or a failed allocation asks for it, and watches the devices' other processes.
+void* sampler(void*) {
+  for (;;) {
+    g_sample_now.store(false, std::memory_order_relaxed);
+    const bool wanted = g_wanted.load(std::memory_order_acquire) || g_watched.load(std::memory_order_acquire);
+    if (wanted && !g_done.load(std::memory_order_relaxed)) {
+      load_nvml_now();
+      g_done.store(true, std::memory_order_release);
+    }
+    sample_watched();
+    update_shm_summary();
+    timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 250000000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec += 1, until.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&g_wake_mu);
+    if ((!g_wanted.load(std::memory_order_relaxed) || g_done.load(std::memory_order_relaxed)) &&
+        !g_sample_now.load(std::memory_order_relaxed))
+      pthread_cond_timedwait(&g_wake, &g_wake_mu, &until);
+    pthread_mutex_unlock(&g_wake_mu);
+  }
+  return nullptr;
+}
+
+// A device's first list must follow its first context closely (a short program may end before
+// the next 250 ms round): the sampler is woken and waited for, a second at most, as a failure
+// does (the loader could be waiting for a lock this thread's caller holds). Once per device.
+void await_lists(uint64_t bits) {
+  if ((g_answered.load(std::memory_order_acquire) & bits) == bits) return;
+  OwnWork own;  // usleep is a cancellation point
+  g_sample_now.store(true, std::memory_order_release);
+  wake_sampler();
+  for (int i = 0; i < 200; ++i) {
+    if ((g_answered.load(std::memory_order_acquire) & bits) == bits) return;
+    if (g_done.load(std::memory_order_acquire) && !g_ready.load(std::memory_order_acquire)) return;  // no NVML
+    usleep(5000);
+  }
+}
+
+}  // namespace
+
+void start_gpu_process_sampler() {
+  if (g_started.exchange(true)) return;
+  init_wake();
+  start_helper_thread(sampler, nullptr);  // (without it, failures just go without NVML's names)
+}
+
+void record_gpu_processes(int device, uint64_t t) {
+  OwnWork own;  // usleep and /proc reads below are cancellation points
+  // The first failure before any context asks the sampler thread to load NVML and waits for it,
+  // a second at most (once per process; the loader could itself be waiting for a lock this
+  // thread's caller holds, so never longer: that failure then goes without names and a later one
+  // gets them).
+  if (g_started.load() && !g_done.load(std::memory_order_acquire)) {
+    if (!g_wanted.exchange(true, std::memory_order_acq_rel)) wake_sampler();
+    for (int i = 0; i < 200 && !g_done.load(std::memory_order_acquire); ++i) usleep(5000);
+  }
+  nvml::ProcessInfoV2 procs[kMaxRows];
+  unsigned count = 0;
+  if (query_processes(device, procs, &count)) write_processes(device, procs, count, t);
+}
+
+void watch_gpu_processes(int device) {
+  if (device < 0 || device >= kMaxWatched) return;
+  const uint64_t bit = uint64_t(1) << device;
+  if (g_watched.load(std::memory_order_relaxed) & bit) return;
+  g_watched.fetch_or(bit, std::memory_order_acq_rel);
+  g_sample_now.store(true, std::memory_order_release);
+  if (g_started.load(std::memory_order_acquire)) await_lists(bit);
+}
+
+void await_first_gpu_process_lists() {
+  if (const uint64_t bits = g_watched.load(std::memory_order_acquire)) await_lists(bits);
+}
+
 void forget_gpu_process_sampler() {
   // The thread did not survive fork; the child starts its own when its trace opens.
   g_started.store(false);
   g_done.store(false);
   g_wanted.store(false);
+  g_watched.store(0);  // (CUDA does not work in a forked child until it makes its own)
+  g_answered.store(0);
+  for (LastList& l : g_last) l = LastList{};
 }
 
 }  // namespace vt

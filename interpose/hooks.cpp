@@ -136,6 +136,8 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
     defer_event(copy_of(e));
   } else {
     record_op<Id>(e);
+    if constexpr (makes_context(Id))  // the device's other processes, for its cost (rule 14)
+      if (r == CUDA_SUCCESS && (e.fields & format::kEvAux2)) watch_gpu_processes(int(int32_t(e.aux2)));
     if (r == CUDA_ERROR_OUT_OF_MEMORY && op.action == Action::Acquire && recording()) {
       record_gpu_processes(e.device, e.t_ns);
       record_pool_usage(copy_of(e));

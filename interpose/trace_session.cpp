@@ -202,6 +202,7 @@ bool open_trace(uint64_t t) {
     if (status == kOpen) count_lost_events(0);  // what was lost before the header existed
   }
   pthread_mutex_unlock(&g_open_mu);
+  if (status == kOpen) await_first_gpu_process_lists();  // contexts made before the trace opened
   return status == kOpen || status == kNullSink;
 }
 

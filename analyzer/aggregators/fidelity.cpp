@@ -61,11 +61,10 @@ void FidelityAggregator::after(const Record& r, const LiveState& live) {
   if (total) reading(device, read(live, device, r.t_ns, free, total));
 }
 
-void FidelityAggregator::on_gpu_processes(const GpuProcessList& list, uint64_t t) {
-  uint64_t bytes = 0;
-  for (const GpuProcess& g : list.processes)
-    if (g.pid != own_pid_ && g.bytes != kNvmlNotAvailable) bytes += g.bytes;
-  nvml_[list.device].push_back({t, bytes});
+void FidelityAggregator::on_gpu_processes(const GpuProcessList& list, uint64_t t, uint64_t after_only_before,
+                                          uint64_t taken) {
+  nvml_[list.device].push_back({t, other_processes_bytes(list, own_pid_)});
+  if (taken) corrections_[list.device].push_back({t, after_only_before, taken});
 }
 
 Fidelity FidelityAggregator::explain(const Reading& x, uint64_t instant, bool at_instant,
@@ -103,6 +102,15 @@ Fidelity FidelityAggregator::explain(const Reading& x, uint64_t instant, bool at
   return f;
 }
 
+const FidelityAggregator::Correction* FidelityAggregator::correction_after(int device, uint64_t t,
+                                                                         uint64_t after_only) const {
+  auto c = corrections_.find(device);
+  if (c == corrections_.end() || after_only == 0) return nullptr;
+  for (const Correction& k : c->second)
+    if (t <= k.t && after_only == k.after_only_before) return &k;  // (an OOM's own list: its time)
+  return nullptr;
+}
+
 namespace {
 
 // The remainder, once every part is known.
@@ -131,8 +139,15 @@ void FidelityAggregator::finish(TraceReport* rep) const {
         if (g.bytes != kNvmlNotAvailable) o.fidelity.other_processes_bytes += g.bytes;
     }
     // A first context's cost, measured only after it was made, may hold other processes'
-    // memory of that moment: where NVML's figure for this process bounds it, the breakdown
-    // counts what it bounds (split_unattributed), so that memory is not counted twice.
+    // memory of that moment. The NVML list that took them off it (rule 14) may come after this
+    // OOM: the OOM counts the cost as that list left it, measured.
+    if (const Correction* k = correction_after(o.device, o.t_ns, o.code_after_only_bytes)) {
+      o.code_bytes -= std::min(k->taken, o.code_bytes);
+      o.code_after_only_bytes = 0;
+      o.fidelity.contexts_bytes -= std::min(k->taken, o.fidelity.contexts_bytes);
+    }
+    // Where NVML's figure for this process bounds what is left after only, the breakdown counts
+    // what it bounds (split_unattributed), so that memory is not counted twice.
     split_unattributed(o);
     const uint64_t over = o.code_after_only_bytes - std::min(o.first_context_bytes, o.code_after_only_bytes);
     o.fidelity.contexts_bytes -= std::min(over, o.fidelity.contexts_bytes);
@@ -164,12 +179,18 @@ void FidelityAggregator::finish(TraceReport* rep) const {
       p.fidelity.other_processes_bytes = best->bytes;
       p.fidelity.other_processes_t_ns = best->t;
       // The bound an OOM's NVML row set on the same first-context costs holds here too.
+      bool bounded = false;
       for (const OomReport& o : rep->ooms)
         if (o.device == p.device && o.nvml_self && pick->after_only && o.code_after_only_bytes == pick->after_only) {
           const uint64_t over = o.code_after_only_bytes - std::min(o.first_context_bytes, o.code_after_only_bytes);
           p.fidelity.contexts_bytes -= std::min(over, p.fidelity.contexts_bytes);
+          bounded = true;
           break;
         }
+      // Else a reading taken between a first context and the NVML list that took the other
+      // processes off its cost (rule 14) counts the cost as that list left it.
+      if (const Correction* k = bounded ? nullptr : correction_after(p.device, pick->t, pick->after_only))
+        p.fidelity.contexts_bytes -= std::min(k->taken, p.fidelity.contexts_bytes);
     }
     settle(p.fidelity);
   }

@@ -26,7 +26,9 @@ class FidelityAggregator {
   void on_failed(const Record& r, const LiveState& live, bool oom);
   // After each applied event: the peak, and the reading of a context or code op.
   void after(const Record& r, const LiveState& live);
-  void on_gpu_processes(const GpuProcessList& list, uint64_t t);
+  // NVML's list at t; `taken`: what it took off the device's first context (rule 14, out of
+  // `after_only_before`, the after-only costs the device had just before).
+  void on_gpu_processes(const GpuProcessList& list, uint64_t t, uint64_t after_only_before, uint64_t taken);
   // Fills rep->peaks[].fidelity and rep->ooms[].fidelity (after the peaks, OOMs and the kernel
   // recording are in rep).
   void finish(TraceReport* rep) const;
@@ -47,13 +49,19 @@ class FidelityAggregator {
   struct Nvml {
     uint64_t t = 0, bytes = 0;
   };
+  struct Correction {
+    uint64_t t = 0, after_only_before = 0, taken = 0;
+  };
   Reading read(const LiveState& live, int device, uint64_t t, uint64_t free, uint64_t total) const;
+  // The correction that came after an instant at t whose after-only costs were `after_only`.
+  const Correction* correction_after(int device, uint64_t t, uint64_t after_only) const;
   void reading(int device, const Reading& x);
   Fidelity explain(const Reading& x, uint64_t instant, bool at_instant, const KernelRecording& k) const;
 
   uint64_t own_pid_;
   std::map<int, Dev> devs_;
   std::map<int, std::vector<Nvml>> nvml_;
+  std::map<int, std::vector<Correction>> corrections_;
   std::vector<Reading> ooms_;  // one per OOM, in order
 };
 

@@ -42,9 +42,9 @@ void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAgg
   queries_.push_back(acts.watch(r.t_ns));
 }
 
-void OomAggregator::on_gpu_processes(const GpuProcessList& list) {
+void OomAggregator::on_gpu_processes(const GpuProcessList& list, uint64_t t) {
   for (auto it = ooms_.rbegin(); it != ooms_.rend(); ++it)
-    if (it->device == list.device && !it->nvml) {
+    if (it->device == list.device && !it->nvml && t >= it->t_ns && t - it->t_ns <= kOomListWindowNs) {
       it->nvml = true;
       for (const GpuProcess& g : list.processes)
         if (g.pid != own_pid_) {

@@ -24,7 +24,12 @@ class OomAggregator {
   void on_oom(const Record& r, const LiveState& live, const LeakAggregator& growth, ActivityStream& acts);
   // NVML's process list: it belongs to the latest failure on that device that has none yet. This
   // process itself is left out.
-  void on_gpu_processes(const GpuProcessList& list);
+  // NVML's list of a device, taken at t: the latest OOM of the device without one gets it if it
+  // failed at most kOomListWindowNs before (the recorder writes an OOM's own list with the
+  // failure's time; when NVML was not ready then, the sampler thread's list within that window
+  // still says who held the device; a later one does not).
+  void on_gpu_processes(const GpuProcessList& list, uint64_t t);
+  static constexpr uint64_t kOomListWindowNs = 1'000'000'000;
   // The pools' own figures read at the failure: they replace the modelled cache of the latest
   // failure on that device that has none yet.
   void on_pool_usage(const PoolUsageList& list);

@@ -154,7 +154,8 @@ TEST_CASE("export --perfetto: no timestamp before zero (the event that opened th
       ++with_ts;
       lowest = std::min(lowest, ev["ts"].is_string() ? std::stod(ev["ts"].get<std::string>()) : ev["ts"].get<double>());
     }
-  CHECK(with_ts > 10);
+  // (Counter samples are one per interval: how many depends on how the events spread in time.)
+  CHECK(with_ts > 5);
   CHECK(lowest >= 0);
   CHECK(lowest < 1);  // the first record is time zero
 }

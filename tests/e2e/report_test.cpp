@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "figures.h"
 #include "harness.h"
 
 using nlohmann::json;
@@ -203,7 +204,10 @@ TEST_CASE("a first context made while another process held memory: NVML's row fo
   json o = oom_of(report(trace, "oom"));
   // The fake NVML lists this process as the simulated driver counts it: weights + context.
   CHECK(o["nvml_self_bytes"] == o["process_device_bytes"].get<uint64_t>() + context);
-  CHECK(o["code_after_only_bytes"] == foreign + context);  // what the first context's reading took in
+  // The first context's reading took in the other process's 6 GiB; the list the recorder's
+  // sampler took right after the context (before or after the OOM: either way) took them off.
+  CHECK(o["code_bytes"] == context);
+  CHECK(o["code_after_only_bytes"] == 0);
   CHECK(o["own_code_basis"] == "nvml");
   CHECK(o["own_code_bytes"] == context);
   CHECK(o["elsewhere_bytes"] == foreign);
@@ -223,8 +227,9 @@ TEST_CASE("a first context made while another process held memory: NVML's row fo
   CHECK(line.find("elsewhere: 6.00 GiB") != std::string::npos);
   CHECK(line.find("first context") == std::string::npos);
 
-  // NVML without this process's row (a container's PID namespace): as without NVML, the first
-  // context's cost stays elsewhere, said to be possibly the context; NVML's list still counts.
+  // NVML without this process's row (a container's PID namespace): the other processes it lists
+  // right after the first context still come off that context's cost (rule 14), so the context
+  // is this process's, measured, and nothing is unsure.
   trace = scenario("others", {{"FAKECUDA_TOTAL_BYTES", "8GiB"},
                               {"FAKECUDA_FOREIGN_BYTES", "6GiB"},
                               {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML},
@@ -232,9 +237,41 @@ TEST_CASE("a first context made while another process held memory: NVML's row fo
                               {"FAKENVML_PROCESSES", "999999:" + std::to_string(foreign)}});
   o = oom_of(report(trace, "oom"));
   CHECK(o["nvml_self_bytes"].is_null());
-  CHECK(o["elsewhere_unsure_bytes"] == foreign + context);
+  CHECK(o["code_bytes"] == context);
+  CHECK(o["own_code_basis"] == "measured");
+  CHECK(o["own_code_bytes"] == context);
+  CHECK(o["elsewhere_bytes"] == foreign);
+  CHECK(o["elsewhere_unsure_bytes"] == 0);
   CHECK(o["verdict"] == "other_processes");
   CHECK(o["causes"][0]["evidence"]["other_bytes"] == foreign);
+  CHECK(o["fidelity"]["contexts_bytes"] == context);
+  CHECK(o["fidelity"]["unexplained_bytes"] == 0);
+
+  // Without NVML: the first context's cost stays elsewhere, said to be possibly the context.
+  trace = scenario("others", {{"FAKECUDA_TOTAL_BYTES", "8GiB"},
+                              {"FAKECUDA_FOREIGN_BYTES", "6GiB"},
+                              {"VRAMTRACE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}});
+  o = oom_of(report(trace, "oom"));
+  CHECK(o["code_after_only_bytes"] == foreign + context);
+  CHECK(o["elsewhere_unsure_bytes"] == foreign + context);
+  CHECK(o["own_code_basis"] == "");
+}
+
+TEST_CASE("no OOM on a GPU another process uses: the peak's breakdown counts it as other processes, not as the context") {
+  const uint64_t context = 512ull << 20, foreign = 6ull << 30;
+  std::string trace = e2e::run_figures({e2e::program("oom_scenarios"), "steps", "3"},
+                                       {{"FAKECUDA_TOTAL_BYTES", "8GiB"},
+                                        {"FAKECUDA_FOREIGN_BYTES", "6GiB"},
+                                        {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML},
+                                        {"FAKENVML_PROCESSES", "999999:" + std::to_string(foreign)}})
+                          .trace;
+  json j = report(trace);
+  REQUIRE(j["ooms"].empty());
+  const json& f = j["peak"]["fidelity"];
+  INFO(f.dump(1));
+  CHECK(f["contexts_bytes"] == context);  // was the context plus the other process's 6 GiB
+  CHECK(f["other_processes_bytes"] == foreign);
+  CHECK(f["unexplained_bytes"] == 0);
 }
 
 TEST_CASE("a demo-like OOM: the context is this process's, shown apart, and nothing is elsewhere") {

@@ -143,7 +143,11 @@ TEST_CASE("oom split: NVML's row for this process bounds its first context, and 
   CHECK(o.nvml_self_bytes == 1 * GiB + 512 * MiB);
   CHECK(o.own_code_basis == "nvml");
   CHECK(o.own_code_bytes == 1 * GiB);
-  CHECK(o.first_context_bytes == 512 * MiB);
+  // The list took the other process's 6 GiB off the first context (rule 14): nothing of it is
+  // left measured only after, and the row agrees (1.5 GiB - 512 MiB weights = both contexts).
+  CHECK(o.code_bytes == 1 * GiB);
+  CHECK(o.code_after_only_bytes == 0);
+  CHECK(o.first_context_bytes == 0);
   CHECK(o.elsewhere_bytes == 6 * GiB);
   CHECK(o.elsewhere_unsure_bytes == 0);
   CHECK(o.fidelity.contexts_bytes == 1 * GiB);
@@ -157,6 +161,57 @@ TEST_CASE("oom split: NVML's row for this process bounds its first context, and 
   CHECK(o.verdict == "other_processes");
   CHECK(o.causes[0].evidence.at("other_bytes") == 6 * GiB);
   CHECK(o.causes[0].evidence.count("first_context_unsure_bytes") == 0);
+}
+
+// The recorder's sampler lists the device's processes right after its first context (rule 14).
+TEST_CASE("first context: the list NVML gave right after it takes the other processes off its cost, at a peak and a later OOM") {
+  Records rec;
+  std::vector<Record> v;
+  v.push_back(rec.context_made(0xc1, 0, 8 * GiB - 6 * GiB - 512 * MiB));  // 6.5 GiB used after it
+  v.push_back(rec.alloc(0x100000000, 512 * MiB));  // the peak: no reading of its own, the context's is nearest
+  v.push_back(rec.gpu_processes(0, {{7, "python", 6 * GiB}}));  // no row for this process (a container)
+  SECTION("no OOM: the peak's breakdown") {
+    TraceReport rep = run(v, 42, 8 * GiB);
+    REQUIRE(rep.peaks.size() == 1);
+    const Fidelity& f = rep.peaks[0].fidelity;
+    REQUIRE(f.known);
+    CHECK(f.used_bytes == 6 * GiB + 512 * MiB);
+    CHECK(f.contexts_bytes == 512 * MiB);  // was 6.5 GiB: the other process counted as a context
+    CHECK(f.other_processes_known);
+    CHECK(f.other_processes_bytes == 6 * GiB);
+    CHECK(f.unexplained_bytes == 0);
+  }
+  SECTION("a later OOM: the context is this process's, measured; nothing unsure") {
+    v.push_back(rec.oom(2 * GiB, 1 * GiB, 8 * GiB));
+    TraceReport rep = run(v, 42, 8 * GiB);
+    REQUIRE(rep.ooms.size() == 1);
+    OomReport& o = rep.ooms[0];
+    CHECK(o.code_bytes == 512 * MiB);
+    CHECK(o.code_after_only_bytes == 0);
+    judge_oom(o);
+    CHECK(o.own_code_basis == "measured");
+    CHECK(o.own_code_bytes == 512 * MiB);
+    CHECK(o.elsewhere_bytes == 6 * GiB);
+    CHECK(o.elsewhere_unsure_bytes == 0);
+    // The list came 2 us before the failure: it is not the OOM's own (none was written).
+    CHECK_FALSE(o.nvml);
+  }
+}
+
+TEST_CASE("first context: a list that comes more than a second after it changes nothing of its cost") {
+  Records rec;
+  std::vector<Record> v;
+  v.push_back(rec.context_made(0xc1, 0, 8 * GiB - 6 * GiB - 512 * MiB));
+  v.push_back(rec.alloc(0x100000000, 512 * MiB));
+  rec.t += 2'000'000'000;  // others may have come or gone since
+  v.push_back(rec.gpu_processes(0, {{7, "python", 6 * GiB}}));
+  v.push_back(rec.oom(2 * GiB, 1 * GiB, 8 * GiB));
+  TraceReport rep = run(v, 42, 8 * GiB);
+  REQUIRE(rep.ooms.size() == 1);
+  CHECK(rep.ooms[0].code_after_only_bytes == 6 * GiB + 512 * MiB);
+  CHECK_FALSE(rep.ooms[0].nvml);  // taken before the failure: not the failure's list
+  REQUIRE(rep.peaks.size() == 1);
+  CHECK(rep.peaks[0].fidelity.contexts_bytes == 6 * GiB + 512 * MiB);
 }
 
 TEST_CASE("oom split: every part is bounded by what the device has unexplained") {
