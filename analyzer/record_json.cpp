@@ -117,6 +117,21 @@ nlohmann::json meta_json(const Record& r) {
     case format::kTagEnd: put_record<format::EndSchema, format::EndRecord>(j, r, true); break;
     case format::kTagNote: put_record<format::NoteSchema, format::NoteRecord>(j, r, true); break;
     case format::kTagLookup: put_record<format::LookupSchema, format::LookupRecord>(j, r, true); break;
+    case format::kTagGpuProcesses: {
+      GpuProcessList list;
+      j["record"] = format::GpuProcessesSchema::kName;
+      if (!decode_gpu_processes(r, &list)) {
+        j["damaged"] = true;
+        break;
+      }
+      j["device"] = list.device;
+      j["processes"] = nlohmann::json::array();
+      for (const GpuProcess& g : list.processes)
+        j["processes"].push_back({{"pid", g.pid},
+                                  {"name", g.name},
+                                  {"bytes", g.bytes == kNvmlNotAvailable ? nlohmann::json() : nlohmann::json(g.bytes)}});
+      break;
+    }
     default: j["record"] = "unknown"; j["tag"] = r.tag;
   }
   return j;

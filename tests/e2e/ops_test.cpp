@@ -7,6 +7,13 @@
 
 #include <cuda.h>
 
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include "harness.h"
 
 using e2e::Spec;
@@ -174,6 +181,88 @@ TEST_CASE("a failure records what other processes hold") {
   CHECK(oom.total_bytes == (8ull << 30));
   CHECK(oom.free_bytes <= (5ull << 30));
   CHECK(oom.free_bytes > (4ull << 30));
+}
+
+namespace {
+
+// `vramtrace dump --meta` of a trace (live or not): its NVML lists, as (time, other processes'
+// bytes, rows) in order.
+struct ListSeen {
+  uint64_t t, others, rows;
+};
+std::vector<ListSeen> gpu_process_lists(const std::string& trace, pid_t self, uint64_t* context_t = nullptr) {
+  e2e::Spec s{{e2e::cli(), "dump", "--meta", "--no-stacks", trace}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  std::vector<ListSeen> out;
+  for (const std::string& line : e2e::lines(r.out)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    if (context_t && j.value("op", "") == "cuDevicePrimaryCtxRetain") *context_t = j["t_ns"];
+    if (j.value("record", "") != "gpu processes") continue;
+    ListSeen l{j["t_ns"], 0, 0};
+    for (const auto& p : j["processes"])
+      if (p["pid"] != uint64_t(self)) l.others += p["bytes"].get<uint64_t>(), l.rows++;
+    out.push_back(l);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the sampler writes NVML's list right after the first context and again only when the other processes change") {
+  std::string dir = e2e::temp_dir(), spec = dir + "/nvml-processes";
+  auto set_spec = [&](const std::string& v) {
+    std::string tmp = spec + ".new";
+    FILE* f = fopen(tmp.c_str(), "w");
+    REQUIRE(f);
+    fputs(v.c_str(), f);
+    fclose(f);
+    REQUIRE(rename(tmp.c_str(), spec.c_str()) == 0);  // never half a list
+  };
+  set_spec("4242:1073741824");
+  std::string out = dir + "/traces";
+  mkdir(out.c_str(), 0700);
+  pid_t held = fork();
+  if (held == 0) {
+    setenv("LD_LIBRARY_PATH", VT_FAKECUDA_DIR, 1);
+    setenv("LD_PRELOAD", VT_LIBRARY, 1);
+    setenv("VRAMTRACE_OUTPUT", out.c_str(), 1);
+    setenv("VRAMTRACE_NVML_LIBRARY", VT_FAKENVML, 1);
+    setenv("FAKENVML_PROCESSES_FILE", spec.c_str(), 1);
+    execl(e2e::program("lifecycle").c_str(), "lifecycle", "hold", (char*)nullptr);
+    _exit(127);
+  }
+  auto wait_for = [&](size_t n) {
+    std::vector<ListSeen> l;
+    for (int i = 0; i < 100; ++i) {
+      auto files = e2e::files_in(out);
+      if (!files.empty() && (l = gpu_process_lists(files[0], held)).size() >= n) break;
+      usleep(50000);
+    }
+    return l;
+  };
+  std::vector<ListSeen> first = wait_for(1);
+  set_spec("4242:3221225472,4343:1048576");  // another process grew, a third one came
+  std::vector<ListSeen> second = wait_for(2);
+  usleep(1000000);  // four rounds of the sampler with nothing changed
+  kill(held, SIGTERM);
+  waitpid(held, nullptr, 0);
+  auto files = e2e::files_in(out);
+  REQUIRE(files.size() == 1);
+  uint64_t context_t = 0;
+  std::vector<ListSeen> all = gpu_process_lists(files[0], held, &context_t);
+  REQUIRE(first.size() >= 1);
+  REQUIRE(second.size() >= 2);
+  REQUIRE(all.size() == 2);  // one per change, none for the rounds that saw the same
+  CHECK(all[0].others == 1ull << 30);
+  CHECK(all[0].rows == 1);
+  REQUIRE(context_t > 0);
+  CHECK(all[0].t >= context_t);
+  CHECK(all[0].t - context_t < 1'000'000'000);  // rule 14's window
+  CHECK(all[1].others == (3ull << 30) + (1 << 20));
+  CHECK(all[1].rows == 2);
+  CHECK(all[1].t > all[0].t);
 }
 
 // The op table's `fields` column (format/op_table.h) is what the reader names each field by and

@@ -4,8 +4,10 @@
  * (tests/fakecuda's fakecuda_process_used_bytes: its contexts, code, allocations and pools)
  * when that driver is loaded here and the process has a context on device 0.
  * FAKENVML_SELF=0 leaves that row out (an NVML that cannot see this process: a container's
- * PID namespace, a MIG instance). */
+ * PID namespace, a MIG instance). FAKENVML_PROCESSES_FILE names a file to read the list from
+ * at every call instead. */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,8 +38,25 @@ static unsigned long long self_bytes(void) {
   return bytes;
 }
 
+/* FAKENVML_PROCESSES_FILE: the list read from that file at every call (a test changes it while
+ * the program runs), instead of FAKENVML_PROCESSES. */
+static char g_file_spec[4096];
+static const char* processes_spec(void) {
+  const char* path = getenv("FAKENVML_PROCESSES_FILE");
+  FILE* f;
+  size_t n;
+  if (!path || !*path) return getenv("FAKENVML_PROCESSES");
+  f = fopen(path, "re");
+  if (!f) return "";
+  n = fread(g_file_spec, 1, sizeof g_file_spec - 1, f);
+  fclose(f);
+  while (n > 0 && (g_file_spec[n - 1] == '\n' || g_file_spec[n - 1] == ' ')) --n;
+  g_file_spec[n] = 0;
+  return g_file_spec;
+}
+
 int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, nvmlProcessInfo_v3_t* infos) {
-  const char* spec = getenv("FAKENVML_PROCESSES");
+  const char* spec = processes_spec();
   unsigned int n = 0;
   unsigned long long self;
   while (spec && *spec && n < *count) {
