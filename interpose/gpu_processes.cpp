@@ -184,10 +184,10 @@ void await_lists(uint64_t bits) {
   OwnWork own;  // usleep is a cancellation point
   g_sample_now.store(true, std::memory_order_release);
   wake_sampler();
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 1000; ++i) {  // (1 ms steps: the list usually takes about that long)
     if ((g_answered.load(std::memory_order_acquire) & bits) == bits) return;
     if (g_done.load(std::memory_order_acquire) && !g_ready.load(std::memory_order_acquire)) return;  // no NVML
-    usleep(5000);
+    usleep(1000);
   }
 }
 

@@ -49,6 +49,29 @@ for v in static shared; do
   check "cudart-$v" "$work/alloc_$v"
 done
 
+# Rule 14 with the real NVML: the first process list follows the first context within the
+# second the analyzer allows (the context's hook waits for it: how long, for docs/PERFORMANCE.md),
+# and the peak's breakdown names the other processes (FAIL if no list came at all).
+if [ -x "$work/alloc_shared" ]; then
+  dir=$(mktemp -d)
+  "$vt" run -o "$dir" -- "$work/alloc_shared" > "$dir.log" 2>&1
+  python3 - "$vt" "$dir" <<'PY' | tee -a "$results"; [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails+1))
+import glob, json, subprocess, sys
+vt, d = sys.argv[1:3]
+t = glob.glob(d + "/*.trace")[0]
+recs = [json.loads(l) for l in subprocess.run([vt, "dump", "--meta", "--no-stacks", t], capture_output=True, text=True).stdout.splitlines() if l.startswith("{")]
+ctx = [r["t_ns"] for r in recs if r.get("kind") == "code" and r.get("op", "").startswith(("cuDevicePrimaryCtxRetain", "cuCtxCreate"))]
+lists = [r for r in recs if r.get("record") == "gpu processes"]
+rep = json.loads(subprocess.run([vt, "report", t, "--format", "json"], capture_output=True, text=True).stdout)
+fid = rep.get("peak", {}).get("fidelity", {})
+ok = bool(ctx and lists)
+gap = (lists[0]["t_ns"] - ctx[0]) / 1e6 if ok else -1
+print(("PASS" if ok and 0 <= gap <= 1000 else "FAIL") + f" nvml-first-list: {len(lists)} list(s), the first {gap:.2f} ms after the first context; "
+      f"peak: contexts {fid.get('contexts_bytes')} B, other processes {fid.get('other_processes_bytes')} B, unexplained {fid.get('unexplained_bytes')} B")
+sys.exit(0 if ok and 0 <= gap <= 1000 else 1)
+PY
+fi
+
 # Rule 15: the report's footprint of the default pool follows the driver's release at synchronize.
 if nvcc -O2 tests/gpu/pool_release.cu -o "$work/pool_release" 2>>"$results"; then
   dir=$(mktemp -d)
