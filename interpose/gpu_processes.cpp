@@ -179,16 +179,29 @@ void* sampler(void*) {
 // A device's first list must follow its first context closely (a short program may end before
 // the next 250 ms round): the sampler is woken and waited for, a second at most, as a failure
 // does (the loader could be waiting for a lock this thread's caller holds). Once per device.
-void await_lists(uint64_t bits) {
-  if ((g_answered.load(std::memory_order_acquire) & bits) == bits) return;
+// A program thread waits for the sampler until `ready()`, a second at most, and after one wait
+// ran out (NVML hangs in its init, or the loader's lock is held) never again: a process loses at
+// most a second to NVML in all.
+std::atomic<bool> g_gave_up{false};
+template <typename Ready>
+void wait_for_sampler(Ready ready) {
+  if (g_gave_up.load(std::memory_order_relaxed)) return;
   OwnWork own;  // usleep is a cancellation point
-  g_sample_now.store(true, std::memory_order_release);
-  wake_sampler();
-  for (int i = 0; i < 1000; ++i) {  // (1 ms steps: the list usually takes about that long)
-    if ((g_answered.load(std::memory_order_acquire) & bits) == bits) return;
-    if (g_done.load(std::memory_order_acquire) && !g_ready.load(std::memory_order_acquire)) return;  // no NVML
+  for (int i = 0; i < 1000; ++i) {  // (1 ms steps: a list usually takes about that long)
+    if (ready()) return;
     usleep(1000);
   }
+  g_gave_up.store(true, std::memory_order_relaxed);
+}
+
+void await_lists(uint64_t bits) {
+  auto answered = [bits] { return (g_answered.load(std::memory_order_acquire) & bits) == bits; };
+  if (answered()) return;
+  g_sample_now.store(true, std::memory_order_release);
+  wake_sampler();
+  wait_for_sampler([&] {
+    return answered() || (g_done.load(std::memory_order_acquire) && !g_ready.load(std::memory_order_acquire));  // no NVML
+  });
 }
 
 }  // namespace
@@ -201,13 +214,13 @@ void start_gpu_process_sampler() {
 
 void record_gpu_processes(int device, uint64_t t) {
   OwnWork own;  // usleep and /proc reads below are cancellation points
-  // The first failure before any context asks the sampler thread to load NVML and waits for it,
-  // a second at most (once per process; the loader could itself be waiting for a lock this
-  // thread's caller holds, so never longer: that failure then goes without names and a later one
-  // gets them).
-  if (g_started.load() && !g_done.load(std::memory_order_acquire)) {
-    if (!g_wanted.exchange(true, std::memory_order_acq_rel)) wake_sampler();
-    for (int i = 0; i < 200 && !g_done.load(std::memory_order_acquire); ++i) usleep(5000);
+  // The first failure while NVML is not loaded yet asks the sampler thread to load it and waits
+  // for it (wait_for_sampler: the loader could itself be waiting for a lock this thread's caller
+  // holds, or NVML hang in its init); that failure may then go without names, and a later one
+  // gets them once NVML is there.
+  if (g_started.load() && !g_done.load(std::memory_order_acquire) && !g_wanted.exchange(true, std::memory_order_acq_rel)) {
+    wake_sampler();
+    wait_for_sampler([] { return g_done.load(std::memory_order_acquire); });
   }
   nvml::ProcessInfoV2 procs[kMaxRows];
   unsigned count = 0;
@@ -234,6 +247,7 @@ void forget_gpu_process_sampler() {
   g_wanted.store(false);
   g_watched.store(0);  // (CUDA does not work in a forked child until it makes its own)
   g_answered.store(0);
+  g_gave_up.store(false);
   for (LastList& l : g_last) l = LastList{};
 }
 

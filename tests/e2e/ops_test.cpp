@@ -2,6 +2,7 @@
 // once with its address, size, flags, stream, context and result.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -263,6 +264,31 @@ TEST_CASE("the sampler writes NVML's list right after the first context and agai
   CHECK(all[1].others == (3ull << 30) + (1 << 20));
   CHECK(all[1].rows == 2);
   CHECK(all[1].t > all[0].t);
+}
+
+TEST_CASE("an NVML that hangs in its init costs the program a second at most, whatever its contexts and failures") {
+  std::string dir = e2e::temp_dir();
+  e2e::Spec s{{e2e::program("oom_scenarios"), "retries", "20"},
+              {{"VRAMTRACE_OUTPUT", dir},
+               {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML},
+               {"FAKENVML_INIT_SLEEP_MS", "60000"}}};
+  s.timeout_s = 60;
+  auto t0 = std::chrono::steady_clock::now();
+  e2e::Result r = e2e::run(s);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "retries: CUresult 2\n");
+  // One wait of a second (the first context's, or the opening call's), then none: not one per
+  // failure (20 s) nor one per wait. (A bound against a hang, not a speed target.)
+  CHECK(seconds < 6);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  Trace t = e2e::load(files[0]);
+  size_t failed = 0;
+  for (const auto& e : t.events) failed += e.result == CUDA_ERROR_OUT_OF_MEMORY;
+  CHECK(failed == 20);
+  CHECK(t.metadata.count(fmt::kTagGpuProcesses) == 0);  // NVML never answered
 }
 
 // The op table's `fields` column (format/op_table.h) is what the reader names each field by and

@@ -5,7 +5,7 @@
  * when that driver is loaded here and the process has a context on device 0.
  * FAKENVML_SELF=0 leaves that row out (an NVML that cannot see this process: a container's
  * PID namespace, a MIG instance). FAKENVML_PROCESSES_FILE names a file to read the list from
- * at every call instead. */
+ * at every call instead; FAKENVML_INIT_SLEEP_MS makes nvmlInit_v2 take that long. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,12 @@ typedef struct {
   unsigned int computeInstanceId;
 } nvmlProcessInfo_v3_t;
 
-int nvmlInit_v2(void) { return 0; }
+/* FAKENVML_INIT_SLEEP_MS: nvmlInit_v2 takes that long (an NVML that hangs in its init). */
+int nvmlInit_v2(void) {
+  const char* ms = getenv("FAKENVML_INIT_SLEEP_MS");
+  if (ms && *ms) usleep((useconds_t)(strtoul(ms, NULL, 10) * 1000));
+  return 0;
+}
 int nvmlShutdown(void) { return 0; }
 int nvmlDeviceGetHandleByUUID(const char* uuid, void** device) {
   if (!uuid || strncmp(uuid, "GPU-", 4) != 0) return 2; /* NVML_ERROR_INVALID_ARGUMENT */

@@ -6,6 +6,7 @@
 //   live-set     weights that leave no room for the activations      -> live_set_too_large
 //   fragmentation a pool full of freed blocks too small for a request -> fragmentation
 //   steps N      no OOM: weights, then N steps that each keep 8 MiB (for diff and check)
+//   retries N    N requests larger than the device, each an OOM
 // Exit 0 when the expected CUDA_ERROR_OUT_OF_MEMORY came back.
 #include <cuda.h>
 
@@ -82,6 +83,10 @@ int main(int argc, char** argv) {
     for (CUdeviceptr& b : blocks) cuMemAllocFromPoolAsync(&b, 64 * MiB, pool, s);
     for (CUdeviceptr b : blocks) cuMemFreeAsync(b, s);  // the pool keeps them
     r = big_from_pool(pool, s, 1536 * MiB);
+  } else if (mode == "retries") {  // N requests larger than the device, each failing
+    load_weights(100 * MiB);
+    int n = argc > 2 ? atoi(argv[2]) : 10;
+    for (int i = 0; i < n; ++i) r = big_request(size_t(1) << 40);
   } else if (mode == "steps") {
     load_weights(256 * MiB);
     std::vector<CUdeviceptr> kept;
@@ -92,7 +97,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   } else {
-    fprintf(stderr, "usage: oom_scenarios too-big|others|leak|live-set|fragmentation\n");
+    fprintf(stderr, "usage: oom_scenarios too-big|others|leak|live-set|fragmentation|steps N|retries N\n");
     return 2;
   }
   printf("%s: CUresult %d\n", mode.c_str(), int(r));
