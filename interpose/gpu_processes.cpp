@@ -78,7 +78,9 @@ void init_wake() {
   pthread_mutex_init(&g_wake_mu, nullptr);
 }
 
-void wake_sampler() {
+// Another round of the sampler now (or as soon as it is done with the current one).
+void kick_sampler() {
+  g_sample_now.store(true, std::memory_order_release);
   pthread_mutex_lock(&g_wake_mu);
   pthread_cond_signal(&g_wake);
   pthread_mutex_unlock(&g_wake_mu);
@@ -151,26 +153,32 @@ void sample_watched() {
   }
 }
 
-// The sampler thread: keeps the `vramtrace top` summary fresh every 250 ms, loads NVML once a
-// context exists or a failed allocation asks for it, and watches the devices' other processes.
+// NVML's own thread: loading it may hang (an init that never returns), and the sampler must go
+// on refreshing the `vramtrace top` summary meanwhile.
+std::atomic<bool> g_loading{false};
+void* loader(void*) {
+  load_nvml_now();
+  g_done.store(true, std::memory_order_release);
+  kick_sampler();  // the lists the waits want
+  return nullptr;
+}
+
+// The sampler thread: keeps the `vramtrace top` summary fresh every 250 ms, has NVML loaded once
+// a context exists or a failed allocation asks for it, and watches the devices' other processes.
 void* sampler(void*) {
   for (;;) {
     g_sample_now.store(false, std::memory_order_relaxed);
     const bool wanted = g_wanted.load(std::memory_order_acquire) || g_watched.load(std::memory_order_acquire);
-    if (wanted && !g_done.load(std::memory_order_relaxed)) {
-      load_nvml_now();
-      g_done.store(true, std::memory_order_release);
-    }
-    sample_watched();
+    if (wanted && !g_loading.exchange(true, std::memory_order_acq_rel) && !start_helper_thread(loader, nullptr))
+      g_done.store(true, std::memory_order_release);  // no thread, no NVML
+    if (g_done.load(std::memory_order_acquire)) sample_watched();  // (before that, nothing to ask)
     update_shm_summary();
     timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_nsec += 250000000;
     if (until.tv_nsec >= 1000000000) until.tv_sec += 1, until.tv_nsec -= 1000000000;
     pthread_mutex_lock(&g_wake_mu);
-    if ((!g_wanted.load(std::memory_order_relaxed) || g_done.load(std::memory_order_relaxed)) &&
-        !g_sample_now.load(std::memory_order_relaxed))
-      pthread_cond_timedwait(&g_wake, &g_wake_mu, &until);
+    if (!g_sample_now.load(std::memory_order_relaxed)) pthread_cond_timedwait(&g_wake, &g_wake_mu, &until);
     pthread_mutex_unlock(&g_wake_mu);
   }
   return nullptr;
@@ -197,8 +205,7 @@ void wait_for_sampler(Ready ready) {
 void await_lists(uint64_t bits) {
   auto answered = [bits] { return (g_answered.load(std::memory_order_acquire) & bits) == bits; };
   if (answered()) return;
-  g_sample_now.store(true, std::memory_order_release);
-  wake_sampler();
+  kick_sampler();
   wait_for_sampler([&] {
     return answered() || (g_done.load(std::memory_order_acquire) && !g_ready.load(std::memory_order_acquire));  // no NVML
   });
@@ -219,7 +226,7 @@ void record_gpu_processes(int device, uint64_t t) {
   // holds, or NVML hang in its init); that failure may then go without names, and a later one
   // gets them once NVML is there.
   if (g_started.load() && !g_done.load(std::memory_order_acquire) && !g_wanted.exchange(true, std::memory_order_acq_rel)) {
-    wake_sampler();
+    kick_sampler();
     wait_for_sampler([] { return g_done.load(std::memory_order_acquire); });
   }
   nvml::ProcessInfoV2 procs[kMaxRows];
@@ -244,6 +251,7 @@ void forget_gpu_process_sampler() {
   // The thread did not survive fork; the child starts its own when its trace opens.
   g_started.store(false);
   g_done.store(false);
+  g_loading.store(false);  // the child loads its own (its loader thread, if any, is gone)
   g_wanted.store(false);
   g_watched.store(0);  // (CUDA does not work in a forked child until it makes its own)
   g_answered.store(0);

@@ -3,8 +3,8 @@
 // by the sampler thread as soon as a device's first context exists and whenever the other
 // processes' memory changes (checked every 250 ms), so a peak's breakdown and a first context's
 // cost can take them apart (docs/metrics.md, rule 14). NVML (libnvidia-ml.so.1, or
-// VRAMTRACE_NVML_LIBRARY) is loaded by that thread once a context exists or an allocation has
-// failed (not before: loading opens descriptors, which at start-up would shift the numbers the
+// VRAMTRACE_NVML_LIBRARY) is loaded by a thread of its own, which the sampler starts once a
+// context exists or an allocation has failed (an NVML whose init hangs holds up nothing else) (not before: loading opens descriptors, which at start-up would shift the numbers the
 // program's own open()s get; after cuInit the driver's own descriptors have done so already),
 // never inside a hook: dlopen takes the loader lock, and a hook may run under an allocator lock
 // that a thread holding the loader lock waits for. A failing hook waits for the load at most a

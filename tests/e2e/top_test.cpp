@@ -60,6 +60,36 @@ TEST_CASE("top --once shows GPUs, a traced process, its live bytes and call site
   CHECK(r.out.find(pid_line) == std::string::npos);
 }
 
+TEST_CASE("top: a traced process whose NVML hangs in its init still publishes its live bytes and call sites") {
+  std::string dir = e2e::temp_dir();
+  pid_t held = fork();
+  if (held == 0) {
+    setenv("LD_LIBRARY_PATH", VT_FAKECUDA_DIR, 1);
+    setenv("LD_PRELOAD", VT_LIBRARY, 1);
+    setenv("VRAMTRACE_OUTPUT", dir.c_str(), 1);
+    setenv("VRAMTRACE_KERNELS", "0", 1);
+    setenv("VRAMTRACE_NVML_LIBRARY", VT_FAKENVML, 1);
+    setenv("FAKENVML_INIT_SLEEP_MS", "60000", 1);  // NVML's loader thread never comes back in time
+    execl(e2e::program("lifecycle").c_str(), "lifecycle", "hold", (char*)nullptr);
+    _exit(127);
+  }
+  e2e::Spec s{{e2e::cli(), "top", "--once"}, {{"VRAMTRACE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}}};
+  s.preload = false;
+  const std::string pid_line = "pid " + std::to_string(held) + "  ";
+  std::string own;
+  for (int i = 0; i < 100 && own.find("hold_second_site") == std::string::npos; ++i) {
+    std::string out = e2e::run(s).out;
+    size_t at = out.find(pid_line);
+    own = at == std::string::npos ? "" : out.substr(at, out.find("\n  pid ", at) - at);
+    if (own.find("hold_second_site") == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(held, SIGTERM);
+  waitpid(held, nullptr, 0);
+  INFO(own);
+  CHECK(own.find("device 0: 8.00 MiB live (peak 8.00 MiB)") != std::string::npos);
+  CHECK(own.find("3.00 MiB  alloc(unsigned long) < hold_second_site") != std::string::npos);
+}
+
 TEST_CASE("top without NVML says so and still lists traced processes") {
   e2e::Spec s{{e2e::cli(), "top", "--once"}, {{"VRAMTRACE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}}};
   s.preload = false;
