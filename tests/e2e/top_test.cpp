@@ -11,20 +11,34 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "harness.h"
 #include "shm_layout.h"
 
-TEST_CASE("top --once shows GPUs, a traced process, its live bytes and call sites") {
-  std::string dir = e2e::temp_dir();
+namespace {
+
+// A traced `lifecycle MODE` (hold: 5 + 3 MiB held until killed), with `env` added.
+pid_t spawn_holder(const std::string& dir, const char* mode = "hold",
+                   const std::vector<std::pair<const char*, const char*>>& env = {}) {
   pid_t held = fork();
   if (held == 0) {
     setenv("LD_LIBRARY_PATH", VT_FAKECUDA_DIR, 1);
     setenv("LD_PRELOAD", VT_LIBRARY, 1);
     setenv("VRAMTRACE_OUTPUT", dir.c_str(), 1);
-    execl(e2e::program("lifecycle").c_str(), "lifecycle", "hold", (char*)nullptr);
+    for (const auto& [k, v] : env) setenv(k, v, 1);
+    execl(e2e::program("lifecycle").c_str(), "lifecycle", mode, (char*)nullptr);
     _exit(127);
   }
+  return held;
+}
+
+}  // namespace
+
+TEST_CASE("top --once shows GPUs, a traced process, its live bytes and call sites") {
+  std::string dir = e2e::temp_dir();
+  pid_t held = spawn_holder(dir);
   e2e::Spec s{{e2e::cli(), "top", "--once"},
               {{"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML}, {"FAKENVML_PROCESSES", "1:2147483648"}}};
   s.preload = false;
@@ -62,17 +76,10 @@ TEST_CASE("top --once shows GPUs, a traced process, its live bytes and call site
 
 TEST_CASE("top: a traced process whose NVML hangs in its init still publishes its live bytes and call sites") {
   std::string dir = e2e::temp_dir();
-  pid_t held = fork();
-  if (held == 0) {
-    setenv("LD_LIBRARY_PATH", VT_FAKECUDA_DIR, 1);
-    setenv("LD_PRELOAD", VT_LIBRARY, 1);
-    setenv("VRAMTRACE_OUTPUT", dir.c_str(), 1);
-    setenv("VRAMTRACE_KERNELS", "0", 1);
-    setenv("VRAMTRACE_NVML_LIBRARY", VT_FAKENVML, 1);
-    setenv("FAKENVML_INIT_SLEEP_MS", "60000", 1);  // NVML's loader thread never comes back in time
-    execl(e2e::program("lifecycle").c_str(), "lifecycle", "hold", (char*)nullptr);
-    _exit(127);
-  }
+  pid_t held = spawn_holder(dir, "hold",
+                            {{"VRAMTRACE_KERNELS", "0"},
+                             {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML},
+                             {"FAKENVML_INIT_SLEEP_MS", "60000"}});  // NVML's loader never comes back in time
   e2e::Spec s{{e2e::cli(), "top", "--once"}, {{"VRAMTRACE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}}};
   s.preload = false;
   const std::string pid_line = "pid " + std::to_string(held) + "  ";
@@ -105,15 +112,7 @@ namespace {
 
 // A traced `lifecycle hold` (5 + 3 MiB held until killed); waits until its summary is published.
 pid_t start_holder(const std::string& dir, std::string* shm_name, const char* mode = "hold") {
-  pid_t held = fork();
-  if (held == 0) {
-    setenv("LD_LIBRARY_PATH", VT_FAKECUDA_DIR, 1);
-    setenv("LD_PRELOAD", VT_LIBRARY, 1);
-    setenv("VRAMTRACE_OUTPUT", dir.c_str(), 1);
-    setenv("VRAMTRACE_KERNELS", "0", 1);
-    execl(e2e::program("lifecycle").c_str(), "lifecycle", mode, (char*)nullptr);
-    _exit(127);
-  }
+  pid_t held = spawn_holder(dir, mode, {{"VRAMTRACE_KERNELS", "0"}});
   *shm_name = "/dev/shm/vramtrace." + std::to_string(held);
   for (int i = 0; i < 200 && access(shm_name->c_str(), F_OK) != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
