@@ -37,11 +37,11 @@ std::atomic<bool> g_started{false};
 std::atomic<bool> g_done{false};  // the loader thread finished, with or without NVML
 // NVML is loaded only once a context exists or an allocation has failed: loading it opens files
 // (and nvmlInit keeps descriptors open), which on a thread of ours at start-up raced with the
-// program's own open()s and changed the descriptor numbers it got. The sampler thread does the
+// program's own open()s and changed the descriptor numbers it got. A thread of ours does the
 // loading (never a program thread, which may hold locks the loader's constructors want).
 std::atomic<bool> g_wanted{false};
 std::atomic<uint64_t> g_watched{0};   // bit d: CUDA device d has a context (devices 0 to 63)
-std::atomic<bool> g_sample_now{false};  // a device was just watched: sample before waiting
+std::atomic<bool> g_sample_now{false};  // another round is wanted now: no wait before it
 std::atomic<uint64_t> g_answered{0};    // bit d: the sampler has asked NVML about device d
 pthread_mutex_t g_wake_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_wake;
@@ -184,12 +184,9 @@ void* sampler(void*) {
   return nullptr;
 }
 
-// A device's first list must follow its first context closely (a short program may end before
-// the next 250 ms round): the sampler is woken and waited for, a second at most, as a failure
-// does (the loader could be waiting for a lock this thread's caller holds). Once per device.
 // A program thread waits for the sampler until `ready()`, a second at most, and after one wait
-// ran out (NVML hangs in its init, or the loader's lock is held) never again: a process loses at
-// most a second to NVML in all.
+// ran out (NVML hangs in its init, or the loader's lock is held by this thread's caller) never
+// again: a process loses at most a second to NVML in all.
 std::atomic<bool> g_gave_up{false};
 template <typename Ready>
 void wait_for_sampler(Ready ready) {
@@ -202,6 +199,8 @@ void wait_for_sampler(Ready ready) {
   g_gave_up.store(true, std::memory_order_relaxed);
 }
 
+// A device's first list must follow its first context closely (a short program may end before
+// the next 250 ms round): the sampler is woken and waited for. Once per device.
 void await_lists(uint64_t bits) {
   auto answered = [bits] { return (g_answered.load(std::memory_order_acquire) & bits) == bits; };
   if (answered()) return;
@@ -239,7 +238,6 @@ void watch_gpu_processes(int device) {
   const uint64_t bit = uint64_t(1) << device;
   if (g_watched.load(std::memory_order_relaxed) & bit) return;
   g_watched.fetch_or(bit, std::memory_order_acq_rel);
-  g_sample_now.store(true, std::memory_order_release);
   if (g_started.load(std::memory_order_acquire)) await_lists(bit);
 }
 
