@@ -249,6 +249,7 @@ void forget_gpu_process_sampler() {
   // The thread did not survive fork; the child starts its own when its trace opens.
   g_started.store(false);
   g_done.store(false);
+  g_ready.store(false);    // NVML is not asked across fork: the child initializes it again
   g_loading.store(false);  // the child loads its own (its loader thread, if any, is gone)
   g_wanted.store(false);
   g_watched.store(0);  // (CUDA does not work in a forked child until it makes its own)
