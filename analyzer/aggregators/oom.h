@@ -22,10 +22,8 @@ class OomAggregator {
   // An acquire that failed with out of memory (format/accounting.h, is_out_of_memory); `live` is
   // the state the failure met. Asks `acts` what ran at that instant.
   void on_oom(const Record& r, const LiveState& live, const LeakAggregator& growth, ActivityStream& acts);
-  // NVML's process list: it belongs to the latest failure on that device that has none yet. This
-  // process itself is left out.
-  // NVML's list of a device, taken at t: the latest OOM of the device without one gets it if it
-  // failed at most kOomListWindowNs before (the recorder writes an OOM's own list with the
+  // NVML's process list of a device, taken at t (this process itself is left out): the latest
+  // OOM of the device without one gets it if it failed at most kOomListWindowNs before (the recorder writes an OOM's own list with the
   // failure's time; when NVML was not ready then, the sampler thread's list within that window
   // still says who held the device; a later one does not).
   void on_gpu_processes(const GpuProcessList& list, uint64_t t);
