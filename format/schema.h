@@ -89,7 +89,7 @@ class SchemaEncoder {
       w_.zigzag(int64_t(m));
     } else if constexpr (K == Wire::Time) {
       static_assert(std::is_same_v<T, uint64_t>, "a time field needs a uint64_t member");
-      w_.zigzag(int64_t(m) - int64_t(base_));
+      w_.zigzag(int64_t(uint64_t(m) - base_));  // (the same bits; never a signed overflow)
       last_ = m;
     } else if constexpr (K == Wire::Duration) {
       static_assert(std::is_same_v<T, uint64_t>, "a duration field needs a uint64_t member");
@@ -133,7 +133,7 @@ class SchemaDecoder {
     } else if constexpr (K == Wire::Zigzag) {
       m = T(in_.zigzag());
     } else if constexpr (K == Wire::Time) {
-      m = last_ = uint64_t(int64_t(base_) + in_.zigzag());
+      m = last_ = base_ + uint64_t(in_.zigzag());  // (unsigned: a damaged delta wraps, never overflows)
     } else if constexpr (K == Wire::Duration) {
       m = last_ + in_.varint();
     } else if constexpr (K == Wire::Triple) {
