@@ -94,6 +94,8 @@ class PageLimits {
         // PyTorch's view (docs/report-schema.md, "torch"): tensors by line, segments, outside PyTorch.
         {"holders", kHtmlMaxGroups},         {"segments", kHtmlMaxGroups},      {"outside", kHtmlMaxGroups},
         {"marks", kHtmlMaxGroups},
+        // What escaped the hooks (a crafted trace may list any number).
+        {"unhooked", kHtmlMaxGroups},        {"isolated_libraries", kHtmlMaxGroups},
     };
     auto it = kLimits.find(key);
     return it == kLimits.end() ? ~size_t(0) : it->second;

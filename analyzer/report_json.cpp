@@ -235,8 +235,12 @@ json interception_json(const InterceptionReport& x) {
   json gaps = json::array();
   for (const LookupGap& g : x.unhooked)
     gaps.push_back({{"symbol", g.symbol}, {"category", g.category}, {"version", g.version}, {"flags", g.flags}});
+  json isolated = json::array();
+  for (const IsolatedOpen& o : x.isolated)
+    isolated.push_back({{"path", o.path}, {"how", o.other_namespace ? "dlmopen namespace" : "RTLD_DEEPBIND"},
+                        {"mode", o.mode}});
   return {{"lookups_reached", x.lookups_reached}, {"first_lookup", x.first_lookup}, {"cudart_loaded", x.cudart_loaded},
-          {"cudart_unreached", x.cudart_unreached}, {"unhooked", gaps}};
+          {"cudart_unreached", x.cudart_unreached}, {"unhooked", gaps}, {"isolated_libraries", isolated}};
 }
 
 json report_json(const TraceReport& r, const std::string& section) {

@@ -196,13 +196,19 @@ struct LookupGap {
   uint32_t version = 0;  // the CUDA version asked for (0: dlsym)
   uint64_t flags = 0;
 };
+struct IsolatedOpen {      // a library opened where no hook can reach it
+  std::string path;        // as given to dlopen / dlmopen ("(more libraries)": past the recorder's 16)
+  bool other_namespace = false;  // dlmopen into a namespace other than the base one
+  uint64_t mode = 0;       // the dlopen mode (RTLD_DEEPBIND = 0x8)
+};
 struct InterceptionReport {
   bool lookups_reached = false;  // a cuGetProcAddress or dlsym(handle) lookup reached vramtrace
   std::string first_lookup;
   std::vector<LookupGap> unhooked;  // in the order first handed out
   bool cudart_loaded = false;       // libcudart.so* among the modules
   bool cudart_unreached = false;    // loaded, format 1.1+, and no lookup reached vramtrace
-  bool notable() const { return !unhooked.empty() || cudart_unreached; }
+  std::vector<IsolatedOpen> isolated;  // RTLD_DEEPBIND / other-namespace opens, each path once
+  bool notable() const { return !unhooked.empty() || cudart_unreached || !isolated.empty(); }
 };
 
 struct LargeAllocation {  // one of the largest allocations of the run

@@ -82,6 +82,20 @@ void interception_lines(std::ostringstream& o, const InterceptionReport& x) {
   if (x.cudart_unreached)
     o << "  warning: libcudart was loaded but no driver lookup reached vramtrace: the CUDA runtime found the "
          "driver another way, and its memory calls may be missing from this report (docs/interception.md)\n";
+  if (!x.isolated.empty()) {
+    o << "  warning: " << x.isolated.size() << (x.isolated.size() == 1 ? " library was" : " libraries were")
+      << " opened where vramtrace's hooks cannot reach (RTLD_DEEPBIND, or dlmopen into another namespace); "
+         "CUDA memory calls made from "
+      << (x.isolated.size() == 1 ? "it" : "them") << " are not in this report:";
+    size_t shown = 0;
+    for (const IsolatedOpen& i : x.isolated) {
+      if (shown++ == 4) break;
+      o << (shown == 1 ? " " : ", ") << e(i.path) << " (" << (i.other_namespace ? "dlmopen namespace" : "RTLD_DEEPBIND")
+        << ")";
+    }
+    if (x.isolated.size() > 4) o << " and " << x.isolated.size() - 4 << " more (--format json lists them)";
+    o << "\n";
+  }
   if (x.unhooked.empty()) return;
   o << "  warning: " << x.unhooked.size() << " memory entry point" << (x.unhooked.size() == 1 ? " was" : "s were")
     << " handed out unhooked; what the program did with " << (x.unhooked.size() == 1 ? "it" : "them")

@@ -197,19 +197,21 @@ struct RegionRecord {
 VT_RECORD_SCHEMA(RegionSchema, kTagRegion, "region", VT_REGION_FIELDS);
 
 struct LookupRecord {
-  uint32_t kind = 0;  // kLookupReached / kLookupGap
-  Text symbol;        // the name asked for (cuGetProcAddress: the base name; dlsym: the export)
+  uint32_t kind = 0;  // kLookupReached / kLookupGap / kLookupIsolatedOpen
+  Text symbol;        // the name asked for (cuGetProcAddress: the base name; dlsym: the export; an open: the path)
   uint32_t category = 0;  // kLookupCategory*: what the entry point does to memory (a gap's)
   uint32_t version = 0;   // cuGetProcAddress's CUDA version argument (0: dlsym)
   uint64_t flags = 0;     // cuGetProcAddress's flags (per-thread default stream...)
 };
 #define VT_LOOKUP_FIELDS(F)                                                                              \
-  F(Varint, kind, "kind", "kind (1 the first lookup that reached vramtrace, 2 a memory-relevant entry point handed out unhooked)") \
-  F(Text, symbol, "symbol", "symbol asked for")                                                          \
+  F(Varint, kind, "kind",                                                                                \
+    "kind (1 the first lookup that reached vramtrace, 2 a memory-relevant entry point handed out unhooked, " \
+    "3 a library opened where the hooks cannot reach it)")                                               \
+  F(Text, symbol, "symbol", "symbol asked for (kind 3: the library's path as given to dlopen)")          \
   F(Varint, category, "category",                                                                        \
     "category (1 allocation, 2 free, 3 mapping, 4 pool, 5 graph, 6 sharing, 7 context: memory_entry_points.txt)") \
-  F(Varint, version, "version", "CUDA version asked for (0: dlsym)")                                    \
-  F(Varint, flags, "flags", "cuGetProcAddress flags")
+  F(Varint, version, "version", "CUDA version asked for (0: dlsym; kind 3: 1 when dlmopen put it in another namespace)") \
+  F(Varint, flags, "flags", "cuGetProcAddress flags (kind 3: the dlopen mode)")
 VT_RECORD_SCHEMA(LookupSchema, kTagLookup, "lookup", VT_LOOKUP_FIELDS);
 
 // The stream-ordered pools of a device right after an allocation on it failed (the device's

@@ -95,7 +95,7 @@ enum Tag : uint8_t {
                            // function), string message (where it forwards to, or why it is off)
   kTagTorchConfig = 0x96,  // string PYTORCH_CUDA_ALLOC_CONF, string PYTORCH_ALLOC_CONF,
                            // string PYTORCH_NO_CUDA_MEMORY_CACHING (written at open when one is set)
-  kTagLookup = 0x97,       // varint kind (kLookupReached / kLookupGap), string symbol, varint
+  kTagLookup = 0x97,       // varint kind (kLookupReached / kLookupGap / kLookupIsolatedOpen), string symbol, varint
                            // category (kLookupCategory*), varint version, varint flags
   kTagStackDelta = 0x98,   // a stack as a change of the writing thread's previous one (meta_records.h)
   kTagPoolUsage = 0x99,    // varint device, varint count, count x (varint pool, varint location,
@@ -104,8 +104,11 @@ enum Tag : uint8_t {
 };
 inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
 // kTagLookup: the first lookup that reached vramtrace's cuGetProcAddress or dlsym (cudart's own
-// lookups come through there), or a memory-relevant entry point handed out unhooked.
-inline constexpr uint8_t kLookupReached = 1, kLookupGap = 2;
+// lookups come through there), a memory-relevant entry point handed out unhooked, or a library
+// opened where the hooks cannot reach it (RTLD_DEEPBIND, or dlmopen into another namespace: the
+// symbol is the path as given, flags the dlopen mode, version 1 for another namespace). A reader
+// that knows only kinds 1 and 2 skips kind 3.
+inline constexpr uint8_t kLookupReached = 1, kLookupGap = 2, kLookupIsolatedOpen = 3;
 // The categories of interpose/memory_entry_points.txt (none and lookup are never recorded).
 enum LookupCategory : uint8_t {
   kLookupCategoryNone = 0,

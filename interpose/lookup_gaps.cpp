@@ -47,12 +47,26 @@ int find(const char* symbol) {
   return -1;
 }
 
+// Libraries opened out of the hooks' reach: a slot is claimed with fetch_add, filled, then marked
+// ready; a duplicate path written by two racing first opens is harmless (the analyzer keeps one).
+constexpr int kOpenSlots = 16;
+constexpr size_t kOpenPathMax = 256;
+struct IsolatedOpen {
+  char path[kOpenPathMax];
+  int mode;
+  bool other_namespace;
+  std::atomic<bool> ready;
+};
+IsolatedOpen g_opens[kOpenSlots];
+std::atomic<int> g_open_claimed{0};
+constexpr const char kMoreOpens[] = "(more libraries)";
+
 void write_record(uint32_t kind, const char* symbol, uint32_t category, uint32_t version, uint64_t flags, uint64_t t) {
-  uint8_t payload[160];
+  uint8_t payload[320];
   format::PayloadWriter w(payload, sizeof payload);
   format::LookupRecord rec;
   rec.kind = kind;
-  rec.symbol = format::Text(symbol, strnlen(symbol, 128));
+  rec.symbol = format::Text(symbol, strnlen(symbol, kind == format::kLookupIsolatedOpen ? kOpenPathMax - 1 : 128));
   rec.category = category;
   rec.version = version;
   rec.flags = flags;
@@ -69,7 +83,45 @@ void write_gap(int i, uint64_t t) {
                g_version[i].load(std::memory_order_relaxed), g_flags[i].load(std::memory_order_relaxed), t);
 }
 
+void write_open(int i, uint64_t t) {
+  const IsolatedOpen& o = g_opens[i];
+  write_record(format::kLookupIsolatedOpen, o.path, 0, o.other_namespace ? 1 : 0, uint64_t(unsigned(o.mode)), t);
+}
+
+bool already_noted(const char* file, bool other_namespace) {
+  int n = g_open_claimed.load(std::memory_order_acquire);
+  for (int i = 0; i < n && i < kOpenSlots; ++i) {
+    const IsolatedOpen& o = g_opens[i];
+    if (o.ready.load(std::memory_order_acquire) && o.other_namespace == other_namespace &&
+        strncmp(o.path, file, kOpenPathMax - 1) == 0)
+      return true;
+  }
+  return n > kOpenSlots;  // the overflow record was claimed: nothing more is noted
+}
+
 }  // namespace
+
+void note_isolated_open(const char* file, int mode, bool other_namespace) {
+  if (!file || !*file || already_noted(file, other_namespace)) return;
+  int i = g_open_claimed.fetch_add(1, std::memory_order_acq_rel);
+  if (i >= kOpenSlots) {
+    if (i == kOpenSlots) {  // one record says there were more
+      HookScope scope;
+      if (!scope.nested_in_our_work() && recording())
+        write_record(format::kLookupIsolatedOpen, kMoreOpens, 0, 0, 0, now_ns());
+    }
+    return;
+  }
+  IsolatedOpen& o = g_opens[i];
+  size_t n = strnlen(file, kOpenPathMax - 1);
+  memcpy(o.path, file, n);
+  o.path[n] = '\0';
+  o.mode = mode;
+  o.other_namespace = other_namespace;
+  o.ready.store(true, std::memory_order_release);
+  HookScope scope;
+  if (!scope.nested_in_our_work() && recording()) write_open(i, now_ns());
+}
 
 void note_lookup(const char* symbol, bool substituted, int version, uint64_t flags) {
   if (!symbol || !*symbol) return;
@@ -97,6 +149,10 @@ void write_lookup_records(uint64_t t) {
   write_reached(t);
   for (int i = 0; i < kEntries; ++i)
     if (g_seen[i / 64].load(std::memory_order_acquire) & (uint64_t(1) << (i % 64))) write_gap(i, t);
+  int opens = g_open_claimed.load(std::memory_order_acquire);
+  for (int i = 0; i < opens && i < kOpenSlots; ++i)
+    if (g_opens[i].ready.load(std::memory_order_acquire)) write_open(i, t);
+  if (opens > kOpenSlots) write_record(format::kLookupIsolatedOpen, kMoreOpens, 0, 0, 0, t);
 }
 
 }  // namespace vt

@@ -1,6 +1,7 @@
 // The lookup safety net: which memory-relevant driver entry points a process was handed that are
 // not vramtrace's hooks (interpose/memory_entry_points.txt classifies every CUDA 13 entry point),
-// and whether any lookup reached vramtrace at all. Each is recorded once per name and trace
+// whether any lookup reached vramtrace at all, and which libraries were opened where no hook can
+// reach them (RTLD_DEEPBIND, dlmopen into another namespace: dlopen_stub.S). Each is recorded once per name and trace
 // (format/meta_records.h: LookupRecord); what was seen before the trace opened is written when it
 // opens. Lock-free: a bit per table row, set with fetch_or; no allocation, no dladdr (the loader
 // lock can be held by a thread waiting on the caller's own locks).
@@ -14,6 +15,11 @@ namespace vt {
 // dlsym(handle): the export, version 0) whose result `substituted` says whether vramtrace's hook
 // was handed out. Safe on any thread, in a signal handler, before and after the trace opens.
 void note_lookup(const char* symbol, bool substituted, int version, uint64_t flags);
+
+// A dlopen with RTLD_DEEPBIND or a dlmopen outside the base namespace, before it runs: `file` as
+// given, `mode` the dlopen mode. Each path once (the first 16 distinct paths; more are counted as
+// one record naming none). Safe on any thread, before and after the trace opens; no allocation.
+void note_isolated_open(const char* file, int mode, bool other_namespace);
 
 // At trace open (and in a forked child's new trace): the records for what was seen so far.
 void write_lookup_records(uint64_t t);

@@ -40,9 +40,29 @@ function traceHeader(ctx) {
     ['trace file', el('code', null, t.path)],
   ];
   const more = omittedEntries(ctx, '/trace/problems');
+  const escaped = interceptionNotes(ctx);
+  if (escaped.length) status.push(chip('memory calls escaped the hooks: figures may be low', 'bad'));
   return el('header', {class: 'card trace-header'}, el('div', {class: 'chips'}, status), figures(rows),
       t.problems.length ? el('ul', {class: 'problems'}, t.problems.map((m) => el('li', null, m)),
-          more ? el('li', null, '\u2026 ' + plural(more, 'more note')) : null) : null);
+          more ? el('li', null, '\u2026 ' + plural(more, 'more note')) : null) : null,
+      escaped.length ? el('ul', {class: 'problems'}, escaped.map((m) => el('li', null, m))) : null);
+}
+
+// What escaped the hooks (report "interception", docs/interception.md): one line per finding.
+function interceptionNotes(ctx) {
+  const x = ctx.r.interception;
+  if (!x) return [];
+  const notes = [];
+  if (x.cudart_unreached) notes.push('libcudart was loaded but no driver lookup reached vramtrace: its memory calls may be missing.');
+  const gaps = x.unhooked || [], libs = x.isolated_libraries || [];
+  const gapCount = gaps.length + omittedEntries(ctx, '/interception/unhooked');
+  const libCount = libs.length + omittedEntries(ctx, '/interception/isolated_libraries');
+  if (gapCount) notes.push(plural(gapCount, 'memory entry point') + ' handed out unhooked: ' +
+      gaps.map((g) => g.symbol + ' (' + g.category + ')').join(', ') + (gapCount > gaps.length ? ', \u2026' : '') + '.');
+  if (libCount) notes.push(fmtCount(libCount) + (libCount === 1 ? ' library' : ' libraries') + ' opened where the hooks cannot reach ' +
+      '(their CUDA memory calls are not in this report): ' +
+      libs.map((l) => l.path + ' (' + l.how + ')').join(', ') + (libCount > libs.length ? ', \u2026' : '') + '.');
+  return notes;
 }
 
 function oomCount(ctx) {

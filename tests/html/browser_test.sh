@@ -137,4 +137,22 @@ sys.exit(0 if block and re.search(r"Imported: <strong>[1-9][0-9.]* MiB</strong>"
          'data-vt-status="ok"' in dom and '<table class="groups"' in dom[block.start():] else 1)
 PY
 pages=$((pages + 1))
+# A library opened with RTLD_DEEPBIND (tests/programs/isolated_open.cpp): the header's chip and
+# the line naming it (report "interception").
+VRAMTRACE_OUTPUT="$work/isolated.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 \
+  "$build/tests/programs/isolated_open" deepbind >/dev/null 2>&1 || fail "tracing the isolated_open program failed"
+"$build/bin/vramtrace" report "$work/isolated.trace" --format html -o "$out/isolated.html" || fail "report --format html (isolated) failed"
+browse --enable-logging=stderr --v=0 --dump-dom "file://$out/isolated.html" >"$work/isolated.dom" 2>"$work/isolated.log" ||
+  fail "chromium could not load isolated.html"
+if grep -F 'CONSOLE' "$work/isolated.log" | grep -F "file://$out/isolated.html" >"$work/isolated.console"; then
+  fail "isolated.html logged to the console: $(head -3 "$work/isolated.console")"
+fi
+python3 - "$work/isolated.dom" <<'PY' || fail "isolated.html: the header does not name the RTLD_DEEPBIND library"
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+sys.exit(0 if '<span class="chip bad">memory calls escaped the hooks' in dom and
+         re.search(r"<li>2 libraries opened where the hooks cannot reach[^<]*libvt_isolated_plugin\.so \(RTLD_DEEPBIND\)", dom)
+         else 1)
+PY
+pages=$((pages + 1))
 echo "browser_test: ok ($pages pages rendered and driven without console errors; screenshots in $out)"

@@ -1,0 +1,97 @@
+// Libraries opened out of the hooks' reach (interpose/dlopen_stub.S): a dlopen with RTLD_DEEPBIND
+// or a dlmopen into another namespace is recorded by path, and the report says in its header that
+// their CUDA memory calls are missing. tests/programs/isolated_open.cpp opens a plugin that
+// allocates through a linked cuMemAlloc and through dlsym; with RTLD_DEEPBIND those allocations
+// really do bypass the hooks (so the warning is needed), with a plain dlopen they are recorded
+// (so the stub forwards faithfully: the plugin is found only through the caller's RUNPATH).
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <nlohmann/json.hpp>
+
+#include "figures.h"
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t MiB = 1 << 20;
+
+std::vector<uint64_t> allocation_sizes(const e2e::Trace& t) {
+  std::vector<uint64_t> out;
+  for (const auto& e : t.events)
+    if (e.op && std::string(e.op->name) == "cuMemAlloc_v2" && e.result == 0) out.push_back(e.size);
+  return out;
+}
+
+json isolated(const json& report) {
+  if (!report.contains("interception")) return json::array();
+  return report["interception"]["isolated_libraries"];
+}
+
+}  // namespace
+
+TEST_CASE("a library opened with RTLD_DEEPBIND is named in the report, whose header says its memory calls are missing") {
+  e2e::FigureRun run = e2e::run_figures({e2e::program("isolated_open"), "deepbind"});
+  REQUIRE(run.figures.at("plugin_linked") == 0);
+  REQUIRE(run.figures.at("plugin_dlsym") == 0);
+  e2e::Trace t = e2e::load(run.trace);
+  // The bypass is real: only the program's own 1 MiB reached the hooks, not the plugin's 2 + 4 MiB.
+  CHECK(allocation_sizes(t) == std::vector<uint64_t>{MiB});
+  json r = e2e::cli_json(run.trace);
+  json libs = isolated(r);
+  REQUIRE(libs.size() == 2);
+  CHECK(libs[0]["path"] == "libvt_isolated_plugin.so");  // the path as the program gave it (before the trace opened)
+  CHECK(libs[0]["how"] == "RTLD_DEEPBIND");
+  CHECK(libs[0]["mode"] == (RTLD_NOW | RTLD_DEEPBIND));
+  std::string again = libs[1]["path"];  // by its absolute path, once the trace was open
+  CHECK(again.size() > 25);
+  CHECK(again.compare(again.size() - 25, 25, "/libvt_isolated_plugin.so") == 0);
+  CHECK(libs[1]["mode"] == (RTLD_LAZY | RTLD_DEEPBIND));
+  std::string text = e2e::cli_text(run.trace);
+  CHECK(text.find("warning: 2 libraries were opened where vramtrace's hooks cannot reach") != std::string::npos);
+  CHECK(text.find("libvt_isolated_plugin.so (RTLD_DEEPBIND)") != std::string::npos);
+  // `info` shows it too (the interception object).
+  e2e::Spec s{{e2e::cli(), "info", run.trace}, {}};
+  s.preload = false;
+  e2e::Result ir = e2e::run(s);
+  REQUIRE(ir.exit_code == 0);
+  CHECK(json::parse(ir.out)["interception"]["isolated_libraries"].size() == 2);
+}
+
+TEST_CASE("a plain dlopen and a dlmopen into the base namespace are forwarded as the caller's own and not flagged") {
+  e2e::FigureRun run = e2e::run_figures({e2e::program("isolated_open"), "plain"});
+  e2e::Trace t = e2e::load(run.trace);
+  // The plugin was found through the program's RUNPATH, and its allocations reached the hooks.
+  CHECK(allocation_sizes(t) == std::vector<uint64_t>{MiB, 2 * MiB, 4 * MiB});
+  json r = e2e::cli_json(run.trace);
+  CHECK(isolated(r).empty());
+  CHECK_FALSE(r.contains("interception"));  // nothing escaped: no key at all
+  CHECK(e2e::cli_text(run.trace).find("hooks cannot reach") == std::string::npos);
+}
+
+TEST_CASE("a dlmopen into a new namespace is named, a dlmopen into the base namespace is not") {
+  e2e::FigureRun run = e2e::run_figures({e2e::program("isolated_open"), "namespace"});
+  json libs = isolated(e2e::cli_json(run.trace));
+  REQUIRE(libs.size() == 1);
+  CHECK(libs[0]["path"] == "libvt_isolated_plugin.so");
+  CHECK(libs[0]["how"] == "dlmopen namespace");
+  CHECK(e2e::cli_text(run.trace).find("(dlmopen namespace)") != std::string::npos);
+}
+
+TEST_CASE("past 16 distinct paths, the recorder writes one entry for the rest, and the text shows the first four") {
+  e2e::FigureRun run = e2e::run_figures({e2e::program("isolated_open"), "many"});
+  json libs = isolated(e2e::cli_json(run.trace));
+  REQUIRE(libs.size() == 17);
+  for (size_t i = 0; i < 16; ++i) {
+    INFO(i);
+    std::string p = libs[i]["path"];
+    CHECK(p.size() > 24);
+    CHECK(p.compare(p.size() - 24, 24, "libvt_isolated_plugin.so") == 0);
+  }
+  CHECK(libs[16]["path"] == "(more libraries)");
+  std::string text = e2e::cli_text(run.trace);
+  CHECK(text.find("warning: 17 libraries were opened") != std::string::npos);
+  CHECK(text.find("and 13 more (--format json lists them)") != std::string::npos);
+}
