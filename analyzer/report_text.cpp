@@ -95,6 +95,11 @@ void interception_lines(std::ostringstream& o, const InterceptionReport& x) {
     }
     if (x.isolated.size() > 4) o << " and " << x.isolated.size() - 4 << " more (--format json lists them)";
     o << "\n";
+    bool deepbind = false;
+    for (const IsolatedOpen& i : x.isolated) deepbind |= !i.other_namespace;
+    if (deepbind)
+      o << "    to trace them, open them without RTLD_DEEPBIND (Python: leave os.RTLD_DEEPBIND out of "
+           "sys.setdlopenflags and of ctypes.CDLL's mode)\n";
   }
   if (x.unhooked.empty()) return;
   o << "  warning: " << x.unhooked.size() << " memory entry point" << (x.unhooked.size() == 1 ? " was" : "s were")
