@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <pthread.h>
 
+#include "loaded_symbol.h"
 #include "own_work.h"
 
 namespace vt {
@@ -37,9 +38,30 @@ __attribute__((visibility("hidden"))) void* vt_resolve_real_dlsym() {
   return fn;
 }
 
+// glibc's dlvsym, found once, for the exported dlvsym stub (dlsym_stub.S): in the loaded objects'
+// symbol tables (loaded_symbol.h), since every dlvsym call of libvramtrace's own (above, and
+// -Bsymbolic binds them to the stub) would come back here.
+__attribute__((visibility("hidden"))) void* vt_real_dlvsym_ptr = nullptr;
+
+__attribute__((visibility("hidden"))) void* vt_resolve_real_dlvsym() {
+  void* fn = __atomic_load_n(&vt_real_dlvsym_ptr, __ATOMIC_ACQUIRE);
+  if (fn) return fn;
+  const char* path = "";
+  fn = vt::find_loaded_symbol("dlvsym", reinterpret_cast<const void*>(&vt_resolve_real_dlvsym), &path);
+  __atomic_store_n(&vt_real_dlvsym_ptr, fn, __ATOMIC_RELEASE);
+  return fn;
+}
+
 }  // extern "C"
 
 namespace vt {
+
+void* real_dlvsym(void* handle, const char* name, const char* version) {
+  void* fn = __atomic_load_n(&vt_real_dlvsym_ptr, __ATOMIC_ACQUIRE);
+  if (!fn) fn = vt_resolve_real_dlvsym();
+  if (!fn) return nullptr;
+  return reinterpret_cast<void* (*)(void*, const char*, const char*)>(fn)(handle, name, version);
+}
 
 namespace {
 

@@ -58,6 +58,8 @@ void* substitute(void* p);
 // The real dlsym (glibc), for our own lookups: calling plain dlsym from here would reach the
 // exported stub.
 void* real_dlsym(void* handle, const char* name);
+// glibc's dlvsym (for lookups in an explicit handle: no caller-relative handles here).
+void* real_dlvsym(void* handle, const char* name, const char* version);
 
 // The calling thread's current context and its device ordinal (-1 if none). The driver is asked
 // for the context on every call (a context switch may go through paths no hook sees); its

@@ -75,6 +75,26 @@ TEST_CASE("every lookup path records the whole workload once, in order") {
   }
 }
 
+TEST_CASE("dlvsym of a driver without a version table hands out the hooks, and the workload is recorded once") {
+  // Only there does glibc's dlvsym find an unversioned function (the toolkit's stub libcuda.so
+  // is such an object; whether the real libcuda.so.1 is has not been checked on a GPU machine).
+  std::vector<std::pair<std::string, std::string>> env = {{"LD_LIBRARY_PATH", VT_FAKECUDA_NOVERSION_DIR}};
+  Trace t = run_workload({e2e::program("lookup_dynamic"), "dlvsym", "--expect-hooked"}, env);
+  CHECK(t.ops() == expected_ops(false));
+  CHECK(t.info.closed_cleanly);
+  // Without the preload library the same pointers are the driver's own: the check can fail.
+  e2e::Spec s{{e2e::program("lookup_dynamic"), "dlvsym", "--expect-hooked"}, env};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("unhooked: cuMemAlloc_v2") != std::string::npos);
+  // With a version table (the simulated driver as built) glibc finds nothing, traced or not.
+  e2e::Spec v{{e2e::program("lookup_dynamic"), "dlvsym"}, {}};
+  r = e2e::run(v);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("missing: ") != std::string::npos);
+}
+
 TEST_CASE("without the preload library the same programs run and no pointer is ours") {
   std::string dir = e2e::temp_dir();
   e2e::Spec s{{e2e::program("lookup_dynamic"), "procaddr"}, {{"VRAMTRACE_OUTPUT", dir}}};

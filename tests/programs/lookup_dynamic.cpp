@@ -1,5 +1,7 @@
 // Reaches the driver without linking it, the ways real programs do:
 //   dlsym         dlopen("libcuda.so.1") + dlsym(handle, exact name)   (XLA, PyTorch's c10)
+//   dlvsym        the same with dlvsym(handle, exact name, "VRAMTRACE_ANY"): only a libcuda without
+//                 a version table answers (missing: exit 2)
 //   procaddr      dlsym(handle, "cuGetProcAddress_v2"), then cudart's sequence: "" first, the
 //                 self-lookup of "cuGetProcAddress" at 12000, every later lookup through it
 //   procaddr-ptsz the same with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (flags 2)
@@ -17,7 +19,7 @@ typedef CUresult (*GetProcV1)(const char*, void**, int, cuuint64_t);
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: lookup_dynamic dlsym|procaddr|procaddr-ptsz|procaddr-v1 [--expect-hooked]\n");
+    fprintf(stderr, "usage: lookup_dynamic dlsym|dlvsym|procaddr|procaddr-ptsz|procaddr-v1 [--expect-hooked]\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -30,6 +32,8 @@ int main(int argc, char** argv) {
   Api a{};
   if (mode == "dlsym") {
     for (const ApiName& n : kApiNames) api_slot(a, n) = dlsym(lib, n.exact);
+  } else if (mode == "dlvsym") {
+    for (const ApiName& n : kApiNames) api_slot(a, n) = dlvsym(lib, n.exact, "VRAMTRACE_ANY");
   } else {
     auto first = reinterpret_cast<GetProcV2>(dlsym(lib, "cuGetProcAddress_v2"));
     if (!first) return 2;
