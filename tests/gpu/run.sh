@@ -31,13 +31,34 @@ check() {  # check NAME -- CMD... ; then conditions via CHECKS array
 import json, sys
 x = json.load(sys.stdin)["interception"]
 gaps = ", ".join(g["symbol"] + " (" + g["category"] + ")" for g in x["unhooked"]) or "none"
+libs = ", ".join(l["path"] + " (" + l["how"] + ")" for l in x.get("isolated_libraries", [])) or "none"
 print(("FAIL" if x["cudart_unreached"] else "info") + " " + sys.argv[1] + ": lookups reached vramtrace: "
-      + str(x["lookups_reached"]) + "; unhooked memory entry points: " + gaps)
+      + str(x["lookups_reached"]) + "; unhooked memory entry points: " + gaps + "; libraries out of reach: " + libs)
 sys.exit(1 if x["cudart_unreached"] else 0)' "$name" | tee -a "$results"
     [ "${PIPESTATUS[1]}" = 0 ] || fails=$((fails+1))
   done
   log "  ($((SECONDS-t0)) s, $(ls "$dir" | wc -l) trace file(s))"
 }
+
+# Whether the real libcuda.so.1 has a version table: without one, dlvsym finds its functions and
+# the dlvsym stub matters (docs/interception.md, "The three ways in"). Info only.
+python3 - <<'PY' | tee -a "$results"
+import ctypes, subprocess
+dl = ctypes.CDLL(None)
+dl.dlopen.restype = dl.dlvsym.restype = ctypes.c_void_p
+dl.dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
+dl.dlvsym.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+h = dl.dlopen(b"libcuda.so.1", 2)
+found = bool(h and dl.dlvsym(h, b"cuMemAlloc_v2", b"VRAMTRACE_ANY"))
+path = next((l.split()[-1] for l in open("/proc/self/maps") if "libcuda.so" in l), "?")
+try:
+    dyn = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
+    table = "yes" if "VERSYM" in dyn else "no" if dyn else "unknown"
+except OSError:
+    table = "unknown (no readelf)"
+print(f"info libcuda-versions: {path}: version table {table}; "
+      f"dlvsym(handle, cuMemAlloc_v2, any version) {'finds it' if found else 'finds nothing'}")
+PY
 
 # Raw CUDA, cudart static and shared: one event per allocation, the failure with free/total.
 work=$(mktemp -d)
