@@ -86,6 +86,7 @@ void interception_lines(std::ostringstream& o, const InterceptionReport& x) {
     o << "  warning: " << x.isolated.size() << (x.isolated.size() == 1 ? " library was" : " libraries were")
       << " opened where vramtrace's hooks cannot reach (RTLD_DEEPBIND, or dlmopen into another namespace); "
          "CUDA memory calls made from "
+      << (x.isolated.size() == 1 ? "it" : "them") << " and the libraries loaded with "
       << (x.isolated.size() == 1 ? "it" : "them") << " are not in this report:";
     size_t shown = 0;
     for (const IsolatedOpen& i : x.isolated) {

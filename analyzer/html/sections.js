@@ -60,7 +60,7 @@ function interceptionNotes(ctx) {
   if (gapCount) notes.push(plural(gapCount, 'memory entry point') + ' handed out unhooked: ' +
       gaps.map((g) => g.symbol + ' (' + g.category + ')').join(', ') + (gapCount > gaps.length ? ', \u2026' : '') + '.');
   if (libCount) notes.push(fmtCount(libCount) + (libCount === 1 ? ' library' : ' libraries') + ' opened where the hooks cannot reach ' +
-      '(their CUDA memory calls are not in this report): ' +
+      '(their CUDA memory calls, and those of the libraries loaded with them, are not in this report): ' +
       libs.map((l) => l.path + ' (' + l.how + ')').join(', ') + (libCount > libs.length ? ', \u2026' : '') + '.');
   return notes;
 }
