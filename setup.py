@@ -55,13 +55,16 @@ class BuildWithCMake(build_py):
                 configure += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
             subprocess.run(configure, check=True)
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 2)
-        subprocess.run(["cmake", "--build", build, "--target", "vramtrace", "vramtrace_cli", "-j", jobs], check=True)
+        subprocess.run(["cmake", "--build", build, "--target", "vramtrace", "vramtrace_audit", "vramtrace_cli", "-j", jobs],
+                       check=True)
         pkg = os.path.join(self.build_lib, "vramtrace")
         os.makedirs(os.path.join(pkg, "bin"), exist_ok=True)
         os.makedirs(os.path.join(pkg, "lib"), exist_ok=True)
         shutil.copy2(os.path.join(build, "bin", "vramtrace"), os.path.join(pkg, "bin", "vramtrace"))
         lib = os.path.join(build, "lib", "libvramtrace.so")
         shutil.copy2(lib, os.path.join(pkg, "lib", "libvramtrace.so"))
+        # The optional LD_AUDIT module (docs/interception.md): libc only.
+        shutil.copy2(os.path.join(build, "lib", "libvramtrace_audit.so"), os.path.join(pkg, "lib", "libvramtrace_audit.so"))
         for soname, path in needed(lib):  # libunwind.so.8 and what it needs
             shutil.copy2(os.path.realpath(path), os.path.join(pkg, "lib", soname))
         for soname, _ in needed(os.path.join(build, "bin", "vramtrace")):

@@ -238,7 +238,7 @@ json interception_json(const InterceptionReport& x) {
   json isolated = json::array();
   for (const IsolatedOpen& o : x.isolated)
     isolated.push_back({{"path", o.path}, {"how", o.other_namespace ? "dlmopen namespace" : "RTLD_DEEPBIND"},
-                        {"mode", o.mode}});
+                        {"mode", o.mode}, {"caught", o.caught}});
   return {{"lookups_reached", x.lookups_reached}, {"first_lookup", x.first_lookup}, {"cudart_loaded", x.cudart_loaded},
           {"cudart_unreached", x.cudart_unreached}, {"unhooked", gaps}, {"isolated_libraries", isolated}};
 }

@@ -200,6 +200,7 @@ struct IsolatedOpen {      // a library opened where no hook can reach it
   std::string path;        // as given to dlopen / dlmopen ("(more libraries)": past the recorder's 16)
   bool other_namespace = false;  // dlmopen into a namespace other than the base one
   uint64_t mode = 0;       // the dlopen mode (RTLD_DEEPBIND = 0x8)
+  bool caught = false;     // the LD_AUDIT module handed it the hooks: its calls are recorded
 };
 struct InterceptionReport {
   bool lookups_reached = false;  // a cuGetProcAddress or dlsym(handle) lookup reached vramtrace

@@ -82,25 +82,34 @@ void interception_lines(std::ostringstream& o, const InterceptionReport& x) {
   if (x.cudart_unreached)
     o << "  warning: libcudart was loaded but no driver lookup reached vramtrace: the CUDA runtime found the "
          "driver another way, and its memory calls may be missing from this report (docs/interception.md)\n";
-  if (!x.isolated.empty()) {
-    o << "  warning: " << x.isolated.size() << (x.isolated.size() == 1 ? " library was" : " libraries were")
+  std::vector<const IsolatedOpen*> missed;
+  size_t caught = 0;
+  for (const IsolatedOpen& i : x.isolated) {
+    if (i.caught) ++caught;
+    else missed.push_back(&i);
+  }
+  if (caught)
+    o << "  " << caught << (caught == 1 ? " library" : " libraries")
+      << " opened with RTLD_DEEPBIND got vramtrace's hooks through its LD_AUDIT module: "
+      << (caught == 1 ? "its" : "their") << " calls are in this report\n";
+  if (!missed.empty()) {
+    const size_t n = missed.size();
+    o << "  warning: " << n << (n == 1 ? " library was" : " libraries were")
       << " opened where vramtrace's hooks cannot reach (RTLD_DEEPBIND, or dlmopen into another namespace); "
          "CUDA memory calls made from "
-      << (x.isolated.size() == 1 ? "it" : "them") << " and the libraries loaded with "
-      << (x.isolated.size() == 1 ? "it" : "them") << " are not in this report:";
-    size_t shown = 0;
-    for (const IsolatedOpen& i : x.isolated) {
-      if (shown++ == 4) break;
-      o << (shown == 1 ? " " : ", ") << e(i.path) << " (" << (i.other_namespace ? "dlmopen namespace" : "RTLD_DEEPBIND")
-        << ")";
-    }
-    if (x.isolated.size() > 4) o << " and " << x.isolated.size() - 4 << " more (--format json lists them)";
+      << (n == 1 ? "it" : "them") << " and the libraries loaded with " << (n == 1 ? "it" : "them")
+      << " are not in this report:";
+    for (size_t k = 0; k < n && k < 4; ++k)
+      o << (k ? ", " : " ") << e(missed[k]->path) << " ("
+        << (missed[k]->other_namespace ? "dlmopen namespace" : "RTLD_DEEPBIND") << ")";
+    if (n > 4) o << " and " << n - 4 << " more (--format json lists them)";
     o << "\n";
     bool deepbind = false;
-    for (const IsolatedOpen& i : x.isolated) deepbind |= !i.other_namespace;
+    for (const IsolatedOpen* i : missed) deepbind |= !i->other_namespace;
     if (deepbind)
       o << "    to trace them, open them without RTLD_DEEPBIND (Python: leave os.RTLD_DEEPBIND out of "
-           "sys.setdlopenflags and of ctypes.CDLL's mode)\n";
+           "sys.setdlopenflags and of ctypes.CDLL's mode), or run with LD_AUDIT=libvramtrace_audit.so "
+           "(docs/interception.md)\n";
   }
   if (x.unhooked.empty()) return;
   o << "  warning: " << x.unhooked.size() << " memory entry point" << (x.unhooked.size() == 1 ? " was" : "s were")

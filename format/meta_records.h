@@ -209,7 +209,8 @@ struct LookupRecord {
     "3 a library opened where the hooks cannot reach it)")                                               \
   F(Text, symbol, "symbol", "symbol asked for (kind 3: the library's path as given to dlopen)")          \
   F(Varint, category, "category",                                                                        \
-    "category (1 allocation, 2 free, 3 mapping, 4 pool, 5 graph, 6 sharing, 7 context: memory_entry_points.txt)") \
+    "category (1 allocation, 2 free, 3 mapping, 4 pool, 5 graph, 6 sharing, 7 context: memory_entry_points.txt; " \
+    "kind 3: 1 when the LD_AUDIT module hands it the hooks)")                                            \
   F(Varint, version, "version", "CUDA version asked for (0: dlsym; kind 3: 1 when dlmopen put it in another namespace)") \
   F(Varint, flags, "flags", "cuGetProcAddress flags (kind 3: the dlopen mode)")
 VT_RECORD_SCHEMA(LookupSchema, kTagLookup, "lookup", VT_LOOKUP_FIELDS);

@@ -52,4 +52,7 @@ __attribute__((visibility("hidden"))) void* vt_dlmopen_slow(Lmid_t lmid, const c
   return fn;
 }
 
+// Called by the LD_AUDIT module (audit_module.cpp) once the process's start is relocated.
+__attribute__((visibility("default"))) void vt_audit_attach() { vt::note_audit_attached(); }
+
 }  // extern "C"

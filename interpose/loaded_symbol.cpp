@@ -23,13 +23,8 @@ struct DynTables {
 // as offsets from the load base. An offset is always below the base of a loaded object.
 uintptr_t absolute(ElfW(Addr) base, ElfW(Addr) v) { return v < base ? base + v : v; }
 
-bool tables_of(const dl_phdr_info* info, DynTables* t) {
-  const ElfW(Dyn)* dyn = nullptr;
-  for (int i = 0; i < info->dlpi_phnum; ++i)
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-      dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+bool tables_of(ElfW(Addr) base, const ElfW(Dyn)* dyn, DynTables* t) {
   if (!dyn) return false;
-  ElfW(Addr) base = info->dlpi_addr;
   for (; dyn->d_tag != DT_NULL; ++dyn) {
     switch (dyn->d_tag) {
       case DT_SYMTAB: t->symtab = reinterpret_cast<const ElfW(Sym)*>(absolute(base, dyn->d_un.d_ptr)); break;
@@ -41,6 +36,14 @@ bool tables_of(const dl_phdr_info* info, DynTables* t) {
     }
   }
   return t->symtab && t->strtab && (t->gnu_hash || t->sysv_hash);
+}
+
+bool tables_of(const dl_phdr_info* info, DynTables* t) {
+  const ElfW(Dyn)* dyn = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  return tables_of(info->dlpi_addr, dyn, t);
 }
 
 bool defines(const DynTables& t, uint32_t index, const char* name) {
@@ -92,6 +95,11 @@ uint32_t lookup_sysv(const DynTables& t, const char* name) {
   return 0;
 }
 
+void* lookup(const DynTables& t, ElfW(Addr) base, const char* name) {
+  uint32_t i = t.gnu_hash ? lookup_gnu(t, name) : lookup_sysv(t, name);
+  return i ? reinterpret_cast<void*>(base + t.symtab[i].st_value) : nullptr;
+}
+
 bool contains(const dl_phdr_info* info, const void* p) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -114,14 +122,20 @@ int visit(dl_phdr_info* info, size_t, void* arg) {
   if (contains(info, s->skip)) return 0;
   DynTables t;
   if (!tables_of(info, &t)) return 0;
-  uint32_t i = t.gnu_hash ? lookup_gnu(t, s->name) : lookup_sysv(t, s->name);
-  if (!i) return 0;
-  s->found = reinterpret_cast<void*>(info->dlpi_addr + t.symtab[i].st_value);
+  void* p = lookup(t, info->dlpi_addr, s->name);
+  if (!p) return 0;
+  s->found = p;
   s->path = info->dlpi_name ? info->dlpi_name : "";
   return 1;  // the first in load order wins, as in a global lookup
 }
 
 }  // namespace
+
+void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name) {
+  DynTables t;
+  if (!tables_of(ElfW(Addr)(base), static_cast<const ElfW(Dyn)*>(dynamic), &t)) return nullptr;
+  return lookup(t, ElfW(Addr)(base), name);
+}
 
 void* find_loaded_symbol(const char* name, const void* skip, const char** path) {
   Search s{name, skip};

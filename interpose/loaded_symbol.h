@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace vt {
 
@@ -17,5 +18,10 @@ namespace vt {
 // (pointing into the loader's data: valid as long as the object stays loaded), *path = "" when
 // none. nullptr when no loaded object defines it.
 void* find_loaded_symbol(const char* name, const void* skip, const char** path);
+
+// The definition of `name` in one loaded object, given its load base and dynamic section (a
+// link_map's l_addr and l_ld), or nullptr. Takes no lock: the LD_AUDIT module's lookup
+// (audit_module.cpp), which runs inside the loader.
+void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name);
 
 }  // namespace vt

@@ -60,6 +60,7 @@ struct IsolatedOpen {
 IsolatedOpen g_opens[kOpenSlots];
 std::atomic<int> g_open_claimed{0};
 constexpr const char kMoreOpens[] = "(more libraries)";
+std::atomic<bool> g_audit_attached{false};
 
 void write_record(uint32_t kind, const char* symbol, uint32_t category, uint32_t version, uint64_t flags, uint64_t t) {
   uint8_t payload[320];
@@ -85,7 +86,8 @@ void write_gap(int i, uint64_t t) {
 
 void write_open(int i, uint64_t t) {
   const IsolatedOpen& o = g_opens[i];
-  write_record(format::kLookupIsolatedOpen, o.path, 0, o.other_namespace ? 1 : 0, uint64_t(unsigned(o.mode)), t);
+  bool caught = !o.other_namespace && g_audit_attached.load(std::memory_order_acquire);
+  write_record(format::kLookupIsolatedOpen, o.path, caught ? 1 : 0, o.other_namespace ? 1 : 0, uint64_t(unsigned(o.mode)), t);
 }
 
 bool already_noted(const char* file, bool other_namespace) {
@@ -100,6 +102,8 @@ bool already_noted(const char* file, bool other_namespace) {
 }
 
 }  // namespace
+
+void note_audit_attached() { g_audit_attached.store(true, std::memory_order_release); }
 
 void note_isolated_open(const char* file, int mode, bool other_namespace) {
   if (!file || !*file || already_noted(file, other_namespace)) return;

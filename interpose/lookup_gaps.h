@@ -21,6 +21,10 @@ void note_lookup(const char* symbol, bool substituted, int version, uint64_t fla
 // one record naming none). Safe on any thread, before and after the trace opens; no allocation.
 void note_isolated_open(const char* file, int mode, bool other_namespace);
 
+// The LD_AUDIT module (audit_module.cpp) is loaded and hands RTLD_DEEPBIND libraries the hooks:
+// their opens are then recorded as caught (not a dlmopen into another namespace: never caught).
+void note_audit_attached();
+
 // At trace open (and in a forked child's new trace): the records for what was seen so far.
 void write_lookup_records(uint64_t t);
 

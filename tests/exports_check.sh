@@ -6,7 +6,7 @@
 set -uo pipefail
 lib=${1:?usage: exports_check.sh LIBVRAMTRACE BINARY...}
 shift
-pattern='^(_exit|_Exit|dlsym|dlvsym|dlopen|dlmopen|cu[A-Za-z][A-Za-z0-9_]*|InitializeInjectionNvtx2|InitializeInjectionNvtxExtension|vramtrace_[a-z_]+)$'
+pattern='^(_exit|_Exit|dlsym|dlvsym|dlopen|dlmopen|vt_audit_attach|cu[A-Za-z][A-Za-z0-9_]*|InitializeInjectionNvtx2|InitializeInjectionNvtxExtension|vramtrace_[a-z_]+)$'
 exported() { nm --defined-only "$1" | awk '$2 ~ /^[TtWw]$/ {print $3}' | grep -E "$pattern" | sort -u; }
 # The check must be able to fail: the library itself defines them.
 n=$(exported "$lib" | wc -l)

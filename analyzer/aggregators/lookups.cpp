@@ -22,7 +22,7 @@ void LookupAggregator::on_record(const Record& r) {
   } else if (rec.kind == format::kLookupIsolatedOpen) {
     bool other = rec.version == 1;
     std::string key = (other ? "n:" : "d:") + std::string(rec.symbol);
-    if (opens_.size() < kMaxOpens && opens_.insert(key).second) out_.isolated.push_back({std::string(rec.symbol), other, rec.flags});
+    if (opens_.size() < kMaxOpens && opens_.insert(key).second) out_.isolated.push_back({std::string(rec.symbol), other, rec.flags, !other && rec.category == 1});
   }
 }
 

@@ -54,9 +54,10 @@ function interceptionNotes(ctx) {
   if (!x) return [];
   const notes = [];
   if (x.cudart_unreached) notes.push('libcudart was loaded but no driver lookup reached vramtrace: its memory calls may be missing.');
-  const gaps = x.unhooked || [], libs = x.isolated_libraries || [];
+  const gaps = x.unhooked || [], all = x.isolated_libraries || [];
+  const libs = all.filter((l) => !l.caught);  // those the LD_AUDIT module caught are traced
   const gapCount = gaps.length + omittedEntries(ctx, '/interception/unhooked');
-  const libCount = libs.length + omittedEntries(ctx, '/interception/isolated_libraries');
+  const libCount = libs.length + (libs.length === all.length ? omittedEntries(ctx, '/interception/isolated_libraries') : 0);
   if (gapCount) notes.push(plural(gapCount, 'memory entry point') + ' handed out unhooked: ' +
       gaps.map((g) => g.symbol + ' (' + g.category + ')').join(', ') + (gapCount > gaps.length ? ', \u2026' : '') + '.');
   if (libCount) notes.push(fmtCount(libCount) + (libCount === 1 ? ' library' : ' libraries') + ' opened where the hooks cannot reach ' +

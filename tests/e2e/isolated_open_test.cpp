@@ -4,6 +4,8 @@
 // allocates through a linked cuMemAlloc and through dlsym; with RTLD_DEEPBIND those allocations
 // really do bypass the hooks (so the warning is needed), with a plain dlopen they are recorded
 // (so the stub forwards faithfully: the plugin is found only through the caller's RUNPATH).
+// Under the LD_AUDIT module (interpose/audit_module.cpp) the RTLD_DEEPBIND plugin gets the hooks
+// after all; a library in another namespace still does not.
 #include <catch2/catch.hpp>
 
 #include <dlfcn.h>
@@ -25,6 +27,11 @@ std::vector<uint64_t> allocation_sizes(const e2e::Trace& t) {
   return out;
 }
 
+// Runs without an LD_AUDIT the developer's shell may have set; `audit`: with vramtrace's module.
+e2e::FigureRun run_mode(const std::string& mode, bool audit = false) {
+  return e2e::run_figures({e2e::program("isolated_open"), mode}, {{"LD_AUDIT", audit ? VT_AUDIT_LIBRARY : ""}});
+}
+
 json isolated(const json& report) {
   if (!report.contains("interception")) return json::array();
   return report["interception"]["isolated_libraries"];
@@ -33,7 +40,7 @@ json isolated(const json& report) {
 }  // namespace
 
 TEST_CASE("a library opened with RTLD_DEEPBIND is named in the report, whose header says its memory calls are missing") {
-  e2e::FigureRun run = e2e::run_figures({e2e::program("isolated_open"), "deepbind"});
+  e2e::FigureRun run = run_mode("deepbind");
   REQUIRE(run.figures.at("plugin_linked") == 0);
   REQUIRE(run.figures.at("plugin_dlsym") == 0);
   e2e::Trace t = e2e::load(run.trace);
@@ -44,6 +51,7 @@ TEST_CASE("a library opened with RTLD_DEEPBIND is named in the report, whose hea
   REQUIRE(libs.size() == 2);
   CHECK(libs[0]["path"] == "libvt_isolated_plugin.so");  // the path as the program gave it (before the trace opened)
   CHECK(libs[0]["how"] == "RTLD_DEEPBIND");
+  CHECK(libs[0]["caught"] == false);
   CHECK(libs[0]["mode"] == (RTLD_NOW | RTLD_DEEPBIND));
   std::string again = libs[1]["path"];  // by its absolute path, once the trace was open
   CHECK(again.size() > 25);
@@ -62,7 +70,7 @@ TEST_CASE("a library opened with RTLD_DEEPBIND is named in the report, whose hea
 }
 
 TEST_CASE("a plain dlopen and a dlmopen into the base namespace are forwarded as the caller's own and not flagged") {
-  e2e::FigureRun run = e2e::run_figures({e2e::program("isolated_open"), "plain"});
+  e2e::FigureRun run = run_mode("plain");
   e2e::Trace t = e2e::load(run.trace);
   // The plugin was found through the program's RUNPATH, and its allocations reached the hooks.
   CHECK(allocation_sizes(t) == std::vector<uint64_t>{MiB, 2 * MiB, 4 * MiB});
@@ -73,7 +81,7 @@ TEST_CASE("a plain dlopen and a dlmopen into the base namespace are forwarded as
 }
 
 TEST_CASE("a dlmopen into a new namespace is named, a dlmopen into the base namespace is not") {
-  e2e::FigureRun run = e2e::run_figures({e2e::program("isolated_open"), "namespace"});
+  e2e::FigureRun run = run_mode("namespace");
   json libs = isolated(e2e::cli_json(run.trace));
   REQUIRE(libs.size() == 1);
   CHECK(libs[0]["path"] == "libvt_isolated_plugin.so");
@@ -84,7 +92,7 @@ TEST_CASE("a dlmopen into a new namespace is named, a dlmopen into the base name
 }
 
 TEST_CASE("past 16 distinct paths, the recorder writes one entry for the rest, and the text shows the first four") {
-  e2e::FigureRun run = e2e::run_figures({e2e::program("isolated_open"), "many"});
+  e2e::FigureRun run = run_mode("many");
   json libs = isolated(e2e::cli_json(run.trace));
   REQUIRE(libs.size() == 17);
   for (size_t i = 0; i < 16; ++i) {
@@ -97,4 +105,39 @@ TEST_CASE("past 16 distinct paths, the recorder writes one entry for the rest, a
   std::string text = e2e::cli_text(run.trace);
   CHECK(text.find("warning: 17 libraries were opened") != std::string::npos);
   CHECK(text.find("and 13 more (--format json lists them)") != std::string::npos);
+}
+
+TEST_CASE("with LD_AUDIT=libvramtrace_audit.so an RTLD_DEEPBIND library gets the hooks, and the report says its calls are in") {
+  e2e::FigureRun run = run_mode("deepbind", true);
+  e2e::Trace t = e2e::load(run.trace);
+  // The plugin's linked cuMemAlloc (a bind-now PLT binding) and its dlsym'ed one both reached the hooks.
+  CHECK(allocation_sizes(t) == std::vector<uint64_t>{MiB, 2 * MiB, 4 * MiB});
+  json libs = isolated(e2e::cli_json(run.trace));
+  REQUIRE(libs.size() == 2);
+  CHECK(libs[0]["caught"] == true);
+  CHECK(libs[1]["caught"] == true);
+  std::string text = e2e::cli_text(run.trace);
+  CHECK(text.find("2 libraries opened with RTLD_DEEPBIND got vramtrace's hooks through its LD_AUDIT module") != std::string::npos);
+  CHECK(text.find("warning:") == std::string::npos);
+  // The normal paths are unchanged under the module: nothing is recorded twice.
+  e2e::FigureRun plain = run_mode("plain", true);
+  CHECK(allocation_sizes(e2e::load(plain.trace)) == std::vector<uint64_t>{MiB, 2 * MiB, 4 * MiB});
+}
+
+TEST_CASE("the LD_AUDIT module cannot reach a library in another namespace, which the report still names") {
+  e2e::FigureRun run = run_mode("namespace", true);
+  json libs = isolated(e2e::cli_json(run.trace));
+  REQUIRE(libs.size() == 1);
+  CHECK(libs[0]["caught"] == false);
+  CHECK(e2e::cli_text(run.trace).find("warning: 1 library was opened where vramtrace's hooks cannot reach") != std::string::npos);
+}
+
+TEST_CASE("the LD_AUDIT module alone (no libvramtrace.so) changes nothing: the program runs as without it") {
+  e2e::Spec s{{e2e::program("isolated_open"), "deepbind"}, {{"LD_AUDIT", VT_AUDIT_LIBRARY}}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("plugin_linked 0") != std::string::npos);
+  CHECK(r.err.empty());
 }

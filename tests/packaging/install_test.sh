@@ -9,7 +9,7 @@ prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 cmake --install "$build" --prefix "$prefix" > "$prefix/.log" 2>&1 || { cat "$prefix/.log"; fail "cmake --install failed"; }
-for f in bin/vramtrace lib/libvramtrace.so include/vramtrace.h lib/pkgconfig/vramtrace.pc share/man/man1/vramtrace.1 \
+for f in bin/vramtrace lib/libvramtrace.so lib/libvramtrace_audit.so include/vramtrace.h lib/pkgconfig/vramtrace.pc share/man/man1/vramtrace.1 \
          share/bash-completion/completions/vramtrace share/zsh/site-functions/_vramtrace; do
   [ -s "$prefix/$f" ] || fail "$f is not installed"
 done

@@ -27,7 +27,7 @@ whl=$(ls "$work"/dist/vramtrace-*.whl 2>/dev/null | head -1)
 [ -n "$whl" ] || fail "no wheel in $work/dist"
 case $(basename "$whl") in *-py3-none-linux_x86_64.whl) ;; *) fail "unexpected wheel tag: $(basename "$whl")" ;; esac
 contents=$($py -m zipfile -l "$whl")
-for f in vramtrace/bin/vramtrace vramtrace/lib/libvramtrace.so vramtrace/__main__.py pytest_vramtrace/__init__.py \
+for f in vramtrace/bin/vramtrace vramtrace/lib/libvramtrace.so vramtrace/lib/libvramtrace_audit.so vramtrace/__main__.py pytest_vramtrace/__init__.py \
          pytest_vramtrace/call_sites.py entry_points.txt; do
   grep -q "$f" <<<"$contents" || fail "the wheel lacks $f"
 done
@@ -74,4 +74,5 @@ fi
 
 # What the wheel ships depends on glibc alone.
 "$here/ldd_check.sh" "$pkg/bin/vramtrace" "$pkg/lib/libvramtrace.so" || exit 1
+"$here/ldd_check.sh" "$pkg/bin/vramtrace" "$pkg/lib/libvramtrace_audit.so" || exit 1
 echo "PASS wheel: built offline, installed in a venv, traces and reports from there, plugin registered, glibc-only binaries"

@@ -109,7 +109,7 @@ TEST_CASE("lookups aggregator: a damaged record is ignored") {
 TEST_CASE("lookups aggregator: a library opened out of the hooks' reach is listed once per path and kind of open") {
   Records rec;
   LookupAggregator a;
-  auto open = [&](const std::string& path, uint32_t other_namespace, uint64_t mode) {
+  auto open = [&](const std::string& path, uint32_t other_namespace, uint64_t mode, uint32_t caught = 0) {
     std::vector<uint8_t> p(512);
     fmt::PayloadWriter w(p.data(), p.size());
     fmt::LookupRecord l;
@@ -117,6 +117,7 @@ TEST_CASE("lookups aggregator: a library opened out of the hooks' reach is liste
     l.symbol = path;
     l.version = other_namespace;
     l.flags = mode;
+    l.category = caught;
     fmt::encode<fmt::LookupSchema>(w, l);
     p.resize(w.size());
     return rec.meta(fmt::kTagLookup, std::move(p));
@@ -124,7 +125,7 @@ TEST_CASE("lookups aggregator: a library opened out of the hooks' reach is liste
   a.on_record(open("libplugin.so", 0, 0xA));
   a.on_record(open("libplugin.so", 0, 0xA));  // written at open and again by the noting thread
   a.on_record(open("libplugin.so", 1, 0x2));  // the same path into another namespace
-  a.on_record(open("/opt/x/libother.so", 0, 0x9));
+  a.on_record(open("/opt/x/libother.so", 0, 0x9, 1));  // the LD_AUDIT module handed it the hooks
   TraceReport rep;
   a.finish(StackStore{}, 1, &rep);
   const InterceptionReport& x = rep.interception;
@@ -133,6 +134,8 @@ TEST_CASE("lookups aggregator: a library opened out of the hooks' reach is liste
   CHECK_FALSE(x.isolated[0].other_namespace);
   CHECK(x.isolated[1].other_namespace);
   CHECK(x.isolated[2].mode == 0x9);
+  CHECK(x.isolated[2].caught);
+  CHECK_FALSE(x.isolated[0].caught);
   CHECK(x.notable());
   CHECK_FALSE(x.lookups_reached);  // an open is not a lookup
   nlohmann::json j = interception_json(x);
@@ -140,6 +143,7 @@ TEST_CASE("lookups aggregator: a library opened out of the hooks' reach is liste
   CHECK(j["isolated_libraries"][0]["how"] == "RTLD_DEEPBIND");
   CHECK(j["isolated_libraries"][1]["how"] == "dlmopen namespace");
   CHECK(j["isolated_libraries"][2]["mode"] == 9);
+  CHECK(j["isolated_libraries"][2]["caught"] == true);
   // A crafted trace naming any number of libraries keeps the first 64.
   LookupAggregator many;
   for (int i = 0; i < 1000; ++i) many.on_record(open("lib" + std::to_string(i) + ".so", 0, 8));
