@@ -108,8 +108,8 @@ void interception_lines(std::ostringstream& o, const InterceptionReport& x) {
     for (const IsolatedOpen* i : missed) deepbind |= !i->other_namespace;
     if (deepbind)
       o << "    to trace them, open them without RTLD_DEEPBIND (Python: leave os.RTLD_DEEPBIND out of "
-           "sys.setdlopenflags and of ctypes.CDLL's mode), or run with LD_AUDIT=libvramtrace_audit.so "
-           "(docs/interception.md)\n";
+           "sys.setdlopenflags and of ctypes.CDLL's mode), or run under `vramtrace run --audit` "
+           "(LD_AUDIT=libvramtrace_audit.so, docs/interception.md)\n";
   }
   if (x.unhooked.empty()) return;
   o << "  warning: " << x.unhooked.size() << " memory entry point" << (x.unhooked.size() == 1 ? " was" : "s were")

@@ -103,6 +103,16 @@ int run_command(const RunOptions& opt) {
     return 2;
   }
 
+  // The LD_AUDIT module sits beside the library (build/lib, the install's lib, the wheel's lib).
+  std::string audit;
+  if (opt.audit) {
+    audit = lib.substr(0, lib.rfind('/') + 1) + "libvramtrace_audit.so";
+    if (access(audit.c_str(), R_OK) != 0) {
+      error_line("--audit: cannot find " + audit + " (it is built and installed beside libvramtrace.so)");
+      return 2;
+    }
+  }
+
   RunOutput out;
   std::string err;
   if (!prepare_output(opt.output, &out, &err)) {
@@ -159,6 +169,10 @@ int run_command(const RunOptions& opt) {
   req.env = {{"LD_PRELOAD", preload}, {"VRAMTRACE_OUTPUT", out.value}, {"VRAMTRACE_SESSION", session}};
   if (opt.no_kernels) req.env.push_back({"VRAMTRACE_KERNELS", "0"});
   if (opt.no_cupti_memory) req.env.push_back({"VRAMTRACE_CUPTI_MEMORY", "0"});
+  if (opt.audit) {
+    const char* old = getenv("LD_AUDIT");
+    req.env.push_back({"LD_AUDIT", old && *old ? audit + ":" + old : audit});
+  }
   // NVTX ranges reach CUPTI only through NVTX's injection hook: point it at libvramtrace, which
   // hands NVTX to the libcupti it records with (cupti/nvtx_injection.cpp). A tool's own wins.
   const char* kernels = getenv("VRAMTRACE_KERNELS");

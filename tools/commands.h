@@ -17,6 +17,7 @@ struct RunOptions {
   std::vector<std::string> command;
   bool no_kernels = false;  // --no-kernels: VRAMTRACE_KERNELS=0 for the whole run
   bool no_cupti_memory = false;  // --no-cupti-memory: VRAMTRACE_CUPTI_MEMORY=0
+  bool audit = false;            // --audit: LD_AUDIT=libvramtrace_audit.so (beside the library)
 };
 int run_command(const RunOptions& opt);
 

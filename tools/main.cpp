@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--no-kernels", run.no_kernels, "record memory only: no kernel activity (CUPTI)");
   run_cmd->add_flag("--no-cupti-memory", run.no_cupti_memory,
                     "kernels without CUPTI's allocation records (MEMORY2): VRAMTRACE_CUPTI_MEMORY=0");
+  run_cmd->add_flag("--audit", run.audit,
+                    "also load libvramtrace_audit.so (LD_AUDIT): libraries opened with RTLD_DEEPBIND get the hooks too");
   run_cmd->prefix_command();
 
   std::string trace;

@@ -141,3 +141,31 @@ TEST_CASE("the LD_AUDIT module alone (no libvramtrace.so) changes nothing: the p
   CHECK(r.out.find("plugin_linked 0") != std::string::npos);
   CHECK(r.err.empty());
 }
+
+TEST_CASE("vramtrace run --audit loads the module beside the library, and refuses in one line when it is missing") {
+  std::string dir = e2e::temp_dir();
+  e2e::Spec s{{e2e::cli(), "run", "--audit", "-o", dir, "--", e2e::program("isolated_open"), "deepbind"},
+              {{"LD_AUDIT", ""}}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  CHECK(allocation_sizes(e2e::load(files[0])) == std::vector<uint64_t>{MiB, 2 * MiB, 4 * MiB});
+  CHECK(isolated(e2e::cli_json(files[0]))[0]["caught"] == true);
+
+  // A library without the module beside it (a copy elsewhere, named by VRAMTRACE_LIBRARY).
+  std::string lonely = e2e::temp_dir();
+  REQUIRE(system(("cp " + std::string(VT_LIBRARY) + " " + lonely + "/libvramtrace.so").c_str()) == 0);
+  std::string out2 = e2e::temp_dir();
+  e2e::Spec m{{e2e::cli(), "run", "--audit", "-o", out2, "--", e2e::program("isolated_open"), "plain"},
+              {{"VRAMTRACE_LIBRARY", lonely + "/libvramtrace.so"}}};
+  m.preload = false;
+  r = e2e::run(m);
+  CHECK(r.exit_code == 2);
+  CHECK(e2e::lines(r.err).size() == 1);
+  CHECK(r.err.find("--audit: cannot find " + lonely + "/libvramtrace_audit.so") != std::string::npos);
+  CHECK(r.out.find("plugin_linked") == std::string::npos);  // nothing was run
+  CHECK(e2e::files_in(out2).empty());
+}
