@@ -59,6 +59,14 @@ browse() {
   cat "$dump"
   return "$rc"
 }
+# Renders $out/NAME.html into $work/NAME.dom, failing on a load error or a console message.
+dom_of() {
+  browse --enable-logging=stderr --v=0 --dump-dom "file://$out/$1.html" >"$work/$1.dom" 2>"$work/$1.log" ||
+    fail "chromium could not load $1.html"
+  if grep -F 'CONSOLE' "$work/$1.log" | grep -F "file://$out/$1.html" >"$work/$1.console"; then
+    fail "$1.html logged to the console: $(head -3 "$work/$1.console")"
+  fi
+}
 pages=0
 for page in report job; do
   kind=trace text=$hostile
@@ -110,11 +118,7 @@ VRAMTRACE_OUTPUT="$work/torch.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRA
   FAKECUDA_TOTAL_BYTES=512MiB python3 "$here/../torch/torch_workload.py" kept_alive "$build/tests/torch/default" \
   "$work/torch.json" >/dev/null 2>&1 || fail "the PyTorch stand-in workload failed"
 "$build/bin/vramtrace" report "$work/torch.trace" --format html -o "$out/torch.html" || fail "report --format html (torch) failed"
-browse --enable-logging=stderr --v=0 --dump-dom "file://$out/torch.html" >"$work/torch.dom" 2>"$work/torch.log" ||
-  fail "chromium could not load torch.html"
-if grep -F 'CONSOLE' "$work/torch.log" | grep -F "file://$out/torch.html" >"$work/torch.console"; then
-  fail "torch.html logged to the console: $(head -3 "$work/torch.console")"
-fi
+dom_of torch
 python3 "$here/check_dom.py" torch "$work/torch.dom" >"$work/torch.problems" || fail "torch.html: $(paste -sd';' "$work/torch.problems")"
 browse --screenshot="$out/torch.png" --window-size=1400,1000 --hide-scrollbars --run-all-compositor-stages-before-draw \
   "file://$out/torch.html" >/dev/null 2>&1 || fail "chromium could not take a screenshot of torch.html"
@@ -124,11 +128,7 @@ pages=$((pages + 1))
 VRAMTRACE_OUTPUT="$work/sharing.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 FAKECUDA_CONTEXT_BYTES=0 \
   "$build/tests/programs/sharing" vmm >/dev/null 2>&1 || fail "tracing the sharing program failed"
 "$build/bin/vramtrace" report "$work/sharing.trace" --format html -o "$out/sharing.html" || fail "report --format html (sharing) failed"
-browse --enable-logging=stderr --v=0 --dump-dom "file://$out/sharing.html" >"$work/sharing.dom" 2>"$work/sharing.log" ||
-  fail "chromium could not load sharing.html"
-if grep -F 'CONSOLE' "$work/sharing.log" | grep -F "file://$out/sharing.html" >"$work/sharing.console"; then
-  fail "sharing.html logged to the console: $(head -3 "$work/sharing.console")"
-fi
+dom_of sharing
 python3 - "$work/sharing.dom" <<'PY' || fail "sharing.html: no shared-memory block with the imports' call sites"
 import re, sys
 dom = open(sys.argv[1], encoding="utf-8").read()
@@ -142,11 +142,7 @@ pages=$((pages + 1))
 VRAMTRACE_OUTPUT="$work/isolated.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 \
   "$build/tests/programs/isolated_open" deepbind >/dev/null 2>&1 || fail "tracing the isolated_open program failed"
 "$build/bin/vramtrace" report "$work/isolated.trace" --format html -o "$out/isolated.html" || fail "report --format html (isolated) failed"
-browse --enable-logging=stderr --v=0 --dump-dom "file://$out/isolated.html" >"$work/isolated.dom" 2>"$work/isolated.log" ||
-  fail "chromium could not load isolated.html"
-if grep -F 'CONSOLE' "$work/isolated.log" | grep -F "file://$out/isolated.html" >"$work/isolated.console"; then
-  fail "isolated.html logged to the console: $(head -3 "$work/isolated.console")"
-fi
+dom_of isolated
 python3 - "$work/isolated.dom" <<'PY' || fail "isolated.html: the header does not name the RTLD_DEEPBIND library"
 import re, sys
 dom = open(sys.argv[1], encoding="utf-8").read()

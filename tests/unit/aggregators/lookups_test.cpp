@@ -12,14 +12,16 @@ using namespace synth_records;
 
 namespace {
 
-Record lookup(Records& rec, uint32_t kind, const std::string& symbol, uint32_t category, uint32_t version = 12000) {
-  std::vector<uint8_t> p(256);
+Record lookup(Records& rec, uint32_t kind, const std::string& symbol, uint32_t category, uint32_t version = 12000,
+              uint64_t flags = 0) {
+  std::vector<uint8_t> p(512);
   fmt::PayloadWriter w(p.data(), p.size());
   fmt::LookupRecord l;
   l.kind = kind;
   l.symbol = symbol;
   l.category = category;
   l.version = version;
+  l.flags = flags;
   fmt::encode<fmt::LookupSchema>(w, l);
   p.resize(w.size());
   return rec.meta(fmt::kTagLookup, std::move(p));
@@ -109,18 +111,9 @@ TEST_CASE("lookups aggregator: a damaged record is ignored") {
 TEST_CASE("lookups aggregator: a library opened out of the hooks' reach is listed once per path and kind of open") {
   Records rec;
   LookupAggregator a;
+  // An open: the path, 1 for another namespace, the dlopen mode, 1 when the LD_AUDIT module caught it.
   auto open = [&](const std::string& path, uint32_t other_namespace, uint64_t mode, uint32_t caught = 0) {
-    std::vector<uint8_t> p(512);
-    fmt::PayloadWriter w(p.data(), p.size());
-    fmt::LookupRecord l;
-    l.kind = fmt::kLookupIsolatedOpen;
-    l.symbol = path;
-    l.version = other_namespace;
-    l.flags = mode;
-    l.category = caught;
-    fmt::encode<fmt::LookupSchema>(w, l);
-    p.resize(w.size());
-    return rec.meta(fmt::kTagLookup, std::move(p));
+    return lookup(rec, fmt::kLookupIsolatedOpen, path, caught, other_namespace, mode);
   };
   a.on_record(open("libplugin.so", 0, 0xA));
   a.on_record(open("libplugin.so", 0, 0xA));  // written at open and again by the noting thread
