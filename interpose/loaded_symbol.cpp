@@ -5,7 +5,6 @@
 #include <link.h>
 
 #include <cstdint>
-#include <cstring>
 
 namespace vt {
 
@@ -46,13 +45,21 @@ bool tables_of(const dl_phdr_info* info, DynTables* t) {
   return tables_of(info->dlpi_addr, dyn, t);
 }
 
+// No libc string function: this runs in the dlvsym stub's first call, which a sanitizer runtime
+// makes while it sets up its interceptors (ASan's strcmp is not usable yet then: a call through a
+// null pointer, found by the sanitizer CI on a traced ASan program).
+bool same(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
 bool defines(const DynTables& t, uint32_t index, const char* name) {
   const ElfW(Sym)& s = t.symtab[index];
   if (s.st_name >= t.strsz || s.st_shndx == SHN_UNDEF || s.st_value == 0) return false;
   unsigned type = ELF64_ST_TYPE(s.st_info), bind = ELF64_ST_BIND(s.st_info);
   if ((type != STT_FUNC && type != STT_OBJECT) || bind == STB_LOCAL) return false;  // not an IFUNC resolver
   if (ELF64_ST_VISIBILITY(s.st_other) != STV_DEFAULT && ELF64_ST_VISIBILITY(s.st_other) != STV_PROTECTED) return false;
-  return strcmp(t.strtab + s.st_name, name) == 0;
+  return same(t.strtab + s.st_name, name);
 }
 
 // The index of `name` in the dynamic symbol table, or 0.
