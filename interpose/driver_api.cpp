@@ -2,6 +2,7 @@
 #include "driver_api.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cerrno>
 #include <pthread.h>
@@ -39,15 +40,16 @@ __attribute__((visibility("hidden"))) void* vt_resolve_real_dlsym() {
 }
 
 // glibc's dlvsym, found once, for the exported dlvsym stub (dlsym_stub.S): in the loaded objects'
-// symbol tables (loaded_symbol.h), since every dlvsym call of libvramtrace's own (above, and
-// -Bsymbolic binds them to the stub) would come back here.
+// symbol tables (loaded_symbol.h, first_definition: no function call, since a sanitizer runtime
+// makes this first call while setting up its interceptors), since every dlvsym call of
+// libvramtrace's own (above, and -Bsymbolic binds them to the stub) would come back here.
 __attribute__((visibility("hidden"))) void* vt_real_dlvsym_ptr = nullptr;
+
 
 __attribute__((visibility("hidden"))) void* vt_resolve_real_dlvsym() {
   void* fn = __atomic_load_n(&vt_real_dlvsym_ptr, __ATOMIC_ACQUIRE);
   if (fn) return fn;
-  const char* path = "";
-  fn = vt::find_loaded_symbol("dlvsym", reinterpret_cast<const void*>(&vt_resolve_real_dlvsym), &path);
+  fn = vt::first_definition("dlvsym", _DYNAMIC);
   __atomic_store_n(&vt_real_dlvsym_ptr, fn, __ATOMIC_RELEASE);
   return fn;
 }

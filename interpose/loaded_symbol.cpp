@@ -138,6 +138,14 @@ int visit(dl_phdr_info* info, size_t, void* arg) {
 
 }  // namespace
 
+void* first_definition(const char* name, const void* skip_dynamic) {
+  for (const link_map* m = _r_debug.r_map; m; m = m->l_next) {
+    if (m->l_ld == skip_dynamic) continue;
+    if (void* p = symbol_in_object(m->l_addr, m->l_ld, name)) return p;
+  }
+  return nullptr;
+}
+
 void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name) {
   DynTables t;
   if (!tables_of(ElfW(Addr)(base), static_cast<const ElfW(Dyn)*>(dynamic), &t)) return nullptr;

@@ -19,6 +19,12 @@ namespace vt {
 // none. nullptr when no loaded object defines it.
 void* find_loaded_symbol(const char* name, const void* skip, const char** path);
 
+// The first definition of `name` in the base namespace's list of loaded objects (_r_debug),
+// skipping the object whose dynamic section is `skip_dynamic` (our own _DYNAMIC). Calls no
+// function at all: the dlvsym stub's first call comes from sanitizer runtimes while they set up
+// their interceptors, when TSan's dl_iterate_phdr and ASan's strcmp still jump through null.
+void* first_definition(const char* name, const void* skip_dynamic);
+
 // The definition of `name` in one loaded object, given its load base and dynamic section (a
 // link_map's l_addr and l_ld), or nullptr. Takes no lock: the LD_AUDIT module's lookup
 // (audit_module.cpp), which runs inside the loader.

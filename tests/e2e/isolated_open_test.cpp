@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -168,4 +169,26 @@ TEST_CASE("vramtrace run --audit loads the module beside the library, and refuse
   CHECK(r.err.find("--audit: cannot find " + lonely + "/libvramtrace_audit.so") != std::string::npos);
   CHECK(r.out.find("plugin_linked") == std::string::npos);  // nothing was run
   CHECK(e2e::files_in(out2).empty());
+}
+
+TEST_CASE("a program built with TSan or ASan starts and is traced: its runtime's early dlsym and dlvsym calls reach glibc") {
+  int found = 0;
+  for (const char* name : {"sanitized_thread", "sanitized_address"}) {
+    std::string path = e2e::program(name);
+    if (access(path.c_str(), X_OK) != 0) continue;  // the compiler has no such sanitizer
+    ++found;
+    INFO(name);
+    std::string dir = e2e::temp_dir();
+    // ASan wants its runtime first in the library list; a preload needs this setting (any preload).
+    e2e::Result r = e2e::run({{path}, {{"VRAMTRACE_OUTPUT", dir}, {"ASAN_OPTIONS", "verify_asan_link_order=0:detect_leaks=0"},
+                                       {"TSAN_OPTIONS", "report_bugs=0"}}});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "ok\n");
+    auto files = e2e::files_in(dir);
+    REQUIRE(files.size() == 1);
+    CHECK(allocation_sizes(e2e::load(files[0])) == std::vector<uint64_t>{MiB});
+  }
+  // tests/CMakeLists.txt builds them where the compiler can (gcc and clang on x86-64 and aarch64).
+  REQUIRE(found > 0);
 }
