@@ -4,7 +4,9 @@
 #include <cstdio>
 
 #include "accounting.h"
+#include "activity_records.h"
 #include "meta_records.h"
+#include "pytorch_records.h"
 #include "op_table.h"
 #include "user_frames.h"
 
@@ -97,26 +99,80 @@ class JsonFields {
 };
 
 template <class Schema, class R>
-void put_record(nlohmann::json& j, const Record& r, bool keep_partial) {
+void put_record(nlohmann::json& j, const Record& r, bool keep_partial, uint64_t base_ns = 0) {
   R rec;
-  if (!format::decode<Schema>(r.payload, r.payload_len, &rec) && !keep_partial) rec = R{};
+  bool ok = format::decode<Schema>(r.payload, r.payload_len, &rec, base_ns);
+  if (!ok && !keep_partial) rec = R{};
   j["record"] = Schema::kName;
   JsonFields out(j);
   Schema::visit(rec, out);
+  if (!ok && keep_partial) j["damaged"] = true;
+}
+
+// A header and its `count` rows (stacks, pool usage): the header's fields, then "rows", each row
+// with its own schema's fields. At most `max_rows` rows are read, as the reader does.
+template <class HeadSchema, class Head, class RowSchema, class Row, class Count>
+void put_rows(nlohmann::json& j, const Record& r, Count Head::*count, uint64_t max_rows) {
+  format::PayloadReader in(r.payload, r.payload_len);
+  Head head;
+  j["record"] = HeadSchema::kName;
+  bool ok = format::decode<HeadSchema>(in, &head);
+  JsonFields out(j);
+  HeadSchema::visit(head, out);
+  j["rows"] = nlohmann::json::array();
+  for (uint64_t i = 0; ok && i < uint64_t(head.*count) && i < max_rows; ++i) {
+    Row row;
+    ok = format::decode<RowSchema>(in, &row);
+    if (!ok) break;
+    nlohmann::json x;
+    JsonFields row_out(x);
+    RowSchema::visit(row, row_out);
+    j["rows"].push_back(std::move(x));
+  }
+  if (!ok) j["damaged"] = true;
 }
 
 }  // namespace
 
-nlohmann::json meta_json(const Record& r) {
+nlohmann::json meta_json(const Record& r, uint64_t base_ns) {
+  namespace f = format;
   nlohmann::json j;
   j["t_ns"] = r.t_ns;
   j["tid"] = r.tid;
   switch (r.tag) {
-    case format::kTagProcess: put_record<format::ProcessSchema, format::ProcessRecord>(j, r, false); break;
-    case format::kTagDevice: put_record<format::DeviceSchema, format::DeviceRecord>(j, r, true); break;
-    case format::kTagEnd: put_record<format::EndSchema, format::EndRecord>(j, r, true); break;
-    case format::kTagNote: put_record<format::NoteSchema, format::NoteRecord>(j, r, true); break;
-    case format::kTagLookup: put_record<format::LookupSchema, format::LookupRecord>(j, r, true); break;
+    case f::kTagProcess: put_record<f::ProcessSchema, f::ProcessRecord>(j, r, false); break;
+    case f::kTagDevice: put_record<f::DeviceSchema, f::DeviceRecord>(j, r, true); break;
+    case f::kTagEnd: put_record<f::EndSchema, f::EndRecord>(j, r, true); break;
+    case f::kTagNote: put_record<f::NoteSchema, f::NoteRecord>(j, r, true); break;
+    case f::kTagLookup: put_record<f::LookupSchema, f::LookupRecord>(j, r, true); break;
+    case f::kTagModule: put_record<f::ModuleSchema, f::ModuleRecord>(j, r, true); break;
+    case f::kTagPyCode: put_record<f::PyCodeSchema, f::PyCodeRecord>(j, r, true); break;
+    case f::kTagThread: put_record<f::ThreadSchema, f::ThreadRecord>(j, r, true); break;
+    case f::kTagConfig: put_record<f::ConfigSchema, f::ConfigRecord>(j, r, true); break;
+    case f::kTagRegion: put_record<f::RegionSchema, f::RegionRecord>(j, r, true); break;
+    case f::kTagPoolSync: put_record<f::PoolSyncSchema, f::PoolSyncRecord>(j, r, true); break;
+    case f::kTagTorchStatus: put_record<f::TorchStatusSchema, f::TorchStatusRecord>(j, r, true); break;
+    case f::kTagTorchConfig: put_record<f::TorchConfigSchema, f::TorchConfigRecord>(j, r, true); break;
+    case f::kTagKernel: put_record<f::KernelSchema, f::KernelRecord>(j, r, true, base_ns); break;
+    case f::kTagMemcpy: put_record<f::MemcpySchema, f::CopyRecord>(j, r, true, base_ns); break;
+    case f::kTagMemset: put_record<f::MemsetSchema, f::CopyRecord>(j, r, true, base_ns); break;
+    case f::kTagCuptiMemory: put_record<f::CuptiMemorySchema, f::CuptiMemoryRecord>(j, r, true, base_ns); break;
+    case f::kTagMemoryPool: put_record<f::PoolSchema, f::PoolRecord>(j, r, true, base_ns); break;
+    case f::kTagNvtx: put_record<f::NvtxSchema, f::NvtxRecord>(j, r, true, base_ns); break;
+    case f::kTagCuptiStatus: put_record<f::CuptiStatusSchema, f::CuptiStatusRecord>(j, r, true); break;
+    case f::kTagKernelName: put_record<f::KernelNameSchema, f::KernelNameRecord>(j, r, true); break;
+    case f::kTagStack:
+      put_rows<f::StackSchema, f::StackRecord, f::StackFrameSchema, f::StackFrameRow>(j, r, &f::StackRecord::frames,
+                                                                                     f::kMaxStackRecordFrames);
+      break;
+    case f::kTagStackDelta:
+      put_rows<f::StackDeltaSchema, f::StackDeltaRecord, f::StackDeltaFrameSchema, f::StackDeltaFrameRow>(
+          j, r, &f::StackDeltaRecord::fresh, f::kMaxStackRecordFrames);
+      break;
+    case f::kTagPoolUsage:
+      put_rows<f::PoolUsageSchema, f::PoolUsageRecord, f::PoolUsageRowSchema, f::PoolUsageRow>(
+          j, r, &f::PoolUsageRecord::count, f::kMaxPoolUsageRows);
+      break;
     case format::kTagGpuProcesses: {
       GpuProcessList list;
       j["record"] = format::GpuProcessesSchema::kName;

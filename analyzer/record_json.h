@@ -28,8 +28,11 @@ class FreedMemoryPlaces {
  private:
   std::unordered_map<uint64_t, std::pair<uint64_t, int32_t>> live_;
 };
-// A metadata record ("record": "process" / "device" / "end" / "note" / "unknown").
-nlohmann::json meta_json(const Record& r);
+// A metadata record under its schema's name ("process", "module", "stack", "kernel", ...: the
+// names and fields of docs/trace-format.md), "damaged": true when its payload ends early;
+// "unknown" with its tag for a tag this reader does not know. `base_ns`: the trace's start
+// (ProcessInfo::start_monotonic_ns), against which kernel activity times are stored.
+nlohmann::json meta_json(const Record& r, uint64_t base_ns = 0);
 nlohmann::json process_json(const ProcessInfo& p);
 // A symbolized stack: [{function, file, line, module, python, inlined}], innermost first.
 nlohmann::json stack_json(const std::vector<Frame>& frames);

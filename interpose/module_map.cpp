@@ -4,9 +4,12 @@
 
 #include <elf.h>
 #include <link.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -78,8 +81,7 @@ int record_module(dl_phdr_info* info, size_t, void* data) {
   char resolved[4096];
   const char* path = info->dlpi_name;
   if (!path || !*path) {  // the main program
-    ssize_t n = readlink("/proc/self/exe", resolved, sizeof resolved - 1);
-    resolved[n > 0 ? n : 0] = '\0';
+    main_program_path(resolved, sizeof resolved);
     path = resolved;
   } else if (path[0] != '/' && realpath(path, resolved)) {
     path = resolved;  // dlopen'ed by a relative path: the analyzer may run elsewhere
@@ -95,7 +97,72 @@ int record_module(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
+// The path of the file mapped at `addr`, from /proc/self/maps, into `out` ("" if none). Reads
+// the file in pieces through a fixed buffer: a process may map thousands of objects.
+void mapped_file_at(uint64_t addr, char* out, size_t cap) {
+  out[0] = '\0';
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[8192];  // a line is at most ~4.2 KB (PATH_MAX and the fields before it)
+  size_t have = 0;
+  bool eof = false;
+  for (;;) {
+    if (!eof && have < sizeof buf - 1) {
+      ssize_t r = read(fd, buf + have, sizeof buf - 1 - have);
+      if (r > 0) have += size_t(r);
+      else eof = true;
+    }
+    char* nl = static_cast<char*>(memchr(buf, '\n', have));
+    if (!nl) {
+      if (!eof && have < sizeof buf - 1) continue;
+      if (have == 0) break;
+      nl = buf + have;  // the last line without its newline
+    }
+    *nl = '\0';
+    // "lo-hi perms offset dev inode   path"
+    char* end = nullptr;
+    uint64_t lo = strtoull(buf, &end, 16), hi = *end == '-' ? strtoull(end + 1, nullptr, 16) : 0;
+    if (addr >= lo && addr < hi) {
+      if (const char* path = strchr(buf, '/')) snprintf(out, cap, "%s", path);
+      break;
+    }
+    size_t used = size_t(nl - buf) + (nl < buf + have ? 1 : 0);
+    memmove(buf, buf + used, have - used);
+    have -= used;
+    if (eof && have == 0) break;
+  }
+  close(fd);
+}
+
+struct MainMap {
+  uint64_t lo = 0;
+  bool found = false;
+};
+
 }  // namespace
+
+void main_program_path(char* out, size_t cap) {
+  MainMap m;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* mm = static_cast<MainMap*>(data);
+        mm->lo = ~0ull;
+        for (int i = 0; i < info->dlpi_phnum; ++i)
+          if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_addr + info->dlpi_phdr[i].p_vaddr < mm->lo)
+            mm->lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+        mm->found = true;
+        return 1;  // the first object is the main program
+      },
+      &m);
+  // Started through ld.so, the kernel ran ld.so itself, which has no interpreter: AT_BASE is 0
+  // (ld.so rewrites AT_PHDR, AT_ENTRY and AT_EXECFN for the program, not AT_BASE).
+  if (m.found && m.lo != ~0ull && getauxval(AT_BASE) == 0) {
+    mapped_file_at(m.lo, out, cap);
+    if (out[0]) return;
+  }
+  ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+  out[n > 0 ? n : 0] = '\0';
+}
 
 void ensure_modules(const uint64_t* ips, int n, uint64_t t) {
   pthread_mutex_lock(&g_mu);

@@ -4,6 +4,7 @@
 // PyTorch extensions, cuDNN).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace vt {
@@ -14,5 +15,11 @@ void ensure_modules(const uint64_t* ips, int n, uint64_t t);
 
 // After fork: the child's trace starts with no module records.
 void forget_modules();
+
+// The main program's file into `out` (NUL-terminated; "" if unknown). /proc/self/exe, except when
+// the program was started through the dynamic loader (`ld.so --library-path ... prog`: the kernel
+// ran ld.so, so /proc/self/exe names it while the main link map is prog): then the file mapped at
+// the main map's address, from /proc/self/maps. Reads files: only where a module scan runs.
+void main_program_path(char* out, size_t cap);
 
 }  // namespace vt

@@ -108,8 +108,8 @@ void write_process_record(uint64_t t) {
   if (g_api.driver_get_version) g_api.driver_get_version(&driver);
   char cmdline[8192], exe[8192];
   size_t n = read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
-  ssize_t e = readlink("/proc/self/exe", exe, sizeof exe);
-  format::ProcessRecord r{uint64_t(driver), format::Text(cmdline, n), format::Text(exe, e > 0 ? size_t(e) : 0)};
+  main_program_path(exe, sizeof exe);  // (not ld.so when the program was started through it)
+  format::ProcessRecord r{uint64_t(driver), format::Text(cmdline, n), format::Text(exe, strlen(exe))};
   uint8_t payload[16384 + 32];
   format::PayloadWriter p(payload, sizeof payload);
   format::encode<format::ProcessSchema>(p, r);

@@ -93,7 +93,7 @@ int dump_command(const std::string& trace, const DumpOptions& opt) {
       if (t != threads.end() && !t->second.name.empty()) j["thread"] = t->second.name;
       out = to_line(j);
     } else if (opt.with_meta) {
-      out = to_line(analyzer::meta_json(r));
+      out = to_line(analyzer::meta_json(r, reader->process().start_monotonic_ns));
     } else {
       continue;
     }

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   bool no_stacks = false;
   CLI::App* dump_cmd = app.add_subcommand("dump", "print every event of a trace as one JSON object per line");
   dump_cmd->add_option("trace", trace, "trace file")->required();
-  dump_cmd->add_flag("--meta", dump.with_meta, "also print process, device and end records");
+  dump_cmd->add_flag("--meta", dump.with_meta, "also print the metadata records (process, devices, modules, threads, stacks, kernel activity, ...)");
   dump_cmd->add_flag("--no-stacks", no_stacks, "leave out the symbolized call stacks");
   dump_cmd->add_option("--sysroot", dump.sysroot, "prefix for the traced machine's library paths");
   dump_cmd->add_option("--debug-dir", dump.debug_dirs, "directory with separate debug info (repeatable)");

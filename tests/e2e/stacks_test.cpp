@@ -2,7 +2,10 @@
 // names, files and lines, inlined frames included, for a library dlopen'ed after start.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include <map>
@@ -179,4 +182,47 @@ TEST_CASE("a new call path per allocation: each stack reads back with its own pa
   double per_event = double(j["record_bytes"].get<uint64_t>()) / double(j["events"].get<uint64_t>());
   INFO("record bytes per event " << per_event);
   CHECK(per_event < 40);
+}
+
+TEST_CASE("a program started through the dynamic loader (ld.so PROGRAM) is named and symbolized as itself") {
+  // The kernel then runs ld.so, so /proc/self/exe names ld.so while the main link map is the
+  // program: its module record once carried ld.so's path with the program's build-id and range
+  // (every frame of the program stayed module+offset, with a "another build" warning).
+  const std::string loader = "/lib64/ld-linux-x86-64.so.2";
+  REQUIRE(access(loader.c_str(), X_OK) == 0);
+  std::string dir = e2e::temp_dir();
+  e2e::Result r =
+      e2e::run({{loader, e2e::program("stack_main"), e2e::program("libstack_plugin.so")}, {{"VRAMTRACE_OUTPUT", dir}}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto lines = expected_lines(r.out);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  std::string err;
+  auto reader = vt::analyzer::TraceReader::open(files[0], &err);
+  REQUIRE(reader);
+  reader->load_stacks();
+  char real[4096];
+  REQUIRE(realpath(e2e::program("stack_main").c_str(), real));
+  CHECK(reader->process().exe == real);
+  int program_modules = 0, loader_modules = 0;
+  for (const auto& m : reader->stacks().modules) {
+    program_modules += m.path == real;
+    loader_modules += m.path == loader;  // ld.so itself, once (the program was a second)
+  }
+  CHECK(program_modules == 1);
+  CHECK(loader_modules <= 1);
+  std::vector<std::string> warned;
+  vt::analyzer::Symbolizer sym(reader->stacks(), {"", {}, [&](const std::string& w) { warned.push_back(w); }});
+  vt::analyzer::Record rec;
+  uint32_t stack = 0;
+  while (reader->next(&rec))
+    if (rec.is_event() && rec.op && rec.op->kind != vt::MemKind::Code && !stack) stack = rec.stack;
+  REQUIRE(stack);
+  const auto& s = sym.stack(stack);
+  REQUIRE(s.size() >= 3);
+  CHECK(s[1].function == "demo::outer_alloc(unsigned long long*)");
+  CHECK(s[2].function == "main");
+  CHECK(s[2].line == lines["main"]);
+  CHECK(warned.empty());
 }
