@@ -201,6 +201,7 @@ nlohmann::json stack_json(const std::vector<Frame>& frames) {
     if (!f.python) j["offset"] = f.offset;
     if (f.inlined) j["inlined"] = true;
     if (!f.python && is_machinery_frame(f)) j["machinery"] = true;  // what the user's view leaves out
+    if (is_library_python_frame(f)) j["library"] = true;            // not the line a remedy names
     out.push_back(std::move(j));
   }
   return out;

@@ -2,7 +2,9 @@
 #include "user_frames.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 namespace vt::analyzer {
@@ -45,6 +47,23 @@ bool machinery_function(const std::string& fn) {
 }
 
 }  // namespace
+
+bool is_library_python_frame(const Frame& f) {
+  if (!f.python) return false;
+  const std::string& p = f.file;
+  if (p.find("/site-packages/") != std::string::npos || p.find("/dist-packages/") != std::string::npos ||
+      starts_with(p, "<frozen "))
+    return true;
+  // The standard library: .../lib/python3.N/ (Debian, pyenv, conda, venvs' base), also lib64.
+  for (const char* dir : {"/lib/python3.", "/lib64/python3."}) {
+    size_t at = p.find(dir);
+    if (at == std::string::npos) continue;
+    size_t i = at + strlen(dir), digits = i;
+    while (i < p.size() && isdigit(static_cast<unsigned char>(p[i]))) ++i;
+    if (i > digits && (p.compare(i, 1, "/") == 0 || p.compare(i, 2, "t/") == 0)) return true;  // (3.13t: free-threaded)
+  }
+  return false;
+}
 
 bool is_machinery_frame(const Frame& f) {
   if (f.python) return false;
@@ -99,6 +118,8 @@ std::vector<SiteGroup> merge_shown(const std::vector<SiteGroup>& groups, bool al
 
 const Frame* user_frame(const std::vector<Frame>& stack) {
   if (stack.empty()) return nullptr;
+  for (const Frame& f : stack)
+    if (f.python && !is_library_python_frame(f)) return &f;
   for (const Frame& f : stack)
     if (f.python) return &f;
   for (const Frame& f : stack)

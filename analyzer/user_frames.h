@@ -15,6 +15,10 @@ namespace vt::analyzer {
 // True for a frame of the machinery between the user's code and the allocation.
 bool is_machinery_frame(const Frame& f);
 
+// True for a Python frame of installed or standard-library code (site-packages, dist-packages,
+// .../lib/python3.N/, frozen modules): torch/nn/modules/linear.py is not the line a user fixes.
+bool is_library_python_frame(const Frame& f);
+
 // The frames a person reads first, innermost first: the Python frames when there are any, else
 // the native frames that are not machinery; *hidden gets how many were left out (shown as one
 // "... N native frames" marker). A stack that would show nothing is shown whole. With `all`
@@ -28,7 +32,8 @@ std::string user_stack_key(const std::vector<Frame>& stack, bool all);
 // counts summed, the first one's stack and kind kept), biggest first; with `all`, unchanged.
 std::vector<SiteGroup> merge_shown(const std::vector<SiteGroup>& groups, bool all);
 
-// The frame a person would call "where it was made": the innermost Python frame, else the
+// The frame a person would call "where it was made": the innermost Python frame of the user's own
+// code (not a library's: is_library_python_frame), else the innermost Python frame, else the
 // innermost native frame that is not machinery, else the innermost frame; nullptr for an empty stack.
 const Frame* user_frame(const std::vector<Frame>& stack);
 

@@ -2,7 +2,8 @@
 For each expected allocation size, the event's innermost Python frame must be the expected file,
 line and function (native frames around it); "null" means no Python frame at all. The trace's
 config record must say Python frames were on, the one note must say the self-check on the main
-thread passed (no "Python frames off"), and the workload's stderr must not say so either."""
+thread passed (no "Python frames off"), and the workload's stderr must not say so either. An
+allocation made inside an installed library is named by its caller's line in the summary."""
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import sys
 vt, trace, expect_path = sys.argv[1:4]
 log = open(sys.argv[4], errors="replace").read() if len(sys.argv) > 4 else ""
 expect = json.load(open(expect_path))
+library = expect.pop("library")
 dump = subprocess.run([vt, "dump", trace], capture_output=True, text=True, check=True).stdout
 events = {}
 count = 0
@@ -39,6 +41,21 @@ for size, want in expect.items():
     # Native frames remain below (ctypes/libffi) and above (the interpreter).
     if not any(not g["python"] for g in e["stack"]):
         failures.append(f"{size}: no native frames")
+# An allocation made inside an installed library: the library's frame is marked in the JSON and
+# the one-line answers name the caller's line in the user's file.
+e = next((json.loads(l) for l in dump.splitlines() if json.loads(l).get("size") == library["size"]), None)
+py = [f for f in (e or {}).get("stack", []) if f["python"]]
+if not py or "/site-packages/vt_fakelib/" not in py[0]["file"]:
+    failures.append(f"library allocation: innermost Python frame {py[:1]}")
+rep = json.loads(subprocess.run([vt, "report", trace, "--format", "json"], capture_output=True, text=True, check=True).stdout)
+top = rep["peak"]["by_device"][0]["live_set"][0]
+flags = [(f["file"].split("/")[-1], f.get("library", False)) for f in top["stack"] if f["python"]][:2]
+if flags != [("__init__.py", True), (library["caller"][0], False)]:
+    failures.append(f"library allocation at the peak: Python frames (file, library) {flags}")
+summary = subprocess.run([vt, "summary", trace], capture_output=True, text=True, check=True).stdout
+want = "largest holder 64.0 MiB in 1 allocation: {}:{} in {}".format(*library["caller"])
+if want not in summary:
+    failures.append(f"summary: no '{want}' in {[l for l in summary.splitlines() if 'largest holder' in l]}")
 info = json.loads(subprocess.run([vt, "info", trace], capture_output=True, text=True, check=True).stdout)
 if info["python_frames"] != {"status": "on", "message": "ok"}:
     failures.append(f"config record: {info['python_frames']}")

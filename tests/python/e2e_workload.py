@@ -1,6 +1,8 @@
 """Allocations through the simulated driver from known Python lines, for the end-to-end stack test
 (e2e_check.py). Each case uses a distinct size; expectations go to argv[1] as JSON:
-{size: [file, line, function]} for the innermost Python frame, or null for "no Python frame"."""
+{size: [file, line, function]} for the innermost Python frame, or null for "no Python frame";
+"library": {"size", "caller": [file name, line, function]} for the allocation made inside an
+installed library, whose caller's line the report must name."""
 import asyncio
 import ctypes
 import gc
@@ -9,6 +11,7 @@ import os
 import sys
 import threading
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-packages"))
 cuda = ctypes.CDLL("libcuda.so.1")          # releases the GIL around calls, like PyTorch
 cuda_gil = ctypes.PyDLL("libcuda.so.1")     # keeps the GIL
 helper = ctypes.CDLL(sys.argv[2])
@@ -53,6 +56,15 @@ def in_thread():
     cuda.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(5 * MiB))
 
 
+def through_a_library():
+    """64 MiB made inside an installed library (never freed: the largest holder at the peak)."""
+    import vt_fakelib
+    f = sys._getframe()
+    expect["library"] = {"size": 64 * MiB, "caller": [os.path.basename(f.f_code.co_filename), f.f_lineno + 2,
+                                                      "through_a_library"]}
+    return vt_fakelib.allocate(cuda, 64 * MiB)
+
+
 def with_gil_held():
     p = expect_next_line(6 * MiB, "with_gil_held")
     return cuda_gil.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(6 * MiB))
@@ -74,6 +86,7 @@ def main():
     t.start()
     t.join()
     with_gil_held()
+    through_a_library()
     helper.c_thread_alloc()                 # 7 MiB from a plain C thread: no Python frames
     expect[7 * MiB] = None
 
