@@ -382,13 +382,15 @@ const std::vector<Frame>& Symbolizer::stack(uint32_t id) {
       out.push_back(f);
     }
   }
-  // Interpreters without symbols: put the remaining Python frames above the first frame of the
-  // Python runtime, else outermost.
+  // Python frames left over. When some were spliced, the native stack was cut (its depth limit)
+  // before the eval frames of the rest, which are outer: they go outermost. When none were (an
+  // interpreter without symbols), they all go above the first frame of the Python runtime.
   if (g < groups.size()) {
     std::vector<Frame> rest;
+    const bool spliced = g > 0;
     for (; g < groups.size(); ++g) rest.insert(rest.end(), groups[g].begin(), groups[g].end());
     size_t at = out.size();
-    for (size_t i = 0; i < out.size(); ++i)
+    for (size_t i = 0; i < out.size() && !spliced; ++i)
       if (!out[i].python && out[i].module.find("python") != std::string::npos) {
         at = i;
         break;

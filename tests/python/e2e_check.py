@@ -12,6 +12,7 @@ vt, trace, expect_path = sys.argv[1:4]
 log = open(sys.argv[4], errors="replace").read() if len(sys.argv) > 4 else ""
 expect = json.load(open(expect_path))
 library = expect.pop("library")
+deep = expect.pop("deep")
 dump = subprocess.run([vt, "dump", trace], capture_output=True, text=True, check=True).stdout
 events = {}
 count = 0
@@ -41,6 +42,12 @@ for size, want in expect.items():
     # Native frames remain below (ctypes/libffi) and above (the interpreter).
     if not any(not g["python"] for g in e["stack"]):
         failures.append(f"{size}: no native frames")
+# Below twelve C-to-Python callbacks the native stack (64 frames) is cut before the outer eval
+# loops: the Python frames it could not place must still come in order, outermost last.
+e = next((json.loads(l) for l in dump.splitlines() if json.loads(l).get("size") == deep["size"]), None)
+py = [[f["file"], f["line"], f["function"]] for f in (e or {}).get("stack", []) if f["python"]]
+if py[:2] != deep["frames"] or not py or py[-1][2] != "<module>":
+    failures.append(f"deep stack: Python frames {py[:3]} ... {py[-1:]}, expected {deep['frames']} ... <module>")
 # An allocation made inside an installed library: the library's frame is marked in the JSON and
 # the one-line answers name the caller's line in the user's file.
 e = next((json.loads(l) for l in dump.splitlines() if json.loads(l).get("size") == library["size"]), None)

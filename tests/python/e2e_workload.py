@@ -2,7 +2,8 @@
 (e2e_check.py). Each case uses a distinct size; expectations go to argv[1] as JSON:
 {size: [file, line, function]} for the innermost Python frame, or null for "no Python frame";
 "library": {"size", "caller": [file name, line, function]} for the allocation made inside an
-installed library, whose caller's line the report must name."""
+installed library, whose caller's line the report must name; "deep": {"size", "frames"} for the
+two innermost Python frames of an allocation made below twelve C-to-Python callbacks."""
 import asyncio
 import ctypes
 import gc
@@ -65,6 +66,25 @@ def through_a_library():
     return vt_fakelib.allocate(cuda, 64 * MiB)
 
 
+def deep_leaf():
+    f = sys._getframe()
+    expect["deep"] = {"size": 9 * MiB, "frames": [[f.f_code.co_filename, f.f_lineno + 3, "deep_leaf"],
+                                                  [__file__, DEEP_CALL_LINE, "deep"]]}
+    p = ctypes.c_uint64()
+    return cuda.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(9 * MiB))
+
+
+def deep(n):
+    """Twelve levels where C (sorted) calls back into Python: more eval loops than the native
+    stack's 64 frames hold, so the outer Python frames outlive the native ones."""
+    if n == 0:
+        return deep_leaf()
+    return sorted([n], key=lambda x: deep(n - 1))
+
+
+DEEP_CALL_LINE = deep.__code__.co_firstlineno + 4  # the `return deep_leaf()` line
+
+
 def with_gil_held():
     p = expect_next_line(6 * MiB, "with_gil_held")
     return cuda_gil.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(6 * MiB))
@@ -87,6 +107,7 @@ def main():
     t.join()
     with_gil_held()
     through_a_library()
+    deep(12)
     helper.c_thread_alloc()                 # 7 MiB from a plain C thread: no Python frames
     expect[7 * MiB] = None
 
