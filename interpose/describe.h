@@ -140,26 +140,64 @@ inline void describe(Op<HookId::cuMemAddressFree>, Event& e, CUresult, CUdevicep
   e.set_size(n);
 }
 
-// Bytes per element of an array format, for the approximate size of CUDA arrays.
-inline uint64_t element_bytes(CUarray_format f) {
+// The bytes a CUDA array of `w` x `h` x `d` texels takes, from its format (cuda.h's
+// CUarray_format): bits per texel with every channel of a texel (the ...X1/X2/X4 formats name
+// theirs; the plain ones multiply by NumChannels), 4x4 blocks for the block-compressed formats,
+// the planes of the YUV formats. The driver pads rows and aligns; this is what the data needs.
+struct TexelSize {
+  uint64_t bits = 0;        // per texel (0: block-compressed)
+  uint64_t block_bytes = 0;  // per 4x4 block of a block-compressed format
+};
+inline TexelSize texel_size(CUarray_format f, unsigned channels) {
   switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
-    default: return 4;
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return {8ull * channels, 0};
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return {16ull * channels, 0};
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return {32ull * channels, 0};
+    case CU_AD_FORMAT_UNORM_INT8X1: case CU_AD_FORMAT_SNORM_INT8X1: return {8, 0};
+    case CU_AD_FORMAT_UNORM_INT8X2: case CU_AD_FORMAT_SNORM_INT8X2:
+    case CU_AD_FORMAT_UNORM_INT16X1: case CU_AD_FORMAT_SNORM_INT16X1: return {16, 0};
+    case CU_AD_FORMAT_UNORM_INT8X4: case CU_AD_FORMAT_SNORM_INT8X4:
+    case CU_AD_FORMAT_UNORM_INT16X2: case CU_AD_FORMAT_SNORM_INT16X2: return {32, 0};
+    case CU_AD_FORMAT_UNORM_INT16X4: case CU_AD_FORMAT_SNORM_INT16X4: return {64, 0};
+    case CU_AD_FORMAT_UNORM_INT_101010_2: return {32, 0};
+    case CU_AD_FORMAT_BC1_UNORM: case CU_AD_FORMAT_BC1_UNORM_SRGB:
+    case CU_AD_FORMAT_BC4_UNORM: case CU_AD_FORMAT_BC4_SNORM: return {0, 8};
+    case CU_AD_FORMAT_BC2_UNORM: case CU_AD_FORMAT_BC2_UNORM_SRGB: case CU_AD_FORMAT_BC3_UNORM:
+    case CU_AD_FORMAT_BC3_UNORM_SRGB: case CU_AD_FORMAT_BC5_UNORM: case CU_AD_FORMAT_BC5_SNORM:
+    case CU_AD_FORMAT_BC6H_UF16: case CU_AD_FORMAT_BC6H_SF16: case CU_AD_FORMAT_BC7_UNORM:
+    case CU_AD_FORMAT_BC7_UNORM_SRGB: return {0, 16};
+    case CU_AD_FORMAT_NV12: return {12, 0};                                   // 8-bit 4:2:0, two planes
+    case CU_AD_FORMAT_P010: case CU_AD_FORMAT_P016: return {24, 0};           // 16-bit containers, 4:2:0
+    case CU_AD_FORMAT_NV16: case CU_AD_FORMAT_YUY2: return {16, 0};           // 8-bit 4:2:2
+    case CU_AD_FORMAT_P210: case CU_AD_FORMAT_P216: case CU_AD_FORMAT_Y210:
+    case CU_AD_FORMAT_Y216: return {32, 0};                                   // 16-bit containers, 4:2:2
+    case CU_AD_FORMAT_AYUV: case CU_AD_FORMAT_Y410: return {32, 0};           // packed 4:4:4
+    case CU_AD_FORMAT_Y416: return {64, 0};
+    case CU_AD_FORMAT_Y444_PLANAR8: case CU_AD_FORMAT_YUV444_8bit_SemiPlanar: return {24, 0};
+    case CU_AD_FORMAT_Y444_PLANAR10: case CU_AD_FORMAT_YUV444_16bit_SemiPlanar: return {48, 0};
+    default: return {32ull * channels, 0};  // a format newer than this list: 4 bytes per channel
   }
 }
 inline uint64_t at_least_one(size_t v) { return v ? v : 1; }
+inline uint64_t array_bytes(CUarray_format f, unsigned channels, size_t w, size_t h, size_t d) {
+  const TexelSize t = texel_size(f, channels);
+  const uint64_t W = at_least_one(w), H = at_least_one(h), D = at_least_one(d);
+  if (t.block_bytes) return ((W + 3) / 4) * ((H + 3) / 4) * D * t.block_bytes;
+  return (W * H * D * t.bits + 7) / 8;
+}
 
 // The current descriptors and the CUDA 2.x ones (32-bit extents) alike.
 template <typename D>
 inline void describe_array(Event& e, CUresult r, CUarray* h, const D* d) {
-  if (d) e.set_size(at_least_one(d->Width) * at_least_one(d->Height) * d->NumChannels * element_bytes(d->Format));
+  if (d) e.set_size(array_bytes(d->Format, d->NumChannels, d->Width, d->Height, 1));
   if (ok(r)) e.set_addr(u(*h));
 }
+// A sparse array or one with deferred mapping holds no memory of its own: its tiles are mapped
+// from cuMemCreate handles (cuMemMapArrayAsync), which are counted where they are created.
 template <typename D>
 inline uint64_t array3d_bytes(const D& d) {
-  return at_least_one(d.Width) * at_least_one(d.Height) * at_least_one(d.Depth) * d.NumChannels * element_bytes(d.Format);
+  if (d.Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING)) return 0;
+  return array_bytes(d.Format, d.NumChannels, d.Width, d.Height, d.Depth);
 }
 template <typename D>
 inline void describe_array3d(Event& e, CUresult r, CUarray* h, const D* d) {

@@ -1,9 +1,10 @@
 // api_array.cpp — CUDA arrays: cuArrayCreate_v2, cuArray3DCreate_v2, cuArrayDestroy, and
 // mipmapped arrays: cuMipmappedArrayCreate, cuMipmappedArrayGetLevel, cuMipmappedArrayDestroy.
-// An array holds no data here; it only takes width*height*depth*texel bytes (rounded to 512 B)
+// An array holds no data here; it only takes the bytes its texels need (rounded to 512 B)
 // of the current context's device, placed in the device's 2 MiB pages like cuMemAlloc. A
 // mipmapped array takes the sum of its levels (each dimension halved per level, at least 1);
-// its levels are arrays that belong to it (cuArrayDestroy refuses them).
+// its levels are arrays that belong to it (cuArrayDestroy refuses them). A sparse array or one
+// with deferred mapping takes none (its tiles would be mapped from cuMemCreate memory).
 #include "state.h"
 
 #include <algorithm>
@@ -12,55 +13,90 @@ using namespace fc;
 
 namespace {
 
-// Bytes per texel, all channels included; 0 for an unknown format. Block-compressed and
-// YUV formats are approximated (rounded up to whole bytes per texel).
-Bytes texel_bytes(CUarray_format f, unsigned channels) {
+// The bytes of w x h x d texels of format f; 0 for an unknown format. Bits per texel with all
+// its channels (the ...X1/X2/X4 formats name their channels; the plain ones times `channels`),
+// 4x4 blocks of 8 or 16 bytes for BCn, the planes of the YUV formats at their sampling.
+Bytes data_bytes(CUarray_format f, unsigned channels, Bytes w, Bytes h, Bytes d) {
+  Bytes bits = 0, block = 0;
   switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8: return 1 * channels;
+    case CU_AD_FORMAT_SIGNED_INT8: bits = 8 * channels; break;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF: return 2 * channels;
+    case CU_AD_FORMAT_HALF: bits = 16 * channels; break;
     case CU_AD_FORMAT_UNSIGNED_INT32:
     case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT: return 4 * channels;
+    case CU_AD_FORMAT_FLOAT: bits = 32 * channels; break;
     case CU_AD_FORMAT_UNORM_INT8X1:
-    case CU_AD_FORMAT_SNORM_INT8X1: return 1;
+    case CU_AD_FORMAT_SNORM_INT8X1: bits = 8; break;
     case CU_AD_FORMAT_UNORM_INT8X2:
     case CU_AD_FORMAT_SNORM_INT8X2:
     case CU_AD_FORMAT_UNORM_INT16X1:
-    case CU_AD_FORMAT_SNORM_INT16X1: return 2;
+    case CU_AD_FORMAT_SNORM_INT16X1:
+    case CU_AD_FORMAT_NV16:
+    case CU_AD_FORMAT_YUY2: bits = 16; break;
     case CU_AD_FORMAT_UNORM_INT8X4:
     case CU_AD_FORMAT_SNORM_INT8X4:
     case CU_AD_FORMAT_UNORM_INT16X2:
     case CU_AD_FORMAT_SNORM_INT16X2:
-    case CU_AD_FORMAT_UNORM_INT_101010_2: return 4;
+    case CU_AD_FORMAT_UNORM_INT_101010_2:
+    case CU_AD_FORMAT_P210:
+    case CU_AD_FORMAT_P216:
+    case CU_AD_FORMAT_Y210:
+    case CU_AD_FORMAT_Y216:
+    case CU_AD_FORMAT_AYUV:
+    case CU_AD_FORMAT_Y410: bits = 32; break;
     case CU_AD_FORMAT_UNORM_INT16X4:
-    case CU_AD_FORMAT_SNORM_INT16X4: return 8;
-    default: return f >= 0x91 && f <= 0xb5 ? 4 : 0;  // BCn and YUV: at most 4 bytes/texel
+    case CU_AD_FORMAT_SNORM_INT16X4:
+    case CU_AD_FORMAT_Y416: bits = 64; break;
+    case CU_AD_FORMAT_NV12: bits = 12; break;
+    case CU_AD_FORMAT_P010:
+    case CU_AD_FORMAT_P016:
+    case CU_AD_FORMAT_Y444_PLANAR8:
+    case CU_AD_FORMAT_YUV444_8bit_SemiPlanar: bits = 24; break;
+    case CU_AD_FORMAT_Y444_PLANAR10:
+    case CU_AD_FORMAT_YUV444_16bit_SemiPlanar: bits = 48; break;
+    case CU_AD_FORMAT_BC1_UNORM:
+    case CU_AD_FORMAT_BC1_UNORM_SRGB:
+    case CU_AD_FORMAT_BC4_UNORM:
+    case CU_AD_FORMAT_BC4_SNORM: block = 8; break;
+    case CU_AD_FORMAT_BC2_UNORM:
+    case CU_AD_FORMAT_BC2_UNORM_SRGB:
+    case CU_AD_FORMAT_BC3_UNORM:
+    case CU_AD_FORMAT_BC3_UNORM_SRGB:
+    case CU_AD_FORMAT_BC5_UNORM:
+    case CU_AD_FORMAT_BC5_SNORM:
+    case CU_AD_FORMAT_BC6H_UF16:
+    case CU_AD_FORMAT_BC6H_SF16:
+    case CU_AD_FORMAT_BC7_UNORM:
+    case CU_AD_FORMAT_BC7_UNORM_SRGB: block = 16; break;
+    default: return 0;
   }
+  if (block) return ((w + 3) / 4) * ((h + 3) / 4) * d * block;
+  return (w * h * d * bits + 7) / 8;
 }
 
-CUresult create(CUarray *pHandle, size_t w, size_t h, size_t d, CUarray_format f, unsigned channels) {
+// `unbacked`: a sparse array or one with deferred mapping (CUDA_ARRAY3D_SPARSE /
+// CUDA_ARRAY3D_DEFERRED_MAPPING), which takes no memory of its own.
+CUresult create(CUarray *pHandle, size_t w, size_t h, size_t d, CUarray_format f, unsigned channels,
+                bool unbacked = false) {
   State &s = state();
   std::lock_guard<DriverMutex> lock(s.mu);
   if (CUresult r = require_init(s)) return r;
   if (!pHandle || w == 0) return CUDA_ERROR_INVALID_VALUE;
   if (channels != 1 && channels != 2 && channels != 4) return CUDA_ERROR_INVALID_VALUE;
-  const Bytes texel = texel_bytes(f, channels);
-  if (texel == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (data_bytes(f, channels, 1, 1, 1) == 0) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx;
   if (CUresult r = current_ctx(s, &ctx)) return r;
   h = h ? h : 1;
   d = d ? d : 1;
-  constexpr Bytes kLimit = 1ull << 48;
-  if (w > kLimit || h > kLimit || d > kLimit || w * texel > kLimit / h || w * texel * h > kLimit / d)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  const Bytes bytes = round_up(w * texel * h * d, kAllocRound);
+  constexpr Bytes kLimit = 1ull << 48;  // texels: at most 8 bytes each, no overflow below
+  if (w > kLimit || h > kLimit || d > kLimit || w > kLimit / h || w * h > kLimit / d) return CUDA_ERROR_OUT_OF_MEMORY;
+  const Bytes bytes = round_up(data_bytes(f, channels, w, h, d), kAllocRound);
   const int dev = s.ctxs[ctx].device;
   Device &dv = s.devices[dev];
-  const CUdeviceptr va = dv.heap.alloc(s.va, &dv, bytes);
-  if (!va) return CUDA_ERROR_OUT_OF_MEMORY;
+  const CUdeviceptr va = unbacked ? 0 : dv.heap.alloc(s.va, &dv, bytes);
+  if (!va && !unbacked) return CUDA_ERROR_OUT_OF_MEMORY;
   CUarray a = new_handle_as<CUarray>(s, 5);
   s.arrays[a] = Array{dev, va, ctx, nullptr};
   *pHandle = a;
@@ -101,8 +137,8 @@ void array_release_ctx(State &s, CUcontext ctx) {
 CUresult mipmapped_create(State &s, CUcontext ctx, const CUDA_ARRAY3D_DESCRIPTOR &desc, unsigned levels,
                           bool counted, CUmipmappedArray *out) {
   if (desc.NumChannels != 1 && desc.NumChannels != 2 && desc.NumChannels != 4) return CUDA_ERROR_INVALID_VALUE;
-  const Bytes texel = texel_bytes(desc.Format, desc.NumChannels);
-  if (texel == 0 || desc.Width == 0 || levels == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (data_bytes(desc.Format, desc.NumChannels, 1, 1, 1) == 0 || desc.Width == 0 || levels == 0)
+    return CUDA_ERROR_INVALID_VALUE;
   Bytes w = desc.Width, h = desc.Height ? desc.Height : 1, d = desc.Depth ? desc.Depth : 1;
   constexpr Bytes kLimit = 1ull << 24;  // the texture dimension limits are far below this
   if (w > kLimit || h > kLimit || d > kLimit) return CUDA_ERROR_INVALID_VALUE;
@@ -111,7 +147,8 @@ CUresult mipmapped_create(State &s, CUcontext ctx, const CUDA_ARRAY3D_DESCRIPTOR
   if (levels > max_levels) return CUDA_ERROR_INVALID_VALUE;
   Bytes bytes = 0;
   for (unsigned l = 0; l < levels; ++l)
-    bytes += round_up(std::max<Bytes>(w >> l, 1) * std::max<Bytes>(h >> l, 1) * std::max<Bytes>(d >> l, 1) * texel,
+    bytes += round_up(data_bytes(desc.Format, desc.NumChannels, std::max<Bytes>(w >> l, 1), std::max<Bytes>(h >> l, 1),
+                                 std::max<Bytes>(d >> l, 1)),
                       kAllocRound);
   const int dev = s.ctxs[ctx].device;
   CUdeviceptr va = 0;
@@ -146,7 +183,8 @@ FC_API CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *
 FC_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray) {
   if (!pAllocateArray) return create(pHandle, 0, 0, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1);
   const CUDA_ARRAY3D_DESCRIPTOR &a = *pAllocateArray;
-  return create(pHandle, a.Width, a.Height, a.Depth, a.Format, a.NumChannels);
+  return create(pHandle, a.Width, a.Height, a.Depth, a.Format, a.NumChannels,
+                (a.Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING)) != 0);
 }
 
 FC_API CUresult cuArrayDestroy(CUarray hArray) {
