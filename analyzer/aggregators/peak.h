@@ -38,8 +38,14 @@ class PeakAggregator {
         d.vmm_mapped = live_.mapped_va();
         watch_activity(d, t);
       }
-      pinned_peak_ = std::max(pinned_peak_, totals->bytes[int(Bucket::PinnedHost)]);
-      managed_peak_ = std::max(managed_peak_, totals->bytes[int(Bucket::Managed)]);
+      // Pinned host and managed memory are the process's, whichever device's context made them:
+      // their peaks are of the sums over devices.
+      pinned_total_ += totals->bytes[int(Bucket::PinnedHost)] - d.pinned;
+      managed_total_ += totals->bytes[int(Bucket::Managed)] - d.managed;
+      d.pinned = totals->bytes[int(Bucket::PinnedHost)];
+      d.managed = totals->bytes[int(Bucket::Managed)];
+      pinned_peak_ = std::max(pinned_peak_, pinned_total_);
+      managed_peak_ = std::max(managed_peak_, managed_total_);
     }
   }
 
@@ -56,6 +62,7 @@ class PeakAggregator {
     std::vector<SiteTable::Row> rows;
     std::array<uint64_t, kKindSlots> kinds{};
     uint64_t vmm_reserved = 0, vmm_mapped = 0;
+    uint64_t pinned = 0, managed = 0;  // the device's pinned host and managed bytes, last seen
     ActivityStream::QueryId activity = ActivityStream::kNoQuery;
   };
   static void before_drop(void* self, int device);
@@ -83,6 +90,7 @@ class PeakAggregator {
   int cached_device_ = -1000;
   Dev* cached_ = nullptr;
   uint64_t pinned_peak_ = 0, managed_peak_ = 0;
+  uint64_t pinned_total_ = 0, managed_total_ = 0;  // over devices, now
 };
 
 }  // namespace vt::analyzer

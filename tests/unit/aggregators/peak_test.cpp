@@ -79,6 +79,22 @@ TEST_CASE("peak aggregator: pinned host and managed peaks, no device memory, no 
   CHECK(rep.managed_peak_bytes == 2 * MiB);
 }
 
+TEST_CASE("peak aggregator: pinned host and managed peaks are the process's, summed over the devices that made them") {
+  Rig g;
+  g.feed(g.rec.event(HookId::cuMemHostAlloc, 0x7000000, 10 * MiB));
+  g.feed(g.rec.event(HookId::cuMemAllocManaged, 0x8000000, 40 * MiB));
+  g.rec.device = 1;
+  g.feed(g.rec.event(HookId::cuMemHostAlloc, 0x9000000, 20 * MiB));
+  g.feed(g.rec.event(HookId::cuMemAllocManaged, 0xa000000, 50 * MiB));  // 30 MiB pinned, 90 MiB managed
+  g.feed(g.rec.event(HookId::cuMemFreeHost, 0x9000000, 0));
+  g.rec.device = 0;
+  g.feed(g.rec.event(HookId::cuMemFreeHost, 0x7000000, 0));
+  g.feed(g.rec.event(HookId::cuMemHostAlloc, 0xb000000, 25 * MiB));  // 25 MiB: below the peak
+  TraceReport rep = g.finish();
+  CHECK(rep.pinned_host_peak_bytes == 30 * MiB);
+  CHECK(rep.managed_peak_bytes == 90 * MiB);
+}
+
 TEST_CASE("peak aggregator: VMM reserved and mapped at the instant of the highest peak, physical memory by kind") {
   Rig g;
   g.feed(g.rec.reserve(0x100000000, 64 * MiB));
