@@ -425,12 +425,18 @@ std::vector<uint64_t> LiveState::pool_keys(uint64_t handle, int device) const {
 // The key of the pool a live allocation is in (pool_of's).
 static uint64_t pool_key(const AllocInfo& a) { return a.pool ? a.pool : default_pool_key(a.device); }
 
-void LiveState::trim_pools(const std::vector<uint64_t>& keys) {
+void LiveState::trim_pools(const std::vector<uint64_t>& keys, uint64_t keep) {
   std::vector<uint64_t> walk;  // pools whose changes were too many to keep
+  std::vector<std::pair<uint64_t, std::map<uint64_t, uint64_t>>> before;  // with `keep`: their extents
   for (uint64_t key : keys) {
     auto it = pools_.find(key);
     if (it == pools_.end()) continue;
     PoolState& p = it->second;
+    const uint64_t keep_here = keep == kKeepThreshold ? p.release_threshold : keep;
+    if (keep_here) {
+      if (keep_here >= p.footprint()) continue;  // it keeps all it has: nothing goes
+      before.emplace_back(key, p.extents);
+    }
     if (!p.live_bytes) {  // nothing of its is live
       p.clear_extents();
     } else if (p.changes_dropped) {
@@ -449,12 +455,43 @@ void LiveState::trim_pools(const std::vector<uint64_t>& keys) {
       p.allocated_since_trim.clear();
     }
   }
-  if (walk.empty()) return;
-  for (const auto& e : live_) {  // one pass for all of them: their live allocations are what stays
-    const AllocInfo al = info(e.second);
-    if (al.kind != MemKind::Async) continue;
-    const uint64_t key = pool_key(al);
-    if (std::find(walk.begin(), walk.end(), key) != walk.end()) pools_[key].merge_extent(e.first, e.first + al.size);
+  if (!walk.empty())
+    for (const auto& e : live_) {  // one pass for all of them: their live allocations are what stays
+      const AllocInfo al = info(e.second);
+      if (al.kind != MemKind::Async) continue;
+      const uint64_t key = pool_key(al);
+      if (std::find(walk.begin(), walk.end(), key) != walk.end()) pools_[key].merge_extent(e.first, e.first + al.size);
+    }
+  // A trim that keeps some: the free ranges go largest first until what is left is what it keeps
+  // (the last one in part: the driver's blocks are not known, only their merged ranges); the
+  // ranges kept are free space again, as if freed after the trim (largest_free_gap reads them).
+  for (auto& [key, old] : before) {
+    PoolState& p = pools_[key];
+    const uint64_t keep_here = keep == kKeepThreshold ? p.release_threshold : keep;
+    std::vector<std::pair<uint64_t, uint64_t>> free;  // old extents less what is live now
+    for (const auto& [lo, hi] : old) {
+      uint64_t at = lo;
+      auto e = p.extents.upper_bound(lo);
+      if (e != p.extents.begin()) --e;  // a live extent may start before lo
+      for (; e != p.extents.end() && e->first < hi; ++e) {
+        if (e->second <= at) continue;
+        if (e->first > at) free.emplace_back(at, e->first);
+        at = std::max(at, e->second);
+      }
+      if (at < hi) free.emplace_back(at, hi);
+    }
+    std::stable_sort(free.begin(), free.end(),
+                     [](const auto& a, const auto& b) { return a.second - a.first > b.second - b.first; });
+    uint64_t left = p.extent_bytes;
+    for (const auto& r : free) left += r.second - r.first;  // the footprint before the trim
+    for (const auto& [lo, hi] : free) {
+      const uint64_t give = std::min(hi - lo, left > keep_here ? left - keep_here : 0);
+      left -= give;
+      if (lo + give < hi) {  // kept, all or its start
+        p.merge_extent(lo, hi - give);
+        p.note_change(p.freed_since_trim, std::make_pair(lo, hi - give));
+      }
+    }
   }
 }
 
@@ -465,7 +502,7 @@ void LiveState::pools_synchronized(int device) {
       const uint64_t f = p.footprint();
       if (f > p.release_threshold && f > p.live_bytes) release.push_back(key);
     }
-  trim_pools(release);
+  trim_pools(release, kKeepThreshold);
 }
 
 // Rule 9: a sample sets the pool's figures; its reserved bytes are device memory of kind graph_pool.
@@ -638,8 +675,8 @@ void LiveState::apply(const Record& r) {
         forget_current_pool(r.aux);  // the default pool is current again
       }
       return;
-    case Effect::TrimPool:  // what is not live goes back to the device
-      trim_pools(pool_keys(r.aux, r.device));
+    case Effect::TrimPool:  // what is not live goes back to the device, down to what it keeps
+      trim_pools(pool_keys(r.aux, r.device), r.size);
       return;
     case Effect::PoolAttribute: {  // rule 15: the release threshold
       uint64_t threshold;

@@ -326,8 +326,11 @@ class LiveState {
   // event device's default pool when the trace never saw it), and the default pool of each device
   // whose handle cuMemGetDefaultMemPool named it.
   std::vector<uint64_t> pool_keys(uint64_t handle, int device) const;
-  // The footprint of each pool in `keys` becomes its live allocations (a trim to 0).
-  void trim_pools(const std::vector<uint64_t>& keys);
+  // Each pool in `keys` gives back what it does not use, down to `keep` bytes of footprint
+  // (cuMemPoolTrimTo's minBytesToKeep; kKeepThreshold: each pool's release threshold, rule 15):
+  // with 0 its footprint becomes its live allocations.
+  static constexpr uint64_t kKeepThreshold = ~0ull;
+  void trim_pools(const std::vector<uint64_t>& keys, uint64_t keep);
   uint32_t attrs_of(const AllocInfo& a);  // finds or adds a's AllocAttrs row (a.site set)
   __attribute__((noinline)) uint32_t new_attrs(const AllocInfo& a);
   DeviceTotals& device_slot(int device) {  // events come in long runs on one device

@@ -143,10 +143,11 @@
 //     a pool the trace did not see created is its event device's default pool). A kTagPoolSync
 //     record (a synchronize after a stream-ordered free or a threshold change, in a context of
 //     its device) releases, in every pool living on that device whose inferred footprint is
-//     above its threshold, everything that is not live: the footprint becomes its live
-//     allocations, as after cuMemPoolTrimTo(0). (The driver keeps up to the threshold; which of
-//     its free blocks it keeps is not known, so a threshold between 0 and the footprint is
-//     modelled as 0: below the driver's figure by at most the threshold.)
+//     above its threshold, what it does not use down to the threshold, as
+//     cuMemPoolTrimTo(threshold): free ranges go largest first (the last in part) until the
+//     footprint is the threshold or its live allocations (which of its free blocks the driver
+//     keeps is not known, only their merged ranges: the footprint is right, its gaps estimated).
+//     cuMemPoolTrimTo(keep) is the same trim with its own `keep`.
 #pragma once
 
 #include <cstdint>

@@ -47,6 +47,22 @@ struct Model {
     for (uint64_t i = 0; i < pages; ++i) live.erase(page + i);
   }
   void sync() { reserved = live; }  // threshold 0: everything not live goes back
+  // cuMemPoolTrimTo(keep) / a synchronize at threshold `keep`, as the analyzer models it: the
+  // free runs go back largest first (ties in address order), each from its end, until the
+  // footprint is `keep`; nothing goes when it is at or below `keep` already.
+  void trim(uint64_t keep_pages) {
+    if (!keep_pages) return sync();
+    if (keep_pages >= reserved.size()) return;
+    std::vector<std::pair<uint64_t, uint64_t>> runs;  // first page, pages
+    for (uint64_t p : reserved) {
+      if (live.count(p)) continue;
+      if (!runs.empty() && runs.back().first + runs.back().second == p) runs.back().second++;
+      else runs.push_back({p, 1});
+    }
+    std::stable_sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    for (const auto& [first, pages] : runs)
+      for (uint64_t i = pages; i-- > 0 && reserved.size() > keep_pages;) reserved.erase(first + i);
+  }
   uint64_t largest_gap() const {
     uint64_t best = 0, run = 0, prev = ~0ull;
     for (uint64_t p : reserved) {
@@ -73,8 +89,9 @@ void check_same(const LiveState& s, const Model& m, int step) {
 }
 
 // Random allocations in a window of pages: a free block is handed out again in any part of it
-// (the model's pages say which addresses are free), frees of random live blocks, synchronizes.
-void run(uint32_t seed, int steps, int sync_every) {
+// (the model's pages say which addresses are free), frees of random live blocks, synchronizes;
+// with `trims`, also cuMemPoolTrimTo with a random number of bytes to keep.
+void run(uint32_t seed, int steps, int sync_every, bool trims = false) {
   std::mt19937 rng(seed);
   LiveState s;
   Model m;
@@ -101,6 +118,14 @@ void run(uint32_t seed, int steps, int sync_every) {
       s.pools_synchronized(0);
       m.sync();
     }
+    if (trims && rng() % 16 == 0) {
+      const uint64_t keep = rng() % 3 ? rng() % 400 : 0;  // pages
+      Record t = event(HookId::cuMemPoolTrimTo, 0, keep * kPage);
+      t.aux = default_pool_key(0);  // (the trace never saw it created: the device's default pool)
+      t.fields |= format::kEvAux;
+      s.apply(t);
+      m.trim(keep);
+    }
     check_same(s, m, step);
   }
   s.pools_synchronized(0);
@@ -115,6 +140,37 @@ TEST_CASE("pool trim: the footprint after a synchronize is the live allocations 
     INFO("seed " << seed);
     run(seed, 2000, 8);
   }
+}
+
+TEST_CASE("pool trim: cuMemPoolTrimTo keeps what it is asked to, the largest free ranges going first (random)") {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    INFO("seed " << seed);
+    run(seed, 2000, 24, true);
+  }
+}
+
+TEST_CASE("pool trim: a release threshold between 0 and the footprint keeps that much at a synchronize") {
+  LiveState s;
+  Record thr = event(HookId::cuMemPoolSetAttribute, 0, 10 * kPage);
+  thr.aux = default_pool_key(0);
+  thr.aux2 = kPoolAttrReleaseThreshold;
+  thr.fields |= format::kEvAux | format::kEvAux2;
+  s.apply(thr);
+  REQUIRE(default_pool(s).release_threshold == 10 * kPage);
+  s.apply(event(HookId::cuMemAllocAsync, kBase, 16 * kPage));
+  s.apply(event(HookId::cuMemAllocAsync, kBase + 16 * kPage, 4 * kPage));
+  s.apply(event(HookId::cuMemAllocAsync, kBase + 20 * kPage, 8 * kPage));
+  s.apply(event(HookId::cuMemFreeAsync, kBase, 0));
+  s.apply(event(HookId::cuMemFreeAsync, kBase + 20 * kPage, 0));
+  // 28 pages, 4 live: down to 10. The 16 free pages go first, then 2 of the 8 (from its end).
+  s.pools_synchronized(0);
+  CHECK(default_pool(s).footprint() == 10 * kPage);
+  CHECK(default_pool(s).largest_free_gap(s) == 6 * kPage);
+  s.pools_synchronized(0);  // at the threshold: nothing more goes
+  CHECK(default_pool(s).footprint() == 10 * kPage);
+  s.apply(event(HookId::cuMemAllocAsync, kBase + 20 * kPage, 6 * kPage));  // the kept space handed out again
+  CHECK(default_pool(s).footprint() == 10 * kPage);
+  CHECK(default_pool(s).largest_free_gap(s) == 0);
 }
 
 TEST_CASE("pool trim: past kMaxChanges between synchronizes, the walk of the live allocations gives the same") {
