@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "clock.h"
@@ -58,10 +59,12 @@ std::atomic<uint64_t> g_lost_before_open{0};  // counted before the header exist
 // Context, code and pool-location ops made before the trace opened (format/accounting.h, rule 14):
 // they open no trace (a process that only creates a context leaves no file), but the first
 // context's cost is known only from its own event, so a few are held and written when the trace
-// opens, before the event that opened it. Without stacks; beyond kHeld, dropped.
-constexpr int kHeld = 16;
+// opens, before the event that opened it. Without stacks; beyond kHeld (~28 KiB of them: a
+// process that loads that many modules before its first allocation), counted and said in a note.
+constexpr int kHeld = 256;
 Event g_held[kHeld];
 int g_held_n = 0;
+uint64_t g_held_dropped = 0;
 bool g_held_written = false;  // once the trace opened: nothing is held any more
 std::atomic_flag g_held_lock = ATOMIC_FLAG_INIT;
 
@@ -70,7 +73,10 @@ bool opens_no_trace(const OpInfo& op) { return op.kind == MemKind::Code || op.ki
 void hold_until_open(const Event& e) {
   while (g_held_lock.test_and_set(std::memory_order_acquire)) {
   }
-  if (!g_held_written && g_held_n < kHeld) g_held[g_held_n++] = e;
+  if (!g_held_written) {
+    if (g_held_n < kHeld) g_held[g_held_n++] = e;
+    else g_held_dropped++;
+  }
   g_held_lock.clear(std::memory_order_release);
 }
 
@@ -85,7 +91,19 @@ void write_held(uint64_t t) {
     encode_event(ev);
     track_event(ev);
   }
+  if (g_held_dropped) {
+    char text[200];
+    int n = snprintf(text, sizeof text,
+                     "%llu context, module and pool calls made before the trace opened were not recorded "
+                     "(more than %d): their memory is in the unexplained remainder",
+                     static_cast<unsigned long long>(g_held_dropped), kHeld);
+    uint8_t buf[sizeof text];
+    format::PayloadWriter p(buf, sizeof buf);
+    format::encode<format::NoteSchema>(p, format::NoteRecord{format::Text(text, n > 0 ? strnlen(text, sizeof text) : 0)});
+    write_meta(format::kTagNote, p.data(), p.size(), t);
+  }
   g_held_n = 0;
+  g_held_dropped = 0;
   g_held_written = true;
   g_held_lock.clear(std::memory_order_release);
 }
@@ -161,6 +179,7 @@ void after_fork_in_child() {
   g_lost_before_open.store(0);
   g_held_lock.clear();
   g_held_n = 0;
+  g_held_dropped = 0;
   g_held_written = false;  // (the child's first context was the parent's: nothing to hold)
   g_generation.fetch_add(1);
   g_status.store(kNotOpen);

@@ -10,6 +10,7 @@
 // needs VDPAU's). A created context, then cuVDPAUCtxCreate_v2 with 16 MiB allocated in it and
 // the CUDA 3.1 cuVDPAUCtxCreate at the peak; both destroyed (the 16 MiB with the first), then an
 // allocation fails.
+// `context_costs modules N`: N module loads before the first allocation (modules_main).
 // Prints "name value" lines (bytes).
 #include <cuda.h>
 #include <stdint.h>
@@ -91,9 +92,28 @@ int vdpau_main() {
 
 }  // namespace
 
+// `context_costs modules N`: a context and N module loads before the first allocation (the
+// recorder holds these until the trace opens), then one allocation; prints what they cost.
+int modules_main(int n) {
+  CUdevice dev;
+  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+  CUcontext c;
+  check(cuCtxCreate(&c, nullptr, 0, dev), "cuCtxCreate");
+  const size_t f0 = free_now();
+  for (int i = 0; i < n; ++i) {
+    CUmodule m;
+    check(cuModuleLoadData(&m, kImage), "cuModuleLoadData");
+  }
+  printf("modules %zu\n", f0 - free_now());
+  CUdeviceptr a;
+  check(cuMemAlloc(&a, 32 * MiB), "cuMemAlloc");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   check(cuInit(0), "cuInit");
   if (argc > 1 && strcmp(argv[1], "vdpau") == 0) return vdpau_main();
+  if (argc > 2 && strcmp(argv[1], "modules") == 0) return modules_main(atoi(argv[2]));
   CUdevice dev;
   check(cuDeviceGet(&dev, 0), "cuDeviceGet");
   CUcontext c1, c2;
