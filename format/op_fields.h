@@ -18,8 +18,8 @@ namespace vt {
   X(Bytes, "size", "bytes")                                                                \
   X(PitchBytes, "size", "pitch × height")                                                  \
   X(KeepBytes, "size", "min bytes to keep")                                                \
-  X(ArrayBytes, "size", "≈ width × height × channels × element")                           \
-  X(Array3DBytes, "size", "≈ width × height × depth × channels × element")                 \
+  X(ArrayBytes, "size", "≈ width × height × bytes per texel (its format)")                           \
+  X(Array3DBytes, "size", "≈ width × height × depth × bytes per texel (0: sparse, deferred mapping)")                 \
   X(ImportBytes, "size", "bytes (cuMemGetAddressRange)")                                   \
   X(Flags, "flags", "flags")                                                               \
   X(Pool, "pool", "pool")                                                                  \
@@ -46,7 +46,7 @@ namespace vt {
   X(TeamSize, "team_size", "devices in the team") \
   X(ExternalMemory, "external_memory", "external memory object") \
   X(ExternalType, "handle_type", "external handle type (CUexternalMemoryHandleType)") \
-  X(MipmapBytes, "size", "≈ the levels' width × height × depth × channels × element") \
+  X(MipmapBytes, "size", "≈ the levels' width × height × depth × bytes per texel") \
   X(Levels, "levels", "mipmap levels") \
   X(Count, "count", "entries") \
   X(CodeObject, "object", "the context, module or library it made or names (lazy loads: the library, else the kernel)") \

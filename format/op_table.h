@@ -347,6 +347,13 @@
     (pCtx, Flags, device), (CodeObject, FreeBefore, FreeAfter, Device))                             \
   X(126, cuGLCtxCreate_v2, Acquire, Code, (CUcontext * pCtx, unsigned int Flags, CUdevice device),  \
     (pCtx, Flags, device), (CodeObject, FreeBefore, FreeAfter, Device))                             \
+  /* The per-device pool queries (cudaDeviceGetDefaultMemPool / cudaDeviceGetMemPool) name a    */ \
+  /* device's pool as their CUDA 13 by-location forms do for a device location, pinned type: they */ \
+  /* are recorded as those (codes 122, 123: recorded_as below), so they have no code of their own. */ \
+  X(0, cuDeviceGetDefaultMemPool, Control, PoolConfig, (CUmemoryPool * pool_out, CUdevice dev),     \
+    (pool_out, dev), (None, None, Pool, Location))                                                  \
+  X(0, cuDeviceGetMemPool, Control, PoolConfig, (CUmemoryPool * pool, CUdevice dev), (pool, dev),   \
+    (None, None, Pool, Location))                                                                   \
   /* Synchronizes: a pool gives memory above its release threshold back here (rule 15). Observed */ \
   /* only (code 0: no op on the wire); the recorder writes kTagPoolSync when one may release.    */ \
   X(0, cuCtxSynchronize, Query, Sync, (), (), (None, None, None, None))                              \
@@ -451,16 +458,29 @@ inline constexpr OpInfo kOps[] = {
 #undef VT_OP_FIELDS
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == kHookCount);
 
+// The op whose code an event of `id` carries: itself, except for a hook recorded as another op of
+// the same meaning (code 0 in the list; its describe() fills the other op's fields).
+constexpr HookId recorded_as(HookId id) {
+  return id == HookId::cuDeviceGetDefaultMemPool ? HookId::cuMemGetDefaultMemPool
+         : id == HookId::cuDeviceGetMemPool      ? HookId::cuMemGetMemPool
+                                                 : id;
+}
+
 constexpr bool codes_increase() {
   int last = 0;
   for (int i = 0; i < kHookCount; ++i) {
     if (kOps[i].code == 0 && kOps[i].action == Action::Query) continue;  // never written
+    if (kOps[i].code == 0 && recorded_as(HookId(i)) != HookId(i)) {    // written as another op
+      if (kOps[int(recorded_as(HookId(i)))].code == 0) return false;
+      continue;
+    }
     if (kOps[i].code < 1 || kOps[i].code > 127 || kOps[i].code <= last) return false;
     last = kOps[i].code;
   }
   return true;
 }
-static_assert(codes_increase(), "op codes must increase in list order, within 1..127 (event tags); 0 only for a query");
+static_assert(codes_increase(),
+              "op codes must increase in list order, within 1..127 (event tags); 0 only for a query or an op recorded as another");
 
 // Op code -> its row + 1 (0: no such op).
 struct OpIndex {

@@ -733,6 +733,16 @@ inline void describe(Op<HookId::cuMemGetMemPool>, Event& e, CUresult r, CUmemory
                      CUmemAllocationType t) {
   describe_location_pool(e, r, out, l, t);
 }
+inline void describe_device_pool(Event& e, CUresult r, CUmemoryPool* out, CUdevice dev) {
+  if (ok(r) && out) e.set_aux(u(*out));
+  e.set_aux2(uint64_t(kLocationDevice) << 32 | uint32_t(dev));
+}
+inline void describe(Op<HookId::cuDeviceGetDefaultMemPool>, Event& e, CUresult r, CUmemoryPool* out, CUdevice dev) {
+  describe_device_pool(e, r, out, dev);
+}
+inline void describe(Op<HookId::cuDeviceGetMemPool>, Event& e, CUresult r, CUmemoryPool* out, CUdevice dev) {
+  describe_device_pool(e, r, out, dev);
+}
 inline void describe(Op<HookId::cuMemSetMemPool>, Event& e, CUresult, CUmemLocation* l, CUmemAllocationType t,
                      CUmemoryPool pool) {
   e.set_aux(u(pool));

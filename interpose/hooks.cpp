@@ -101,7 +101,7 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
   }
 
   Event e;
-  e.set_op(Id);
+  e.set_op(recorded_as(Id));  // (itself, or the op of the same meaning it is written as)
   e.caller_ip = reinterpret_cast<uint64_t>(caller);
   // A free names its memory by address, and the memory's device is its allocation's: the
   // context query (half the cost of a warm stream-ordered pair's hook) is for acquires only.

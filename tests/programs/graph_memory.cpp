@@ -374,12 +374,17 @@ int release_at_sync_mode(CUstream s) {
   return 0;  // d and the pools are left to the primary context's last release
 }
 
-int named_default_mode(CUstream s) {
+// `per_device`: the handle from cuDeviceGetDefaultMemPool, as cudart's cudaDeviceGetDefaultMemPool
+// (and so PyTorch's backend:cudaMallocAsync) gets it; else CUDA 13's by-location form.
+int named_default_mode(CUstream s, bool per_device) {
   CUmemLocation loc{};
   loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
   loc.id = 0;
   CUmemoryPool def;
-  check(cuMemGetDefaultMemPool(&def, &loc, CU_MEM_ALLOCATION_TYPE_PINNED), "cuMemGetDefaultMemPool");
+  if (per_device)
+    check(cuDeviceGetDefaultMemPool(&def, 0), "cuDeviceGetDefaultMemPool");
+  else
+    check(cuMemGetDefaultMemPool(&def, &loc, CU_MEM_ALLOCATION_TYPE_PINNED), "cuMemGetDefaultMemPool");
   cuuint64_t keep_all = ~cuuint64_t(0);  // (as PyTorch's backend:cudaMallocAsync sets it)
   check(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all), "cuMemPoolSetAttribute");
   CUdeviceptr a;
@@ -405,7 +410,8 @@ int main(int argc, char** argv) {
            : mode == "oom"          ? oom_mode(s)
            : mode == "current-pool" ? current_pool_mode(s)
            : mode == "release-at-sync" ? release_at_sync_mode(s)
-           : mode == "named-default" ? named_default_mode(s)
+           : mode == "named-default" ? named_default_mode(s, false)
+           : mode == "named-default-device" ? named_default_mode(s, true)
            : mode == "capture-many" ? capture_many_mode(s)
            : mode == "outside-free" ? outside_free_mode(s)
            : mode == "child-direct" ? child_mode(s, false)

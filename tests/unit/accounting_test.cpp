@@ -1003,7 +1003,7 @@ Event random_event(std::mt19937_64& rng) {
 TEST_CASE("accounting: random sequences over every op give the same figures in the tracker and the analyzer") {
   size_t vmm_freed_while_mapped = 0, cross_device_pool = 0, imports_sized = 0, retained_releases = 0, from_current = 0,
          freed_by_unbind = 0;
-  for (uint64_t seed = 1; seed <= 150; ++seed) {
+  for (uint64_t seed = 1; seed <= 250; ++seed) {
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
     Both both;

@@ -123,8 +123,12 @@ TEST_CASE("docs: the op table is op_table.h's") {
     bool lookup = op.action == vt::Action::Lookup;
     auto field = [&](vt::Field f) { return std::string(vt::field_info(f).doc); };
     bool query = op.action == vt::Action::Query;
-    want.push_back({std::to_string(op.code), op.name,
-                    lookup ? "(lookup, never recorded)" : query ? "(query, never recorded)" : vt::kind_name(op.kind),
+    const vt::HookId as = vt::recorded_as(op.id);
+    std::string kind = lookup ? "(lookup, never recorded)"
+                       : query ? "(query, never recorded)"
+                       : as != op.id ? std::string("(recorded as ") + vt::kOps[int(as)].name + ")"
+                                     : vt::kind_name(op.kind);
+    want.push_back({std::to_string(op.code), op.name, kind,
                     field(op.fields.addr), field(op.fields.size), field(op.fields.aux), field(op.fields.aux2)});
   }
   check_table({"code", "op", "kind", "addr", "size", "aux", "aux2"}, want);
