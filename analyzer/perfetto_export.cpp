@@ -2,6 +2,8 @@
 // holds events with ph (phase), ts/dur in microseconds (fractions keep nanoseconds), pid, tid.
 #include "perfetto_export.h"
 
+#include "output_file.h"
+
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -535,39 +537,18 @@ bool export_perfetto(const std::string& trace, std::ostream& out, const Perfetto
   out << ",\"otherData\":";
   ex.other_data(out);
   out << "}\n";
+  stats->problems = reader->problems();
+  stats->damage = reader->damage();
   return bool(out);
 }
 
 int export_perfetto_file(const std::string& trace, const std::string& out_path, const PerfettoOptions& opt,
-                         std::string* error) {
-  std::string tmp = out_path + ".tmp";
-  {
-    std::vector<char> buf(1 << 20);  // outlives the stream, which flushes into it when closed
-    std::ofstream f;
-    f.rdbuf()->pubsetbuf(buf.data(), std::streamsize(buf.size()));
-    f.open(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) {
-      *error = "cannot write " + tmp;
-      return 1;
-    }
-    if (!export_perfetto(trace, f, opt, nullptr, error)) {
-      f.close();
-      std::remove(tmp.c_str());
-      return 1;
-    }
-    f.flush();
-    if (!f) {
-      *error = "cannot write " + tmp;
-      std::remove(tmp.c_str());
-      return 1;
-    }
-  }
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
-    *error = "cannot rename " + tmp + " to " + out_path;
-    std::remove(tmp.c_str());
-    return 1;
-  }
-  return 0;
+                         std::string* error, PerfettoStats* stats) {
+  OutputFile out;
+  if (!out.open(out_path, {trace}, error)) return 1;
+  // A trace that cannot be read says why; a write that failed, commit does (nothing is left behind).
+  if (!export_perfetto(trace, out.stream(), opt, stats, error) && !error->empty()) return 1;
+  return out.commit(error) ? 0 : 1;
 }
 
 }  // namespace vt::analyzer

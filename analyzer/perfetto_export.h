@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "symbolizer.h"
 
@@ -44,6 +45,7 @@ struct PerfettoOptions {
 struct PerfettoStats {
   uint64_t counter_samples = 0, kernels = 0, copies = 0, merged_slices = 0, nvtx_ranges = 0;
   uint64_t instants = 0, allocations_not_drawn = 0, allocations_merged = 0;
+  std::vector<std::string> problems, damage;  // the reader's (damage: those that lost records)
 };
 
 // Writes the JSON for `trace` to `out`. Returns false with one line in *error when the trace
@@ -51,8 +53,9 @@ struct PerfettoStats {
 bool export_perfetto(const std::string& trace, std::ostream& out, const PerfettoOptions& opt, PerfettoStats* stats,
                      std::string* error);
 
-// The same into a file (written to OUT.tmp, then renamed). Returns the process exit status.
+// The same into a file (analyzer/output_file.h: replaced only once all of it was written).
+// Returns the process exit status.
 int export_perfetto_file(const std::string& trace, const std::string& out_path, const PerfettoOptions& opt,
-                         std::string* error);
+                         std::string* error, PerfettoStats* stats = nullptr);
 
 }  // namespace vt::analyzer

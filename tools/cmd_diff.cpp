@@ -49,7 +49,7 @@ int diff_command(const DiffOptions& opt) {
   analyzer::RunDiff d = analyzer::diff_runs(base, now, opt.native);
   std::string text = opt.format == "json" ? analyzer::json_text(analyzer::diff_json(d, opt.base, opt.now, opt.top ? opt.top : SIZE_MAX), 2) + "\n"
                                           : analyzer::diff_text(d, opt.top ? opt.top : 30);
-  return write_out(text, opt.output.empty() ? "-" : opt.output);
+  return write_out(text, opt.output.empty() ? "-" : opt.output, {opt.base, opt.now});
 }
 
 }  // namespace vt::cli

@@ -1,6 +1,9 @@
 // `vramtrace dump` and `vramtrace info`: a trace as JSON lines / one JSON summary.
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -27,15 +30,23 @@ std::string to_line(const nlohmann::json& j) {
   return analyzer::json_text(j);
 }
 
-// Every note on stderr; those that mean lost records say "damaged" as report and check do.
-void report_problems(const analyzer::TraceReader& r) {
-  for (const std::string& p : r.problems()) {
-    bool lost = std::find(r.damage().begin(), r.damage().end(), p) != r.damage().end();
-    error_line(lost ? analyzer::problem_line({r.path(), false, p}) : r.path() + ": " + p);
-  }
+void report_problems(const analyzer::TraceReader& r) { name_problems(r.path(), r.problems(), r.damage()); }
+
+// stdout could not be written (a full disk, a closed descriptor): one line, and the usage status.
+int stdout_failed() {
+  error_line(std::string("cannot write the output (stdout): ") + strerror(errno ? errno : EIO));
+  return kExitUsage;
 }
 
 }  // namespace
+
+void name_problems(const std::string& path, const std::vector<std::string>& problems,
+                   const std::vector<std::string>& damage) {
+  for (const std::string& p : problems) {
+    bool lost = std::find(damage.begin(), damage.end(), p) != damage.end();
+    error_line(lost ? analyzer::problem_line({path, false, p}) : path + ": " + p);
+  }
+}
 
 void error_line(const std::string& msg) { std::cerr << "vramtrace: " << analyzer::terminal_escape(msg) << "\n"; }
 
@@ -99,9 +110,11 @@ int dump_command(const std::string& trace, const DumpOptions& opt) {
     }
     fwrite(out.data(), 1, out.size(), stdout);
     fputc('\n', stdout);
+    if (ferror(stdout)) break;
   }
-  fflush(stdout);
   report_problems(*reader);
+  errno = 0;
+  if (fflush(stdout) != 0 || ferror(stdout)) return stdout_failed();
   return 0;
 }
 
@@ -149,9 +162,11 @@ int info_command(const std::string& trace) {
   lookups.finish(reader->stacks(), reader->process().version_minor, &lookup_view);
   j["interception"] = analyzer::interception_json(lookup_view.interception);
   j["damage"] = reader->damage();
+  errno = 0;
   std::cout << analyzer::json_text(j, 2) << "\n";
   std::cout.flush();
   report_problems(*reader);
+  if (!std::cout) return stdout_failed();
   return 0;
 }
 

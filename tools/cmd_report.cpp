@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 
 #include "analysis.h"
@@ -20,21 +19,18 @@
 #include "commands.h"
 #include "folded.h"
 #include "job_parallel.h"
+#include "output_file.h"
 #include "report_html.h"
 #include "report_render.h"
 #include "usage.h"
 
 namespace vt::cli {
 
-int write_out(const std::string& text, const std::string& path) {
-  if (path == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return kExitOk;
-  }
-  std::ofstream f(path, std::ios::trunc);
-  if (!f || !(f << text) || !f.flush()) {
-    error_line("cannot write " + path + ": " + strerror(errno));
+int write_out(const std::string& text, const std::string& path, const std::vector<std::string>& inputs,
+              bool follow_symlink) {
+  std::string err;
+  if (!analyzer::write_output(text, path, inputs, &err, follow_symlink)) {
+    error_line(err);
     return kExitUsage;
   }
   return kExitOk;
@@ -103,7 +99,8 @@ int report_command(const ReportOptions& opt) {
   }
   std::string path = opt.output.empty() ? "-" : opt.output;
   if (opt.format == "html" && opt.output.empty() && isatty(STDOUT_FILENO)) path = kDefaultHtml;
-  int rc = write_out(text, path);
+  // (the default name is not the user's choice: a symlink planted there is not followed)
+  int rc = write_out(text, path, {opt.input}, path != kDefaultHtml);
   if (rc == kExitOk && path == kDefaultHtml)
     error_line(std::string("wrote ") + kDefaultHtml + " (open it in a browser; -o FILE names another, -o - prints it)");
   return rc;
@@ -129,7 +126,7 @@ int summary_command(const ReportOptions& opt) {
   std::string text = opt.format == "json"
                          ? analyzer::json_text(is_job ? analyzer::job_summary_json(job) : analyzer::summary_json(job.traces[0]), 2) + "\n"
                          : is_job ? analyzer::job_summary_text(job, opt.top) : analyzer::summary_text(job.traces[0], opt.top);
-  return write_out(text, opt.output.empty() ? "-" : opt.output);
+  return write_out(text, opt.output.empty() ? "-" : opt.output, {opt.input});
 }
 
 int export_command(const ExportOptions& opt) {
@@ -146,7 +143,8 @@ int export_command(const ExportOptions& opt) {
     return kExitUsage;
   }
   name_damage(job);
-  return write_out(opt.leaks ? analyzer::folded_leaks(rep, opt.native) : analyzer::folded_peak(rep, opt.native), opt.output);
+  return write_out(opt.leaks ? analyzer::folded_leaks(rep, opt.native) : analyzer::folded_peak(rep, opt.native), opt.output,
+                   {opt.input});
 }
 
 }  // namespace vt::cli

@@ -2,6 +2,7 @@
 // Exit status: the subcommand's, following usage.h (0 ok, 1 a check failed, 2 usage or
 // unreadable input; `run` passes the traced command's through).
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 #include <string>
 #include <tuple>
@@ -211,6 +212,12 @@ int main(int argc, char** argv) {
 
   if (*run_cmd) {
     run.command = run_cmd->remaining();
+    if (!run.command.empty() && run.command[0].size() > 1 && run.command[0][0] == '-') {
+      vt::cli::error_line("run: unknown option " + run.command[0] + " (usage: vramtrace run [-o PATH] -- CMD ARGS...)");
+      return 2;
+    }
+    // A `--` after the command began is the command's own argument (`run prog a -- b`).
+    if (!run.command.empty() && parsed_argc < argc) run.command.push_back("--");
     run.command.insert(run.command.end(), after_dashes.begin(), after_dashes.end());
     if (run.command.empty()) {
       vt::cli::error_line("run: no command given (usage: vramtrace run [-o PATH] -- CMD ARGS...)");
@@ -222,6 +229,9 @@ int main(int argc, char** argv) {
     vt::cli::error_line("unexpected arguments after -- (only run takes a command)");
     return 2;
   }
+  // The analyzer's commands: past a file size limit a write fails (and says so) instead of the
+  // signal killing us with a partial output (not for run: the traced program inherits it).
+  signal(SIGXFSZ, SIG_IGN);
   if (*dump_cmd) {
     dump.stacks = !no_stacks;
     return vt::cli::dump_command(trace, dump);
@@ -243,7 +253,9 @@ int main(int argc, char** argv) {
     perfetto.stacks = !no_stacks;
     perfetto.symbolizer.warn = vt::cli::symbol_options("", {}).warn;
     std::string err;
-    int rc = vt::analyzer::export_perfetto_file(trace, perfetto_out, perfetto, &err);
+    vt::analyzer::PerfettoStats stats;
+    int rc = vt::analyzer::export_perfetto_file(trace, perfetto_out, perfetto, &err, &stats);
+    vt::cli::name_problems(trace, stats.problems, stats.damage);  // (as every other command does)
     if (rc) vt::cli::error_line(err);
     return rc ? vt::cli::kExitUsage : vt::cli::kExitOk;
   }

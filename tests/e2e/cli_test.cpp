@@ -1,8 +1,11 @@
-// The `vramtrace` command line: run, dump, info.
+// The `vramtrace` command line: run, dump, info, and how every command writes its outputs.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -238,4 +241,93 @@ TEST_CASE("vramtrace dump on a torn trace dumps what it holds and says so - bad 
   CHECK(r.exit_code == 2);
   CHECK(e2e::lines(r.err).size() == 1);
   CHECK(r.err.find("cannot open") != std::string::npos);
+}
+
+TEST_CASE("outputs: an input or a trace is never overwritten, a failed write keeps the old file, stdout errors count") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = cli({"run", "-o", dir + "/in.trace", "--", e2e::program("lookup_direct")});
+  REQUIRE(r.exit_code == 0);
+  const std::string trace = dir + "/in.trace";
+  struct stat before;
+  REQUIRE(stat(trace.c_str(), &before) == 0);
+  auto unchanged = [&] {
+    struct stat now;
+    return stat(trace.c_str(), &now) == 0 && now.st_ino == before.st_ino && now.st_size == before.st_size;
+  };
+  // The input itself, through each command that writes a file; then another trace.
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"report", trace, "-o", trace},
+           {"summary", trace, "-o", trace},
+           {"diff", trace, trace, "-o", trace},
+           {"export", "--folded", trace, trace},
+           {"export", "--perfetto", trace, trace},
+           {"report", trace, "--format", "html", "-o", trace}}) {
+    INFO(args[0] << " " << args[1]);
+    r = cli(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "vramtrace: cannot write " + trace + ": it is this command's input (name another output)\n");
+    CHECK(unchanged());
+  }
+  REQUIRE(system(("cp " + trace + " " + dir + "/other.trace").c_str()) == 0);
+  r = cli({"report", trace, "-o", dir + "/other.trace"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("it is a vramtrace trace (name another output)") != std::string::npos);
+
+  // A write that fails (the file size limit) leaves the old file whole and no temporary file.
+  const std::string old_file = dir + "/report.html";
+  REQUIRE(system(("echo OLD > " + old_file).c_str()) == 0);
+  e2e::Spec s{{e2e::cli(), "report", trace, "--format", "html", "-o", old_file}, {}};
+  s.preload = false;
+  s.fsize_limit = 4096;
+  r = e2e::run(s);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "vramtrace: cannot write " + old_file + ": File too large\n");
+  std::string left;
+  for (const std::string& f : e2e::files_in(dir)) left += f.substr(dir.size() + 1) + " ";
+  CHECK(left == "in.trace other.trace report.html ");
+  FILE* f = fopen(old_file.c_str(), "r");
+  REQUIRE(f);
+  char text[8] = {};
+  CHECK(fread(text, 1, sizeof text - 1, f) == 4);
+  fclose(f);
+  CHECK(std::string(text) == "OLD\n");
+
+  // A symlink to a device is written through, never replaced; one to a file keeps pointing there.
+  REQUIRE(symlink("/dev/null", (dir + "/null").c_str()) == 0);
+  r = cli({"export", "--perfetto", dir + "/null", trace});
+  CHECK(r.exit_code == 0);
+  struct stat l;
+  REQUIRE(lstat((dir + "/null").c_str(), &l) == 0);
+  CHECK(S_ISLNK(l.st_mode));
+  REQUIRE(symlink("report.html", (dir + "/link.html").c_str()) == 0);
+  r = cli({"report", trace, "-o", dir + "/link.html"});
+  CHECK(r.exit_code == 0);
+  REQUIRE(lstat((dir + "/link.html").c_str(), &l) == 0);
+  CHECK(S_ISLNK(l.st_mode));
+  struct stat st;
+  REQUIRE(stat(old_file.c_str(), &st) == 0);
+  CHECK(st.st_size > 100);  // the report went to the file the link names
+
+  // stdout that cannot be written: one line and status 2, for each command that prints.
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"report", trace}, {"summary", trace}, {"dump", trace}, {"info", trace}, {"export", "--folded", "-", trace}}) {
+    INFO(args[0]);
+    e2e::Spec full{{"sh", "-c", "exec \"$@\" > /dev/full", "sh", e2e::cli()}, {}};
+    full.argv.insert(full.argv.end(), args.begin(), args.end());
+    full.preload = false;
+    r = e2e::run(full);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "vramtrace: cannot write the output (stdout): No space left on device\n");
+  }
+}
+
+TEST_CASE("vramtrace run: a -- after the command is the command's, an unknown option before it is refused") {
+  e2e::Result r = cli({"run", "-o", e2e::temp_dir(), "/bin/echo", "a", "--", "b"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "a -- b\n");
+  r = cli({"run", "-o", e2e::temp_dir(), "--", "/bin/echo", "a", "--", "b"});
+  CHECK(r.out == "a -- b\n");
+  r = cli({"run", "--bogus", "--", "/bin/true"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "vramtrace: run: unknown option --bogus (usage: vramtrace run [-o PATH] -- CMD ARGS...)\n");
 }
