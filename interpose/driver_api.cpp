@@ -129,6 +129,8 @@ __attribute__((noinline)) bool resolve_driver() {
   return g_driver_resolved.load(std::memory_order_acquire);
 }
 
+void forget_driver_lock() { pthread_mutex_init(&g_resolve_mu, nullptr); }
+
 __thread ThreadContextCache t_ctx_cache __attribute__((tls_model("initial-exec")));
 std::atomic<uint32_t> g_context_teardowns{0};
 

@@ -47,6 +47,9 @@ extern DriverApi g_api;
 // it). One load after the first success (inlined into every hook); retried until libcuda appears.
 extern std::atomic<bool> g_driver_resolved;
 bool resolve_driver();
+// After fork, in the child: the parent's other threads are gone, and a lock one of them held
+// (resolving the driver at the fork) would be held forever.
+void forget_driver_lock();
 inline bool driver_resolved() {
   return __builtin_expect(g_driver_resolved.load(std::memory_order_acquire), 1) || resolve_driver();
 }

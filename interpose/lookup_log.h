@@ -8,4 +8,5 @@
 
 namespace vt {
 void log_lookup(const char* symbol, int version, uint64_t flags, int result, void* returned);
+void forget_lookup_log_lock();  // after fork, in the child (its holder may have been another thread)
 }

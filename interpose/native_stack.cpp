@@ -5,8 +5,11 @@
 #include <dlfcn.h>
 #include <libunwind.h>
 #include <link.h>
+#include <pthread.h>
 
 #include <atomic>
+
+#include "own_work.h"
 
 namespace vt {
 
@@ -42,12 +45,34 @@ int find_self(dl_phdr_info* info, size_t, void* data) {
 
 }  // namespace
 
+namespace {
+// libunwind's first call initializes it under a lock of its own, which a fork while another thread
+// holds it leaves held in the child forever (found: a child's first allocation hung in
+// unw_set_caching_policy). So the one call that initializes it is made once, under g_unw_mu with
+// every signal blocked, and a fork waits for it to end (pthread_atfork's prepare handler takes
+// g_unw_mu). After it, unwinding with per-thread caches takes no lock of libunwind's.
+pthread_mutex_t g_unw_mu = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<bool> g_unw_ready{false};
+__attribute__((constructor)) void order_forks_after_unwinder_setup() {
+  pthread_atfork([] { pthread_mutex_lock(&g_unw_mu); }, [] { pthread_mutex_unlock(&g_unw_mu); },
+                 [] { pthread_mutex_init(&g_unw_mu, nullptr); });
+}
+}  // namespace
+
 void configure_native_stacks(int depth) {
   if (depth > kMaxStackDepth) depth = kMaxStackDepth;
   if (depth < 0) depth = 0;
   if (g_self_hi == 0) dl_iterate_phdr(find_self, reinterpret_cast<void*>(&configure_native_stacks));
-  // Per-thread caches of unwind info: no lock shared between threads while unwinding.
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  if (!g_unw_ready.load(std::memory_order_acquire)) {
+    OwnWork own(true);  // no handler of this thread may fork (and wait for g_unw_mu) in there
+    pthread_mutex_lock(&g_unw_mu);
+    if (!g_unw_ready.load(std::memory_order_relaxed)) {
+      // Per-thread caches of unwind info: no lock shared between threads while unwinding.
+      unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+      g_unw_ready.store(true, std::memory_order_release);
+    }
+    pthread_mutex_unlock(&g_unw_mu);
+  }
   g_native_depth.store(depth, std::memory_order_release);
 }
 

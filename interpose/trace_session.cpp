@@ -15,6 +15,8 @@
 #include "clock.h"
 #include "env_config.h"
 #include "driver_api.h"
+#include "lookup_log.h"
+#include "region_marks.h"
 #include "log.h"
 #include "recorder.h"
 #include "recorder_internal.h"
@@ -53,7 +55,6 @@ std::atomic<int>& g_devices = g_device_records;
 constexpr int kDevicesPending = kDeviceRecordsPending, kDevicesWriting = kDeviceRecordsWriting,
               kDevicesDone = kDeviceRecordsDone;
 pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
-bool g_atfork_registered = false;
 std::atomic<uint64_t> g_lost_before_open{0};  // counted before the header existed
 
 // Context, code and pool-location ops made before the trace opened (format/accounting.h, rule 14):
@@ -163,8 +164,12 @@ void write_device_records(uint64_t t) {
 }
 
 void after_fork_in_child() {
-  // Only this thread exists now. Drop the parent's file; the next acquiring call opens ours.
+  // Only this thread exists now, and a lock another thread of the parent held at the fork stays
+  // held: each is made anew. Drop the parent's file; the next acquiring call opens ours.
   pthread_mutex_init(&g_open_mu, nullptr);
+  forget_driver_lock();
+  forget_lookup_log_lock();
+  forget_region_lock();
   g_file.abandon();
   g_devices.store(kDevicesPending);
   forget_stacks();
@@ -185,6 +190,11 @@ void after_fork_in_child() {
   g_status.store(kNotOpen);
 }
 
+// Registered when the library loads, before any of our locks can be taken: a fork while another
+// thread opens the trace or resolves the driver must leave the child with them free (registered
+// at the trace's opening, the handler came too late for a fork during that opening).
+__attribute__((constructor)) void handle_forks() { pthread_atfork(nullptr, nullptr, after_fork_in_child); }
+
 format::FileHeader* open_header() {
   return g_status.load(std::memory_order_acquire) == kOpen ? g_file.header() : nullptr;
 }
@@ -201,10 +211,6 @@ bool open_trace(uint64_t t) {
     if (configured && cfg.null_sink) {
       status = kNullSink;
     } else if (configured && g_file.open(cfg, long(getpid()), long(getppid()))) {
-      if (!g_atfork_registered) {
-        pthread_atfork(nullptr, nullptr, after_fork_in_child);
-        g_atfork_registered = true;
-      }
       write_process_record(t);
       write_stack_config(t);
       write_torch_config(t);

@@ -211,3 +211,17 @@ TEST_CASE("releasing the last reference of a primary context records that its me
       CHECK(tr.events[1].aux2 == 0);
   }
 }
+
+TEST_CASE("a fork while another thread makes the first memory call: the child never hangs") {
+  // That call opens the trace and sets up the unwinder under locks (ours, libunwind's); a fork in
+  // between once left the child a lock held forever by a thread it does not have (its first
+  // allocation hung). Each delay lands the fork in another part of that first call.
+  for (long us : {0L, 50L, 200L, 500L, 1000L, 2000L, 3000L, 5000L, 10000L}) {
+    for (int round = 0; round < 3; ++round) {
+      INFO("fork " << us << " us after the first call began, round " << round);
+      Traced t = traced({e2e::program("lifecycle"), "fork-first", std::to_string(us)});
+      CHECK(t.result.exit_code == 0);  // 2: the child hung (killed by its alarm)
+      CHECK(!t.result.timed_out);
+    }
+  }
+}

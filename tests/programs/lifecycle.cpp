@@ -14,6 +14,9 @@
 //   hold-fork      the same, after forking a child that only waits (and dies with the parent)
 //   init-only      cuInit and a context, no memory call: must leave no trace
 //   none           never touches CUDA: must leave no trace
+//   fork-first US  a fork US microseconds after another thread began the first memory call
+//                  (fork_first below); the child must not hang
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -43,11 +46,40 @@ __attribute__((noinline)) static void hold_second_site() {
   asm volatile("" ::: "memory");
 }
 
+// fork-first US: another thread makes the process's first memory call (which opens the trace and
+// sets up the unwinder) while this one forks US microseconds later; the child allocates, under a
+// 10 s alarm, and the exit status says how it ended (0; 1 a failed call; 2 killed: it hung).
+static int fork_first(long delay_us) {
+  static CUcontext ctx;
+  CHECK(cuCtxGetCurrent(&ctx));
+  pthread_t t;
+  pthread_create(
+      &t, nullptr,
+      [](void*) -> void* {
+        CHECK(cuCtxSetCurrent(ctx));
+        alloc(4096);
+        return nullptr;
+      },
+      nullptr);
+  if (delay_us) usleep(useconds_t(delay_us));
+  pid_t c = fork();
+  if (c == 0) {
+    alarm(10);
+    CUdeviceptr p;
+    _exit(cuMemAlloc(&p, 8192) == CUDA_SUCCESS ? 0 : 1);
+  }
+  int st = 0;
+  waitpid(c, &st, 0);
+  pthread_join(t, nullptr);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "none";
   long n = argc > 2 ? atol(argv[2]) : 0;
   if (mode == "none") return 0;
   setup();
+  if (mode == "fork-first") return fork_first(n);
   if (mode == "init-only") return 0;
   if (mode == "child") {
     alloc(7 << 20);
