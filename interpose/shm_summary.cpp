@@ -93,7 +93,10 @@ void open_shm_summary(const char* trace_path) {
   int fd = openat(dirfd, temp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   // The lock first: from here until the process ends (or forks away its mapping), it is held.
   struct stat st;
-  if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && ftruncate(fd, sizeof(ShmSummary)) == 0 && fstat(fd, &st) == 0) {
+  // Its pages allocated now (posix_fallocate, not a sparse ftruncate): on a full /dev/shm a store
+  // into a page tmpfs could not give would be a SIGBUS in the program; this fails instead.
+  if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && posix_fallocate(fd, 0, sizeof(ShmSummary)) == 0 &&
+      fstat(fd, &st) == 0) {
     m = mmap(nullptr, sizeof(ShmSummary), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     g_dev = st.st_dev;
     g_ino = st.st_ino;
