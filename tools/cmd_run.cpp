@@ -187,6 +187,9 @@ int run_command(const RunOptions& opt) {
   }
   int code = wait_exit_code(child.pid);
   if (code < 0) code = 1;
+  // What follows only reports: a stderr whose reader is gone (`... 2>&1 | head`) must not turn the
+  // command's status into our SIGPIPE's 141 (the command has run: it inherits nothing of this).
+  signal(SIGPIPE, SIG_IGN);
 
   if (int e = child.exec_errno) {  // the command never ran: no trace to look for
     error_line(child.error +

@@ -331,3 +331,15 @@ TEST_CASE("vramtrace run: a -- after the command is the command's, an unknown op
   CHECK(r.exit_code == 2);
   CHECK(r.err == "vramtrace: run: unknown option --bogus (usage: vramtrace run [-o PATH] -- CMD ARGS...)\n");
 }
+
+TEST_CASE("vramtrace run returns the command's status when its own stderr has no reader") {
+  // `vramtrace run ... 2>&1 | head -1` in CI: the lines run prints after the command ended met
+  // a closed pipe, and SIGPIPE made the status 141.
+  for (const char* code : {"0", "4"}) {
+    e2e::Spec s{{e2e::cli(), "run", "-o", e2e::temp_dir(), "--", e2e::program("lifecycle"), "exit-code", code}, {}};
+    s.preload = false;
+    s.stderr_to = e2e::Spec::Stderr::BrokenPipe;
+    e2e::Result r = e2e::run(s);
+    CHECK(r.exit_code == atoi(code));
+  }
+}
