@@ -132,7 +132,9 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
 
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
-  char expanded[4096];
+  // Static: in a traced process this runs under the session's open lock, on the thread whose first
+  // memory call it is (its stack may be a small one); the CLI is single-threaded here.
+  static char expanded[4096];
   const char* why = nullptr;
   if (!expand_pattern(output, pid, host, expanded, sizeof expanded, &why)) {
     complain(why_out, why_cap, "bad VRAMTRACE_OUTPUT '%s': %s", output, why);

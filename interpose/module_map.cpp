@@ -78,7 +78,7 @@ int record_module(dl_phdr_info* info, size_t, void* data) {
     if (g_ranges[i].lo == lo && g_ranges[i].hi == hi) return 0;
   g_ranges[g_count++] = {lo, hi};
 
-  char resolved[4096];
+  static char resolved[4096];  // (under g_mu: off the stack of the thread that needs the scan)
   const char* path = info->dlpi_name;
   if (!path || !*path) {  // the main program
     main_program_path(resolved, sizeof resolved);
@@ -90,7 +90,7 @@ int record_module(dl_phdr_info* info, size_t, void* data) {
   size_t id_len = build_id(info, &id);
   format::ModuleRecord r{info->dlpi_addr, lo, hi, format::Text(path, strnlen(path, 4000)),
                          format::Text(reinterpret_cast<const char*>(id), id_len > 64 ? 64 : id_len)};
-  uint8_t buf[4096 + 128];
+  static uint8_t buf[4096 + 128];
   format::PayloadWriter p(buf, sizeof buf);
   format::encode<format::ModuleSchema>(p, r);
   write_meta(format::kTagModule, p.data(), p.size(), st->t);
@@ -103,7 +103,7 @@ void mapped_file_at(uint64_t addr, char* out, size_t cap) {
   out[0] = '\0';
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
-  char buf[8192];  // a line is at most ~4.2 KB (PATH_MAX and the fields before it)
+  char buf[4608];  // a line is at most ~4.2 KB (PATH_MAX and the fields before it)
   size_t have = 0;
   bool eof = false;
   for (;;) {

@@ -39,7 +39,7 @@ bool starts_with(const char* s, const char* prefix) { return strncmp(s, prefix, 
 // by SIGKILL, aborted, _exit-ed or exec-ed leave theirs behind. At most 4096 entries are looked
 // at; a stack buffer and getdents64 (no opendir: no allocation in the traced program).
 void sweep_stale(int dirfd) {
-  alignas(8) char buf[4096];
+  alignas(8) static char buf[4096];  // (the session's open lock held: off a small stack)
   uid_t uid = geteuid();
   int seen = 0;
   for (;;) {

@@ -58,7 +58,7 @@ const char* kind_of(mode_t m) {
 
 // `path` made absolute against the current directory, so a later chdir cannot lose the file.
 void absolute(const char* path, char* out, size_t cap) {
-  char cwd[4096];
+  static char cwd[4096];  // (create_file's: under the session's open lock)
   if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
     int w = snprintf(out, cap, "%s/%s", cwd, path[0] == '.' && path[1] == '/' ? path + 2 : path);
     if (w > 0 && size_t(w) < cap) return;
@@ -111,7 +111,9 @@ bool TraceFile::create_file(const char* path, long pid) {
   // Candidates: the configured path, then <path>.<pid>, <path>.<pid>.1, ... The configured path
   // is replaced only when it holds a trace of a process that is gone; a live owner (a parent,
   // or this very pid before an exec) keeps its file. O_EXCL|O_NOFOLLOW: never through a symlink.
-  char base[sizeof path_], candidate[sizeof path_];
+  // (static: called once per trace, under the session's open lock; 8 KiB off the stack of the
+  // thread whose first memory call opens the trace)
+  static char base[sizeof path_], candidate[sizeof path_];
   absolute(path, base, sizeof base);
   int replaced = 0;
   for (int attempt = 0; attempt < 64; ++attempt) {

@@ -122,14 +122,16 @@ size_t read_file(const char* path, char* buf, size_t cap) {
   return n;
 }
 
+// Called with g_open_mu held: its 32 KiB of buffers are static, not on the stack of a thread
+// whose first memory call this may be (a 32 KiB thread stack, a signal's alternate stack).
 void write_process_record(uint64_t t) {
   int driver = 0;
   if (g_api.driver_get_version) g_api.driver_get_version(&driver);
-  char cmdline[8192], exe[8192];
+  static char cmdline[8192], exe[8192];
   size_t n = read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
   main_program_path(exe, sizeof exe);  // (not ld.so when the program was started through it)
   format::ProcessRecord r{uint64_t(driver), format::Text(cmdline, n), format::Text(exe, strlen(exe))};
-  uint8_t payload[16384 + 32];
+  static uint8_t payload[16384 + 32];
   format::PayloadWriter p(payload, sizeof payload);
   format::encode<format::ProcessSchema>(p, r);
   write_meta(format::kTagProcess, p.data(), p.size(), t);
@@ -204,7 +206,8 @@ bool open_trace(uint64_t t) {
   pthread_mutex_lock(&g_open_mu);
   int status = g_status.load();
   if (status == kNotOpen) {
-    Config cfg;
+    static Config cfg;  // (4 KiB: static under g_open_mu, like the process record's buffers)
+    cfg = Config{};
     status = kOff;
     bool configured = load_config(&cfg, long(getpid()));
     if (configured) configure_stacks(cfg);

@@ -244,3 +244,14 @@ TEST_CASE("a full /dev/shm: the traced program and its forked child run as they 
   CHECK(r.exit_code == 0);  // (135: SIGBUS)
   CHECK(e2e::files_in(dir).size() == 2);  // the parent's and the child's traces
 }
+
+TEST_CASE("the first memory call, which opens the trace, fits a 24 KiB thread stack") {
+  // It needed ~50 KiB (the process record's and the path's buffers were on the stack): a thread
+  // with Python's smallest stack (32 KiB) died of SIGSEGV at its first allocation.
+  for (long kib : {24L, 32L, 48L}) {
+    INFO(kib << " KiB");
+    Traced t = traced({e2e::program("lifecycle"), "small-stack", std::to_string(kib)});
+    CHECK(t.result.exit_code == 0);  // (139: SIGSEGV)
+    CHECK(t.files.size() == 1);
+  }
+}

@@ -16,6 +16,7 @@
 //   none           never touches CUDA: must leave no trace
 //   fork-first US  a fork US microseconds after another thread began the first memory call
 //                  (fork_first below); the child must not hang
+//   small-stack KIB the first memory call on a thread with a KIB KiB stack
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -74,12 +75,35 @@ static int fork_first(long delay_us) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
 }
 
+// small-stack KIB: the process's first memory call (which opens the trace) on a thread whose
+// stack is KIB KiB: Python's smallest (threading.stack_size) is 32.
+static int small_stack(long kib) {
+  static CUcontext ctx;
+  CHECK(cuCtxGetCurrent(&ctx));
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t(kib) << 10);
+  pthread_t t;
+  if (pthread_create(
+          &t, &attr,
+          [](void*) -> void* {
+            CHECK(cuCtxSetCurrent(ctx));
+            alloc(4096);
+            return nullptr;
+          },
+          nullptr) != 0)
+    return 3;
+  pthread_join(t, nullptr);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "none";
   long n = argc > 2 ? atol(argv[2]) : 0;
   if (mode == "none") return 0;
   setup();
   if (mode == "fork-first") return fork_first(n);
+  if (mode == "small-stack") return small_stack(n);
   if (mode == "init-only") return 0;
   if (mode == "child") {
     alloc(7 << 20);
