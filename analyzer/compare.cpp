@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "byte_size.h"
 #include "record_json.h"
@@ -76,10 +77,36 @@ RunDiff diff_runs(const TraceReport& base, const TraceReport& now, bool native) 
   d.new_peak = now.peaks.empty() ? 0 : now.peaks[0].bytes;
   d.base_leak = base.leak_bytes;
   d.new_leak = now.leak_bytes;
+  // Keys leave lines out (they move between two versions of the code), so two sites of one
+  // function on the same call path share a key: those are told apart by the order of their
+  // lines, on each side (the first line of the function's sites, the second...), whenever either
+  // side has more than one.
+  auto lines_of = [native](const std::vector<Frame>& stack) {
+    size_t hidden = 0;
+    std::vector<int> l;
+    for (const Frame& f : user_stack(stack, native, &hidden)) l.push_back(f.line);
+    return l;
+  };
+  std::map<std::string, std::set<std::vector<int>>> seen[2];  // key -> its sites' lines, per side
+  auto note = [&](const std::vector<SiteGroup>& groups, int side) {
+    for (const SiteGroup& g : groups) seen[side][site_key(g.stack, native)].insert(lines_of(g.stack));
+  };
+  if (!base.peaks.empty()) note(base.peaks[0].live_set, 0);
+  note(base.leaks, 0);
+  if (!now.peaks.empty()) note(now.peaks[0].live_set, 1);
+  note(now.leaks, 1);
+  auto key_of = [&](const SiteGroup& g, int side) {
+    std::string k = site_key(g.stack, native);
+    auto other = seen[1 - side].find(k);
+    const auto& mine = seen[side][k];
+    if (mine.size() < 2 && (other == seen[1 - side].end() || other->second.size() < 2)) return k;
+    auto at = mine.find(lines_of(g.stack));
+    return k + "#" + std::to_string(1 + std::distance(mine.begin(), at));
+  };
   std::map<std::string, SiteChange> sites;
   auto add = [&](const std::vector<SiteGroup>& groups, bool is_new, bool is_leak) {
     for (const SiteGroup& g : groups) {
-      std::string k = site_key(g.stack, native);
+      std::string k = key_of(g, is_new ? 1 : 0);
       SiteChange& c = sites[k];
       if (c.key.empty() || is_new) {
         c.key = k;
@@ -118,6 +145,41 @@ nlohmann::json diff_json(const RunDiff& d, const std::string& base_path, const s
           {"leaks", {{"base_bytes", d.base_leak}, {"new_bytes", d.new_leak}, {"change_bytes", byte_change(d.base_leak, d.new_leak)}}},
           {"sites", sites},
           {"sites_left_out", d.sites.size() - sites.size()}};
+}
+
+namespace {
+uint64_t highest_peak(const TraceReport& r) { return r.peaks.empty() ? 0 : r.peaks[0].bytes; }
+// rank -> run, when every readable run has a rank of its own; else empty.
+std::map<int, const TraceReport*> by_rank(const std::vector<TraceReport>& v) {
+  std::map<int, const TraceReport*> m;
+  for (const TraceReport& r : v) {
+    if (r.unreadable) continue;
+    if (r.process.rank < 0 || !m.emplace(r.process.rank, &r).second) return {};
+  }
+  return m;
+}
+}  // namespace
+
+std::vector<RunPair> matched_runs(const std::vector<TraceReport>& base, const std::vector<TraceReport>& now,
+                                  bool* ranked) {
+  std::vector<RunPair> out;
+  auto b = by_rank(base), n = by_rank(now);
+  if (!b.empty() && !n.empty() && (b.size() > 1 || n.size() > 1)) {
+    for (const auto& [rank, run] : n)
+      if (auto it = b.find(rank); it != b.end()) out.push_back({it->second, run});
+    if (!out.empty()) {
+      if (ranked) *ranked = true;
+      return out;
+    }
+  }
+  if (ranked) *ranked = false;
+  const TraceReport *bb = nullptr, *nn = nullptr;
+  for (const TraceReport& r : base)
+    if (!r.unreadable && (!bb || highest_peak(r) > highest_peak(*bb))) bb = &r;
+  for (const TraceReport& r : now)
+    if (!r.unreadable && (!nn || highest_peak(r) > highest_peak(*nn))) nn = &r;
+  if (bb && nn) out.push_back({bb, nn});
+  return out;
 }
 
 std::string diff_text(const RunDiff& d, size_t top) {

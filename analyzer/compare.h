@@ -42,6 +42,17 @@ struct RunDiff {
 
 RunDiff diff_runs(const TraceReport& base, const TraceReport& now, bool native = false);
 
+// The runs of two inputs (a trace, or a job's traces) to compare, pair by pair (base, new): by
+// rank when every readable run of both sides has a rank and no rank is there twice (a rank only
+// one side has is left out); else the run with the highest peak of each side. `by_rank` tells
+// which it was.
+struct RunPair {
+  const TraceReport* base;
+  const TraceReport* now;
+};
+std::vector<RunPair> matched_runs(const std::vector<TraceReport>& base, const std::vector<TraceReport>& now,
+                                  bool* by_rank = nullptr);
+
 // `vramtrace diff` output: JSON (schema vramtrace.diff/1, docs/report-schema.md; at most `top`
 // sites, `sites_left_out` counts the rest) and text (at most `top` changed sites, strings escaped
 // for a terminal).

@@ -14,14 +14,6 @@ namespace {
 
 uint64_t peak_of(const TraceReport& r) { return r.peaks.empty() ? 0 : r.peaks[0].bytes; }
 
-// The readable run with the highest peak; nullptr when none is readable.
-const TraceReport* largest(const std::vector<TraceReport>& v) {
-  const TraceReport* best = nullptr;
-  for (const TraceReport& r : v)
-    if (!r.unreadable && (!best || peak_of(r) > peak_of(*best))) best = &r;
-  return best;
-}
-
 std::string pct(double v) {
   char b[32];
   snprintf(b, sizeof b, "%+.1f%%", v);
@@ -50,31 +42,36 @@ std::vector<Violation> judge_gate(const std::vector<TraceReport>& runs, const st
                                          ") > allowed 0 in " + r.path,
                    double(r.ooms.size()), 0});
   }
-  const TraceReport* b = largest(base);
-  const TraceReport* n = largest(runs);
-  if (!b || !n) return v;
-  RunDiff d = diff_runs(*b, *n);
-  if (lim.max_peak_growth >= 0 && d.base_peak) {
-    double g = (double(d.new_peak) - double(d.base_peak)) * 100.0 / double(d.base_peak);
-    if (g > lim.max_peak_growth)
-      v.push_back({"max_peak_growth", n->path, "peak growth " + pct(g) + " (" + format_bytes(d.new_peak) + " vs baseline " +
-                                                   format_bytes(d.base_peak) + ") > allowed " + pct(lim.max_peak_growth),
-                   g, lim.max_peak_growth});
-  }
-  if (lim.max_site_growth >= 0) {
-    for (const SiteChange& c : d.sites) {
-      if (c.base_peak > 0) {
-        double g = (double(c.new_peak) - double(c.base_peak)) * 100.0 / double(c.base_peak);
-        if (g > lim.max_site_growth)
-          v.push_back({"max_site_growth", n->path, "site growth " + pct(g) + " at " + c.label + " (" + format_bytes(c.new_peak) +
-                                                       " vs baseline " + format_bytes(c.base_peak) + ") > allowed " +
-                                                       pct(lim.max_site_growth),
-                       g, lim.max_site_growth});
-      } else if (c.new_peak > 0 && double(c.new_peak) > 0.01 * double(d.base_peak)) {
-        // A site the baseline did not have counts when it matters (over 1% of the baseline peak).
-        v.push_back({"max_site_growth", n->path, "new site " + c.label + " holds " + format_bytes(c.new_peak) +
-                                                     " at the peak (not in the baseline) > allowed " + pct(lim.max_site_growth),
-                     INFINITY, lim.max_site_growth});
+  bool ranked = false;
+  for (const RunPair& p : matched_runs(base, runs, &ranked)) {
+    const std::string who = ranked ? "rank " + std::to_string(p.now->process.rank) + ": " : "";
+    RunDiff d = diff_runs(*p.base, *p.now);
+    if (lim.max_peak_growth >= 0 && (d.base_peak || d.new_peak)) {
+      // From a baseline that held nothing, any peak is growth past every limit.
+      double g = d.base_peak ? (double(d.new_peak) - double(d.base_peak)) * 100.0 / double(d.base_peak) : INFINITY;
+      if (g > lim.max_peak_growth)
+        v.push_back({"max_peak_growth", p.now->path,
+                     who + "peak growth " + (std::isfinite(g) ? pct(g) : std::string("from 0 B")) + " (" +
+                         format_bytes(d.new_peak) + " vs baseline " + format_bytes(d.base_peak) + ") > allowed " +
+                         pct(lim.max_peak_growth),
+                     g, lim.max_peak_growth});
+    }
+    if (lim.max_site_growth >= 0) {
+      for (const SiteChange& c : d.sites) {
+        if (c.base_peak > 0) {
+          double g = (double(c.new_peak) - double(c.base_peak)) * 100.0 / double(c.base_peak);
+          if (g > lim.max_site_growth)
+            v.push_back({"max_site_growth", p.now->path,
+                         who + "site growth " + pct(g) + " at " + c.label + " (" + format_bytes(c.new_peak) +
+                             " vs baseline " + format_bytes(c.base_peak) + ") > allowed " + pct(lim.max_site_growth),
+                         g, lim.max_site_growth});
+        } else if (c.new_peak > 0 && double(c.new_peak) > 0.01 * double(d.base_peak)) {
+          // A site the baseline did not have counts when it matters (over 1% of the baseline peak).
+          v.push_back({"max_site_growth", p.now->path,
+                       who + "new site " + c.label + " holds " + format_bytes(c.new_peak) +
+                           " at the peak (not in the baseline) > allowed " + pct(lim.max_site_growth),
+                       INFINITY, lim.max_site_growth});
+        }
       }
     }
   }

@@ -1,5 +1,6 @@
 // The CI gate behind `vramtrace check`: limits on the peak, leaks and failed allocations of each
-// run, and on growth against a baseline, judged from analysed traces (analysis.h). The command
+// run, and on growth against a baseline (a job rank by rank: compare.h, matched_runs; growth from
+// a baseline that held nothing breaks any growth limit), judged from analysed traces (analysis.h). The command
 // line (tools/cmd_check.cpp) only parses flags, loads traces and prints what this returns.
 #pragma once
 

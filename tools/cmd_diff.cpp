@@ -1,5 +1,7 @@
 // `vramtrace diff BASE NEW [--format text|json] [--top N] [-o FILE] [--native]`: what changed
-// between two runs, per call site (sites as the user's frames show them unless --native).
+// between two runs, per call site (sites as the user's frames show them unless --native). Two jobs
+// are compared rank with rank (analyzer/compare.h, matched_runs): the rank with the highest peak
+// now is shown, and named.
 #include <iostream>
 
 #include "analysis.h"
@@ -12,26 +14,22 @@ namespace vt::cli {
 
 namespace {
 
-// The run with the highest peak of a trace or a directory; damage is named on stderr.
-bool load_largest(const std::string& input, analyzer::TraceReport* out, std::string* err) {
+// Every run of a trace or a directory; damage is named on stderr.
+bool load_runs(const std::string& input, analyzer::JobReport* job, std::string* err) {
   analyzer::AnalysisOptions a;
   a.top = 1000000;
   a.symbols = symbol_options("", {});
-  analyzer::JobReport job;
   bool is_job = false;
-  if (!analyzer::analyze_input(input, a, &job, &is_job, err)) return false;
-  name_damage(job);
-  if (job.traces.empty()) {
+  if (!analyzer::analyze_input(input, a, job, &is_job, err)) return false;
+  name_damage(*job);
+  if (job->traces.empty()) {
     *err = input + ": no readable trace";
     return false;
   }
-  size_t best = 0;
-  for (size_t i = 1; i < job.traces.size(); ++i)
-    if (!job.traces[i].peaks.empty() && (job.traces[best].peaks.empty() || job.traces[i].peaks[0].bytes > job.traces[best].peaks[0].bytes))
-      best = i;
-  *out = std::move(job.traces[best]);
   return true;
 }
+
+uint64_t peak_of(const analyzer::TraceReport& r) { return r.peaks.empty() ? 0 : r.peaks[0].bytes; }
 
 }  // namespace
 
@@ -40,15 +38,37 @@ int diff_command(const DiffOptions& opt) {
     error_line("--format must be text or json, not '" + opt.format + "'");
     return kExitUsage;
   }
-  analyzer::TraceReport base, now;
+  analyzer::JobReport base, now;
   std::string err;
-  if (!load_largest(opt.base, &base, &err) || !load_largest(opt.now, &now, &err)) {
+  if (!load_runs(opt.base, &base, &err) || !load_runs(opt.now, &now, &err)) {
     error_line(err);
     return kExitUsage;
   }
-  analyzer::RunDiff d = analyzer::diff_runs(base, now, opt.native);
-  std::string text = opt.format == "json" ? analyzer::json_text(analyzer::diff_json(d, opt.base, opt.now, opt.top ? opt.top : SIZE_MAX), 2) + "\n"
-                                          : analyzer::diff_text(d, opt.top ? opt.top : 30);
+  // Jobs are compared rank with rank; shown is the rank whose new peak is the highest.
+  bool ranked = false;
+  std::vector<analyzer::RunPair> pairs = analyzer::matched_runs(base.traces, now.traces, &ranked);
+  if (pairs.empty()) {
+    error_line("diff: no run of " + opt.now + " to compare with one of " + opt.base);
+    return kExitUsage;
+  }
+  const analyzer::RunPair* p = &pairs[0];
+  for (const analyzer::RunPair& q : pairs)
+    if (peak_of(*q.now) > peak_of(*p->now)) p = &q;
+  analyzer::RunDiff d = analyzer::diff_runs(*p->base, *p->now, opt.native);
+  std::string text;
+  if (opt.format == "json") {
+    nlohmann::json j = analyzer::diff_json(d, p->base->path, p->now->path, opt.top ? opt.top : SIZE_MAX);
+    if (ranked) j["rank"] = p->now->process.rank;
+    text = analyzer::json_text(j, 2) + "\n";
+  } else {
+    if (ranked || base.traces.size() > 1 || now.traces.size() > 1)
+      text = "comparing " + (ranked ? "rank " + std::to_string(p->now->process.rank) + ", " : std::string()) +
+             analyzer::terminal_escape(p->base->path) + " -> " + analyzer::terminal_escape(p->now->path) + " (" +
+             (ranked ? "of " + std::to_string(pairs.size()) + " ranks in both, the one with the highest peak now"
+                     : std::string("the highest peak of each side")) +
+             ")\n";
+    text += analyzer::diff_text(d, opt.top ? opt.top : 30);
+  }
   return write_out(text, opt.output.empty() ? "-" : opt.output, {opt.base, opt.now});
 }
 

@@ -21,6 +21,15 @@ std::string steps_trace(int steps) {
   return e2e::files_in(dir).at(0);
 }
 
+// One run of oom_scenarios ARGS (RANK set when rank >= 0) into `dir`.
+void scenario(const std::string& dir, std::vector<std::string> args, int rank = -1) {
+  args.insert(args.begin(), e2e::program("oom_scenarios"));
+  std::vector<std::pair<std::string, std::string>> env = {{"VRAMTRACE_OUTPUT", dir}};
+  if (rank >= 0) env.push_back({"RANK", std::to_string(rank)});
+  e2e::Result r = e2e::run({args, env});
+  REQUIRE(r.exit_code == 0);
+}
+
 }  // namespace
 
 TEST_CASE("check: passing limits exit 0, each broken limit is a line with actual vs allowed and exit 1") {
@@ -96,4 +105,44 @@ TEST_CASE("check and diff against a baseline: the site that leaks more is named"
   r = cli({"diff", base, more});
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("peak: 392 MiB -> 552 MiB (+160 MiB)") == 0);
+}
+
+TEST_CASE("check and diff: two lines of one function are two sites, matched by their order") {
+  // Keys leave lines out (code moves between versions); two allocations of one function were
+  // one site, so 50+100 MiB against 100+50 MiB was "no change" and passed any site limit.
+  std::string base = e2e::temp_dir(), now = e2e::temp_dir();
+  scenario(base, {"two-lines", "50", "100"});
+  scenario(now, {"two-lines", "100", "50"});
+  e2e::Result r = cli({"check", now, "--baseline", base, "--max-site-growth", "10"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("FAIL max_site_growth: site growth +100.0% at two_lines") == 0);
+  r = cli({"diff", base, now, "--format", "json"});
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["sites"].size() == 2);
+  CHECK(j["sites"][0]["peak_change_bytes"].get<int64_t>() * j["sites"][1]["peak_change_bytes"].get<int64_t>() ==
+        -int64_t(50 << 20) * (50 << 20));  // one +50 MiB, the other -50 MiB
+  CHECK(cli({"check", now, "--baseline", now, "--max-site-growth", "0"}).exit_code == 0);  // the same: no change
+}
+
+TEST_CASE("check and diff of jobs: rank with rank, and growth from an empty baseline breaks the limit") {
+  std::string base = e2e::temp_dir(), now = e2e::temp_dir();
+  // Rank 1 grows 4x; rank 0 has the highest peak on both sides and does not change.
+  scenario(base, {"steps", "40"}, 0);
+  scenario(base, {"steps", "2"}, 1);
+  scenario(now, {"steps", "40"}, 0);
+  scenario(now, {"steps", "8"}, 1);
+  e2e::Result r = cli({"check", now, "--baseline", base, "--max-peak-growth", "10"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("FAIL max_peak_growth: rank 1: peak growth +14.6% (376 MiB vs baseline 328 MiB)") == 0);
+  CHECK(e2e::lines(r.out).size() == 1);  // rank 0 did not change
+  r = cli({"diff", base, now});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("comparing rank 0, ") == 0);  // the rank with the highest peak now, named
+  // A baseline whose peak is 0 B (its only allocation failed): any peak now is growth.
+  std::string empty = e2e::temp_dir();
+  scenario(empty, {"only-oom"});
+  r = cli({"check", now, "--baseline", empty, "--max-peak-growth", "1000"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("peak growth from 0 B") != std::string::npos);
 }

@@ -6,6 +6,8 @@
 //   live-set     weights that leave no room for the activations      -> live_set_too_large
 //   fragmentation a pool full of freed blocks too small for a request -> fragmentation
 //   steps N      no OOM: weights, then N steps that each keep 8 MiB (for diff and check)
+//   two-lines A B  no OOM: A MiB and B MiB from two lines of one function, kept
+//   only-oom     one request larger than any device and nothing else (a peak of 0 B)
 //   retries N    N requests larger than the device, each an OOM
 // Exit 0 when the expected CUDA_ERROR_OUT_OF_MEMORY came back.
 #include <cuda.h>
@@ -22,6 +24,12 @@ __attribute__((noinline)) CUdeviceptr load_weights(size_t bytes) {
   CUdeviceptr p = 0;
   g_last = cuMemAlloc(&p, bytes);
   return p;
+}
+// Two allocations of one function on two lines (diff and check tell them apart by line order).
+__attribute__((noinline)) void two_lines(size_t first, size_t second) {
+  CUdeviceptr a, b;
+  g_last = cuMemAlloc(&a, first);
+  if (g_last == CUDA_SUCCESS) g_last = cuMemAlloc(&b, second);
 }
 __attribute__((noinline)) CUresult big_request(size_t bytes) {
   CUdeviceptr p;
@@ -87,6 +95,11 @@ int main(int argc, char** argv) {
     load_weights(100 * MiB);
     int n = argc > 2 ? atoi(argv[2]) : 10;
     for (int i = 0; i < n; ++i) r = big_request(size_t(1) << 40);
+  } else if (mode == "only-oom") {
+    r = big_request(size_t(1) << 50);  // nothing allocated: a peak of 0 B
+  } else if (mode == "two-lines") {
+    two_lines(size_t(argc > 2 ? atoi(argv[2]) : 1) * MiB, size_t(argc > 3 ? atoi(argv[3]) : 1) * MiB);
+    return g_last == CUDA_SUCCESS ? 0 : 1;
   } else if (mode == "steps") {
     load_weights(256 * MiB);
     std::vector<CUdeviceptr> kept;
@@ -97,7 +110,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   } else {
-    fprintf(stderr, "usage: oom_scenarios too-big|others|leak|live-set|fragmentation|steps N|retries N\n");
+    fprintf(stderr, "usage: oom_scenarios too-big|others|leak|live-set|fragmentation|steps N|two-lines A B|only-oom|retries N\n");
     return 2;
   }
   printf("%s: CUresult %d\n", mode.c_str(), int(r));
