@@ -2,7 +2,10 @@
 // Exit status: the subcommand's, following usage.h (0 ok, 1 a check failed, 2 usage or
 // unreadable input; `run` passes the traced command's through).
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <tuple>
@@ -13,6 +16,37 @@
 #include "doctor.h"
 #include "cli_docs.h"
 #include "usage.h"
+
+namespace {
+
+// A finite number in [lo, hi]: CLI11's own range checks let "nan" through (and "1e300" overflows
+// the conversions after them).
+CLI::Validator finite_in(double lo, double hi) {
+  char range[96];
+  snprintf(range, sizeof range, "a number from %g to %g", lo, hi);
+  std::string want = range;
+  return CLI::Validator(
+      [lo, hi, want](std::string& s) -> std::string {
+        char* end = nullptr;
+        double v = strtod(s.c_str(), &end);
+        if (s.empty() || !end || *end || !std::isfinite(v) || v < lo || v > hi) return "'" + s + "' is not " + want;
+        return "";
+      },
+      "NUMBER");
+}
+// A count: digits only ("-1" would wrap around to 2^64 - 1).
+const CLI::Validator kCount(
+    [](std::string& s) -> std::string {
+      if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos)
+        return "'" + s + "' is not a whole number (0 to 10^19)";
+      return "";
+    },
+    "INTEGER");
+// Not empty: `--max-peak "$LIMIT"` with LIMIT unset must not turn a gate off.
+const CLI::Validator kNotEmpty([](std::string& s) -> std::string { return s.empty() ? "an empty value (an unset variable?)" : ""; },
+                               "");
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // The doctor's tracing self-test runs this binary again, under LD_PRELOAD, as its traced child.
@@ -66,11 +100,12 @@ int main(int argc, char** argv) {
   export_cmd->add_option("--top", exp.top, "--folded: call sites to keep (the rest is one [other sites] line)")
       ->capture_default_str()->check(CLI::Range(1, 10000000));
   export_cmd->add_option("--counter-interval-us", counter_us, "memory counters: at most the max and the last sample per interval")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(finite_in(0, 1e12));
   export_cmd->add_option("--alloc-threshold", perfetto.alloc_threshold_bytes,
-                         "draw allocations of at least this many bytes as instants (failures always)")->capture_default_str();
+                         "draw allocations of at least this many bytes as instants (failures always)")
+      ->capture_default_str()->check(kCount);
   export_cmd->add_option("--min-slice-us", min_slice_us, "merge kernels and copies shorter than this, per stream (0: draw all)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(finite_in(0, 1e12));
   export_cmd->add_flag("--no-stacks", no_stacks, "leave the call stacks out of allocation instants");
   export_cmd->add_option("--sysroot", perfetto.symbolizer.sysroot, "prefix for the traced machine's library paths");
   export_cmd->add_option("--debug-dir", perfetto.symbolizer.debug_dirs, "directory with separate debug info (repeatable)");
@@ -117,14 +152,14 @@ int main(int argc, char** argv) {
   vt::cli::CheckOptions check;
   CLI::App* check_cmd = app.add_subcommand("check", "a CI gate: exit 1 when the peak, leaks, OOMs or growth break a limit");
   check_cmd->add_option("trace", check.input, "trace file, or a directory of traces")->required();
-  check_cmd->add_option("--max-peak", check.max_peak, "largest allowed peak (e.g. 4GiB, 512MB, 1073741824)");
-  check_cmd->add_option("--max-leak", check.max_leak, "largest allowed memory left allocated at the end");
+  check_cmd->add_option("--max-peak", check.max_peak, "largest allowed peak (e.g. 4GiB, 512MB, 1073741824)")->check(kNotEmpty);
+  check_cmd->add_option("--max-leak", check.max_leak, "largest allowed memory left allocated at the end")->check(kNotEmpty);
   check_cmd->add_flag("--no-oom", check.no_oom, "fail on any failed allocation");
-  check_cmd->add_option("--baseline", check.baseline, "trace or directory to compare with");
+  check_cmd->add_option("--baseline", check.baseline, "trace or directory to compare with")->check(kNotEmpty);
   check_cmd->add_option("--max-peak-growth", check.max_peak_growth, "allowed peak growth over the baseline, percent")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_in(0, 1e9));
   check_cmd->add_option("--max-site-growth", check.max_site_growth, "allowed growth of any call site's peak share, percent")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_in(0, 1e9));
   check_cmd->add_flag("--json", check.json, "print the result as JSON");
   check_cmd->add_flag("--allow-damaged", check.allow_damaged,
                       "judge damaged traces on what could be read (else a damaged or unreadable trace fails with exit 2)");
@@ -141,7 +176,7 @@ int main(int argc, char** argv) {
   double top_interval = 1.0;
   bool top_once = false;
   CLI::App* top_cmd = app.add_subcommand("top", "live GPU memory per process, and the call sites of traced processes");
-  top_cmd->add_option("--interval", top_interval, "seconds between refreshes")->capture_default_str();
+  top_cmd->add_option("--interval", top_interval, "seconds between refreshes")->capture_default_str()->check(finite_in(0.1, 3600));
   top_cmd->add_flag("--once", top_once, "print one snapshot and exit");
 
   vt::doctor::Options doctor;

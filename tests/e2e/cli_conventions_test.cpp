@@ -144,6 +144,28 @@ TEST_CASE("exit status: 2 for unreadable input and unwritable output in every co
   e2e::Result r = cli({"diff", trace, trace, "-o", dir + "/no/such/dir/d.txt"});
   CHECK(r.exit_code == 2);
   CHECK(e2e::lines(r.err).size() == 1);
+  // Values that once passed: an empty limit (an unset variable) turned the gate off; NaN and
+  // huge numbers passed the range checks; -1 wrapped to 2^64 - 1.
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"check", trace, "--max-peak", ""},
+           {"check", trace, "--max-leak", ""},
+           {"check", trace, "--baseline", "", "--max-peak-growth", "5"},
+           {"check", trace, "--baseline", trace, "--max-peak-growth", "nan"},
+           {"check", trace, "--baseline", trace, "--max-site-growth", "inf"},
+           {"top", "--interval", "nan"},
+           {"export", "--perfetto", dir + "/p.json", "--counter-interval-us", "1e300", trace},
+           {"export", "--perfetto", dir + "/p.json", "--min-slice-us", "nan", trace},
+           {"export", "--perfetto", dir + "/p.json", "--alloc-threshold", "-1", trace},
+       }) {
+    r = cli(args);
+    std::string said;
+    for (const std::string& a : args) said += a + " ";
+    INFO(said << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(e2e::lines(r.err).size() == 1);
+    CHECK(r.out.empty());
+  }
+  CHECK(access((dir + "/p.json").c_str(), F_OK) != 0);
 }
 
 TEST_CASE("report --format html without -o writes vramtrace-report.html on a terminal, stdout when redirected") {
