@@ -86,6 +86,10 @@ int report_command(const ReportOptions& opt) {
     return kExitUsage;
   }
   name_damage(job);
+  if (is_job && job.traces.empty()) {  // every file unreadable (each named above): nothing to report
+    error_line(opt.input + ": no readable trace");
+    return kExitUsage;
+  }
   auto json_text = [](const nlohmann::json& j) { return analyzer::json_text(j, 2) + "\n"; };
   if (is_job) {
     text = opt.format == "json" ? json_text(analyzer::job_json(job, opt.section))
@@ -123,6 +127,10 @@ int summary_command(const ReportOptions& opt) {
     return kExitUsage;
   }
   name_damage(job);
+  if (is_job && job.traces.empty()) {
+    error_line(opt.input + ": no readable trace");
+    return kExitUsage;
+  }
   std::string text = opt.format == "json"
                          ? analyzer::json_text(is_job ? analyzer::job_summary_json(job) : analyzer::summary_json(job.traces[0]), 2) + "\n"
                          : is_job ? analyzer::job_summary_text(job, opt.top) : analyzer::summary_text(job.traces[0], opt.top);
