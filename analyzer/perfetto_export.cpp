@@ -2,6 +2,7 @@
 // holds events with ph (phase), ts/dur in microseconds (fractions keep nanoseconds), pid, tid.
 #include "perfetto_export.h"
 
+#include "terminal_escape.h"
 #include "output_file.h"
 
 #include <array>
@@ -30,9 +31,7 @@ namespace {
 
 namespace fmt = vt::format;
 
-std::string quote(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+std::string quote(const std::string& s) { return json_string(s); }  // (terminal_escape.h)
 
 
 class Writer {
@@ -202,7 +201,7 @@ class Exporter {
                    {"stack_frames", stacks_ ? stacks_->nodes() : 0},
                    {"merged_slices", stats_.merged_slices}};
     j["problems"] = reader_.problems();
-    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out << json_text(j);
   }
 
  private:

@@ -4,12 +4,12 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "terminal_escape.h"
+
 namespace vt::analyzer {
 
 namespace {
-std::string quote(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+std::string quote(const std::string& s) { return json_string(s); }  // (terminal_escape.h)
 std::string base_name(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);

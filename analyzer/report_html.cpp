@@ -3,6 +3,8 @@
 // analyzer/html/embed.cmake).
 #include "report_html.h"
 
+#include "terminal_escape.h"
+
 #include <algorithm>
 #include <map>
 #include <sys/random.h>
@@ -169,7 +171,9 @@ std::string page(const std::string& title, const json& data) {
          "style-src 'unsafe-inline'; script-src 'nonce-" + n + "'\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<meta name=\"generator\" content=\"vramtrace\">\n";
-  out += "<title>" + html_escape(title) + "</title>\n<style>\n";
+  // The title is the one string of the page shown outside it (a tab, `-o -` on a terminal): its
+  // control characters (ESC, C1, bidi) are spelled out, as on a terminal.
+  out += "<title>" + html_escape(terminal_escape(title)) + "</title>\n<style>\n";
   for (size_t i = 0; i < html_assets::kCssCount; ++i) out += html_assets::kCss[i];
   out += "</style>\n</head>\n<body data-vt-status=\"loading\">\n";
   out += "<div id=\"vt-app\"><noscript><p>This report is drawn by JavaScript, which is disabled. Its data is "
@@ -212,8 +216,9 @@ std::string html_escape(const std::string& raw) {
 }
 
 std::string script_safe_json(const json& j) {
-  // Strings are valid UTF-8 already (clean()); `replace` only guards hand-made input.
-  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace), out;
+  // Strings are valid UTF-8 already (clean()); json_text also spells C1, DEL and bidi controls
+  // as \u escapes (the page printed with -o - on a terminal is then as safe as the JSON).
+  std::string s = json_text(j), out;
   out.reserve(s.size() + 64);
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];

@@ -24,5 +24,8 @@ std::string terminal_escape(std::string_view raw);
 // leaves raw (DEL, C1 controls, bidi controls, U+2028/U+2029) written as \uNNNN escapes. The
 // parsed value is the same; only its spelling changes. Every JSON the CLI prints goes through it.
 std::string json_text(const nlohmann::json& j, int indent = -1);
+// One string as a JSON string literal, spelled as json_text spells it (for JSON written by hand:
+// the Perfetto export).
+inline std::string json_string(const std::string& s) { return json_text(nlohmann::json(s)); }
 
 }  // namespace vt::analyzer

@@ -93,6 +93,8 @@ TEST_CASE("terminal escapes from a trace are shown escaped by every text output"
       {"dump", trace},
       {"info", trace},
       {"report", trace, "--format", "json"},
+      {"export", "--perfetto", "-", trace},                // (its strings were raw C1 and bidi)
+      {"report", trace, "--format", "html", "-o", "-"},    // (its <title> was raw argv)
   };
   for (const auto& c : commands) {
     e2e::Result r = cli(c);
