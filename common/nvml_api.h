@@ -5,7 +5,11 @@
 // includes it inside the traced process.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 namespace vt::nvml {
 
@@ -44,5 +48,16 @@ using MemoryFn = Return (*)(Device, Memory*);
 using CapabilityFn = Return (*)(Device, int*, int*);
 using ProcessesFn = Return (*)(Device, unsigned int*, void*);  // ProcessInfoV1 or V2 by version
 using ProcessNameFn = Return (*)(unsigned int, char*, unsigned int);
+
+// The NVML library to dlopen: VRAMTRACE_NVML_LIBRARY (a stand-in, for tests) or the driver's
+// libnvidia-ml.so.1. Null when the variable names a path that is not a regular file: dlopen of a
+// FIFO blocks in open() (it hung the recorder's NVML thread, and with it `top`), of a device worse.
+inline const char* library_to_load() {
+  const char* path = getenv("VRAMTRACE_NVML_LIBRARY");
+  if (!path || !*path) return "libnvidia-ml.so.1";
+  struct stat st;
+  if (strchr(path, '/') && (stat(path, &st) != 0 || !S_ISREG(st.st_mode))) return nullptr;
+  return path;
+}
 
 }  // namespace vt::nvml

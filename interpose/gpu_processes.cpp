@@ -56,8 +56,8 @@ struct LastList {
 LastList g_last[kMaxWatched];
 
 void* load_nvml_now() {
-  const char* path = getenv("VRAMTRACE_NVML_LIBRARY");
-  void* lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char* path = nvml::library_to_load();
+  void* lib = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
   if (!lib) return nullptr;
   Nvml n;
   n.init = reinterpret_cast<nvml::InitFn>(real_dlsym(lib, "nvmlInit_v2"));

@@ -26,8 +26,8 @@ struct Nvml {
 const Nvml& nvml(std::string* why) {
   static Nvml n = [] {
     Nvml x{};
-    const char* path = getenv("VRAMTRACE_NVML_LIBRARY");
-    void* lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    const char* path = nvml::library_to_load();
+    void* lib = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
     if (!lib) return x;
     x.init = reinterpret_cast<nvml::InitFn>(dlsym(lib, "nvmlInit_v2"));
     x.count = reinterpret_cast<nvml::CountFn>(dlsym(lib, "nvmlDeviceGetCount_v2"));

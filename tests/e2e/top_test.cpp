@@ -247,3 +247,21 @@ TEST_CASE("top: hostile /dev/shm entries (another user's, empty, a FIFO, a symli
   CHECK(exists(pipe));
   for (const std::string& p : planted) unlink(p.c_str());
 }
+
+TEST_CASE("VRAMTRACE_NVML_LIBRARY naming a FIFO: top and a traced program go on without NVML, never hang") {
+  std::string dir = e2e::temp_dir(), fifo = dir + "/nvml.fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  e2e::Spec s{{e2e::cli(), "top", "--once"}, {{"VRAMTRACE_NVML_LIBRARY", fifo}}};
+  s.preload = false;
+  s.timeout_s = 30;
+  e2e::Result r = e2e::run(s);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("NVML (libnvidia-ml.so.1) not available") != std::string::npos);
+  // The recorder loads NVML right after the first context (rule 14): a FIFO blocked that load.
+  e2e::Spec t{{e2e::program("oom_scenarios"), "too-big"}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_NVML_LIBRARY", fifo}}};
+  t.timeout_s = 30;
+  r = e2e::run(t);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+}
