@@ -357,6 +357,9 @@ namespace {
 // down, and events after it are still written.
 __attribute__((destructor)) void mark_clean_exit() {
   if (g_status.load(std::memory_order_acquire) != kOpen) return;
+  // A child made by the raw fork system call (no atfork handler ran: it still holds the parent's
+  // trace) must not mark the parent's live trace closed, nor remove its summary.
+  if (g_file.owner_pid() != uint64_t(getpid())) return;
   OwnWork own;
   HookScope scope;
   uint64_t t = now_ns();

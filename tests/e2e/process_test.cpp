@@ -255,3 +255,15 @@ TEST_CASE("the first memory call, which opens the trace, fits a 24 KiB thread st
     CHECK(t.files.size() == 1);
   }
 }
+
+TEST_CASE("a child of the raw fork system call that calls exit() leaves the parent's trace alone") {
+  // No atfork handler runs in such a child: it still holds the parent's trace, and its exit
+  // marked the parent's live trace closed (then "end record missing" once the parent went on).
+  Traced t = traced({e2e::program("lifecycle"), "raw-fork"});
+  CHECK(t.result.exit_code == 0);  // (5: the child removed the parent's live summary)
+  REQUIRE(t.files.size() == 1);
+  e2e::Trace tr = e2e::load(t.files[0]);
+  CHECK(tr.info.closed_cleanly);
+  CHECK(tr.problems.empty());
+  CHECK(alloc_sizes(tr) == std::vector<uint64_t>{1 << 20, 3 << 20});
+}

@@ -17,9 +17,12 @@
 //   fork-first US  a fork US microseconds after another thread began the first memory call
 //                  (fork_first below); the child must not hang
 //   small-stack KIB the first memory call on a thread with a KIB KiB stack
+//   raw-fork       1 MiB, a child of syscall(SYS_fork) that calls exit(4), then 3 MiB (exit 5:
+//                  traced, and this process's /dev/shm summary was gone after the child)
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,6 +107,18 @@ int main(int argc, char** argv) {
   setup();
   if (mode == "fork-first") return fork_first(n);
   if (mode == "small-stack") return small_stack(n);
+  if (mode == "raw-fork") {  // a child of the raw fork system call (no atfork handler) leaves with exit()
+    alloc(1 << 20);
+    pid_t c = pid_t(syscall(SYS_fork));
+    if (c == 0) exit(4);
+    int st = 0;
+    waitpid(c, &st, 0);
+    // Traced, this process's live summary for `top` must still be there (the child removed it).
+    std::string summary = "/dev/shm/vramtrace." + std::to_string(getpid());
+    if (getenv("LD_PRELOAD") && access(summary.c_str(), F_OK) != 0) return 5;
+    alloc(3 << 20);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 4 ? 0 : 1;
+  }
   if (mode == "init-only") return 0;
   if (mode == "child") {
     alloc(7 << 20);
