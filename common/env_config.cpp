@@ -67,17 +67,28 @@ __attribute__((format(printf, 3, 4))) void complain(char* why, size_t cap, const
     log_line_once_per_run("%s; tracing off", line);
 }
 
+const char* (*g_fallback)(const char*) = nullptr;
+const char* g_base_dir = nullptr;  // relative outputs are resolved against it (set_config_base_dir)
+
+const char* config_env(const char* name) {
+  const char* v = getenv(name);
+  return v || !g_fallback ? v : g_fallback(name);
+}
+
 }  // namespace
+
+void set_config_fallback(const char* (*fallback)(const char* name)) { g_fallback = fallback; }
+void set_config_base_dir(const char* dir) { g_base_dir = dir; }
 
 bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
   *out = Config{};
-  const char* disable = getenv("VRAMTRACE_DISABLE");
+  const char* disable = config_env("VRAMTRACE_DISABLE");
   if (disable && disable[0] && strcmp(disable, "0") != 0) return false;
 
-  const char* session = getenv("VRAMTRACE_SESSION");
+  const char* session = config_env("VRAMTRACE_SESSION");
   if (session) snprintf(out->session, sizeof out->session, "%s", session);
 
-  if (const char* d = getenv("VRAMTRACE_STACK_DEPTH")) {
+  if (const char* d = config_env("VRAMTRACE_STACK_DEPTH")) {
     char* end = nullptr;
     long v = strtol(d, &end, 10);
     if (!*d || *end || v < 0 || v > 256) {
@@ -86,7 +97,7 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
     }
     out->stack_depth = int(v);
   }
-  if (const char* py = getenv("VRAMTRACE_PYTHON")) {
+  if (const char* py = config_env("VRAMTRACE_PYTHON")) {
     if (strcmp(py, "0") == 0) {
       out->python = false;
     } else if (strcmp(py, "1") != 0) {
@@ -95,7 +106,7 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
     }
   }
 
-  if (const char* k = getenv("VRAMTRACE_KERNELS"); k && *k) {  // empty = unset
+  if (const char* k = config_env("VRAMTRACE_KERNELS"); k && *k) {  // empty = unset
     if (strcmp(k, "0") == 0) {
       out->kernels = false;
     } else if (strcmp(k, "1") != 0) {
@@ -104,7 +115,7 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
     }
   }
 
-  if (const char* m = getenv("VRAMTRACE_CUPTI_MEMORY"); m && *m) {  // empty = unset
+  if (const char* m = config_env("VRAMTRACE_CUPTI_MEMORY"); m && *m) {  // empty = unset
     if (strcmp(m, "0") == 0) {
       out->cupti_memory = false;
     } else if (strcmp(m, "1") != 0) {
@@ -113,7 +124,7 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
     }
   }
 
-  const char* sink = getenv("VRAMTRACE_SINK");
+  const char* sink = config_env("VRAMTRACE_SINK");
   if (sink && strcmp(sink, "null") == 0) {
     out->null_sink = true;
     out->enabled = true;
@@ -123,7 +134,7 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
     return false;
   }
 
-  const char* output = getenv("VRAMTRACE_OUTPUT");
+  const char* output = config_env("VRAMTRACE_OUTPUT");
   if (output && !output[0]) {
     complain(why_out, why_cap, "VRAMTRACE_OUTPUT is set but empty");
     return false;
@@ -139,6 +150,16 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
   if (!expand_pattern(output, pid, host, expanded, sizeof expanded, &why)) {
     complain(why_out, why_cap, "bad VRAMTRACE_OUTPUT '%s': %s", output, why);
     return false;
+  }
+  if (expanded[0] != '/' && g_base_dir) {  // relative: to the directory the program started in
+    static char joined[sizeof expanded];
+    int w = snprintf(joined, sizeof joined, "%s/%s", g_base_dir,
+                     expanded[0] == '.' && expanded[1] == '\0' ? "" : expanded);
+    if (w < 0 || size_t(w) >= sizeof joined) {
+      complain(why_out, why_cap, "bad VRAMTRACE_OUTPUT '%s': path too long", output);
+      return false;
+    }
+    memcpy(expanded, joined, sizeof expanded);
   }
 
   struct stat st;

@@ -1,4 +1,6 @@
-// Configuration read from the environment, once, when tracing starts. Every bad value yields
+// Configuration read from the environment, once, when tracing starts (with the recorder's copy
+// of the environment it was loaded with as a fallback, and relative outputs resolved against the
+// directory the program started in: interpose/load_environment.h). Every bad value yields
 // one clear line on stderr and tracing off; nothing here can crash the traced program.
 //
 //   VRAMTRACE_OUTPUT   trace path or directory (default: the current directory). In a path,
@@ -35,6 +37,15 @@ struct Config {
 // one line when the configuration is unusable ("vramtrace: bad VRAMTRACE_SINK 'x' (use file or
 // null); tracing off"), or, given why[cap], with that line's reason there and nothing logged.
 bool load_config(Config* out, long pid, char* why = nullptr, size_t why_cap = 0);
+
+// Where load_config reads a variable: the environment at that moment, else what `fallback` gives
+// for it (the recorder's copy of the environment it was loaded with: a program that emptied its
+// environment before its first allocation keeps its configuration, while one that sets a
+// VRAMTRACE_ variable before it still has it read). Null: the environment only.
+void set_config_fallback(const char* (*fallback)(const char* name));
+// The directory a relative VRAMTRACE_OUTPUT (and the default, ".") is resolved against: the one
+// the program started in, not the one it moved to before its first allocation. Null: the current.
+void set_config_base_dir(const char* dir);
 
 // Expands %p, %h and %% of `pattern` into out[cap]. Returns false on an unknown escape or
 // overflow, with a reason in *why.

@@ -56,7 +56,9 @@ const char* kind_of(mode_t m) {
   return S_ISCHR(m) ? "character device" : S_ISBLK(m) ? "block device" : S_ISFIFO(m) ? "FIFO" : S_ISSOCK(m) ? "socket" : "special file";
 }
 
-// `path` made absolute against the current directory, so a later chdir cannot lose the file.
+// `path` made absolute against the current directory, so a later chdir cannot lose the file
+// (load_config already resolved a relative output against the directory the program started in,
+// load_environment.h: this is for a start directory that was not known).
 void absolute(const char* path, char* out, size_t cap) {
   static char cwd[4096];  // (create_file's: under the session's open lock)
   if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {

@@ -79,3 +79,38 @@ TEST_CASE("a fixed output path: the first process owns it, a stale file is repla
   e2e::Trace t = e2e::load(path);
   CHECK(t.events.size() == 2);  // the parent's 1 MiB and 3 MiB
 }
+
+TEST_CASE("the configuration is the one the program started with: a chdir or clearenv before its first allocation") {
+  // The trace is configured at the first memory call; a relative VRAMTRACE_OUTPUT (or the default,
+  // the working directory) was resolved against wherever the program had moved by then, and a
+  // program that emptied its environment lost every setting (the trace went to its new cwd).
+  std::string start = e2e::temp_dir();
+  REQUIRE(mkdir((start + "/traces").c_str(), 0755) == 0);
+  REQUIRE(mkdir((start + "/elsewhere").c_str(), 0755) == 0);
+  e2e::Spec s{{e2e::program("lifecycle"), "chdir-first", "elsewhere"}, {{"VRAMTRACE_OUTPUT", "traces"}}};
+  s.cwd = start;
+  e2e::Result r = e2e::run(s);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(e2e::files_in(start + "/traces").size() == 1);
+  CHECK(e2e::files_in(start + "/elsewhere").empty());  // (was a file named "traces" there)
+  // The default output (VRAMTRACE_OUTPUT unset: sh drops any the harness has) is the directory it
+  // started in too.
+  e2e::Spec d{{"sh", "-c", "unset VRAMTRACE_OUTPUT; exec \"$@\"", "sh", e2e::program("lifecycle"), "chdir-first",
+               "elsewhere"},
+              {}};
+  d.cwd = start;
+  r = e2e::run(d);
+  CHECK(r.exit_code == 0);
+  size_t in_start = 0;
+  for (const std::string& f : e2e::files_in(start)) in_start += f.find("/vramtrace.") != std::string::npos;
+  CHECK(in_start == 1);
+  CHECK(e2e::files_in(start + "/elsewhere").empty());
+  // clearenv: VRAMTRACE_OUTPUT (and the rest) as the program started with them.
+  std::string out = e2e::temp_dir();
+  e2e::Spec c{{e2e::program("lifecycle"), "clearenv-first"}, {{"VRAMTRACE_OUTPUT", out}}};
+  c.cwd = start;
+  r = e2e::run(c);
+  CHECK(r.exit_code == 0);
+  CHECK(e2e::files_in(out).size() == 1);
+}

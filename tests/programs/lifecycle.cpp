@@ -17,6 +17,8 @@
 //   fork-first US  a fork US microseconds after another thread began the first memory call
 //                  (fork_first below); the child must not hang
 //   small-stack KIB the first memory call on a thread with a KIB KiB stack
+//   chdir-first DIR  chdir(DIR), then 1 MiB (the first memory call)
+//   clearenv-first   clearenv(), then 1 MiB
 //   raw-fork       1 MiB, a child of syscall(SYS_fork) that calls exit(4), then 3 MiB (exit 5:
 //                  traced, and this process's /dev/shm summary was gone after the child)
 #include <pthread.h>
@@ -107,6 +109,16 @@ int main(int argc, char** argv) {
   setup();
   if (mode == "fork-first") return fork_first(n);
   if (mode == "small-stack") return small_stack(n);
+  if (mode == "chdir-first" && argc > 2) {  // moves to argv[2], then its first memory call
+    if (chdir(argv[2]) != 0) return 3;
+    alloc(1 << 20);
+    return 0;
+  }
+  if (mode == "clearenv-first") {  // empties its environment, then its first memory call
+    clearenv();
+    alloc(1 << 20);
+    return 0;
+  }
   if (mode == "raw-fork") {  // a child of the raw fork system call (no atfork handler) leaves with exit()
     alloc(1 << 20);
     pid_t c = pid_t(syscall(SYS_fork));
