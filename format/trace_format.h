@@ -55,6 +55,8 @@ struct FileHeader {
   char session[40];             // VRAMTRACE_SESSION: groups the files of one `vramtrace run`
   char hostname[64];
   uint64_t events_lost;         // events that could not be recorded (atomic add); older writers leave 0
+  uint64_t pid_namespace;       // the writer's pid namespace (inode of /proc/self/ns/pid); 0: unknown
+                                // (older writers). Whether `pid` can be asked about from here.
 };
 static_assert(sizeof(FileHeader) <= kFileHeaderSize);
 

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "env_config.h"
 #include "file_header.h"
+#include "shm_layout.h"
 #include "log.h"
 #include "own_work.h"
 
@@ -25,20 +26,25 @@ std::atomic<uint8_t*> TraceFile::windows_[TraceFile::kMaxWindows];
 
 namespace {
 
-// The pid recorded in an existing trace, or 0 if it is not one of ours. Never blocks: a FIFO
-// swapped in after the caller's lstat is opened non-blocking and then refused.
-long pid_in_existing_trace(const char* path) {
+// Whether an existing file at `path` is a trace whose writer is gone: ours by its header, written
+// on this host and in this pid namespace (else its pid means nothing here: a live writer in a
+// container that shares the directory would lose its file), by a pid that no longer runs. Never
+// blocks: a FIFO swapped in after the caller's lstat is opened non-blocking and then refused.
+bool stale_trace(const char* path) {
   int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return 0;
+  if (fd < 0) return false;
   struct stat st;
   format::FileHeader h;
   uint64_t size = 0;
   bool ours = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && format::is_vramtrace_header(format::read_header(fd, &h, &size));
   ::close(fd);
-  return ours ? long(h.pid) : 0;
+  if (!ours || h.pid == 0) return false;
+  char host[sizeof h.hostname] = {};
+  gethostname(host, sizeof host - 1);
+  if (strncmp(host, h.hostname, sizeof host) != 0) return false;
+  if (h.pid_namespace && h.pid_namespace != format::pid_namespace_id()) return false;
+  return kill(pid_t(h.pid), 0) != 0 && errno != EPERM;
 }
-
-bool process_alive(long pid) { return pid > 0 && (kill(pid_t(pid), 0) == 0 || errno == EPERM); }
 
 int read_rank(const char* const* names) {
   for (const char* const* n = names; *n; ++n) {
@@ -148,8 +154,7 @@ bool TraceFile::create_file(const char* path, long pid) {
                kind_of(st.st_mode));
       return false;
     }
-    long owner = S_ISREG(st.st_mode) ? pid_in_existing_trace(candidate) : 0;
-    if (owner != 0 && !process_alive(owner) && replaced++ < 4) {
+    if (S_ISREG(st.st_mode) && stale_trace(candidate) && replaced++ < 4) {
       // A stale trace of an earlier run: replace it (O_EXCL again, so a racing symlink loses).
       if (unlink(candidate) != 0) break;
       --attempt;
@@ -192,6 +197,7 @@ bool TraceFile::open(const Config& cfg, long pid, long ppid) {
   h.local_rank = read_rank(kLocal);
   snprintf(h.session, sizeof h.session, "%s", cfg.session);
   gethostname(h.hostname, sizeof h.hostname - 1);
+  h.pid_namespace = format::pid_namespace_id();
   return true;
 }
 

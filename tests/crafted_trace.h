@@ -42,10 +42,12 @@ class CraftedTrace {
     h.local_rank = -1;
     snprintf(h.session, sizeof h.session, "%s", session.c_str());
     snprintf(h.hostname, sizeof h.hostname, "%s", hostname.c_str());
+    h.pid_namespace = pid_namespace;
     return h;
   }
 
   uint64_t pid = 4242;
+  uint64_t pid_namespace = 0;  // 0: unknown (as older writers)
   int rank = -1;
   bool closed = true;  // clean close: the header flag and an end record at write()
   std::string session = "crafted", hostname = "crafted-host";

@@ -2,7 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "../crafted_trace.h"
 #include "harness.h"
 
 namespace {
@@ -78,6 +80,36 @@ TEST_CASE("a fixed output path: the first process owns it, a stale file is repla
   CHECK(main_files == 1);
   e2e::Trace t = e2e::load(path);
   CHECK(t.events.size() == 2);  // the parent's 1 MiB and 3 MiB
+}
+
+TEST_CASE("a fixed output path: a trace written on another host or in another pid namespace is never taken") {
+  // Its pid means nothing here: a live writer in a container sharing the directory lost its file
+  // to a process that found no such pid in its own namespace.
+  char host[64] = {};
+  gethostname(host, sizeof host - 1);
+  struct stat ns;
+  REQUIRE(stat("/proc/self/ns/pid", &ns) == 0);
+  struct Case {
+    std::string host;
+    uint64_t pid_namespace;
+    bool replaced;
+  };
+  for (const Case& c : {Case{host, 0, true}, Case{host, uint64_t(ns.st_ino), true},
+                        Case{"another-host", uint64_t(ns.st_ino), false}, Case{host, uint64_t(ns.st_ino) + 1, false}}) {
+    INFO(c.host << " " << c.pid_namespace);
+    std::string dir = e2e::temp_dir(), path = dir + "/run.trace";
+    crafted::CraftedTrace t;
+    t.pid = 4194303;  // (no such process here: the kernel's largest pid)
+    t.hostname = c.host;
+    t.pid_namespace = c.pid_namespace;
+    t.process({"elsewhere"}, "/bin/elsewhere");
+    t.alloc(0x10000000, 1 << 20);
+    t.write(path);
+    e2e::Result r = e2e::run({{e2e::program("lifecycle"), "exit-code", "0"}, {{"VRAMTRACE_OUTPUT", path}}});
+    REQUIRE(r.exit_code == 0);
+    CHECK((e2e::load(path).info.pid != 4194303u) == c.replaced);  // run.trace: the new process's, or kept
+    CHECK(e2e::files_in(dir).size() == (c.replaced ? 1u : 2u));  // else the new one is run.trace.<pid>
+  }
 }
 
 TEST_CASE("the configuration is the one the program started with: a chdir or clearenv before its first allocation") {
