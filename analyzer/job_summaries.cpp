@@ -21,7 +21,32 @@ namespace {
 
 using nlohmann::json;
 
-constexpr off_t kMaxSummaryBytes = off_t(1) << 30;  // a report is KB to MB; refuse to slurp a huge file
+// A report is KB to a few MB; its JSON held in memory takes ~20x its size, so a bigger file is
+// refused before it is read.
+constexpr off_t kMaxSummaryBytes = off_t(64) << 20;
+// A report nests a dozen levels; far deeper is not one of ours (and serializing it again, which
+// recurses per level, would run out of stack).
+constexpr int kMaxSummaryDepth = 64;
+
+// How deep `text`'s arrays and objects nest (strings skipped), stopping once past `limit`.
+int nesting(const std::string& text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size() && deepest <= limit; ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
 
 bool read_file(const std::string& path, std::string* text, std::string* why) {
   struct stat st;
@@ -29,7 +54,7 @@ bool read_file(const std::string& path, std::string* text, std::string* why) {
   if (fd < 0) return false;
   if (st.st_size > kMaxSummaryBytes) {
     close(fd);
-    *why = "larger than 1 GiB: not a report";
+    *why = "larger than 64 MiB: not a report";
     return false;
   }
   text->clear();
@@ -105,7 +130,10 @@ int analyze_summaries(const std::string& dir, JobReport* out, std::string* why) 
     std::string text, err;
     json j;
     bool ok = read_file(path, &text, &err);
-    if (ok) {
+    if (ok && nesting(text, kMaxSummaryDepth) > kMaxSummaryDepth) {
+      ok = false;
+      err = "nested more than " + std::to_string(kMaxSummaryDepth) + " deep: not a vramtrace report";
+    } else if (ok) {
       j = json::parse(text, nullptr, false);
       // Another program's JSON is not ours to judge: only a file that says it is a vramtrace
       // report (or that cannot even be parsed: a summary cut short) is part of the job.

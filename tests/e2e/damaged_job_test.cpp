@@ -156,3 +156,28 @@ TEST_CASE("a trace cut at a chunk boundary or inside a chunk is damaged and not 
   CHECK(j["events"].get<uint64_t>() > at_boundary);
   CHECK(has(r.err, "the records before the cut were kept"));
 }
+
+TEST_CASE("a directory of summaries with a hostile one: nested a million deep, or huge, is named and left out") {
+  // A summary nested 100,000 deep crashed `report DIR` (serializing it again recursed per level);
+  // a 100 MB one took ~2 GB of memory.
+  std::string traces = e2e::temp_dir(), dir = e2e::temp_dir();
+  good_traces(traces);
+  auto files = e2e::files_in(traces);
+  e2e::Result r = cli({"report", files[0], "--format", "json", "-o", dir + "/rank0.json"});
+  REQUIRE(r.exit_code == 0);
+  std::string good = slurp(dir + "/rank0.json");
+  REQUIRE(good.size() > 2);
+  const size_t n = 1000000;
+  std::string deep = good.substr(0, good.rfind('}')) + ",\"zzz\":" + std::string(n, '[') + std::string(n, ']') + "}";
+  spill(dir + "/rank1.json", deep);
+  std::string huge = "{\"schema\":\"vramtrace.report/1\",\"x\":\"" + std::string(70 << 20, 'a') + "\"}";
+  spill(dir + "/rank2.json", huge);
+  for (const char* format : {"text", "json"}) {
+    r = cli({"report", dir, "--format", format});
+    INFO(format << ": " << r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);  // the readable rank is reported; the others are named
+    CHECK(has(r.err, dir + "/rank1.json: unreadable: nested more than 64 deep: not a vramtrace report"));
+    CHECK(has(r.err, dir + "/rank2.json: unreadable: larger than 64 MiB: not a report"));
+  }
+}
