@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -79,7 +80,17 @@ bool is_trace(const std::string& path) {
   return yes;
 }
 
+char g_in_progress[4096];  // output_in_progress(): set while a temporary file exists
+
+void note_in_progress(const std::string& temp) {
+  size_t n = std::min(temp.size(), sizeof g_in_progress - 1);
+  memcpy(g_in_progress, temp.data(), n);
+  g_in_progress[n] = '\0';
+}
+
 }  // namespace
+
+const char* output_in_progress() { return g_in_progress; }
 
 struct OutputFile::State {
   std::string path;    // as named (messages)
@@ -97,6 +108,7 @@ OutputFile::OutputFile() : s_(new State) {}
 OutputFile::~OutputFile() {
   if (s_->own_fd && s_->fd >= 0) ::close(s_->fd);
   if (!s_->committed && !s_->temp.empty()) ::unlink(s_->temp.c_str());
+  if (!s_->temp.empty()) g_in_progress[0] = '\0';
 }
 
 std::ostream& OutputFile::stream() { return s_->os; }
@@ -158,6 +170,7 @@ bool OutputFile::open(const std::string& path, const std::vector<std::string>& i
   if (s.fd < 0) return fail(strerror(errno));
   s.own_fd = true;
   s.temp = temp;
+  note_in_progress(temp);
   mode_t mode;
   if (exists && ::stat(s.target.c_str(), &st) == 0) {
     mode = st.st_mode & 07777;  // the file keeps its mode
@@ -185,6 +198,7 @@ bool OutputFile::commit(std::string* error) {
     return false;  // the destructor removes the temporary file
   }
   s.committed = true;
+  g_in_progress[0] = '\0';
   return true;
 }
 

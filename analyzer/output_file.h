@@ -38,6 +38,10 @@ class OutputFile {
   std::unique_ptr<State> s_;
 };
 
+// The temporary file of the output being written now, or "" (for a fatal signal's handler, which
+// may only unlink it: async-signal-safe, no allocation).
+const char* output_in_progress();
+
 // open + the text + commit.
 bool write_output(const std::string& text, const std::string& path, const std::vector<std::string>& inputs,
                   std::string* error, bool follow_symlink = true);

@@ -2,6 +2,7 @@
 // Exit status: the subcommand's, following usage.h (0 ok, 1 a check failed, 2 usage or
 // unreadable input; `run` passes the traced command's through).
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "output_file.h"
 #include "perfetto_export.h"
 #include "doctor.h"
 #include "cli_docs.h"
@@ -267,6 +269,18 @@ int main(int argc, char** argv) {
   // The analyzer's commands: past a file size limit a write fails (and says so) instead of the
   // signal killing us with a partial output (not for run: the traced program inherits it).
   signal(SIGXFSZ, SIG_IGN);
+  // Traces are read through mappings: one truncated or replaced by another program while it is
+  // read faults (SIGBUS) where its pages were. One line, the output in progress removed, status 2.
+  struct sigaction bus = {};
+  bus.sa_handler = [](int) {
+    static const char kLine[] =
+        "vramtrace: a trace shrank while it was read (truncated or replaced by another program); stopped\n";
+    ssize_t ignored = write(STDERR_FILENO, kLine, sizeof kLine - 1);
+    (void)ignored;
+    if (const char* temp = vt::analyzer::output_in_progress(); temp[0]) unlink(temp);
+    _exit(2);
+  };
+  sigaction(SIGBUS, &bus, nullptr);
   if (*dump_cmd) {
     dump.stacks = !no_stacks;
     return vt::cli::dump_command(trace, dump);

@@ -142,3 +142,22 @@ TEST_CASE("module paths naming a FIFO or a device, and a debug file that is a FI
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "plugin_alloc"));
 }
+
+TEST_CASE("a trace truncated by another program while it is read: one line and status 2, no crash") {
+  // Traces are read through mappings: pages cut off under the reader fault (SIGBUS, status 135).
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("threads"), "2", "300000"}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_STACK_DEPTH", "0"}}});
+  REQUIRE(r.exit_code == 0);
+  std::string trace = e2e::files_in(dir).at(0);
+  // dump's output fills the pipe and waits; the file is cut while most of it is still unread.
+  e2e::Spec s{{}, {}};
+  s.argv = {"bash", "-c", "\"$1\" dump --no-stacks \"$2\" | (head -c 100 >/dev/null; truncate -s 70000 \"$2\"; cat >/dev/null);"
+                          " exit ${PIPESTATUS[0]}",
+            "bash", e2e::cli(), trace};
+  s.preload = false;
+  s.timeout_s = 60;
+  r = e2e::run(s);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 2);  // (135: SIGBUS)
+  CHECK(r.err == "vramtrace: a trace shrank while it was read (truncated or replaced by another program); stopped\n");
+}
