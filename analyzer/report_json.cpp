@@ -66,9 +66,12 @@ json peak_json(const TraceReport& r) {
   json by_device = json::array();
   for (const DevicePeak& p : r.peaks)
     by_device.push_back({{"device", p.device}, {"bytes", p.bytes}, {"t_ns", p.t_ns}, {"by_kind", p.by_kind},
-                         {"live_set", groups_json(p.live_set)}, {"activity", activity_json(p.activity)},
+                         {"live_set", groups_json(p.live_set)},
+                         {"live_set_left_out", {{"sites", p.left_out_sites}, {"bytes", p.left_out_bytes}}},
+                         {"activity", activity_json(p.activity)},
                          {"fidelity", fidelity_json(p.fidelity)}});
-  json peak = {{"bytes", 0}, {"t_ns", 0}, {"device", -1}, {"live_set", json::array()}};
+  json peak = {{"bytes", 0}, {"t_ns", 0}, {"device", -1}, {"live_set", json::array()},
+               {"live_set_left_out", {{"sites", 0}, {"bytes", 0}}}};
   if (!r.peaks.empty()) {
     peak = by_device[0];
   }

@@ -65,6 +65,7 @@ struct DevicePeak {
   uint64_t t_ns = 0;
   std::map<std::string, uint64_t> by_kind;  // op kinds at the peak: device, async, vmm_physical, array
   std::vector<SiteGroup> live_set;
+  uint64_t left_out_sites = 0, left_out_bytes = 0;  // the call sites past --top, and what they held
   ActivityAt activity;
   Fidelity fidelity;  // the device's used memory explained at (or nearest) the peak
 };

@@ -220,6 +220,9 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       activity_lines(o, p.activity, "  ");
       fidelity_lines(o, p.fidelity, "  ");
       groups(o, p.live_set, native);
+      if (p.left_out_sites)
+        o << "  ... and " << count(p.left_out_sites, "more call site") << " holding " << format_bytes(p.left_out_bytes)
+          << " (--top N shows more)\n";
     }
     if (!r.phases.empty()) {
       o << "  memory by phase (top-level NVTX ranges):\n";

@@ -47,7 +47,11 @@ void PeakAggregator::finish(size_t top, TraceReport* rep) {
     p.t_ns = d.t;
     p.by_kind = bytes_by_kind(d.kinds);
     p.live_set = site_groups(d.rows, device, true);
-    if (p.live_set.size() > top) p.live_set.resize(top);
+    if (p.live_set.size() > top) {
+      for (size_t i = top; i < p.live_set.size(); ++i) p.left_out_bytes += p.live_set[i].bytes;
+      p.left_out_sites = p.live_set.size() - top;
+      p.live_set.resize(top);
+    }
     rep->peaks.push_back(std::move(p));
   }
   std::sort(rep->peaks.begin(), rep->peaks.end(), [](const DevicePeak& a, const DevicePeak& b) { return a.bytes > b.bytes; });

@@ -123,4 +123,6 @@ TEST_CASE("peak aggregator: the live set is cut to the top groups, shares of the
   REQUIRE(rep.peaks.size() == 1);
   CHECK(stacks_of(rep.peaks[0].live_set) == std::vector<std::pair<uint32_t, uint64_t>>{{3, 5 * MiB}, {2, 2 * MiB}});
   CHECK(rep.peaks[0].live_set[0].share == Approx(5.0 / 8));
+  CHECK(rep.peaks[0].left_out_sites == 1);  // what the cut left out is said, not lost
+  CHECK(rep.peaks[0].left_out_bytes == 1 * MiB);
 }
