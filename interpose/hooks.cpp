@@ -121,6 +121,10 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
     contexts_torn_down();  // a context may come back at this one's address, on another device
   if constexpr ((op.kind == MemKind::Async && op.action == Action::Release) || Id == HookId::cuMemPoolSetAttribute)
     if (r == CUDA_SUCCESS) pool_memory_freed();  // a synchronize may now give memory back (rule 15)
+  if constexpr (op.kind == MemKind::Async && op.action == Action::Acquire)
+    if (r == CUDA_SUCCESS) stream_ordered_allocated();
+  if constexpr (Id == HookId::cuMemFree_v2 || Id == HookId::cuMemFree)  // (of stream-ordered memory too)
+    if (r == CUDA_SUCCESS) plain_memory_freed();
   if (op.action == Action::Acquire || op.action == Action::Control) e.t_ns = now_ns();  // (Control: an instant)
   e.result = int32_t(r);
   describe(Op<Id>{}, e, r, args...);

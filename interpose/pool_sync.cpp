@@ -11,6 +11,7 @@
 namespace vt {
 
 std::atomic<bool> g_pool_release_possible{false};
+std::atomic<bool> g_stream_ordered_seen{false};
 
 void pools_synchronized() {
   if (!g_pool_release_possible.load(std::memory_order_relaxed) || !recording()) return;

@@ -335,3 +335,19 @@ TEST_CASE("graph memory in a child graph moved into its parent counts like the s
   CHECK(jm["graphs"] == jd["graphs"]);
   CHECK(jm["peak"]["by_kind"] == jd["peak"]["by_kind"]);
 }
+
+TEST_CASE("stream-ordered memory freed by cuMemFree goes back at the next synchronize too (rule 15)") {
+  // Only stream-ordered frees marked a pool release as possible: after a cuMemFree of pool
+  // memory no synchronize was recorded, and the pool's footprint stayed (8 MiB where the driver had 0).
+  Run run = run_mode("plain-free");
+  REQUIRE(run.figures.at("released") == 8 * MiB);  // the driver's own figure
+  json j = report(run.trace);
+  INFO(j["fragmentation"].dump());
+  bool found = false;
+  for (const json& p : j["fragmentation"]["pools"])
+    if (p["pool"] == "default:0") {
+      found = true;
+      CHECK(p["footprint_bytes"] == 0);
+    }
+  CHECK(found);
+}

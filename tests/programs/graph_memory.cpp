@@ -342,6 +342,21 @@ int current_pool_mode(CUstream s) {
   return 0;  // b is left allocated: the primary context's last release frees it
 }
 
+// Stream-ordered memory freed by cuMemFree (allowed: a synchronous free), then a synchronize:
+// the default pool (threshold 0) gives it back there.
+int plain_free_mode(CUstream s) {
+  CUdeviceptr a;
+  check(cuMemAllocAsync(&a, 8 * MiB, s), "cuMemAllocAsync (default pool)");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  size_t free_before = 0, free_after = 0, total = 0;
+  check(cuMemGetInfo(&free_before, &total), "cuMemGetInfo");
+  check(cuMemFree(a), "cuMemFree (stream-ordered memory)");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  check(cuMemGetInfo(&free_after, &total), "cuMemGetInfo");
+  printf("released %zu\n", free_after - free_before);
+  return 0;
+}
+
 int release_at_sync_mode(CUstream s) {
   CUdeviceptr a, b, c, d;
   check(cuMemAllocAsync(&a, 8 * MiB, s), "cuMemAllocAsync (default pool)");
@@ -410,6 +425,7 @@ int main(int argc, char** argv) {
            : mode == "oom"          ? oom_mode(s)
            : mode == "current-pool" ? current_pool_mode(s)
            : mode == "release-at-sync" ? release_at_sync_mode(s)
+           : mode == "plain-free" ? plain_free_mode(s)
            : mode == "named-default" ? named_default_mode(s, false)
            : mode == "named-default-device" ? named_default_mode(s, true)
            : mode == "capture-many" ? capture_many_mode(s)
