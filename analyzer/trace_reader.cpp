@@ -325,7 +325,11 @@ bool TraceReader::load(std::string* error) {
                std::to_string(fmt::kVersionMinor) + ")";
       return false;
     case fmt::HeaderStatus::kCorrupt:
-      *error = path_ + ": corrupt header (chunk size " + std::to_string(h.chunk_size) + ")";
+      *error = path_ + ": corrupt header (" +
+               (h.chunk_size < 256 || h.chunk_size > fmt::kMaxGeometry
+                    ? "chunk size " + std::to_string(h.chunk_size)
+                    : "header size " + std::to_string(h.header_size)) +
+               ")";  // (the field out of range)
       return false;
   }
   void* m = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);

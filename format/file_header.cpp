@@ -8,10 +8,6 @@
 
 namespace vt::format {
 
-namespace {
-constexpr uint32_t kMaxGeometry = 64u << 20;  // header and chunk sizes a reader accepts
-}
-
 HeaderStatus check_header(const FileHeader& h, uint64_t file_size) {
   if (file_size == 0) return HeaderStatus::kEmpty;
   if (file_size < sizeof kFileMagic || memcmp(h.magic, kFileMagic, sizeof kFileMagic) != 0)

@@ -10,6 +10,8 @@
 
 namespace vt::format {
 
+inline constexpr uint32_t kMaxGeometry = 64u << 20;  // header and chunk sizes a reader accepts
+
 enum class HeaderStatus : uint8_t {
   kValid,        // readable by this build (a newer minor too: its unknown records are skipped)
   kEmpty,        // the file has no bytes
