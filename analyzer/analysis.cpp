@@ -1,6 +1,8 @@
 // See analysis.h; the pass itself is analysis_pass.h.
 #include "analysis.h"
 
+#include "live_writer.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -214,6 +216,8 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   out->damage = reader->damage();
   out->partial = reader->data_lost();
   pass.finish(out);
+  // No clean close: killed, or still running (a report of a run in progress).
+  if (out->end == "killed" && !out->partial && trace_still_written(path)) out->end = "running";
   pass.finish_interception(reader->stacks(), out);
   symbolize_and_judge(reader->stacks(), opt.symbols, opt.top, out);
   return true;

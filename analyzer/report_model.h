@@ -314,7 +314,7 @@ struct TraceReport {
   uint64_t pinned_host_peak_bytes = 0, managed_peak_bytes = 0;
   std::vector<TimelineSeries> timeline;
   // Leaks: live at the end of the trace.
-  std::string end;  // clean_exit, killed (no clean close)
+  std::string end;  // clean_exit, killed (no clean close), running (no close yet: its writer runs)
   uint64_t leak_bytes = 0, leak_count = 0;
   std::vector<SiteGroup> leaks;
   uint64_t teardown_bytes = 0, teardown_count = 0;  // freed only by context teardown
@@ -343,7 +343,7 @@ struct RankRow {
   std::string verdict;  // of the first OOM, if any
   bool damaged = false;  // records were lost: its figures are lower bounds
   std::string command;   // argv, space-separated
-  std::string end;       // TraceReport::end: clean_exit, killed
+  std::string end;       // TraceReport::end: clean_exit, killed, running
 };
 
 struct JobReport {

@@ -48,7 +48,11 @@ std::string summary_text(const TraceReport& r, size_t top) {
   o << "vramtrace summary: " << e(r.path) << "\n";
   o << "  " << e(cmd.empty() ? "?" : cmd) << "  (pid " << p.pid << (p.rank >= 0 ? ", rank " + std::to_string(p.rank) : "")
     << ", " << duration(r.last_t_ns > base ? r.last_t_ns - base : 0) << ", " << count(r.events, "event") << ", "
-    << (r.end == "clean_exit" ? "exited" : r.partial ? "damaged trace" : "KILLED: no clean close") << ")\n";
+    << (r.end == "clean_exit" ? "exited"
+        : r.partial           ? "damaged trace"
+        : r.end == "running"  ? "still running: the trace is being written"
+                              : "KILLED: no clean close")
+    << ")\n";
   for (const std::string& pr : r.damage) o << "  damaged: " << e(pr) << "\n";
 
   o << "\n";

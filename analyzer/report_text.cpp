@@ -255,6 +255,7 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
   if (section.empty() || section == "leaks") {
     o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit"
                         : r.partial      ? "live where the damaged trace stops"
+                        : r.end == "running" ? "live now: the process is still running"
                                          : "live when the trace ended: the process was killed or crashed")
       << "): " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation") << "\n";
     groups(o, r.leaks, native);
@@ -381,11 +382,11 @@ std::string job_table_text(const JobReport& job) {
     char line[256];
     snprintf(line, sizeof line, "  %-6s %-10llu %-13s %-13s %-5zu %-7s ", r.rank >= 0 ? std::to_string(r.rank).c_str() : "-",
              static_cast<unsigned long long>(r.pid), format_bytes(r.peak_bytes).c_str(), format_bytes(r.leak_bytes).c_str(),
-             r.ooms, r.damaged ? "?" : r.end == "clean_exit" ? "exit" : "KILLED");
+             r.ooms, r.damaged ? "?" : r.end == "clean_exit" ? "exit" : r.end == "running" ? "running" : "KILLED");
     o << line << e(verdict) << std::string(verdict.size() < 24 ? 25 - verdict.size() : 1, ' ') << e(r.command) << "\n";
   }
   size_t unclean = 0;
-  for (const RankRow& r : job.ranks) unclean += !r.damaged && r.end != "clean_exit";
+  for (const RankRow& r : job.ranks) unclean += !r.damaged && r.end == "killed";
   if (unclean)
     o << "  " << (unclean == 1 ? std::string("1 process") : std::to_string(unclean) + " processes") << " ended without a clean close (KILLED: a signal, a crash, or an exec "
       << "before exit handlers ran); its leaks are what was live when it died\n";

@@ -42,7 +42,7 @@ function renderJob(d, root) {
   const body = el('tbody');
   d.ranks.forEach((r, i) => {
     const rel = j.mean_peak_bytes ? r.peak_bytes / j.mean_peak_bytes : 0;
-    const killed = !r.damaged && r.end && r.end !== 'clean_exit';
+    const killed = !r.damaged && r.end === 'killed';
     const tr = el('tr', {class: 'clickable' + (r.ooms ? ' has-oom' : '') + (killed ? ' killed' : ''), tabindex: 0, onclick: () => select(i),
       onkeydown: (ev) => {
         if (ev.key === 'Enter') select(i);
@@ -52,7 +52,7 @@ function renderJob(d, root) {
     el('td', {class: 'share'}, shareBar(j.max_peak_bytes ? r.peak_bytes / j.max_peak_bytes : 0, rel > 1.1 ? 'hot' : ''), ' ', rel.toFixed(2)),
     el('td', {class: 'num'}, fmtBytes(r.leak_bytes)), el('td', {class: 'num'}, String(r.ooms)),
     el('td', null, killed ? el('span', {class: 'killed-tag', title: 'no clean close: a signal, a crash, or an exec before exit handlers ran'},
-        'KILLED') : r.damaged ? '?' : 'exit'),
+        'KILLED') : r.damaged ? '?' : r.end === 'running' ? 'running' : 'exit'),
     el('td', null, r.verdict ? el('span', {class: 'verdict-code small'}, r.verdict) : ''),
     el('td', {class: 'command', title: r.command || ''}, r.command || ''),
     el('td', {class: 'path'}, basename(r.path)));

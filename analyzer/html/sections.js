@@ -192,6 +192,7 @@ function regionsTable(ctx) {
 function leaksSection(ctx) {
   const L = ctx.r.leaks;
   const what = L.end === 'clean_exit' ? 'Still allocated when the process exited (never freed)' :
+    L.end === 'running' ? 'Live now: the process is still running (the trace is being written)' :
     'Live when the trace ended: the process crashed or was killed, so this memory was in use, not necessarily leaked';
   return section('leaks-' + ctx.index, 'Leaks and growth',
       el('p', {class: 'lead'}, what + ': ', el('strong', null, fmtBytes(L.bytes)), ' in ' + plural(L.count, 'allocation') + '.'),

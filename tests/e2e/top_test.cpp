@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "harness.h"
 #include "shm_layout.h"
 
@@ -264,4 +266,31 @@ TEST_CASE("VRAMTRACE_NVML_LIBRARY naming a FIFO: top and a traced program go on 
   r = e2e::run(t);
   CHECK_FALSE(r.timed_out);
   CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("a report of a trace still being written says the process is running, not killed") {
+  std::string dir = e2e::temp_dir(), shm;
+  pid_t held = start_holder(dir, &shm);
+  REQUIRE(access(shm.c_str(), F_OK) == 0);
+  REQUIRE(e2e::files_in(dir).size() == 1);
+  const std::string trace = e2e::files_in(dir)[0];
+  auto cli_out = [](std::vector<std::string> args) {
+    args.insert(args.begin(), e2e::cli());
+    e2e::Spec s{args, {}};
+    s.preload = false;
+    return e2e::run(s);
+  };
+  e2e::Result r = cli_out({"report", trace, "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["leaks"]["end"] == "running");
+  r = cli_out({"report", trace});
+  CHECK(r.out.find("LEAKS (live now: the process is still running)") != std::string::npos);
+  r = cli_out({"summary", trace});
+  CHECK(r.out.find("still running: the trace is being written") != std::string::npos);
+  r = cli_out({"report", dir});
+  CHECK(r.out.find(" running ") != std::string::npos);
+  CHECK(r.out.find("KILLED") == std::string::npos);
+  kill(held, SIGKILL);
+  waitpid(held, nullptr, 0);
+  r = cli_out({"report", trace, "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["leaks"]["end"] == "killed");  // once its writer is gone
 }
