@@ -153,8 +153,9 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
   }
   if (expanded[0] != '/' && g_base_dir) {  // relative: to the directory the program started in
     static char joined[sizeof expanded];
-    int w = snprintf(joined, sizeof joined, "%s/%s", g_base_dir,
-                     expanded[0] == '.' && expanded[1] == '\0' ? "" : expanded);
+    const char* rel = expanded;
+    while (rel[0] == '.' && rel[1] == '/') rel += 2;  // "./traces" is "traces" there
+    int w = snprintf(joined, sizeof joined, "%s/%s", g_base_dir, rel[0] == '.' && rel[1] == '\0' ? "" : rel);
     if (w < 0 || size_t(w) >= sizeof joined) {
       complain(why_out, why_cap, "bad VRAMTRACE_OUTPUT '%s': path too long", output);
       return false;
