@@ -57,6 +57,8 @@ srcs=(
   "$repo/analyzer/gate.cpp"
   "$repo/analyzer/folded.cpp"
   "$repo/analyzer/perfetto_export.cpp"
+  "$repo/analyzer/output_file.cpp"
+  "$repo/analyzer/live_writer.cpp"
   "$repo/analyzer/job.cpp"
   "$repo/analyzer/job_parallel.cpp"
   "$repo/analyzer/job_summaries.cpp"
