@@ -23,9 +23,12 @@ long long now_ms() {
   return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-// Reads every fd to EOF (or the deadline), then reaps the child, killing it on timeout.
-// Returns the wait status; *timed_out tells whether the deadline hit first.
-int collect(pid_t pid, std::vector<std::pair<int, std::string*>> fds, int timeout_s, bool* timed_out) {
+// Reads every fd to EOF (or the deadline), then reaps the child, killing it on timeout (with
+// `group`, its whole process group: what it started dies with it). Returns the wait status;
+// *timed_out tells whether the deadline hit first.
+int collect(pid_t pid, std::vector<std::pair<int, std::string*>> fds, int timeout_s, bool* timed_out,
+            bool group = false) {
+  const pid_t target = group ? -pid : pid;
   long long deadline = now_ms() + timeout_s * 1000LL;
   *timed_out = false;
   while (!fds.empty()) {
@@ -55,7 +58,7 @@ int collect(pid_t pid, std::vector<std::pair<int, std::string*>> fds, int timeou
   }
   for (auto& f : fds) close(f.first);
   // A child that closed its pipes but lingers (a driver thread) is killed at the deadline too.
-  if (*timed_out) kill(pid, SIGKILL);
+  if (*timed_out) kill(target, SIGKILL);
   int status = 0;
   while (true) {
     pid_t r = waitpid(pid, &status, WNOHANG);
@@ -66,7 +69,7 @@ int collect(pid_t pid, std::vector<std::pair<int, std::string*>> fds, int timeou
     }
     if (!*timed_out && now_ms() >= deadline) {
       *timed_out = true;
-      kill(pid, SIGKILL);
+      kill(target, SIGKILL);
     }
     usleep(2000);
   }
@@ -163,6 +166,7 @@ ProgramResult run_program(const std::vector<std::string>& argv, const std::vecto
   req.argv = argv;
   req.env = env;
   req.in_child = [&] {
+    setpgid(0, 0);  // its own process group: a timeout kills what it started too
     int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, 0);
     dup2(out[1], 1);
@@ -177,7 +181,7 @@ ProgramResult run_program(const std::vector<std::string>& argv, const std::vecto
     res.error = child.error;
     return res;
   }
-  int status = collect(child.pid, {{out[0], &res.out}, {err[0], &res.err}}, timeout_s, &res.timed_out);
+  int status = collect(child.pid, {{out[0], &res.out}, {err[0], &res.err}}, timeout_s, &res.timed_out, true);
   if (!child.running()) {
     res.error = child.error;
     return res;

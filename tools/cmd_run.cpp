@@ -95,11 +95,29 @@ std::string trace_note(const RunTrace& t) {
 
 }  // namespace
 
+namespace {
+// A regular file that starts like an ELF object.
+bool is_elf_file(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char magic[4] = {};
+  bool elf = read(fd, magic, 4) == 4 && memcmp(magic, "\x7f" "ELF", 4) == 0;
+  close(fd);
+  return elf;
+}
+}  // namespace
+
 int run_command(const RunOptions& opt) {
   std::string lib = preload_library_path();
   if (lib.empty() || access(lib.c_str(), R_OK) != 0) {
     error_line("cannot find libvramtrace.so (looked for " + (lib.empty() ? std::string("../lib") : lib) +
                "; set VRAMTRACE_LIBRARY to its path)");
+    return 2;
+  }
+  if (!is_elf_file(lib)) {  // (a directory, a script: the loader would skip it and nothing be traced)
+    error_line(lib + " is not libvramtrace.so (not an ELF shared object; VRAMTRACE_LIBRARY names the library)");
     return 2;
   }
 

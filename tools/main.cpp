@@ -226,10 +226,11 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Everything after the first "--" is the command to run, untouched by option parsing.
+  // For run, everything after the first "--" is the command to run, untouched by option parsing;
+  // for the others "--" ends the options as usual (`report -- -odd-name.trace`).
   std::vector<std::string> after_dashes;
   int parsed_argc = argc;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 1; i < argc && std::string(argv[1]) == "run"; ++i) {
     if (std::string(argv[i]) == "--") {
       after_dashes.assign(argv + i + 1, argv + argc);
       parsed_argc = i;
@@ -261,10 +262,6 @@ int main(int argc, char** argv) {
       return 2;
     }
     return vt::cli::run_command(run);
-  }
-  if (!after_dashes.empty()) {
-    vt::cli::error_line("unexpected arguments after -- (only run takes a command)");
-    return 2;
   }
   // The analyzer's commands: past a file size limit a write fails (and says so) instead of the
   // signal killing us with a partial output (not for run: the traced program inherits it).

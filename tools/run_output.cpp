@@ -159,6 +159,9 @@ bool tracing_disabled() {
 
 std::string no_trace_reason(const std::string& scan_dir) {
   if (tracing_disabled()) return "tracing is disabled (VRAMTRACE_DISABLE=" + std::string(getenv("VRAMTRACE_DISABLE")) + ")";
+  struct stat dir;
+  if (!scan_dir.empty() && (stat(scan_dir.c_str(), &dir) != 0 || !S_ISDIR(dir.st_mode)))
+    return "the output directory " + scan_dir + " is gone (removed while the program ran?)";
   struct statvfs fs;
   if (!scan_dir.empty() && statvfs(scan_dir.c_str(), &fs) == 0) {
     uint64_t free_bytes = uint64_t(geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * fs.f_frsize;

@@ -129,6 +129,35 @@ TEST_CASE("isolated children: answers, crashes, hangs and programs that do not e
       run_program({"sh", "-c", "printf %s \"$VT_A-${VT_B:-unset}\""}, {{"VT_A", "a"}, {"VT_B", std::nullopt}}, 10);
   CHECK(env.out == "a-unset");
 
+  // A program that hangs after starting one of its own: the timeout kills both (the second was
+  // left running, orphaned).
+  std::string pidfile = "/tmp/vt-doctor-orphan." + std::to_string(getpid());
+  ProgramResult hung = run_program({"sh", "-c", "sleep 300 & echo $! > " + pidfile + "; wait"}, {}, 1);
+  CHECK(hung.timed_out);
+  FILE* f = fopen(pidfile.c_str(), "r");
+  REQUIRE(f);
+  long orphan = 0;
+  CHECK(fscanf(f, "%ld", &orphan) == 1);
+  fclose(f);
+  unlink(pidfile.c_str());
+  REQUIRE(orphan > 0);
+  auto dead = [](long pid) {  // gone, or a zombie no one has reaped yet
+    if (kill(pid_t(pid), 0) != 0) return true;
+    FILE* st = fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (!st) return true;
+    char state = 0;
+    bool zombie = fscanf(st, "%*d %*s %c", &state) == 1 && state == 'Z';
+    fclose(st);
+    return zombie;
+  };
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = dead(orphan);
+    if (!gone) usleep(10000);
+  }
+  if (!gone) kill(pid_t(orphan), SIGKILL);
+  CHECK(gone);
+
   ProgramResult missing = run_program({"/nonexistent/program"}, {}, 10);
   CHECK_FALSE(missing.started);
   CHECK(contains(missing.error, "No such file"));

@@ -343,3 +343,35 @@ TEST_CASE("vramtrace run returns the command's status when its own stderr has no
     CHECK(r.exit_code == atoi(code));
   }
 }
+
+TEST_CASE("vramtrace run: a VRAMTRACE_LIBRARY that is no library is refused, and a vanished output directory is named") {
+  std::string dir = e2e::temp_dir();
+  // A directory or a text file would be skipped by the loader: the run went on untraced and said
+  // "the program made no CUDA memory call".
+  for (const std::string& lib : {dir, std::string(VT_E2E_SOURCE_DIR "/harness.h")}) {
+    e2e::Spec s{{e2e::cli(), "run", "-o", dir, "--", e2e::program("lookup_direct")}, {{"VRAMTRACE_LIBRARY", lib}}};
+    s.preload = false;
+    e2e::Result r = e2e::run(s);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "vramtrace: " + lib +
+                       " is not libvramtrace.so (not an ELF shared object; VRAMTRACE_LIBRARY names the library)\n");
+  }
+  // The output directory removed while the program ran: said as such.
+  std::string out = e2e::temp_dir() + "/gone/";
+  e2e::Result r = cli({"run", "-o", out, "--", "sh", "-c", "rm -rf \"$1\"", "sh", out});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("no trace written: the output directory") != std::string::npos);
+  CHECK(r.err.find("is gone") != std::string::npos);
+}
+
+TEST_CASE("a double dash ends the options of every command: a trace named like an option can be read") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = cli({"run", "-o", dir + "/-odd.trace", "--", e2e::program("lookup_direct")});
+  REQUIRE(r.exit_code == 0);
+  e2e::Spec s{{e2e::cli(), "summary", "--", "-odd.trace"}, {}};
+  s.preload = false;
+  s.cwd = dir;
+  r = e2e::run(s);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("vramtrace summary: -odd.trace") == 0);
+}
