@@ -131,7 +131,14 @@ bool prepare_output(const std::string& raw, RunOutput* out, std::string* err) {
   bool dir_mode = slash || (exists && S_ISDIR(st.st_mode));
   std::string dir = dir_mode ? path : dir_of(path);
   if (per_pid && (dir_mode || dir_of(with_a) != dir_of(with_b))) {
-    // %p names a directory: each process needs its own, which the library will not create.
+    // %p names a directory: each process needs its own, which the library will not create. The
+    // directories above the first pattern are the same for all: they must be there.
+    std::string fixed = dir_of(value.substr(0, value.find('%')) + "x");
+    struct stat fst;
+    if (stat(fixed.c_str(), &fst) != 0 || !S_ISDIR(fst.st_mode)) {
+      *err = "output directory " + fixed + " does not exist (-o " + raw + ": each process's directory goes in it)";
+      return false;
+    }
     return true;
   }
   std::string made;

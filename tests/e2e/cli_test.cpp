@@ -356,6 +356,11 @@ TEST_CASE("vramtrace run: a VRAMTRACE_LIBRARY that is no library is refused, and
     CHECK(r.err == "vramtrace: " + lib +
                        " is not libvramtrace.so (not an ELF shared object; VRAMTRACE_LIBRARY names the library)\n");
   }
+  // A per-process directory (%p) under a directory that does not exist: refused before running.
+  e2e::Result bad = cli({"run", "-o", dir + "/no-such/%p/x.trace", "--", e2e::program("lookup_direct")});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "vramtrace: output directory " + dir + "/no-such does not exist (-o " + dir +
+                       "/no-such/%p/x.trace: each process's directory goes in it)\n");
   // The output directory removed while the program ran: said as such.
   std::string out = e2e::temp_dir() + "/gone/";
   e2e::Result r = cli({"run", "-o", out, "--", "sh", "-c", "rm -rf \"$1\"", "sh", out});
