@@ -20,7 +20,10 @@ namespace vt {
 std::string format_bytes(uint64_t bytes);
 
 // False with one sentence in *why ("'2 GB/s' has an unknown unit ...") for anything else, a
-// fraction of a byte, or more than 2^64 - 1 bytes.
+// fraction of a byte, or a size that does not fit 64 bits. Sizes are read as doubles (the same
+// rule as the HTML page's and the pytest plugin's parsers, tests/shared/byte_sizes.json): exact up
+// to 2^53 bytes (8 PiB), rounded to the nearest byte above, so 2^64 - 1 itself rounds to 2^64
+// and is refused; with a unit, a fraction of it is rounded to the nearest byte.
 bool parse_bytes(const std::string& text, uint64_t* bytes, std::string* why);
 
 }  // namespace vt
