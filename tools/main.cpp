@@ -283,6 +283,15 @@ int main(int argc, char** argv) {
     return vt::cli::dump_command(trace, dump);
   }
   if (*info_cmd) return vt::cli::info_command(trace);
+  if (*export_cmd) {  // each format's own options, refused with the other (they were ignored)
+    const bool folded = !exp.output.empty();
+    for (const char* o : folded ? std::vector<const char*>{"--counter-interval-us", "--alloc-threshold", "--min-slice-us", "--no-stacks"}
+                                : std::vector<const char*>{"--leaks", "--native", "--top"})
+      if (export_cmd->count(o)) {
+        vt::cli::error_line(std::string("export: ") + o + " is an option of " + (folded ? "--perfetto" : "--folded"));
+        return 2;
+      }
+  }
   if (*export_cmd && !exp.output.empty()) {
     exp.input = trace;
     exp.sysroot = perfetto.symbolizer.sysroot;

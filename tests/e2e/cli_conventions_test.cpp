@@ -162,6 +162,9 @@ TEST_CASE("exit status: 2 for unreadable input and unwritable output in every co
            {"export", "--perfetto", dir + "/p.json", "--counter-interval-us", "1e300", trace},
            {"export", "--perfetto", dir + "/p.json", "--min-slice-us", "nan", trace},
            {"export", "--perfetto", dir + "/p.json", "--alloc-threshold", "-1", trace},
+           // one format's options with the other: they were ignored without a word
+           {"export", "--folded", "-", "--no-stacks", trace},
+           {"export", "--perfetto", dir + "/p.json", "--leaks", trace},
        }) {
     r = cli(args);
     std::string said;
