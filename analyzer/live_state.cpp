@@ -183,6 +183,15 @@ void LiveState::held_change(uint32_t row, bool held) {
   held_pos_[row] = 0;
 }
 
+const PoolState* LiveState::request_pool(const Record& r) const {
+  uint64_t key = allocation_pool(r, [this](uint64_t location) {
+    auto c = current_pools_.find(location);
+    return c == current_pools_.end() ? uint64_t(0) : c->second;
+  });
+  auto p = pools_.find(key ? key : default_pool_key(r.device));
+  return p == pools_.end() ? nullptr : &p->second;
+}
+
 PoolState& LiveState::pool_of(uint64_t pool, int device) {
   uint64_t key = pool ? pool : default_pool_key(device);
   PoolState& p = pools_[key];
@@ -662,6 +671,7 @@ void LiveState::apply(const Record& r) {
       if (fx != Effect::CreatePool && (r.fields & format::kEvAux2) && is_device_pool_location(r.aux2))
         (fx == Effect::CurrentPool ? current_pools_ : default_pools_)[r.aux2] = r.aux;
       PoolState& p = pools_[r.aux];
+      if (fx == Effect::CreatePool) p.max_size = (r.fields & format::kEvSize) ? r.size : 0;
       if (fx == Effect::CurrentPool && p.placed) return;  // a pool seen created keeps its location
       Placement at = placement_at(r.aux2, r.device);
       p.device = at.device;

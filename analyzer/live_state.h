@@ -195,6 +195,7 @@ struct PoolState {
   uint64_t extent_bytes = 0;             // their sum: the footprint
   uint64_t live_bytes = 0;
   uint64_t release_threshold = 0;  // free memory kept at a synchronize (rule 15)
+  uint64_t max_size = 0;           // cuMemPoolCreate's maxSize: the pool grows no larger (0: no limit)
   static constexpr size_t kMaxChanges = 1 << 12;  // 96 KiB per pool that never trims
   std::vector<std::pair<uint64_t, uint64_t>> freed_since_trim;  // [start, end) of each free
   std::vector<uint64_t> allocated_since_trim;                    // each allocation's address
@@ -342,6 +343,13 @@ class LiveState {
   void unmap(uint64_t va, uint64_t size);
   void free_handle_if_done(uint64_t handle);
   PoolState& pool_of(uint64_t pool, int device);
+
+ public:
+  // The pool a stream-ordered request `r` (a failed one too) draws from, by rule 4: the one it
+  // names, else its device's current one; nullptr when the trace saw neither.
+  const PoolState* request_pool(const Record& r) const;
+
+ private:
 
   AllocMap live_;     // by address (or array handle)
   AllocMap handles_;  // VMM physical handles

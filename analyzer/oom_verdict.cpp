@@ -117,6 +117,18 @@ void judge_oom(OomReport& o) {
   if (double(others) >= 0.05 * T)
     causes.push_back(other_processes_cause(others, F, R, T, named, "requested_bytes", "other processes, the driver",
                                            o.nvml ? 0 : o.elsewhere_unsure_bytes));
+  // The pool's own limit: the device may have room, the pool may not grow (cuMemPoolCreate's
+  // maxSize). Ahead of fragmentation, whose "free but not usable" it otherwise looks like.
+  if (o.pool_limit_bytes && o.pool_limit_held_bytes + R > o.pool_limit_bytes)
+    causes.push_back({"pool_limit", 1.5,
+                      "the pool this allocation draws from is limited to " + format_bytes(o.pool_limit_bytes) +
+                          " (its maxSize) and already holds " + format_bytes(o.pool_limit_held_bytes) +
+                          ": the request (" + format_bytes(R) + ") does not fit under its limit" +
+                          (F >= R ? ", though the device has " + format_bytes(F) + " free" : ""),
+                      {{"pool_max_bytes", o.pool_limit_bytes},
+                       {"pool_held_bytes", o.pool_limit_held_bytes},
+                       {"requested_bytes", R},
+                       {"device_free_bytes", F}}});
   if (F >= R || double(cached) >= 0.05 * T) {
     bool would_fit = R <= F + cached;
     double score = F >= R ? 0.9 : double(cached) / T + (would_fit ? 0.5 : 0);
@@ -179,6 +191,13 @@ void judge_oom(OomReport& o) {
                   "with CUDA_VISIBLE_DEVICES (nvidia-smi or `vramtrace top` shows who holds what).",
                   "When sharing a GPU on purpose, cap each process: torch.cuda.set_per_process_memory_fraction, "
                   "XLA_PYTHON_CLIENT_MEM_FRACTION for JAX."};
+  } else if (o.verdict == "pool_limit") {
+    o.remedies = {"The pool was created with a maxSize of " + format_bytes(o.pool_limit_bytes) +
+                      " (cudaMemPoolProps.maxSize / CUmemPoolProps.maxSize): raise it, or create the pool without "
+                      "one (0: no limit but the device).",
+                  "Or make room inside it: free what it holds (live allocations of this pool), and return what it "
+                  "caches with cudaMemPoolTrimTo; or allocate the large request from another pool "
+                  "(cudaMallocFromPoolAsync) or with cudaMalloc."};
   } else if (o.verdict == "fragmentation") {
     o.remedies = {"The memory exists but is cached, not live: release it before the large request. With PyTorch, "
                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place instead of "

@@ -109,6 +109,9 @@ struct OomReport {
   // pools): when present, pool_cached_bytes is reserved - used from them, not the model.
   bool pool_driver = false;
   uint64_t pool_reserved_bytes = 0, pool_used_bytes = 0;
+  // A stream-ordered request from a pool created with a maxSize: the limit and what the pool
+  // held then (its inferred footprint); 0 when the pool has no limit.
+  uint64_t pool_limit_bytes = 0, pool_limit_held_bytes = 0;
   // This process's contexts and code on the device at the failure (format/accounting.h, rule
   // 14): all of them, and of them the costs measured without a `before` (a first context's:
   // they may include other processes' memory).

@@ -18,6 +18,7 @@ namespace vt {
   X(Bytes, "size", "bytes")                                                                \
   X(PitchBytes, "size", "pitch × height")                                                  \
   X(KeepBytes, "size", "min bytes to keep")                                                \
+  X(PoolMaxBytes, "size", "maxSize (absent: no limit)")                                     \
   X(ArrayBytes, "size", "≈ width × height × bytes per texel (its format)")                           \
   X(Array3DBytes, "size", "≈ width × height × depth × bytes per texel (0: sparse, deferred mapping)")                 \
   X(ImportBytes, "size", "bytes (cuMemGetAddressRange)")                                   \

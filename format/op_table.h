@@ -58,7 +58,7 @@
     (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                     \
     (dptr, bytesize, pool, hStream), (Ptr, Bytes, Pool, Captured))                                      \
   X(16, cuMemPoolCreate, Acquire, Pool, (CUmemoryPool * pool, const CUmemPoolProps* poolProps),     \
-    (pool, poolProps), (None, None, Pool, Location))                                                \
+    (pool, poolProps), (None, PoolMaxBytes, Pool, Location))                                        \
   X(17, cuMemPoolDestroy, Release, Pool, (CUmemoryPool pool), (pool), (None, None, Pool, None))     \
   X(18, cuMemPoolTrimTo, Release, Pool, (CUmemoryPool pool, size_t minBytesToKeep),                 \
     (pool, minBytesToKeep), (None, KeepBytes, Pool, None))                                          \

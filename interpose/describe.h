@@ -106,6 +106,7 @@ inline void describe(Op<HookId::cuMemPoolCreate>, Event& e, CUresult r, CUmemory
                      const CUmemPoolProps* props) {
   if (ok(r)) e.set_aux(u(*pool));
   if (props) e.set_aux2(pool_location(props->location, props->allocType));
+  if (props && props->maxSize) e.set_size(props->maxSize);  // (older callers' reserved bytes: 0)
 }
 inline void describe(Op<HookId::cuMemPoolDestroy>, Event& e, CUresult, CUmemoryPool pool) { e.set_aux(u(pool)); }
 inline void describe(Op<HookId::cuMemPoolTrimTo>, Event& e, CUresult, CUmemoryPool pool, size_t keep) {

@@ -25,6 +25,11 @@ void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAgg
     for (const auto& [key, p] : live.pools())
       if (p.device == r.device) o.pool_largest_free_gap_bytes = std::max(o.pool_largest_free_gap_bytes, p.largest_free_gap(live));
   o.vmm_unmapped_bytes = live.handle_bytes_unmapped(r.device);
+  if (r.op->kind == MemKind::Async)
+    if (const PoolState* p = live.request_pool(r); p && p->max_size) {
+      o.pool_limit_bytes = p->max_size;
+      o.pool_limit_held_bytes = p->footprint();
+    }
   o.code_bytes = live.code_bytes(r.device, CodeCategory::Context) + live.code_bytes(r.device, CodeCategory::Module);
   o.code_after_only_bytes = std::min(live.code_after_only_bytes(r.device), o.code_bytes);
   if (const DeviceTotals* d = live.find_device(r.device)) {

@@ -55,6 +55,8 @@ TEST_CASE("each OOM gets the verdict that explains it, naming the call site") {
       {"live-set", "live_set_too_large", "big_request",
        {{"FAKECUDA_TOTAL_BYTES", "4GiB"}, {"FAKECUDA_CONTEXT_BYTES", "0"}}},
       {"fragmentation", "fragmentation", "big_from_pool", {{"FAKECUDA_TOTAL_BYTES", "4GiB"}}},
+      // The pool's maxSize, not the device (which has room): was judged fragmentation.
+      {"pool-limit", "pool_limit", "big_from_pool", {}},
   };
   for (const Case& c : cases) {
     INFO(c.mode);
@@ -87,6 +89,11 @@ TEST_CASE("each OOM gets the verdict that explains it, naming the call site") {
     }
     if (c.mode == "live-set") CHECK(stack_has(o["top_holders"][0]["stack"], "load_weights"));
     if (c.mode == "fragmentation") CHECK(o["pool_cached_bytes"] == 3ull << 30);
+    if (c.mode == "pool-limit") {
+      CHECK(o["causes"][0]["evidence"]["pool_max_bytes"] == 256ull << 20);
+      CHECK(o["causes"][0]["evidence"]["pool_held_bytes"] == 256ull << 20);
+      CHECK(o["remedies"][0].get<std::string>().find("maxSize of 256 MiB") != std::string::npos);
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 //   steps N      no OOM: weights, then N steps that each keep 8 MiB (for diff and check)
 //   two-lines A B  no OOM: A MiB and B MiB from two lines of one function, kept
 //   only-oom     one request larger than any device and nothing else (a peak of 0 B)
+//   pool-limit   a pool created with maxSize 256 MiB holds 256 MiB; 64 MiB more from it fails
 //   retries N    N requests larger than the device, each an OOM
 // Exit 0 when the expected CUDA_ERROR_OUT_OF_MEMORY came back.
 #include <cuda.h>
@@ -91,6 +92,19 @@ int main(int argc, char** argv) {
     for (CUdeviceptr& b : blocks) cuMemAllocFromPoolAsync(&b, 64 * MiB, pool, s);
     for (CUdeviceptr b : blocks) cuMemFreeAsync(b, s);  // the pool keeps them
     r = big_from_pool(pool, s, 1536 * MiB);
+  } else if (mode == "pool-limit") {  // a pool capped at 256 MiB, full; the device has room
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    props.maxSize = 256 * MiB;
+    CUmemoryPool pool;
+    CUstream s;
+    if (cuMemPoolCreate(&pool, &props) || cuStreamCreate(&s, 0)) return 2;
+    CUdeviceptr a, b;
+    if (cuMemAllocFromPoolAsync(&a, 128 * MiB, pool, s) || cuMemAllocFromPoolAsync(&b, 128 * MiB, pool, s)) return 2;
+    r = big_from_pool(pool, s, 64 * MiB);
   } else if (mode == "retries") {  // N requests larger than the device, each failing
     load_weights(100 * MiB);
     int n = argc > 2 ? atoi(argv[2]) : 10;
@@ -110,7 +124,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   } else {
-    fprintf(stderr, "usage: oom_scenarios too-big|others|leak|live-set|fragmentation|steps N|two-lines A B|only-oom|retries N\n");
+    fprintf(stderr, "usage: oom_scenarios too-big|others|leak|live-set|fragmentation|steps N|two-lines A B|only-oom|pool-limit|retries N\n");
     return 2;
   }
   printf("%s: CUresult %d\n", mode.c_str(), int(r));
