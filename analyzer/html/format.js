@@ -141,6 +141,8 @@ const VERDICT_TEXT = {
   leak_growth: 'memory kept growing (a leak)',
   live_set_too_large: 'the live set is too large',
   fragmentation: 'free memory is cached or fragmented',
+  graph_pool: 'CUDA graphs hold the memory',
+  pool_limit: 'the pool reached its maxSize',
   outside_pytorch: 'memory of this process outside PyTorch',
 };
 function verdictText(code) {
