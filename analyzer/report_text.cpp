@@ -132,15 +132,24 @@ void fidelity_lines(std::ostringstream& o, const Fidelity& f, const char* indent
   o << indent << "used on the GPU (driver: total - free): " << format_bytes(f.used_bytes) << " of "
     << format_bytes(f.total_bytes);
   if (!f.at_instant) {
+    // The driver is read at failures and around context and code calls, not at every event: the
+    // breakdown below is of the nearest reading, all its figures of that moment (tracked too).
+    const double away = double(f.offset_ns < 0 ? -f.offset_ns : f.offset_ns);
     char off[48];
-    snprintf(off, sizeof off, "%.3f s %s", double(f.offset_ns < 0 ? -f.offset_ns : f.offset_ns) / 1e9,
-             f.offset_ns < 0 ? "before" : "after");
-    o << " (no driver reading at that instant: the nearest, " << off << ", with the figures of then)";
+    if (away < 1e6)
+      snprintf(off, sizeof off, "%.0f us", away / 1e3);
+    else if (away < 1e9)
+      snprintf(off, sizeof off, "%.1f ms", away / 1e6);
+    else
+      snprintf(off, sizeof off, "%.3f s", away / 1e9);
+    o << " (read " << off << (f.offset_ns < 0 ? " before" : " after")
+      << " this moment, the nearest driver reading; the figures below are of then)";
   }
   o << "\n";
   std::string kinds;
   for (const auto& [k, v] : f.tracked_by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + format_bytes(v);
-  o << indent << "  tracked allocations " << format_bytes(f.tracked_bytes) << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
+  o << indent << "  tracked allocations " << (f.at_instant ? "" : "then ") << format_bytes(f.tracked_bytes)
+    << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
   o << indent << "  contexts " << format_bytes(f.contexts_bytes) << ", modules and code " << format_bytes(f.modules_bytes)
     << ", kept free by pools " << format_bytes(f.pool_cached_bytes) << " (" << f.pool_cached_source << ")\n";
   o << indent << "  CUPTI buffers "
