@@ -167,6 +167,16 @@ bool OutputFile::open(const std::string& path, const std::vector<std::string>& i
   }
   std::string temp = dir_of(s.target) + "/." + base_of(s.target) + ".XXXXXX";
   s.fd = ::mkostemp(temp.data(), O_CLOEXEC);
+  if (s.fd < 0 && exists && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+    // No room for a file beside it (a directory we may not write) but the file itself may be
+    // writable: then it is written in place, as before (a failed write can leave it partial).
+    const int why = errno;
+    s.fd = ::open(s.target.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+    if (s.fd < 0) return fail(strerror(why));
+    s.own_fd = true;
+    s.buf.attach(s.fd);
+    return true;
+  }
   if (s.fd < 0) return fail(strerror(errno));
   s.own_fd = true;
   s.temp = temp;
