@@ -36,9 +36,16 @@ __attribute__((constructor(101))) void remember_stderr() {
 
 // A private descriptor for the original stderr, or -1 when descriptor 2 is something else now.
 // dup first, then check: the check is about the very file the line will be written to.
-int original_stderr() {
+int original_stderr(bool* borrowed) {
+  *borrowed = false;
   if (!g_stderr.open) return -1;
   int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0 && errno == EMFILE) {  // no descriptor to spare (a program at its limit): descriptor 2
+    struct stat st;                 // itself, when it still is the original stderr
+    if (fstat(STDERR_FILENO, &st) != 0 || st.st_dev != g_stderr.dev || st.st_ino != g_stderr.ino) return -1;
+    *borrowed = true;
+    return STDERR_FILENO;
+  }
   if (fd < 0) return -1;
   struct stat st;
   if (fstat(fd, &st) != 0 || st.st_dev != g_stderr.dev || st.st_ino != g_stderr.ino) {
@@ -58,7 +65,8 @@ void write_line(const OwnWork& own, const char* text) {
   size_t len = n < 0 ? 0 : (n >= int(sizeof buf) - 1 ? sizeof buf - 2 : size_t(n));
   buf[len++] = '\n';
   if (own.was_pending(SIGPIPE)) return;  // ours would merge into the program's own: not told apart
-  int fd = original_stderr();
+  bool borrowed = false;
+  int fd = original_stderr(&borrowed);
   if (fd < 0) return;
   for (size_t off = 0; off < len;) {
     pollfd p = {fd, POLLOUT, 0};
@@ -67,7 +75,7 @@ void write_line(const OwnWork& own, const char* text) {
     if (w <= 0 && errno != EINTR) break;
     if (w > 0) off += size_t(w);
   }
-  close(fd);
+  if (!borrowed) close(fd);
 }
 
 // True when another process of this `vramtrace run` has already claimed `text`.

@@ -146,3 +146,12 @@ TEST_CASE("the configuration is the one the program started with: a chdir or cle
   CHECK(r.exit_code == 0);
   CHECK(e2e::files_in(out).size() == 1);
 }
+
+TEST_CASE("a program at its descriptor limit: no trace, and the line that says why still reaches stderr") {
+  // The line was written through a duplicate of stderr; with no descriptor to spare it was lost.
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("lifecycle"), "fds-exhausted"}, {{"VRAMTRACE_OUTPUT", dir + "/t.trace"}}});
+  CHECK(r.exit_code == 0);
+  CHECK(e2e::files_in(dir).empty());
+  CHECK(r.err.find("cannot create trace file " + dir + "/t.trace: Too many open files; tracing off") != std::string::npos);
+}

@@ -19,11 +19,14 @@
 //   small-stack KIB the first memory call on a thread with a KIB KiB stack
 //   chdir-first DIR  chdir(DIR), then 1 MiB (the first memory call)
 //   clearenv-first   clearenv(), then 1 MiB
+//   fds-exhausted    every descriptor taken (RLIMIT_NOFILE 64), then 1 MiB
 //   raw-fork       1 MiB, a child of syscall(SYS_fork) that calls exit(4), then 3 MiB (exit 5:
 //                  traced, and this process's /dev/shm summary was gone after the child)
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,6 +114,14 @@ int main(int argc, char** argv) {
   if (mode == "small-stack") return small_stack(n);
   if (mode == "chdir-first" && argc > 2) {  // moves to argv[2], then its first memory call
     if (chdir(argv[2]) != 0) return 3;
+    alloc(1 << 20);
+    return 0;
+  }
+  if (mode == "fds-exhausted") {  // every descriptor taken (limit 64), then the first memory call
+    struct rlimit lim = {64, 64};
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) return 3;
+    while (open("/dev/null", O_RDONLY) >= 0) {
+    }
     alloc(1 << 20);
     return 0;
   }
