@@ -80,8 +80,8 @@ int out_of_the_way(int fd) {
   struct rlimit lim;
   rlim_t top = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
   if (top > 1024) top = 1024;  // higher would make the kernel grow the descriptor table
-  if (top < 128) return fd;
-  int high = fcntl(fd, F_DUPFD_CLOEXEC, int(top - 64));
+  if (top < 16) return fd;     // (a limit of 16 or more: halfway up, clear of the program's first ones)
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, int(top >= 128 ? top - 64 : top / 2));
   if (high < 0) return fd;
   ::close(fd);
   return high;

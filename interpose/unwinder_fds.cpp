@@ -37,8 +37,8 @@ int move_high(int fd) {
   struct rlimit lim;
   rlim_t top = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
   if (top > 1024) top = 1024;
-  if (top < 128) return fd;
-  long high = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, long(top - 32));
+  if (top < 16) return fd;  // (a limit of 16 or more: three quarters up, above the trace's descriptor)
+  long high = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, long(top >= 128 ? top - 32 : top * 3 / 4));
   if (high < 0) return fd;
   syscall(SYS_close, fd);
   return int(high);

@@ -10,6 +10,7 @@
 //   mix N            N x (one pair, then 256 bytes of a counting pattern to every data file)
 //   stderr-to NAME   close descriptor 2 and open NAME, which becomes descriptor 2
 //   say TEXT         the program writes TEXT and a newline to its own descriptor 2
+//   nofile N         RLIMIT_NOFILE (soft and hard) N
 //   chdir DIR
 //   cancel-first     a thread whose deferred cancel is pending makes the process's first memory
 //                    call (one pair), then reaches pthread_testcancel()
@@ -294,6 +295,14 @@ int main(int argc, char** argv) {
     } else if (step == "say") {
       std::string line = std::string(arg(1)) + "\n";
       write_all(2, line.data(), line.size());
+      i += 1;
+    } else if (step == "nofile") {
+      struct rlimit lim = {rlim_t(atol(arg(1))), rlim_t(atol(arg(1)))};
+      if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+        printf("nofile %s failed: %s\n", arg(1), strerror(errno));
+        return 13;
+      }
+      printf("nofile %s\n", arg(1));
       i += 1;
     } else if (step == "chdir") {
       if (chdir(arg(1)) != 0) {
