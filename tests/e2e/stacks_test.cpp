@@ -9,6 +9,7 @@
 #include <set>
 
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -31,21 +32,36 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// stack_main with its plugin, traced (started through `loader` when one is given): the lines it
+// printed (function -> line) and its one trace, open with its stacks loaded.
+struct StackMain {
+  std::map<std::string, int> lines;
+  std::unique_ptr<vt::analyzer::TraceReader> reader;
+};
+StackMain run_stack_main(const std::string& loader = "") {
+  std::string dir = e2e::temp_dir();
+  std::vector<std::string> argv = {e2e::program("stack_main"), e2e::program("libstack_plugin.so")};
+  if (!loader.empty()) argv.insert(argv.begin(), loader);
+  e2e::Result r = e2e::run({argv, {{"VRAMTRACE_OUTPUT", dir}}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  StackMain m;
+  m.lines = expected_lines(r.out);
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  std::string err;
+  m.reader = vt::analyzer::TraceReader::open(files[0], &err);
+  REQUIRE(m.reader);
+  m.reader->load_stacks();
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("C and C++ call chains come back symbolized, inlined frames and late libraries included") {
-  std::string dir = e2e::temp_dir();
-  e2e::Result r = e2e::run({{e2e::program("stack_main"), e2e::program("libstack_plugin.so")}, {{"VRAMTRACE_OUTPUT", dir}}});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  auto lines = expected_lines(r.out);
-  auto files = e2e::files_in(dir);
-  REQUIRE(files.size() == 1);
-
-  std::string err;
-  auto reader = vt::analyzer::TraceReader::open(files[0], &err);
-  REQUIRE(reader);
-  reader->load_stacks();
+  StackMain run = run_stack_main();
+  auto& lines = run.lines;
+  auto& reader = run.reader;
   vt::analyzer::Symbolizer sym(reader->stacks());
   std::vector<vt::analyzer::Record> events;
   vt::analyzer::Record rec;
@@ -190,18 +206,9 @@ TEST_CASE("a program started through the dynamic loader (ld.so PROGRAM) is named
   // (every frame of the program stayed module+offset, with a "another build" warning).
   const std::string loader = "/lib64/ld-linux-x86-64.so.2";
   REQUIRE(access(loader.c_str(), X_OK) == 0);
-  std::string dir = e2e::temp_dir();
-  e2e::Result r =
-      e2e::run({{loader, e2e::program("stack_main"), e2e::program("libstack_plugin.so")}, {{"VRAMTRACE_OUTPUT", dir}}});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  auto lines = expected_lines(r.out);
-  auto files = e2e::files_in(dir);
-  REQUIRE(files.size() == 1);
-  std::string err;
-  auto reader = vt::analyzer::TraceReader::open(files[0], &err);
-  REQUIRE(reader);
-  reader->load_stacks();
+  StackMain run = run_stack_main(loader);
+  auto& lines = run.lines;
+  auto& reader = run.reader;
   char real[4096];
   REQUIRE(realpath(e2e::program("stack_main").c_str(), real));
   CHECK(reader->process().exe == real);
