@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "backward_context.h"
 #include "clock.h"
 #include "env_config.h"
 #include "driver_api.h"
@@ -175,6 +176,7 @@ void after_fork_in_child() {
   g_file.abandon();
   g_devices.store(kDevicesPending);
   forget_stacks();
+  forget_backward_context();
   forget_modules();
   forget_live_state();
   forget_pool_sync();

@@ -1,0 +1,53 @@
+"""Checks a trace of backward_workload.py (backward_run.sh runs it on each CPython):
+
+    python3 check_backward.py VRAMTRACE TRACE EXPECT_JSON
+
+Every block the engine's worker allocated inside an engine call entered by the main thread names
+that call's Python line as its innermost Python frame; the others name no Python frame at all; and
+the report's peak holder points at the first backward's line. Prints FAIL lines, exits 1 on any."""
+import json
+import subprocess
+import sys
+
+vt, trace, expect_path = sys.argv[1:4]
+expect = json.load(open(expect_path))
+failures = []
+out = subprocess.run([vt, "dump", trace], capture_output=True, text=True, check=True).stdout
+events = [json.loads(l) for l in out.splitlines()]
+blocks = {str(e["address"]): e for e in events if e.get("op") == "torch_block" and e["size"] > 0}
+
+
+def python_frames(e):
+    return [f for f in e.get("stack", []) if f.get("python")]
+
+
+for addr, (file, line, func) in expect["lent"].items():
+    b = blocks.get(addr)
+    if not b:
+        failures.append(f"no block event for {addr} ({func})")
+        continue
+    if b["tid"] != expect["worker_tid"]:
+        failures.append(f"{addr}: made on thread {b['tid']}, not the engine's worker {expect['worker_tid']}")
+    py = python_frames(b)
+    got = py and (py[0]["file"], py[0]["line"], py[0]["function"])
+    if got != (file, line, func):
+        failures.append(f"{addr}: innermost Python frame {got}, expected {(file, line, func)} (the engine call)")
+    if py and py[-1]["function"] != "<module>":
+        failures.append(f"{addr}: outermost lent frame {py[-1]['function']}, expected <module>")
+for addr in expect["none"]:
+    b = blocks.get(addr)
+    if not b:
+        failures.append(f"no block event for {addr}")
+    elif python_frames(b):
+        f = python_frames(b)[0]
+        failures.append(f"{addr}: lent {f['file']}:{f['line']} {f['function']}, but no engine call of the main thread was running")
+report = json.loads(subprocess.run([vt, "report", trace, "--format", "json"], capture_output=True, text=True, check=True).stdout)
+text = subprocess.run([vt, "report", trace], capture_output=True, text=True, check=True).stdout
+file, line, func = expect["peak_line"]
+where = f"{file.rsplit('/', 1)[-1]}:{line}"
+if where not in text:
+    failures.append(f"the report does not name {where} (the backward that held the peak):\n{text}")
+for f in failures:
+    print("FAIL " + f)
+print(f"{len(expect['lent'])} lent, {len(expect['none'])} not lent: {'ok' if not failures else 'FAILED'}")
+sys.exit(1 if failures else 0)

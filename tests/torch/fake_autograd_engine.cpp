@@ -1,0 +1,124 @@
+// libtorch_cpu.so's autograd engine, as vramtrace sees it, without PyTorch:
+// torch::autograd::Engine::execute with today's signature (the mangled name vramtrace binds), whose
+// work runs on one worker thread like pt_autograd_0: it holds a Python thread state and runs no
+// Python (PyGILState_Ensure once, then the GIL released for good), and allocates through the
+// stand-in caching allocator (libc10_cuda.so) while the calling thread waits.
+// Knobs for the test (fae_*): the size the next backward allocates, a Python callback the engine
+// calls on the calling thread before the worker's turn (a custom Function's backward running
+// autograd.grad: a nested engine call), an exception instead of a result (an OOM rethrown).
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+namespace at {
+class FAKE_EXPORT Tensor {
+ public:
+  void* impl = nullptr;
+};
+}  // namespace at
+
+namespace torch::autograd {
+struct Edge {
+  void* function = nullptr;
+  uint32_t input_nr = 0;
+};
+using edge_list = std::vector<Edge>;
+using variable_list = std::vector<at::Tensor>;
+struct FAKE_EXPORT Engine {
+  virtual ~Engine();
+  virtual variable_list execute(const edge_list& roots, const variable_list& inputs, bool keep_graph,
+                                bool create_graph, bool accumulate_grad, const edge_list& outputs);
+};
+}  // namespace torch::autograd
+
+extern "C" uint64_t fc10_malloc(int dev, uint64_t size);
+
+namespace {
+
+// Never destroyed: the worker still waits on them when the process exits (as PyTorch's do).
+std::mutex& g_mu = *new std::mutex;
+std::condition_variable& g_cv = *new std::condition_variable;
+uint64_t g_job_size = 0, g_job_result = 0;
+bool g_job_pending = false, g_job_done = false;
+long g_worker_tid = 0;
+std::thread* g_worker = nullptr;
+
+uint64_t g_next_size = 0;
+void (*g_callback)() = nullptr;
+
+void worker_main() {
+  auto ensure = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
+  auto save = reinterpret_cast<void* (*)()>(dlsym(RTLD_DEFAULT, "PyEval_SaveThread"));
+  if (ensure && save) {
+    ensure();
+    save();  // the thread state stays; the GIL goes
+  }
+  std::unique_lock<std::mutex> lock(g_mu);
+  g_worker_tid = syscall(SYS_gettid);
+  g_cv.notify_all();
+  for (;;) {
+    g_cv.wait(lock, [] { return g_job_pending; });
+    g_job_pending = false;
+    uint64_t size = g_job_size;
+    lock.unlock();
+    uint64_t p = fc10_malloc(0, size);
+    lock.lock();
+    g_job_result = p;
+    g_job_done = true;
+    g_cv.notify_all();
+  }
+}
+
+// One allocation made by the worker thread while the caller waits.
+uint64_t on_worker(uint64_t size) {
+  std::unique_lock<std::mutex> lock(g_mu);
+  if (!g_worker) {
+    g_worker = new std::thread(worker_main);
+    g_cv.wait(lock, [] { return g_worker_tid != 0; });
+  }
+  g_job_size = size;
+  g_job_done = false;
+  g_job_pending = true;
+  g_cv.notify_all();
+  g_cv.wait(lock, [] { return g_job_done; });
+  return g_job_result;
+}
+
+}  // namespace
+
+namespace torch::autograd {
+Engine::~Engine() = default;
+
+variable_list Engine::execute(const edge_list&, const variable_list& inputs, bool, bool create_graph, bool,
+                              const edge_list&) {
+  uint64_t size = g_next_size;
+  if (void (*cb)() = g_callback) {
+    g_callback = nullptr;
+    cb();
+  }
+  uint64_t p = on_worker(size);
+  if (create_graph) throw std::runtime_error("CUDA out of memory (stand-in)");
+  variable_list out(inputs.size());
+  if (!out.empty()) out[0].impl = reinterpret_cast<void*>(p);
+  return out;
+}
+}  // namespace torch::autograd
+
+extern "C" {
+FAKE_EXPORT void fae_set_size(uint64_t size) { g_next_size = size; }
+FAKE_EXPORT void fae_set_callback(void (*cb)()) { g_callback = cb; }
+// The worker allocates outside any engine call (its events must borrow nothing).
+FAKE_EXPORT uint64_t fae_worker_alloc(uint64_t size) { return on_worker(size); }
+FAKE_EXPORT long fae_worker_tid() { return g_worker_tid; }
+FAKE_EXPORT uint64_t fae_last_alloc() { return g_job_result; }
+}

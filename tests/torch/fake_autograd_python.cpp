@@ -1,0 +1,54 @@
+// libtorch_python.so's side of loss.backward(), without PyTorch: PythonEngine::execute overrides
+// the engine's virtual function and calls Engine::execute by name, which binds to libtorch_cpu.so
+// (or to a preloaded libvramtrace.so) through the dynamic linker, as in PyTorch
+// (torch/csrc/autograd/python_engine.cpp). Called from Python through ctypes.CDLL, which releases
+// the GIL, as THPEngine_run_backward does.
+#include <cstdint>
+#include <exception>
+#include <vector>
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+namespace at {
+class Tensor {
+ public:
+  void* impl = nullptr;
+};
+}  // namespace at
+
+namespace torch::autograd {
+struct Edge {
+  void* function = nullptr;
+  uint32_t input_nr = 0;
+};
+using edge_list = std::vector<Edge>;
+using variable_list = std::vector<at::Tensor>;
+struct Engine {
+  virtual ~Engine();
+  virtual variable_list execute(const edge_list& roots, const variable_list& inputs, bool keep_graph,
+                                bool create_graph, bool accumulate_grad, const edge_list& outputs);
+};
+
+namespace python {
+struct PythonEngine : Engine {
+  variable_list execute(const edge_list& roots, const variable_list& inputs, bool keep_graph, bool create_graph,
+                        bool accumulate_grad, const edge_list& outputs) override {
+    return Engine::execute(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+  }
+};
+}  // namespace python
+}  // namespace torch::autograd
+
+extern "C" {
+// run_backward: the worker's allocation, or 0 when the engine raised (`raise`: it does).
+FAKE_EXPORT uint64_t fap_run_backward(int raise) {
+  torch::autograd::python::PythonEngine engine;
+  torch::autograd::Engine& e = engine;
+  try {
+    torch::autograd::variable_list out = e.execute({{}}, {{}, {}}, false, raise != 0, true, {});
+    return out.size() == 2 ? reinterpret_cast<uint64_t>(out[0].impl) : 1;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+}
