@@ -5,7 +5,8 @@
 Block events present in default and expandable modes (the layer "not used" under cudaMallocAsync);
 the figures at each mark equal torch.cuda.memory_stats(); PyTorch's OOM figures in the report equal
 those of its own message; the verdict of the fragmentation OOM (default mode) and of the live-set
-OOM; torch.profiler still recorded memory. Prints PASS/FAIL lines."""
+OOM; torch.profiler still recorded memory; blocks of the autograd workers name the loss.backward()
+line (marks). Prints PASS/FAIL lines."""
 import glob
 import json
 import subprocess
@@ -46,6 +47,19 @@ else:
         failures.append(f"fragmentation OOM judged {ooms[0]['verdict']}")
     if expect["mode"] == "live" and ooms and ooms[-1]["verdict"] != "live_set_too_large":
         failures.append(f"live-set OOM judged {ooms[-1]['verdict']}")
+if expect.get("backward_line") and not async_mode:
+    # Blocks of PyTorch's autograd workers (pt_autograd_N: a thread state, no frames) carry the
+    # frames of the main thread waiting in the engine: the loss.backward() line among them.
+    file, line = expect["backward_line"]
+    dump = subprocess.run([vt, "dump", traces[0]], capture_output=True, text=True).stdout
+    blocks = [e for e in map(json.loads, dump.splitlines()) if e.get("op") == "torch_block" and e["size"] > 0
+              and str(e.get("thread", "")).startswith("pt_autograd")]
+    if not blocks:
+        failures.append("no block allocated on a pt_autograd thread")
+    lost = [b for b in blocks if not any(f.get("python") and f["file"].endswith("/" + file) and f["line"] == line
+                                         for f in b.get("stack", []))]
+    if lost:
+        failures.append(f"{len(lost)} of {len(blocks)} autograd-worker blocks do not name {file}:{line}")
 if expect["mode"] == "profiler" and not expect.get("profiler_memory_bytes"):
     failures.append("torch.profiler(profile_memory=True) recorded no memory under vramtrace")
 for f in failures:
