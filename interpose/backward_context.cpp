@@ -124,6 +124,7 @@ int borrow_backward_frames(uint64_t* out, int max) {
 
 void forget_backward_context() {
   g_depth = 0;
+  g_pub.seq.store(0);  // (a fork in the middle of the main thread's write left it odd)
   write(Saved{});
 }
 
