@@ -16,8 +16,11 @@ run() {  # python [env...]
   echo -n "$(basename "$py")${*:+ $*}: "
   if ! timeout 120 env LD_LIBRARY_PATH="$build/lib/fakecuda" LD_PRELOAD="$build/lib/libvramtrace.so" \
       VRAMTRACE_OUTPUT="$out" VRAMTRACE_KERNELS=0 FAKECUDA_CONTEXT_BYTES=0 "$@" \
-      "$py" "$here/backward_workload.py" "$build/tests/torch" "$out/expect.json" > "$out/log" 2>&1; then
+      "$py" "$here/backward_workload.py" "$build/tests/torch" "$out/expect.json" > "$out/stdout" 2> "$out/log"; then
     echo "FAIL: the workload failed or hung: $(tail -3 "$out/log")"; fails=$((fails+1)); rm -rf "$out"; return
+  fi
+  if [ "$(cat "$out/stdout")" != "backward workload done" ] || [ -s "$out/log" ]; then
+    echo "FAIL: the output changed: $(head -3 "$out/stdout") / stderr: $(head -3 "$out/log")"; fails=$((fails+1))
   fi
   if [ "$*" = "VRAMTRACE_PYTHON=0" ]; then
     # No Python frames anywhere, nothing lent: the stacks hold native frames only.

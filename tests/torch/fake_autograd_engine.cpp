@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -110,6 +111,7 @@ variable_list Engine::execute(const edge_list&, const variable_list& inputs, boo
   if (create_graph) throw std::runtime_error("CUDA out of memory (stand-in)");
   variable_list out(inputs.size());
   if (!out.empty()) out[0].impl = reinterpret_cast<void*>(p);
+  errno = ENOTRECOVERABLE;  // what the caller must find after the call (a wrapper keeps errno)
   return out;
 }
 }  // namespace torch::autograd

@@ -3,6 +3,7 @@
 // (or to a preloaded libvramtrace.so) through the dynamic linker, as in PyTorch
 // (torch/csrc/autograd/python_engine.cpp). Called from Python through ctypes.CDLL, which releases
 // the GIL, as THPEngine_run_backward does.
+#include <cerrno>
 #include <cstdint>
 #include <exception>
 #include <vector>
@@ -40,13 +41,16 @@ struct PythonEngine : Engine {
 }  // namespace torch::autograd
 
 extern "C" {
-// run_backward: the worker's allocation, or 0 when the engine raised (`raise`: it does).
+// run_backward: the worker's allocation, 0 when the engine raised (`raise`: it does), 1 when the
+// result or errno did not come back as the engine left them.
 FAKE_EXPORT uint64_t fap_run_backward(int raise) {
   torch::autograd::python::PythonEngine engine;
   torch::autograd::Engine& e = engine;
   try {
+    errno = 0;
     torch::autograd::variable_list out = e.execute({{}}, {{}, {}}, false, raise != 0, true, {});
-    return out.size() == 2 ? reinterpret_cast<uint64_t>(out[0].impl) : 1;
+    // 1: the result or errno did not come back as the engine left them.
+    return out.size() == 2 && errno == ENOTRECOVERABLE ? reinterpret_cast<uint64_t>(out[0].impl) : 1;
   } catch (const std::exception&) {
     return 0;
   }
