@@ -12,6 +12,7 @@
 #include "analysis_pass.h"
 #include "oom_verdict.h"
 #include "torch_verdict.h"
+#include "user_frames.h"
 
 namespace vt::analyzer {
 
@@ -194,6 +195,8 @@ void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt,
       if (!rep->snapshots.stacks.count(site.stack_id)) rep->snapshots.stacks[site.stack_id] = sym.stack(site.stack_id);
   for (OomReport& o : rep->ooms) {
     o.stack = o.stack_id ? sym.stack(o.stack_id) : std::vector<Frame>{};
+    if (auto t = stacks.threads.find(o.tid); t != stacks.threads.end() && is_autograd_thread(t->second.name))
+      o.autograd_thread = t->second.name;
     fill(o.top_holders);
     for (GrowthSite& g : o.grew_before) g.site.stack = sym.stack(g.site.stack_id);
     judge_oom(o);

@@ -146,6 +146,7 @@ json ooms_json(const TraceReport& r) {
                  {"activity", activity_json(o.activity)},
                  {"remedies", o.remedies}, {"fidelity", fidelity_json(o.fidelity)}});
     if (o.torch) a.back()["torch"] = torch_oom_json(o.torch_info);  // only PyTorch's OOMs have it
+    if (!o.autograd_thread.empty()) a.back()["autograd_thread"] = o.autograd_thread;  // only OOMs in backward
   }
   return a;
 }

@@ -132,6 +132,8 @@ struct OomReport {
   std::vector<GpuProcess> other_processes;  // on this device, this process excluded
   uint32_t stack_id = 0;
   std::vector<Frame> stack;  // of the failed request
+  uint32_t tid = 0;                // the thread that made it
+  std::string autograd_thread;     // its name when it is one of PyTorch's autograd workers (in backward)
   std::string verdict;
   std::vector<Cause> causes;  // ranked
   std::vector<std::string> remedies;

@@ -90,7 +90,8 @@ std::string summary_text(const TraceReport& r, size_t top) {
         break;
       }
       o << "               " << secs(r, x.t_ns) << "  " << format_bytes(x.requested_bytes) << " on GPU " << x.device << ", "
-        << cuda_result_name(x.result) << ": " << e(x.verdict) << " at " << e(where(x.stack)) << "\n";
+        << cuda_result_name(x.result) << ": " << e(x.verdict) << " at " << e(where(x.stack))
+        << (x.autograd_thread.empty() ? "" : " (in backward)") << "\n";
     }
   }
   const AllocationStats& a = r.allocations;

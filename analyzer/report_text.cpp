@@ -349,7 +349,9 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       fidelity_lines(o, x.fidelity, "     ");
       activity_lines(o, x.activity, "     ");
       if (x.torch) torch_oom_text(o, x, e);
-      o << "     requested at:\n";
+      o << "     requested at"
+        << (x.autograd_thread.empty() ? "" : " (in backward, on PyTorch's autograd thread " + e(x.autograd_thread) + ")")
+        << ":\n";
       stack_lines(o, x.stack, "       ", native);
       o << "     VERDICT: " << e(x.verdict) << "\n";
       for (const Cause& c : x.causes) {

@@ -48,6 +48,8 @@ bool machinery_function(const std::string& fn) {
 
 }  // namespace
 
+bool is_autograd_thread(const std::string& thread_name) { return starts_with(thread_name, "pt_autograd"); }
+
 bool is_library_python_frame(const Frame& f) {
   if (!f.python) return false;
   const std::string& p = f.file;

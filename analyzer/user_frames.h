@@ -17,6 +17,10 @@ bool is_machinery_frame(const Frame& f);
 
 // True for a Python frame of installed or standard-library code (site-packages, dist-packages,
 // .../lib/python3.N/, frozen modules): torch/nn/modules/linear.py is not the line a user fixes.
+// PyTorch's autograd worker threads (pt_autograd_N, one per device: backward runs there, with the
+// Python frames of the thread that called backward lent to them).
+bool is_autograd_thread(const std::string& thread_name);
+
 bool is_library_python_frame(const Frame& f);
 
 // The frames a person reads first, innermost first: the Python frames when there are any, else

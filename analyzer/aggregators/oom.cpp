@@ -43,6 +43,7 @@ void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAgg
   o.grew_before = growth.grew_before(live, r.t_ns, min_growth);
   if (o.grew_before.size() > top_) o.grew_before.resize(top_);
   o.stack_id = r.stack;
+  o.tid = r.tid;
   ooms_.push_back(std::move(o));
   queries_.push_back(acts.watch(r.t_ns));
 }

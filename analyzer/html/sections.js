@@ -267,7 +267,8 @@ function oomCard(ctx, o, i) {
       o.torch ? torchOomBlock(ctx, o.torch, path + '/torch') : null,
       el('h4', null, 'Causes, most to blame first'), causes,
       el('h4', null, 'What to do'), el('ul', {class: 'remedies'}, o.remedies.map((m) => el('li', null, m))),
-      el('h4', null, 'Requested at'), stackList(o.stack, 12, omittedEntries(ctx, path + '/stack')),
+      el('h4', null, 'Requested at' + (o.autograd_thread ? " (in backward, on PyTorch's autograd thread " + o.autograd_thread + ')' : '')),
+      stackList(o.stack, 12, omittedEntries(ctx, path + '/stack')),
       others,
       // PyTorch's OOMs list its tensors by line (above) instead of the driver-level holders.
       o.torch ? null : [el('h4', null, 'Top holders at the failure'),

@@ -75,6 +75,13 @@ def outside():
     expect["none"].append(str(ENG.fae_worker_alloc(11 * MiB)))
 
 
+def oom_step():
+    ENG.fae_set_size(1 << 40)
+    p = PY.fap_run_backward(0)                  # more than the device has: PyTorch's OOM in backward
+    assert p == 0
+    expect["oom_line"] = here(-2)
+
+
 def from_thread():
     ENG.fae_set_size(13 * MiB)
     expect["none"].append(str(PY.fap_run_backward(0)))  # only the main thread lends its frames
@@ -89,6 +96,7 @@ t = threading.Thread(target=from_thread)
 t.start()
 t.join()
 step(1 * MiB)
+oom_step()
 expect["worker_tid"] = ENG.fae_worker_tid()
 json.dump(expect, open(out_path, "w"))
 print("backward workload done")

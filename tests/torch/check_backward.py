@@ -47,6 +47,24 @@ file, line, func = expect["peak_line"]
 where = f"{file.rsplit('/', 1)[-1]}:{line}"
 if where not in text:
     failures.append(f"the report does not name {where} (the backward that held the peak):\n{text}")
+# The OOM in backward: requested (the report says) in backward, on the autograd thread, at the
+# line that ran backward.
+ooms = report.get("ooms", [])
+file, line, func = expect["oom_line"]
+where = f"{file.rsplit('/', 1)[-1]}:{line}"
+if len(ooms) != 1:
+    failures.append(f"{len(ooms)} OOMs reported, 1 made")
+else:
+    if ooms[0].get("autograd_thread") != "pt_autograd_0":
+        failures.append(f"OOM autograd_thread: {ooms[0].get('autograd_thread')}")
+    py = [f for f in ooms[0]["stack"] if f.get("python")]
+    if not py or (py[0]["file"], py[0]["line"]) != (file, line):
+        failures.append(f"OOM requested at {py[:1]}, expected {where}")
+    if f"requested at (in backward, on PyTorch's autograd thread pt_autograd_0)" not in text:
+        failures.append("the OOM section does not say it was requested in backward")
+summary = subprocess.run([vt, "summary", trace], capture_output=True, text=True, check=True).stdout
+if f"at {where} in {func} (in backward)" not in summary:
+    failures.append(f"the summary's OOM line does not say {where} in {func} (in backward):\n{summary}")
 for f in failures:
     print("FAIL " + f)
 print(f"{len(expect['lent'])} lent, {len(expect['none'])} not lent: {'ok' if not failures else 'FAILED'}")

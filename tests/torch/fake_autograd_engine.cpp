@@ -58,6 +58,7 @@ uint64_t g_next_size = 0;
 void (*g_callback)() = nullptr;
 
 void worker_main() {
+  pthread_setname_np(pthread_self(), "pt_autograd_0");  // PyTorch's name for device 0's worker
   auto ensure = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
   auto save = reinterpret_cast<void* (*)()>(dlsym(RTLD_DEFAULT, "PyEval_SaveThread"));
   if (ensure && save) {
