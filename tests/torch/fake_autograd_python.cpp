@@ -8,37 +8,16 @@
 #include <exception>
 #include <vector>
 
-#define FAKE_EXPORT __attribute__((visibility("default")))
+#include "fake_autograd_types.h"
 
-namespace at {
-class Tensor {
- public:
-  void* impl = nullptr;
-};
-}  // namespace at
-
-namespace torch::autograd {
-struct Edge {
-  void* function = nullptr;
-  uint32_t input_nr = 0;
-};
-using edge_list = std::vector<Edge>;
-using variable_list = std::vector<at::Tensor>;
-struct Engine {
-  virtual ~Engine();
-  virtual variable_list execute(const edge_list& roots, const variable_list& inputs, bool keep_graph,
-                                bool create_graph, bool accumulate_grad, const edge_list& outputs);
-};
-
-namespace python {
+namespace torch::autograd::python {
 struct PythonEngine : Engine {
   variable_list execute(const edge_list& roots, const variable_list& inputs, bool keep_graph, bool create_graph,
                         bool accumulate_grad, const edge_list& outputs) override {
     return Engine::execute(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
   }
 };
-}  // namespace python
-}  // namespace torch::autograd
+}  // namespace torch::autograd::python
 
 extern "C" {
 // run_backward: the worker's allocation, 0 when the engine raised (`raise`: it does), 1 when the
