@@ -122,7 +122,7 @@ int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) {
   // by the walker in place: cheap to hash; code ids are only looked up for stacks seen first.
   PyThreadMemo* m = thread_memo();
   int k = py::capture_keys(frames + n, kMaxPythonFrames, m ? &m->keys : nullptr);
-  // No frames of its own: one of PyTorch's autograd workers gets those of the main thread waiting
+  // No frames of its own: one of PyTorch's autograd workers gets those of the thread waiting
   // in the engine for it (backward_context.h).
   if (k == 0 && __builtin_expect(backward_frames_published(), 0)) k = borrow_backward_frames(frames + n, kMaxPythonFrames);
   if (m) m->frames = frames, m->n = n + k, m->py_from = n;

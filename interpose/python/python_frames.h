@@ -83,19 +83,6 @@ inline RawFrame unpack_key(uint64_t key) {
   return {(key & ~(kKeyPython | kKeyEntry)) >> kKeyCodeShift & ~uint64_t(7), instr, (key & kKeyEntry) != 0};
 }
 
-// Where a thread's Python is: its thread state and the address of its innermost frame (only
-// compared, never followed). What lends the frames of a thread blocked in PyTorch's autograd
-// engine to the workers allocating for it (backward_context.h).
-struct Position {
-  uint64_t ts, frame;
-};
-// The calling thread's position; {0, 0} without a thread state of the main interpreter or with
-// the walker off.
-Position this_thread_position();
-// The innermost frame of thread state `ts` now: two loads at most (3.11/3.12 go through the
-// _PyCFrame on that thread's C stack). `ts` must be alive: the caller's contract.
-uint64_t current_frame_of(uint64_t ts);
-
 // Copies what the analyzer needs about a code object that capture() returned on this thread
 // moments ago (the frame, hence the code object, must still be live). Strings are read directly
 // from compact str objects and converted to UTF-8. `truncated` is set when the line table or a

@@ -261,24 +261,4 @@ int capture_keys(uint64_t* out, int max, KeyMemo* memo) {
   return ts ? rt->walk_keys(rt, ts, out, max, memo) : 0;
 }
 
-namespace {
-uint64_t frame_of(const Runtime* rt, uintptr_t ts) {
-  const Layout& L = *rt->L;
-  uintptr_t at = ld<uintptr_t>(ts + L.ts_frame);
-  if (L.kind != FrameKind::kCFrameInterp) return at;
-  return ptr_ok(at) ? ld<uintptr_t>(at + L.cframe_current) : 0;
-}
-}  // namespace
-
-Position this_thread_position() {
-  const Runtime* rt = active();
-  uintptr_t ts = rt ? this_thread_state(rt) : 0;
-  return ts ? Position{ts, frame_of(rt, ts)} : Position{0, 0};
-}
-
-uint64_t current_frame_of(uint64_t ts) {
-  const Runtime* rt = active();
-  return rt && ptr_ok(ts) ? frame_of(rt, ts) : 0;
-}
-
 }  // namespace vt::py

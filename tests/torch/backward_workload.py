@@ -33,8 +33,13 @@ def here(offset=0):
 
 
 def lent(addr, where):
+    """The worker's allocation `addr` must carry the caller's frames: innermost `where`, outermost
+    the caller's outermost (the module, or threading's bootstrap on another thread)."""
     assert addr > 1, "the engine made no allocation"
-    expect["lent"][str(addr)] = where
+    f = sys._getframe(1)
+    while f.f_back:
+        f = f.f_back
+    expect["lent"][str(addr)] = where + [f.f_code.co_name]
 
 
 def step(size):
@@ -84,7 +89,29 @@ def oom_step():
 
 def from_thread():
     ENG.fae_set_size(13 * MiB)
-    expect["none"].append(str(PY.fap_run_backward(0)))  # only the main thread lends its frames
+    p = PY.fap_run_backward(0)                  # backward from another thread (as Ray Train runs the loop)
+    lent(p, here(-1))
+
+
+def second_backward():
+    ENG.fae_set_size(17 * MiB)
+    expect["none"].append(str(PY.fap_run_backward(0)))  # two threads in the engine: either's, so none
+
+
+def first_backward_waits():
+    t = threading.Thread(target=second_backward)
+    t.start()
+    t.join()
+
+
+WAITS = ctypes.CFUNCTYPE(None)(first_backward_waits)
+
+
+def concurrent_step():
+    ENG.fae_set_size(19 * MiB)
+    ENG.fae_set_callback(WAITS)                 # inside the engine, another thread runs backward
+    p = PY.fap_run_backward(0)                  # then this one's worker allocates: its frames again
+    lent(p, here(-1))
 
 
 step(64 * MiB)
@@ -95,6 +122,7 @@ stale_probe()
 t = threading.Thread(target=from_thread)
 t.start()
 t.join()
+concurrent_step()
 step(1 * MiB)
 oom_step()
 expect["worker_tid"] = ENG.fae_worker_tid()
