@@ -22,13 +22,14 @@
 #include "fake_autograd_types.h"
 
 extern "C" uint64_t fc10_malloc(int dev, uint64_t size);
+extern "C" int fc10_free(int dev, uint64_t ptr);
 
 namespace {
 
 // Never destroyed: the worker still waits on them when the process exits (as PyTorch's do).
 std::mutex& g_mu = *new std::mutex;
 std::condition_variable& g_cv = *new std::condition_variable;
-uint64_t g_job_size = 0, g_job_result = 0;
+uint64_t g_job_size = 0, g_job_result = 0, g_job_pairs = 0;
 bool g_job_pending = false, g_job_done = false;
 long g_worker_tid = 0;
 std::thread* g_worker = nullptr;
@@ -50,8 +51,9 @@ void worker_main() {
   for (;;) {
     g_cv.wait(lock, [] { return g_job_pending; });
     g_job_pending = false;
-    uint64_t size = g_job_size;
+    uint64_t size = g_job_size, pairs = g_job_pairs;
     lock.unlock();
+    for (uint64_t i = 0; i < pairs; ++i) fc10_free(0, fc10_malloc(0, size));  // (bench/run_backward_bench.sh)
     uint64_t p = fc10_malloc(0, size);
     lock.lock();
     g_job_result = p;
@@ -103,4 +105,6 @@ FAKE_EXPORT void fae_set_callback(void (*cb)()) { g_callback = cb; }
 FAKE_EXPORT uint64_t fae_worker_alloc(uint64_t size) { return on_worker(size); }
 FAKE_EXPORT long fae_worker_tid() { return g_worker_tid; }
 FAKE_EXPORT uint64_t fae_last_alloc() { return g_job_result; }
+// Before each job's allocation the worker also makes `pairs` malloc/free pairs (block events).
+FAKE_EXPORT void fae_set_pairs(uint64_t pairs) { g_job_pairs = pairs; }
 }
