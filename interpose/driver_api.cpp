@@ -69,9 +69,20 @@ namespace {
 
 pthread_mutex_t g_resolve_mu = PTHREAD_MUTEX_INITIALIZER;
 
+// The driver object, found in memory (loaded_symbol.h), or through dlopen when that failed.
+struct Driver {
+  uintptr_t base = 0;
+  const void* dynamic = nullptr;
+  void* handle = nullptr;
+};
+
+void* driver_symbol(const Driver& d, const char* name) {
+  return d.dynamic ? symbol_in_object(d.base, d.dynamic, name) : real_dlsym(d.handle, name);
+}
+
 template <typename Fn>
-void load(void* lib, Fn* slot, const char* name) {
-  *slot = reinterpret_cast<Fn>(real_dlsym(lib, name));
+void load(const Driver& d, Fn* slot, const char* name) {
+  *slot = reinterpret_cast<Fn>(driver_symbol(d, name));
 }
 
 }  // namespace
@@ -92,11 +103,16 @@ __attribute__((noinline)) bool resolve_driver() {
   OwnWork own(true);
   pthread_mutex_lock(&g_resolve_mu);
   if (!g_driver_resolved.load(std::memory_order_relaxed)) {
-    // Only a driver the program already loaded: a process that never touches CUDA stays so.
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (lib) {
+    // Only a driver the program already loaded: a process that never touches CUDA stays so. Its
+    // functions are read from its symbol table in memory, as dlopen(RTLD_NOLOAD) + dlsym would
+    // find them but without those calls: each resets this thread's dlerror() state, and this is
+    // the program's first CUDA call, after which an error of its own may still be pending.
+    Driver lib;
+    bool in_memory = find_loaded_object("libcuda.so.1", &lib.base, &lib.dynamic);
+    if (!in_memory) lib.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (in_memory || lib.handle) {
       for (int i = 0; i < kHookCount; ++i)
-        g_real[i].store(real_dlsym(lib, kOps[i].name), std::memory_order_relaxed);
+        g_real[i].store(driver_symbol(lib, kOps[i].name), std::memory_order_relaxed);
       DriverApi& a = g_api;
       load(lib, &a.ctx_get_current, "cuCtxGetCurrent");
       load(lib, &a.ctx_get_device, "cuCtxGetDevice");
@@ -123,7 +139,7 @@ __attribute__((noinline)) bool resolve_driver() {
       load(lib, &a.mem_pool_get_attribute, "cuMemPoolGetAttribute");
       g_driver_resolved.store(true, std::memory_order_release);
     }
-    dlerror();  // our failed lookups must not show up in the program's next dlerror()
+    if (!in_memory) dlerror();  // our failed lookups must not show up in the program's next dlerror()
   }
   pthread_mutex_unlock(&g_resolve_mu);
   return g_driver_resolved.load(std::memory_order_acquire);

@@ -16,6 +16,8 @@ struct DynTables {
   size_t strsz = 0;
   const uint32_t* gnu_hash = nullptr;
   const uint32_t* sysv_hash = nullptr;
+  const ElfW(Half)* versym = nullptr;  // per symbol: its version index (0x8000: hidden), or none
+  size_t soname = SIZE_MAX;            // DT_SONAME's offset in strtab
 };
 
 // glibc relocates these dynamic entries in place (absolute addresses); some loaders leave them
@@ -31,6 +33,8 @@ bool tables_of(ElfW(Addr) base, const ElfW(Dyn)* dyn, DynTables* t) {
       case DT_STRSZ: t->strsz = dyn->d_un.d_val; break;
       case DT_GNU_HASH: t->gnu_hash = reinterpret_cast<const uint32_t*>(absolute(base, dyn->d_un.d_ptr)); break;
       case DT_HASH: t->sysv_hash = reinterpret_cast<const uint32_t*>(absolute(base, dyn->d_un.d_ptr)); break;
+      case DT_VERSYM: t->versym = reinterpret_cast<const ElfW(Half)*>(absolute(base, dyn->d_un.d_ptr)); break;
+      case DT_SONAME: t->soname = dyn->d_un.d_val; break;
       default: break;
     }
   }
@@ -59,6 +63,9 @@ bool defines(const DynTables& t, uint32_t index, const char* name) {
   unsigned type = ELF64_ST_TYPE(s.st_info), bind = ELF64_ST_BIND(s.st_info);
   if ((type != STT_FUNC && type != STT_OBJECT) || bind == STB_LOCAL) return false;  // not an IFUNC resolver
   if (ELF64_ST_VISIBILITY(s.st_other) != STV_DEFAULT && ELF64_ST_VISIBILITY(s.st_other) != STV_PROTECTED) return false;
+  // A hidden version (name@VER, kept for old binaries) is never what an unversioned lookup gets:
+  // dlsym returns the default one (name@@VER).
+  if (t.versym && (t.versym[index] & 0x8000)) return false;
   return same(t.strtab + s.st_name, name);
 }
 
@@ -117,6 +124,13 @@ bool contains(const dl_phdr_info* info, const void* p) {
   return false;
 }
 
+const char* last_component(const char* path) {
+  const char* last = path;
+  for (const char* p = path; *p; ++p)
+    if (*p == '/') last = p + 1;
+  return last;
+}
+
 struct Search {
   const char* name;
   const void* skip;
@@ -150,6 +164,19 @@ void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name) {
   DynTables t;
   if (!tables_of(ElfW(Addr)(base), static_cast<const ElfW(Dyn)*>(dynamic), &t)) return nullptr;
   return lookup(t, ElfW(Addr)(base), name);
+}
+
+bool find_loaded_object(const char* soname, uintptr_t* base, const void** dynamic) {
+  for (const link_map* m = _r_debug.r_map; m; m = m->l_next) {
+    DynTables t;
+    if (!tables_of(m->l_addr, m->l_ld, &t)) continue;
+    if ((t.soname < t.strsz && same(t.strtab + t.soname, soname)) || (m->l_name && same(last_component(m->l_name), soname))) {
+      *base = m->l_addr;
+      *dynamic = m->l_ld;
+      return true;
+    }
+  }
+  return false;
 }
 
 void* find_loaded_symbol(const char* name, const void* skip, const char** path) {

@@ -25,9 +25,16 @@ void* find_loaded_symbol(const char* name, const void* skip, const char** path);
 // their interceptors, when TSan's dl_iterate_phdr and ASan's strcmp still jump through null.
 void* first_definition(const char* name, const void* skip_dynamic);
 
+// The object of the base namespace that dlopen(soname, RTLD_NOLOAD) would return (its DT_SONAME,
+// or its path's last component, is `soname`; the first in load order, from _r_debug): its load
+// base and dynamic section. False when none is loaded. Calls no dl* function (each resets the
+// calling thread's dlerror() state: a pending error of the program's survives this).
+bool find_loaded_object(const char* soname, uintptr_t* base, const void** dynamic);
+
 // The definition of `name` in one loaded object, given its load base and dynamic section (a
 // link_map's l_addr and l_ld), or nullptr. Takes no lock: the LD_AUDIT module's lookup
-// (audit_module.cpp), which runs inside the loader.
+// (audit_module.cpp), which runs inside the loader. Every lookup here, like dlsym's, skips
+// hidden versions (name@VER) and finds functions and objects, not IFUNC resolvers.
 void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name);
 
 }  // namespace vt

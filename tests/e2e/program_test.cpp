@@ -262,7 +262,7 @@ TEST_CASE("a thread with a pending cancel makes the first CUDA call: nothing han
   expect_every_event(o);
 }
 
-TEST_CASE("errno is the driver's own across every hooked call, lookup and the region API") {
+TEST_CASE("errno and dlerror() are the program's own across every hooked call, lookup and the region API") {
   for (std::string mode : {"default", "dlsym", "procaddr", "procaddr-ptsz"}) {
     INFO(mode);
     std::vector<std::string> ours;
@@ -272,6 +272,7 @@ TEST_CASE("errno is the driver's own across every hooked call, lookup and the re
     Outcome o = same_program(c, &ours);
     CHECK(ours.empty());
     CHECK(o.result.out.find(mode + ": errno checked across all calls, 0 changed") != std::string::npos);
+    CHECK(o.result.out.find(mode + ": dlerror checked across all driver calls, 0 changed") != std::string::npos);
   }
 }
 

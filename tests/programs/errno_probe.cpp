@@ -6,10 +6,15 @@
 //   procaddr      cuGetProcAddress_v2, its self-lookup, then every name through it
 //   procaddr-ptsz the same with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 // Before each call (lookups and vramtrace's region API included) errno is set to a fresh
-// sentinel; after it, a changed errno is printed. The output is compared with an untraced run.
+// sentinel; after it, a changed errno is printed. Around each driver call dlerror()'s pending
+// message is checked the same way: every other call has one of the program's own pending (a
+// failed dlopen just before), which must come out after it, and the others none, which must stay
+// none (the first calls open the trace, load libraries, look functions up: dlerror is per thread
+// and ours must not leak into the program's). The output is compared with an untraced run.
 #include <dlfcn.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "api_names.h"
@@ -18,7 +23,28 @@ namespace {
 
 typedef CUresult (*GetProcV2)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
 
-int g_calls = 0, g_changed = 0;
+int g_calls = 0, g_changed = 0, g_dl_calls = 0, g_dl_changed = 0;
+char g_pending[64];  // the program's own dlerror() message expected after the call ("": none)
+
+// Before a driver call: a pending dlerror() message of the program's own, or none.
+void arm_dlerror() {
+  dlerror();
+  g_pending[0] = 0;
+  if (g_dl_calls % 2 == 0) {
+    snprintf(g_pending, sizeof g_pending, "/nonexistent/vt-dlerror-probe-%d.so", g_dl_calls);
+    if (dlopen(g_pending, RTLD_NOW)) g_pending[0] = 0;
+  }
+}
+
+void check_dlerror(const char* what) {
+  const char* e = dlerror();
+  ++g_dl_calls;
+  bool same = g_pending[0] ? e && strstr(e, g_pending) : !e;
+  if (!same) {
+    printf("%s changed dlerror() from \"%s\" to \"%s\"\n", what, g_pending, e ? e : "(none)");
+    ++g_dl_changed;
+  }
+}
 
 int sentinel() { return 4000 + g_calls; }
 
@@ -37,10 +63,12 @@ void check(const char* what, int expected) {
     static decltype(Api::field) real;                    \
     real = a.field;                                      \
     a.field = [](auto... args) {                         \
+      arm_dlerror();                                     \
       int s = sentinel();                                \
       errno = s;                                         \
       auto r = real(args...);                            \
       check(#field, s);                                  \
+      check_dlerror(#field);                             \
       return r;                                          \
     };                                                   \
   } while (0)
@@ -126,5 +154,7 @@ int main(int argc, char** argv) {
   }
   printf("%s: errno checked across %s calls, %d changed\n", mode.c_str(), g_calls > 60 ? "all" : "too few",
          g_changed);
+  printf("%s: dlerror checked across %s driver calls, %d changed\n", mode.c_str(), g_dl_calls > 40 ? "all" : "too few",
+         g_dl_changed);
   return rc;
 }

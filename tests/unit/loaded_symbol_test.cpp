@@ -42,3 +42,31 @@ TEST_CASE("find_loaded_symbol: an object with only a SysV hash table", "[loaded_
 TEST_CASE("find_loaded_symbol: the first definition in load order (libc's malloc)", "[loaded_symbol]") {
   CHECK(vt::find_loaded_symbol("malloc", nullptr, nullptr) == dlsym(RTLD_DEFAULT, "malloc"));
 }
+
+TEST_CASE("find_loaded_symbol: of a name with an old hidden version, the default one, as dlsym", "[loaded_symbol]") {
+  // glibc (x86-64) keeps NAME@GLIBC_2.2.5 of these for old binaries, at other addresses than
+  // their default versions; in Debian 12's libc.so.6 the hidden one of the last three comes first
+  // in the symbol table (an aarch64 glibc has no such versions: the test then holds trivially).
+  for (const char* name : {"pthread_cond_wait", "realpath", "sched_setaffinity", "pthread_cond_timedwait", "timer_delete"}) {
+    INFO(name);
+    void* want = dlsym(RTLD_DEFAULT, name);
+    REQUIRE(want);
+    CHECK(vt::find_loaded_symbol(name, nullptr, nullptr) == want);
+    CHECK(vt::first_definition(name, nullptr) == want);
+  }
+}
+
+TEST_CASE("find_loaded_object: the object dlopen(RTLD_NOLOAD) names, by soname or file name", "[loaded_symbol]") {
+  uintptr_t base = 0;
+  const void* dynamic = nullptr;
+  REQUIRE(vt::find_loaded_object("libc.so.6", &base, &dynamic));
+  CHECK(vt::symbol_in_object(base, dynamic, "realpath") == dlsym(RTLD_DEFAULT, "realpath"));
+  CHECK_FALSE(vt::find_loaded_object("libvt-never-loaded.so.7", &base, &dynamic));
+  // Loaded RTLD_LOCAL from a path whose file name is not its soname: found by the file name.
+  std::string path = std::string(VT_FAKE_TORCH_DIR) + "/sysv/libc10.so";
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(h);
+  REQUIRE(vt::find_loaded_object("libc10.so", &base, &dynamic));
+  CHECK(vt::symbol_in_object(base, dynamic, kUsage) == dlsym(h, kUsage));
+  dlclose(h);
+}
