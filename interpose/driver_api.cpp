@@ -74,14 +74,24 @@ struct Driver {
   uintptr_t base = 0;
   const void* dynamic = nullptr;
   void* handle = nullptr;
+  bool used_dl = false;  // a dl* call was made: clear what it left for the program's dlerror()
 };
 
-void* driver_symbol(const Driver& d, const char* name) {
-  return d.dynamic ? symbol_in_object(d.base, d.dynamic, name) : real_dlsym(d.handle, name);
+void* driver_symbol(Driver& d, const char* name) {
+  bool indirect = false;
+  if (d.dynamic) {
+    void* p = symbol_in_object(d.base, d.dynamic, name, &indirect);
+    if (!indirect) return p;
+    // An IFUNC (none in the drivers seen so far): dlsym calls its resolver. This one lookup then
+    // resets the thread's dlerror() state.
+    if (!d.handle) d.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    d.used_dl = true;
+  }
+  return d.handle ? real_dlsym(d.handle, name) : nullptr;
 }
 
 template <typename Fn>
-void load(const Driver& d, Fn* slot, const char* name) {
+void load(Driver& d, Fn* slot, const char* name) {
   *slot = reinterpret_cast<Fn>(driver_symbol(d, name));
 }
 
@@ -109,7 +119,7 @@ __attribute__((noinline)) bool resolve_driver() {
     // the program's first CUDA call, after which an error of its own may still be pending.
     Driver lib;
     bool in_memory = find_loaded_object("libcuda.so.1", &lib.base, &lib.dynamic);
-    if (!in_memory) lib.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!in_memory) lib.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), lib.used_dl = true;
     if (in_memory || lib.handle) {
       for (int i = 0; i < kHookCount; ++i)
         g_real[i].store(driver_symbol(lib, kOps[i].name), std::memory_order_relaxed);
@@ -139,7 +149,7 @@ __attribute__((noinline)) bool resolve_driver() {
       load(lib, &a.mem_pool_get_attribute, "cuMemPoolGetAttribute");
       g_driver_resolved.store(true, std::memory_order_release);
     }
-    if (!in_memory) dlerror();  // our failed lookups must not show up in the program's next dlerror()
+    if (lib.used_dl) dlerror();  // our failed lookups must not show up in the program's next dlerror()
   }
   pthread_mutex_unlock(&g_resolve_mu);
   return g_driver_resolved.load(std::memory_order_acquire);

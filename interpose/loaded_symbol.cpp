@@ -61,7 +61,7 @@ bool defines(const DynTables& t, uint32_t index, const char* name) {
   const ElfW(Sym)& s = t.symtab[index];
   if (s.st_name >= t.strsz || s.st_shndx == SHN_UNDEF || s.st_value == 0) return false;
   unsigned type = ELF64_ST_TYPE(s.st_info), bind = ELF64_ST_BIND(s.st_info);
-  if ((type != STT_FUNC && type != STT_OBJECT) || bind == STB_LOCAL) return false;  // not an IFUNC resolver
+  if ((type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC) || bind == STB_LOCAL) return false;
   if (ELF64_ST_VISIBILITY(s.st_other) != STV_DEFAULT && ELF64_ST_VISIBILITY(s.st_other) != STV_PROTECTED) return false;
   // A hidden version (name@VER, kept for old binaries) is never what an unversioned lookup gets:
   // dlsym returns the default one (name@@VER).
@@ -109,8 +109,13 @@ uint32_t lookup_sysv(const DynTables& t, const char* name) {
   return 0;
 }
 
-void* lookup(const DynTables& t, ElfW(Addr) base, const char* name) {
+// An IFUNC's value is its resolver, not the function: nullptr, and *indirect set.
+void* lookup(const DynTables& t, ElfW(Addr) base, const char* name, bool* indirect = nullptr) {
   uint32_t i = t.gnu_hash ? lookup_gnu(t, name) : lookup_sysv(t, name);
+  if (i && ELF64_ST_TYPE(t.symtab[i].st_info) == STT_GNU_IFUNC) {
+    if (indirect) *indirect = true;
+    return nullptr;
+  }
   return i ? reinterpret_cast<void*>(base + t.symtab[i].st_value) : nullptr;
 }
 
@@ -160,10 +165,11 @@ void* first_definition(const char* name, const void* skip_dynamic) {
   return nullptr;
 }
 
-void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name) {
+void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name, bool* indirect) {
+  if (indirect) *indirect = false;
   DynTables t;
   if (!tables_of(ElfW(Addr)(base), static_cast<const ElfW(Dyn)*>(dynamic), &t)) return nullptr;
-  return lookup(t, ElfW(Addr)(base), name);
+  return lookup(t, ElfW(Addr)(base), name, indirect);
 }
 
 bool find_loaded_object(const char* soname, uintptr_t* base, const void** dynamic) {

@@ -34,7 +34,8 @@ bool find_loaded_object(const char* soname, uintptr_t* base, const void** dynami
 // The definition of `name` in one loaded object, given its load base and dynamic section (a
 // link_map's l_addr and l_ld), or nullptr. Takes no lock: the LD_AUDIT module's lookup
 // (audit_module.cpp), which runs inside the loader. Every lookup here, like dlsym's, skips
-// hidden versions (name@VER) and finds functions and objects, not IFUNC resolvers.
-void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name);
+// hidden versions (name@VER). A name defined as an IFUNC gives nullptr (its value is a resolver,
+// not the function), with *indirect (may be null) set: only dlsym can answer for it.
+void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name, bool* indirect = nullptr);
 
 }  // namespace vt

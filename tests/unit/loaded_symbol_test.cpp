@@ -61,6 +61,12 @@ TEST_CASE("find_loaded_object: the object dlopen(RTLD_NOLOAD) names, by soname o
   const void* dynamic = nullptr;
   REQUIRE(vt::find_loaded_object("libc.so.6", &base, &dynamic));
   CHECK(vt::symbol_in_object(base, dynamic, "realpath") == dlsym(RTLD_DEFAULT, "realpath"));
+  // An IFUNC (glibc's strlen picks its implementation by CPU): no address, said so.
+  bool indirect = false;
+  CHECK(vt::symbol_in_object(base, dynamic, "strlen", &indirect) == nullptr);
+  CHECK(indirect);
+  CHECK(vt::symbol_in_object(base, dynamic, "realpath", &indirect) != nullptr);
+  CHECK_FALSE(indirect);
   CHECK_FALSE(vt::find_loaded_object("libvt-never-loaded.so.7", &base, &dynamic));
   // Loaded RTLD_LOCAL from a path whose file name is not its soname: found by the file name.
   std::string path = std::string(VT_FAKE_TORCH_DIR) + "/sysv/libc10.so";
