@@ -11,7 +11,7 @@
 // instead, which the unwinder calls once on its way through (cleanup phase) and which takes the
 // frames back and lets the unwinding go on. Nothing is caught, nothing is resumed.
 //
-// The mangled name spells the signature (PyTorch 1.9 to today): a PyTorch with another one never
+// The mangled name spells the signature (today's, with accumulate_grad): a PyTorch with another never
 // binds here and goes on without lent frames.
 #include <unwind.h>
 
