@@ -123,6 +123,16 @@ python3 "$here/check_dom.py" torch "$work/torch.dom" >"$work/torch.problems" || 
 browse --screenshot="$out/torch.png" --window-size=1400,1000 --hide-scrollbars --run-all-compositor-stages-before-draw \
   "file://$out/torch.html" >/dev/null 2>&1 || fail "chromium could not take a screenshot of torch.html"
 pages=$((pages + 1))
+# An OOM in backward (the stand-in autograd engine, tests/torch/backward_workload.py): its card's
+# heading says so, with the autograd thread's name.
+VRAMTRACE_OUTPUT="$work/backward.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 FAKECUDA_CONTEXT_BYTES=0 \
+  python3 "$here/../torch/backward_workload.py" "$build/tests/torch" "$work/backward.json" >/dev/null 2>&1 ||
+  fail "the stand-in backward workload failed"
+"$build/bin/vramtrace" report "$work/backward.trace" --format html -o "$out/backward.html" || fail "report --format html (backward) failed"
+dom_of backward
+grep -qF "<h4>Requested at (in backward, on PyTorch's autograd thread pt_autograd_0)</h4>" "$work/backward.dom" ||
+  fail "backward.html: the OOM card does not say it was requested in backward"
+pages=$((pages + 1))
 # Memory shared with other processes (tests/programs/sharing.cpp, VMM export, import and retain):
 # the leaks section's "Shared memory" block with the imports' call sites.
 VRAMTRACE_OUTPUT="$work/sharing.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 FAKECUDA_CONTEXT_BYTES=0 \
