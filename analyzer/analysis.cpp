@@ -1,8 +1,6 @@
 // See analysis.h; the pass itself is analysis_pass.h.
 #include "analysis.h"
 
-#include "live_writer.h"
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +8,7 @@
 #include "accounting.h"
 #include "aggregators/graphs.h"
 #include "analysis_pass.h"
+#include "live_writer.h"
 #include "oom_verdict.h"
 #include "torch_verdict.h"
 #include "user_frames.h"
