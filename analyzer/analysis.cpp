@@ -24,8 +24,8 @@ AnalysisPass::AnalysisPass(const ProcessInfo& process, const AnalysisOptions& op
       ooms_(process.pid, opt.top),
       phases_(activity_.stream()),
       timeline_(opt.timeline_points),
-      torch_(opt.top, opt.timeline_points),
-      live_at_(opt.at_ns, process.start_monotonic_ns),
+      torch_(process.pid, opt.top, opt.timeline_points),
+      live_at_(opt.at_ns, opt.at_mark, process.start_monotonic_ns),
       fidelity_(process.pid) {
   for (const DeviceInfo& d : process.devices) live_.set_device_total(d.ordinal, d.total_bytes);
 }
@@ -37,6 +37,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     GpuProcessList list;
     if (decode_gpu_processes(r, &list)) {
       ooms_.on_gpu_processes(list, r.t_ns);
+      torch_.on_gpu_processes(list, r.t_ns);
       const uint64_t after_only = live_.code_after_only_bytes(list.device);
       const uint64_t taken =
           live_.other_processes_listed(list.device, other_processes_bytes(list, pid_), r.t_ns);  // rule 14
@@ -64,6 +65,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     if (decode_region(r, &mark)) {
       regions_.on_mark(r.t_ns, mark, live_.device_bytes_all());
       torch_.on_mark(r.t_ns, mark);
+      if (__builtin_expect(live_at_.on_mark(r.t_ns, mark, live_), 0)) torch_.take_live_at();
     }
     return;
   }
@@ -72,6 +74,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     return;
   }
   if (is_torch_record(r.tag)) {  // PyTorch's block layer
+    if (__builtin_expect(live_at_.before(r.t_ns, live_), 0)) torch_.take_live_at();
     torch_.on_record(r, live_);
     return;
   }
@@ -84,11 +87,12 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
       ooms_.on_oom(r, live_, leaks_, activity_.stream());
       cache_flushes_.on_oom(r);
       fragmentation_.on_oom(r.t_ns, live_);
+      torch_.on_failed(r);
     }
     return;
   }
   cache_flushes_.before(r, live_);
-  live_at_.before(r.t_ns, live_);
+  if (__builtin_expect(live_at_.before(r.t_ns, live_), 0)) torch_.take_live_at();
   snapshots_.before(r.t_ns, live_);
   allocations_.before(r, live_);
   if (SharingAggregator::wants(*r.op)) sharing_.before(r, live_);
@@ -159,7 +163,8 @@ void AnalysisPass::finish(TraceReport* rep) {
   fragmentation_.finish(live_, rep);
   cache_flushes_.finish(rep);
   timeline_.finish(rep);
-  leaks_.finish(live_, opt_.top, rep);  // growth is measured against the highest peak; the imported part of rep->sharing
+  // PyTorch's segments are its cache, not leaks: the leaks count its tensors instead.
+  leaks_.finish(live_, torch_.at_exit(live_), opt_.top, rep);  // growth is measured against the highest peak; the imported part of rep->sharing
   sharing_.finish(live_, rep);
   ooms_.finish(rep);
   activity_.finish(rep->last_t_ns, [this](int device) { return peaks_.activity_query(device); },

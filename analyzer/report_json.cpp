@@ -82,9 +82,14 @@ json peak_json(const TraceReport& r) {
 }
 
 json leaks_json(const TraceReport& r) {
-  return {{"bytes", r.leak_bytes}, {"count", r.leak_count}, {"end", r.end}, {"groups", groups_json(r.leaks)},
-          {"teardown", {{"bytes", r.teardown_bytes}, {"count", r.teardown_count}, {"groups", groups_json(r.teardown)}}},
-          {"growth", growth_json(r.growth)}};
+  json j = {{"bytes", r.leak_bytes}, {"count", r.leak_count}, {"end", r.end}, {"groups", groups_json(r.leaks)},
+            {"teardown", {{"bytes", r.teardown_bytes}, {"count", r.teardown_count}, {"groups", groups_json(r.teardown)}}},
+            {"growth", growth_json(r.growth)}};
+  if (const TorchCacheAtExit& c = r.torch_cache_at_exit; c.known)
+    j["pytorch_cache"] = {{"reserved_bytes", c.reserved_bytes}, {"segments", c.segments},
+                          {"allocated_bytes", c.allocated_bytes}, {"cached_bytes", c.cached_bytes()},
+                          {"cublas_workspace_bytes", c.workspace_bytes}};
+  return j;
 }
 
 json frag_json(const TraceReport& r) {
@@ -193,8 +198,13 @@ json live_at_json(const LiveAt& l) {
   for (const LiveAt::Device& d : l.devices)
     devices.push_back({{"device", d.device}, {"bytes", d.device_bytes}, {"pinned_host_bytes", d.pinned_host_bytes},
                        {"managed_bytes", d.managed_bytes}});
-  return {{"t_ns", l.t_ns}, {"past_end", l.past_end}, {"bytes", l.device_bytes}, {"by_device", devices},
-          {"live_set", groups_json(l.live_set)}};
+  json j = {{"t_ns", l.t_ns}, {"past_end", l.past_end}, {"bytes", l.device_bytes}, {"by_device", devices},
+            {"live_set", groups_json(l.live_set)}};
+  if (!l.mark.empty()) {
+    j["mark"] = l.mark;
+    j["mark_found"] = l.mark_found;
+  }
+  return j;
 }
 
 json snapshots_json(const Snapshots& s) {
@@ -279,7 +289,10 @@ json report_json(const TraceReport& r, const std::string& section) {
   if (section.empty() && r.torch.present) j["torch"] = torch_json(r.torch);  // only where PyTorch was seen
   // Only when something escaped the hooks.
   if (section.empty() && r.interception.notable()) j["interception"] = interception_json(r.interception);
-  if (r.live_at.asked && (section.empty() || section == "peak")) j["live_at"] = live_at_json(r.live_at);
+  if (r.live_at.asked && (section.empty() || section == "peak")) {
+    j["live_at"] = live_at_json(r.live_at);
+    if (r.torch.live_at_taken) j["live_at"]["torch"] = torch_live_at_json(r.torch.live_at);
+  }
   if (section.empty()) j["allocations"] = allocations_json(r.allocations);
   if ((section.empty() || section == "peak") && !r.graphs.empty()) j["graphs"] = graphs_json(r.graphs);  // only with graphs
   if ((section.empty() || section == "leaks") && r.sharing.present()) j["sharing"] = sharing_json(r.sharing);  // only with sharing

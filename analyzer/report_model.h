@@ -130,6 +130,7 @@ struct OomReport {
   std::vector<GrowthSite> grew_before;
   bool nvml = false;                       // the process list below comes from NVML
   std::vector<GpuProcess> other_processes;  // on this device, this process excluded
+  std::vector<GpuProcess> nvml_rows;        // NVML's whole list, this process included, in its order
   uint32_t stack_id = 0;
   std::vector<Frame> stack;  // of the failed request
   uint32_t tid = 0;                // the thread that made it
@@ -268,10 +269,22 @@ struct SharingReport {
   bool present() const { return imported_count || imported_max_bytes || exports || multicast_objects; }
 };
 
-struct LiveAt {  // what was live at a chosen time (AnalysisOptions::at_ns)
+// PyTorch's caching allocator at the end of the trace: what it reserved is its cache, not a leak
+// (empty_cache() would have released the free part, the process's exit gives all back); the
+// tensors it still handed out are counted in the leaks instead (docs/metrics.md, "Leaks").
+struct TorchCacheAtExit {
+  bool known = false;
+  uint64_t reserved_bytes = 0, segments = 0, allocated_bytes = 0;
+  uint64_t workspace_bytes = 0;  // of allocated: PyTorch's cuBLAS workspaces (kept for the process's life)
+  uint64_t cached_bytes() const { return reserved_bytes > allocated_bytes ? reserved_bytes - allocated_bytes : 0; }
+};
+
+struct LiveAt {  // what was live at a chosen time (AnalysisOptions::at_ns) or mark (at_mark)
   bool asked = false;
   uint64_t t_ns = 0;      // the instant, on the trace's clock
   bool past_end = false;  // after the last event: what was live at the end
+  std::string mark;       // asked by mark: its name
+  bool mark_found = false;  // (false: no region of that name began; the state at the end is given)
   struct Device {
     int device = 0;
     uint64_t device_bytes = 0, pinned_host_bytes = 0, managed_bytes = 0;
@@ -321,7 +334,8 @@ struct TraceReport {
   // Leaks: live at the end of the trace.
   std::string end;  // clean_exit, killed (no clean close), running (no close yet: its writer runs)
   uint64_t leak_bytes = 0, leak_count = 0;
-  std::vector<SiteGroup> leaks;
+  std::vector<SiteGroup> leaks;  // with PyTorch: its tensors (kind "tensor"), not its segments
+  TorchCacheAtExit torch_cache_at_exit;
   uint64_t teardown_bytes = 0, teardown_count = 0;  // freed only by context teardown
   std::vector<SiteGroup> teardown;
   std::vector<GrowthSite> growth;
@@ -366,6 +380,7 @@ struct AnalysisOptions {
   size_t top = 10;             // groups per list
   size_t timeline_points = 512;
   int64_t at_ns = -1;          // live set at this time since the trace's start (-1: not asked)
+  std::string at_mark;         // or at the first begin of the vramtrace region of this name ("": not asked)
   SymbolizerOptions symbols;
   bool progress = false;       // progress on stderr (a terminal)
   bool accept_summaries = false;  // a job directory of per-rank JSON reports (`vramtrace report` only)

@@ -37,6 +37,31 @@ std::string size_range(const SizeBucket& b) {
   return format_bytes(b.min_bytes) + " - " + format_bytes(b.max_bytes);
 }
 
+// PyTorch's view first, when its block layer was on: the allocated and reserved peaks
+// (max_memory_allocated / max_memory_reserved) of the device that peaked highest, and its live
+// tensors by the user's line then. False when there is none (the driver's view stands alone).
+bool torch_summary(std::ostringstream& o, const TraceReport& r) {
+  const TorchReport& t = r.torch;
+  if (!t.figures() || t.devices.empty()) return false;
+  const TorchDevice* top = &t.devices[0];
+  for (const TorchDevice& d : t.devices)
+    if (d.peak_allocated > top->peak_allocated) top = &d;
+  uint64_t total = 0;
+  for (const DeviceInfo& d : r.process.devices)
+    if (int(d.ordinal) == top->device) total = d.total_bytes;
+  o << "  PyTorch      " << e(t.mode) << (t.devices.size() > 1 ? ", " + count(t.devices.size(), "device") : "") << "\n";
+  o << "  peak         allocated " << format_bytes(top->peak_allocated) << ", reserved " << format_bytes(top->peak_reserved)
+    << " on GPU " << top->device << " at " << secs(r, top->peak_allocated_t_ns)
+    << (total ? " (" + pct_of(top->peak_reserved, total) + " of its " + format_bytes(total) + ")" : "") << "\n";
+  size_t n = 0;
+  for (const SiteGroup& g : top->peak.holders) {
+    if (n++ == 3) break;
+    o << (n == 1 ? "               tensors " : "                       ") << format_bytes(g.bytes) << " in "
+      << count(g.count, "tensor") << ": " << e(where(g.stack)) << "\n";
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string summary_text(const TraceReport& r, size_t top) {
@@ -56,8 +81,13 @@ std::string summary_text(const TraceReport& r, size_t top) {
   for (const std::string& pr : r.damage) o << "  damaged: " << e(pr) << "\n";
 
   o << "\n";
+  const bool torch = torch_summary(o, r);
   if (r.peaks.empty()) {
     o << "  peak         no device memory was allocated\n";
+  } else if (torch) {  // the driver's view after PyTorch's: segments, not tensors
+    const DevicePeak& pk = r.peaks[0];
+    o << "  driver       " << format_bytes(pk.bytes) << " of device memory at the peak on GPU " << pk.device
+      << " (PyTorch's segments and anything else of this process)\n";
   } else {
     const DevicePeak& pk = r.peaks[0];
     uint64_t total = 0;
@@ -69,10 +99,19 @@ std::string summary_text(const TraceReport& r, size_t top) {
       o << "               largest holder " << format_bytes(pk.live_set[0].bytes) << " in "
         << count(pk.live_set[0].count, "allocation") << ": " << e(where(pk.live_set[0].stack)) << "\n";
   }
-  o << "  at the end   " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation")
-    << (r.end == "clean_exit" ? " never freed" : " live when the trace ended") << "\n";
+  o << "  at the end   " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, torch ? "tensor or allocation" : "allocation")
+    << (r.end == "clean_exit" ? " never freed" : " live when the trace ended");
+  if (const TorchCacheAtExit& c = r.torch_cache_at_exit; c.known && c.reserved_bytes)
+    o << "; not counted: PyTorch's cache, " << format_bytes(c.reserved_bytes) << " reserved"
+      << (c.workspace_bytes ? " (" + format_bytes(c.workspace_bytes) + " of it its cuBLAS workspace)" : std::string());
+  o << "\n";
   if (!r.leaks.empty()) o << "               largest " << format_bytes(r.leaks[0].bytes) << ": " << e(where(r.leaks[0].stack)) << "\n";
-  if (!r.growth.empty())
+  if (torch && !r.torch.growth.empty()) {
+    const TorchGrowth& g = r.torch.growth[0];
+    o << "  kept alive   " << e(where(g.stack)) << " kept +" << format_bytes(g.kept_bytes)
+      << " of tensors across iterations" << (r.torch.growth.size() > 1 ? " (and " + count(r.torch.growth.size() - 1, "more line") + ")" : "")
+      << "\n";
+  } else if (!torch && !r.growth.empty())
     o << "  growth       " << count(r.growth.size(), "call site") << " kept growing; the most, +"
       << format_bytes(r.growth[0].growth_bytes) << ": " << e(where(r.growth[0].site.stack)) << "\n";
   if (r.ooms.empty()) {
@@ -82,12 +121,20 @@ std::string summary_text(const TraceReport& r, size_t top) {
     for (const OomReport& x : r.ooms) ++verdicts[x.verdict];
     std::string v;
     for (const auto& [name, n] : verdicts) v += (v.empty() ? "" : ", ") + e(name) + (n > 1 ? " x" + std::to_string(n) : "");
-    o << "  OOMs         " << count(r.ooms.size(), "failed allocation") << ": " << v << "\n";
+    const bool all_torch = std::all_of(r.ooms.begin(), r.ooms.end(), [](const OomReport& x) { return x.torch; });
+    o << "  OOMs         " << count(r.ooms.size(), all_torch ? "torch.OutOfMemoryError" : "failed allocation") << ": " << v << "\n";
     size_t shown = 0;
     for (const OomReport& x : r.ooms) {
       if (shown++ == 3) {
         o << "               ... " << (r.ooms.size() - 3) << " more (vramtrace oom)\n";
         break;
+      }
+      if (x.torch) {  // PyTorch's OutOfMemoryError: its request, and the verdict's reason
+        o << "               " << secs(r, x.t_ns) << "  torch.OutOfMemoryError: " << format_bytes(x.torch_info.tried_to_allocate)
+          << " requested on GPU " << x.device << " at " << e(where(x.stack)) << (x.autograd_thread.empty() ? "" : " (in backward)")
+          << "\n               " << e(x.verdict) << ": " << e(x.causes.empty() ? std::string() : x.causes[0].summary) << "\n";
+        if (!x.remedies.empty()) o << "               what to do: " << e(x.remedies[0]) << "\n";
+        continue;
       }
       o << "               " << secs(r, x.t_ns) << "  " << format_bytes(x.requested_bytes) << " on GPU " << x.device << ", "
         << cuda_result_name(x.result) << ": " << e(x.verdict) << " at " << e(where(x.stack))
@@ -119,7 +166,7 @@ std::string summary_text(const TraceReport& r, size_t top) {
         << (x.freed ? "freed at " + secs(r, x.freed_t_ns) : std::string("never freed")) << "\n      " << e(where(x.stack)) << "\n";
     }
   }
-  if (!r.peaks.empty() && r.peaks[0].live_set.size() > 1) {
+  if (!torch && !r.peaks.empty() && r.peaks[0].live_set.size() > 1) {
     o << "\nAT THE PEAK\n";
     size_t n = 0;
     for (const SiteGroup& g : r.peaks[0].live_set) {

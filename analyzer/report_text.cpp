@@ -208,7 +208,12 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
   header(o, r);
   if (r.live_at.asked && (section.empty() || section == "peak")) {
     const LiveAt& l = r.live_at;
-    o << "\nLIVE AT " << secs(r, l.t_ns) << (l.past_end ? " (after the last event: what was live at the end)" : "") << "\n";
+    o << "\nLIVE AT " << secs(r, l.t_ns);
+    if (!l.mark.empty())
+      o << (l.mark_found ? " (the mark '" + e(l.mark) + "')" : " (no mark '" + e(l.mark) + "' began: what was live at the end)");
+    else if (l.past_end)
+      o << " (after the last event: what was live at the end)";
+    o << "\n";
     if (l.devices.empty()) o << "  nothing was live\n";
     for (const LiveAt::Device& d : l.devices) {
       o << "  GPU " << d.device << ": " << format_bytes(d.device_bytes) << " device memory";
@@ -217,6 +222,7 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       o << "\n";
     }
     groups(o, l.live_set, native);
+    if (r.torch.live_at_taken) torch_live_at_text(o, r.torch.live_at, 10, e);
   }
   if (section.empty() || section == "peak") {
     o << "\nPEAK\n";
@@ -268,6 +274,13 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
                                          : "live when the trace ended: the process was killed or crashed")
       << "): " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation") << "\n";
     groups(o, r.leaks, native);
+    if (const TorchCacheAtExit& c = r.torch_cache_at_exit; c.known && c.reserved_bytes)
+      o << "  not counted as leaks: PyTorch's caching allocator still reserved " << format_bytes(c.reserved_bytes) << " in "
+        << count(c.segments, "segment") << ", " << format_bytes(c.cached_bytes())
+        << " of it cached (free: empty_cache() would have released it; the exit gives it all back)"
+        << (c.workspace_bytes ? ", " + format_bytes(c.workspace_bytes) + " its cuBLAS workspaces (kept for the process's life)"
+                              : std::string())
+        << "; its other tensors still allocated are in the list above\n";
     for (const GraphDevice& g : r.graphs)
       if (g.pool_reserved_bytes)
         o << "  not counted as leaks: GPU " << g.device << "'s CUDA graph pool still holds "

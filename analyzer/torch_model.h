@@ -54,7 +54,8 @@ struct TorchGrowth {
   uint64_t bytes = 0, growth_bytes = 0, count = 0;
   int new_highs = 0;
   uint64_t first_t_ns = 0, last_t_ns = 0;
-  uint64_t freed_meanwhile = 0;  // bytes PyTorch took back on that device while it grew
+  uint64_t kept_bytes = 0;       // of the growth, what it kept across iterations (its floor's rise; metrics.md)
+  uint64_t freed_meanwhile = 0;  // bytes other lines allocated and gave back on that device while it grew
 };
 
 // PyTorch's OutOfMemoryError: the figures of its message, what we saw, and why it did not fit.
@@ -74,13 +75,37 @@ struct TorchOomInfo {
   bool fits_in_a_free_block = false;  // (never true at a real OOM: for the evidence)
 };
 
-// A named instant (a vramtrace region's begin or end): the figures of every device with blocks.
+// A named instant (a vramtrace region's begin or end): the figures of every device with blocks,
+// and what memory_stats() counts since the start: the peaks (max_memory_allocated/reserved, never
+// reset here: torch.cuda.reset_peak_memory_stats() is not seen), the allocation retries (a request
+// whose first attempt failed and that freed the cache to try again: num_alloc_retries) and the
+// OutOfMemoryErrors (num_ooms).
 struct TorchMark {
   std::string name;
   bool begin = false;
   uint64_t t_ns = 0;
   int device = -1;
   TorchFigures figures;
+  uint64_t peak_allocated = 0, peak_reserved = 0;
+  uint64_t alloc_retries = 0, ooms = 0;
+};
+
+// PyTorch's memory at a chosen instant (`--at`): every segment with every live block, address by
+// address, each block with its call site (like torch.cuda.memory._snapshot(), without free blocks).
+struct TorchLiveBlock {
+  uint64_t address = 0, size = 0;
+  uint32_t stack_id = 0;
+  std::string line;  // the user's line, once symbolized
+};
+struct TorchLiveSegment {
+  uint64_t address = 0, size = 0;
+  bool expandable = false;
+  std::vector<TorchLiveBlock> blocks;  // by address
+};
+struct TorchLiveDevice {
+  int device = -1;
+  TorchFigures figures;
+  std::vector<TorchLiveSegment> segments;  // by address
 };
 
 // Live tensor bytes by line over time (like memory_viz's Active Memory Timeline, aggregated so
@@ -102,11 +127,11 @@ struct TorchDevice {
   uint64_t peak_allocated = 0, peak_allocated_t_ns = 0;  // max_memory_allocated
   uint64_t peak_reserved = 0, peak_reserved_t_ns = 0;    // max_memory_reserved
   TorchView peak;  // at the allocated peak
-  // Fragmentation at its worst: the moment the most reserved-but-unallocated memory lay outside
-  // the largest free block.
+  // Fragmentation at its worst: the moment, while tensors were being placed, with the most
+  // inactive split (free memory inside segments that still hold tensors).
   uint64_t worst_fragmentation_t_ns = 0;
   TorchFigures worst_fragmentation;
-  double worst_fragmentation_ratio = 0;  // 1 - largest free block / reserved but unallocated
+  double worst_fragmentation_ratio = 0;  // inactive split / reserved
   uint64_t end_allocated = 0, end_reserved = 0;
   // Timeline (max-preserving, like the report's): allocated, reserved, inactive split.
   std::vector<std::pair<uint64_t, uint64_t>> allocated_points, reserved_points, inactive_split_points;
@@ -131,6 +156,8 @@ struct TorchReport {
   std::vector<TorchDevice> devices;
   std::vector<TorchMark> marks;
   std::vector<TorchGrowth> growth;  // over the whole run
+  bool live_at_taken = false;            // `--at` was asked and the block layer was on then
+  std::vector<TorchLiveDevice> live_at;  // its segments and blocks
   bool figures() const { return layer == "on"; }
 };
 

@@ -1,7 +1,9 @@
 // See torch_render.h.
 #include "torch_render.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "byte_size.h"
 #include "oom_verdict.h"
@@ -53,7 +55,7 @@ json growth_json(const std::vector<TorchGrowth>& v) {
   for (const TorchGrowth& g : v)
     a.push_back({{"line", user_line(g.stack)}, {"device", g.device}, {"bytes", g.bytes}, {"growth_bytes", g.growth_bytes},
                  {"count", g.count}, {"new_highs", g.new_highs}, {"first_t_ns", g.first_t_ns}, {"last_t_ns", g.last_t_ns},
-                 {"freed_meanwhile_bytes", g.freed_meanwhile}, {"stack", stack_json(g.stack)}});
+                 {"kept_bytes", g.kept_bytes}, {"freed_meanwhile_bytes", g.freed_meanwhile}, {"stack", stack_json(g.stack)}});
   return a;
 }
 
@@ -109,7 +111,6 @@ void view_text(std::ostringstream& o, const TorchView& v, const char* indent, st
 json torch_json(const TorchReport& t) {
   json devices = json::array();
   for (const TorchDevice& d : t.devices) {
-    uint64_t unallocated = d.worst_fragmentation.reserved_unallocated();
     devices.push_back(
         {{"device", d.device},
          {"peak_allocated_bytes", d.peak_allocated},
@@ -120,9 +121,7 @@ json torch_json(const TorchReport& t) {
          {"worst_fragmentation",
           {{"t_ns", d.worst_fragmentation_t_ns},
            {"figures", figures_json(d.worst_fragmentation)},
-           {"unusable_bytes", unallocated > d.worst_fragmentation.largest_free_block
-                                  ? unallocated - d.worst_fragmentation.largest_free_block
-                                  : 0},
+           {"unusable_bytes", d.worst_fragmentation.inactive_split},
            {"fragmentation", d.worst_fragmentation_ratio}}},
          {"end", {{"allocated_bytes", d.end_allocated}, {"reserved_bytes", d.end_reserved}}},
          {"timeline",
@@ -136,6 +135,10 @@ json torch_json(const TorchReport& t) {
     j["kind"] = m.begin ? "begin" : "end";
     j["t_ns"] = m.t_ns;
     j["device"] = m.device;
+    j["peak_allocated_bytes"] = m.peak_allocated;
+    j["peak_reserved_bytes"] = m.peak_reserved;
+    j["alloc_retries"] = m.alloc_retries;
+    j["ooms"] = m.ooms;
     marks.push_back(j);
   }
   return {{"mode", t.mode},
@@ -150,6 +153,43 @@ json torch_json(const TorchReport& t) {
           {"devices", devices},
           {"marks", marks},
           {"growth", growth_json(t.growth)}};
+}
+
+json torch_live_at_json(const std::vector<TorchLiveDevice>& v) {
+  json devices = json::array();
+  for (const TorchLiveDevice& d : v) {
+    json segs = json::array();
+    for (const TorchLiveSegment& s : d.segments) {
+      json blocks = json::array();
+      for (const TorchLiveBlock& b : s.blocks)
+        blocks.push_back({{"address", b.address}, {"size", b.size}, {"line", b.line}});
+      segs.push_back({{"address", s.address}, {"size", s.size}, {"expandable", s.expandable}, {"blocks", blocks}});
+    }
+    devices.push_back({{"device", d.device}, {"figures", figures_json(d.figures)}, {"segments", segs}});
+  }
+  return devices;
+}
+
+void torch_live_at_text(std::ostringstream& o, const std::vector<TorchLiveDevice>& v, size_t top,
+                        std::string (*esc)(const std::string&)) {
+  for (const TorchLiveDevice& d : v) {
+    o << "  PyTorch, device " << d.device << ": ";
+    figures_line(o, "", d.figures);
+    std::map<std::string, std::pair<uint64_t, uint64_t>> by_line;  // line -> bytes, tensors
+    for (const TorchLiveSegment& s : d.segments)
+      for (const TorchLiveBlock& b : s.blocks) {
+        auto& e = by_line[b.line.empty() ? "(no stack recorded)" : b.line];
+        e.first += b.size;
+        e.second++;
+      }
+    std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> lines(by_line.begin(), by_line.end());
+    std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    if (!lines.empty()) o << "    live tensors by line:\n";
+    for (size_t i = 0; i < lines.size() && i < top; ++i)
+      o << "      " << format_bytes(lines[i].second.first) << " in " << lines[i].second.second
+        << (lines[i].second.second == 1 ? " tensor  " : " tensors  ") << esc(lines[i].first) << "\n";
+    if (lines.size() > top) o << "      ... " << lines.size() - top << " more lines (--top N shows more)\n";
+  }
 }
 
 json torch_oom_json(const TorchOomInfo& t) {
@@ -184,18 +224,19 @@ void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)
     figures_line(o, "", d.peak.figures);
     view_text(o, d.peak, "    ", esc, 5, 3);
     const TorchFigures& w = d.worst_fragmentation;
-    if (w.reserved_unallocated())
-      o << "    fragmentation at its worst (" << secs(r, d.worst_fragmentation_t_ns) << "): "
+    if (w.inactive_split)
+      o << "    fragmentation at its worst (" << secs(r, d.worst_fragmentation_t_ns) << "): inactive split "
+        << format_bytes(w.inactive_split) << " (" << pct(d.worst_fragmentation_ratio)
+        << " of reserved: free space in segments that still hold tensors, which empty_cache() cannot release), "
         << format_bytes(w.reserved_unallocated()) << " reserved but unallocated, largest free block "
-        << format_bytes(w.largest_free_block) << " (" << pct(d.worst_fragmentation_ratio) << " fragmented), inactive split "
-        << format_bytes(w.inactive_split) << "\n";
+        << format_bytes(w.largest_free_block) << "\n";
     o << "    at the end: allocated " << format_bytes(d.end_allocated) << ", reserved " << format_bytes(d.end_reserved) << "\n";
   }
   if (!t.growth.empty()) {
-    o << "  tensor lines whose live bytes kept rising:\n";
+    o << "  tensor lines that kept tensors alive across iterations:\n";
     for (const TorchGrowth& g : t.growth)
-      o << "    +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.bytes) << " (" << g.count << " tensors live, "
-        << g.new_highs << " new highs)  " << esc(line_or_none(g.stack)) << "\n";
+      o << "    +" << format_bytes(g.kept_bytes) << " kept (up to " << format_bytes(g.bytes) << ", " << g.count
+        << " tensors live at the end, " << g.new_highs << " new highs)  " << esc(line_or_none(g.stack)) << "\n";
   }
 }
 

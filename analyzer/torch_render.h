@@ -13,6 +13,10 @@ namespace vt::analyzer {
 
 nlohmann::json torch_json(const TorchReport& t);
 nlohmann::json torch_oom_json(const TorchOomInfo& t);
+// `--at`: PyTorch's segments and blocks at that instant (JSON: every block; text: by line).
+nlohmann::json torch_live_at_json(const std::vector<TorchLiveDevice>& v);
+void torch_live_at_text(std::ostringstream& o, const std::vector<TorchLiveDevice>& v, size_t top,
+                        std::string (*esc)(const std::string&));
 
 // `secs` turns a trace time into "1.234 s" from the start; `esc` escapes a trace string for a terminal.
 void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)(const TraceReport&, uint64_t),

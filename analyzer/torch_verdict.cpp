@@ -24,12 +24,20 @@ std::string torch_format_size(uint64_t size) {
   return b;
 }
 
-std::string torch_oom_message(const TorchOomInfo& t) {
+std::string torch_oom_message(const TorchOomInfo& t, const std::vector<GpuProcess>& nvml_rows, uint64_t self_pid) {
   uint64_t unallocated = t.reserved > t.allocated ? t.reserved - t.allocated : 0;
+  // c10/cuda/CUDACachingAllocator.cpp, reportProcessMemoryInfo: one sentence per NVML row.
+  std::string processes;
+  for (const GpuProcess& g : nvml_rows) {
+    if (g.bytes == kNvmlNotAvailable) continue;
+    processes += (g.pid == self_pid ? std::string("Including non-PyTorch memory, this process")
+                                    : "Process " + std::to_string(g.pid)) +
+                 " has " + torch_format_size(g.bytes) + " memory in use. ";
+  }
   return "Tried to allocate " + torch_format_size(t.tried_to_allocate) + ". GPU " + std::to_string(t.device) +
          " has a total capacity of " + torch_format_size(t.device_total) + " of which " + torch_format_size(t.device_free) +
-         " is free. Of the allocated memory " + torch_format_size(t.allocated) + " is allocated by PyTorch, and " +
-         torch_format_size(unallocated) + " is reserved by PyTorch but unallocated.";
+         " is free. " + processes + "Of the allocated memory " + torch_format_size(t.allocated) +
+         " is allocated by PyTorch, and " + torch_format_size(unallocated) + " is reserved by PyTorch but unallocated.";
 }
 
 namespace {
@@ -122,6 +130,37 @@ void tensor_lines(TorchTensorTimeline& tl, Symbolizer& sym) {
   tl.lines = std::move(merged);
 }
 
+// PyTorch's cuBLAS workspaces (one per handle and stream, taken from the caching allocator by
+// at::cuda::getCurrentCUDABlasHandle and kept for the process's life: CUBLAS_WORKSPACE_CONFIG sizes
+// them) are still allocated at exit in every program that ran a matmul: PyTorch's, not a leak.
+bool is_cublas_workspace(const std::vector<Frame>& stack) {
+  for (const Frame& f : stack)
+    if (f.function.rfind("at::cuda::getCurrentCUDABlasHandle", 0) == 0 ||
+        f.function.rfind("at::cuda::getCurrentCUDABlasLtHandle", 0) == 0 ||
+        f.function.rfind("at::cuda::getCUDABlasLtWorkspace", 0) == 0)
+      return true;
+  return false;
+}
+
+void workspaces_out_of_leaks(TraceReport* rep) {
+  TorchCacheAtExit& c = rep->torch_cache_at_exit;
+  if (!c.known) return;
+  uint64_t total = 0;
+  std::vector<SiteGroup> kept;
+  for (SiteGroup& g : rep->leaks) {
+    if (g.kind == "tensor" && is_cublas_workspace(g.stack)) {
+      c.workspace_bytes += g.bytes;
+      rep->leak_bytes -= std::min(rep->leak_bytes, g.bytes);
+      rep->leak_count -= std::min(rep->leak_count, g.count);
+      continue;
+    }
+    total += g.bytes;
+    kept.push_back(std::move(g));
+  }
+  for (SiteGroup& g : kept) g.share = total ? double(g.bytes) / double(total) : 0;
+  rep->leaks = std::move(kept);
+}
+
 }  // namespace
 
 void finish_torch(const StackStore& stacks, Symbolizer& sym, size_t top, TraceReport* rep) {
@@ -153,12 +192,21 @@ void finish_torch(const StackStore& stacks, Symbolizer& sym, size_t top, TraceRe
     tensor_lines(d.tensors, sym);
   }
   symbolize_growth(t.growth, sym);
+  workspaces_out_of_leaks(rep);
+  std::map<uint32_t, std::string> lines;  // `--at`'s blocks: each call site's user line, once
+  for (TorchLiveDevice& d : t.live_at)
+    for (TorchLiveSegment& s : d.segments)
+      for (TorchLiveBlock& b : s.blocks) {
+        auto [it, added] = lines.emplace(b.stack_id, std::string());
+        if (added && b.stack_id) it->second = user_line(sym.stack(b.stack_id));
+        b.line = it->second;
+      }
   for (OomReport& o : rep->ooms) {
     if (!o.torch) continue;
     symbolize_view(o.torch_info.view, sym, top);
     by_line(o.torch_info.outside, sym, top);
     symbolize_growth(o.torch_info.grew_before, sym);
-    o.torch_info.message = torch_oom_message(o.torch_info);
+    o.torch_info.message = torch_oom_message(o.torch_info, o.nvml_rows, rep->process.pid);
     if (!o.stack_id) o.stack.clear();
     judge_torch_oom(o);
   }
@@ -225,8 +273,8 @@ void judge_torch_oom(OomReport& o) {
   uint64_t growth = 0;
   const TorchGrowth* top_growth = nullptr;
   for (const TorchGrowth& g : t.grew_before) {
-    if (g.freed_meanwhile < g.growth_bytes) continue;
-    growth += g.growth_bytes;
+    if (!g.kept_bytes || g.freed_meanwhile < g.kept_bytes) continue;
+    growth += g.kept_bytes;
     if (!top_growth) top_growth = &g;
   }
   growth = std::min(growth, A);
@@ -272,7 +320,7 @@ void judge_torch_oom(OomReport& o) {
                       format_bytes(growth) + " of live tensors grew steadily before the failure while the loop freed "
                       "its temporaries" +
                           (top_growth ? ", most at " + line_of(top_growth->stack) + " (+" +
-                                            format_bytes(top_growth->growth_bytes) + ", " + std::to_string(top_growth->count) +
+                                            format_bytes(top_growth->kept_bytes) + ", " + std::to_string(top_growth->count) +
                                             " tensors live)"
                                       : "") +
                           ": tensors kept alive across iterations",
@@ -287,6 +335,14 @@ void judge_torch_oom(OomReport& o) {
                           (too_big ? "; with the request they do not fit on the device" : ""),
                       {{"allocated_bytes", A}, {"block_bytes", S}, {"device_total_bytes", T}}});
   }
+  // Fragmentation decides when its free space alone would have held the request, unless another
+  // process or memory outside PyTorch holds more than that free space and alone would have made
+  // room: that cause takes more of the device, and freeing it is the bigger win.
+  if (U >= S && L < S)
+    for (Cause& c : causes) {
+      const uint64_t holds = c.code == "other_processes" ? others : c.code == "outside_pytorch" ? O : 0;
+      if (holds > U && X <= F + holds) c.score = 1.0 + double(holds) / Td;
+    }
   std::stable_sort(causes.begin(), causes.end(), [](const Cause& a, const Cause& b) { return a.score > b.score; });
   o.causes = causes;
   o.verdict = causes[0].code;
@@ -323,7 +379,7 @@ void judge_torch_oom(OomReport& o) {
                   "When sharing a GPU on purpose, cap each process: torch.cuda.set_per_process_memory_fraction."};
   } else if (o.verdict == "leak_growth") {
     std::string where = top_growth ? line_of(top_growth->stack) : "a line";
-    o.remedies = {where + " kept " + format_bytes(top_growth ? top_growth->growth_bytes : growth) +
+    o.remedies = {where + " kept " + format_bytes(top_growth ? top_growth->kept_bytes : growth) +
                       " of tensors alive across iterations: a tensor that outlives its step (a loss summed without "
                       ".item(), an output kept with its graph: .detach() it, a list that collects outputs): `del` it or "
                       "keep a Python number.",

@@ -22,7 +22,9 @@ void judge_torch_oom(OomReport& o);
 // PyTorch's format_size (c10/core/Allocator.h): "512 bytes", "1.50 KiB", "20.00 MiB", "79.15 GiB".
 std::string torch_format_size(uint64_t bytes);
 
-// The figures of PyTorch's OutOfMemoryError for this failure, as its message words them.
-std::string torch_oom_message(const TorchOomInfo& t);
+// The figures of PyTorch's OutOfMemoryError for this failure, as its message words them: with
+// NVML's process list at the failure (nvml_rows, in NVML's order), its sentence for each process
+// ("Including non-PyTorch memory, this process has X memory in use." for this one, self_pid).
+std::string torch_oom_message(const TorchOomInfo& t, const std::vector<GpuProcess>& nvml_rows, uint64_t self_pid);
 
 }  // namespace vt::analyzer

@@ -30,6 +30,7 @@
 
 #include "clock.h"
 #include "driver_api.h"
+#include "gpu_processes.h"
 #include "loaded_symbol.h"
 #include "log.h"
 #include "own_work.h"
@@ -204,7 +205,11 @@ __attribute__((noinline)) void torch_oom(int64_t size, size_t total_allocated, s
       announce_on();
       // TorchOomSchema's order (format/pytorch_records.h); the recorder appends the stack id.
       uint64_t f[6] = {uint64_t(index), format::zigzag(size), total_allocated, total_reserved, free_b, total_b};
-      record_layer_event(format::kTagTorchOom, now_ns(), f, 6, caller, kMaxCaptureSlots);
+      const uint64_t t = now_ns();
+      record_layer_event(format::kTagTorchOom, t, f, 6, caller, kMaxCaptureSlots);
+      // NVML's list now, as PyTorch reads it for its message ("this process has X in use"): with
+      // a memory fraction reached no driver call failed to take it.
+      record_gpu_processes(index, t);
     }
   }
   *err = saved;

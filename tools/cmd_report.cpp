@@ -3,7 +3,7 @@
 // analysed as one job (all its traces, -j at once), or, without traces, from per-rank JSON
 // summaries (docs/scale.md). HTML without -o goes to vramtrace-report.html when stdout is a
 // terminal (75 KB of markup helps nobody there), to stdout when it is redirected. `--at T` adds
-// the live set at T. `vramtrace summary` is the one-screen form.
+// the live set at T (or at a region mark, `--at mark:NAME`), with PyTorch's blocks then. `vramtrace summary` is the one-screen form.
 // `vramtrace export --folded OUT TRACE [--leaks]`.
 #include <unistd.h>
 
@@ -71,8 +71,14 @@ int report_command(const ReportOptions& opt) {
   a.jobs = opt.jobs ? opt.jobs : analyzer::online_cpus();
   a.accept_summaries = true;
   std::string err, text;
-  if (!opt.at.empty() && !parse_time(opt.at, &a.at_ns, &err)) {
-    error_line("--at: " + err);
+  if (opt.at.rfind("mark:", 0) == 0) {
+    a.at_mark = opt.at.substr(5);
+    if (a.at_mark.empty()) {
+      error_line("--at: 'mark:' needs a region name (mark:NAME, as given to vramtrace_region_begin)");
+      return kExitUsage;
+    }
+  } else if (!opt.at.empty() && !parse_time(opt.at, &a.at_ns, &err)) {
+    error_line("--at: " + err + ", or mark:NAME");
     return kExitUsage;
   }
   analyzer::JobReport job;

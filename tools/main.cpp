@@ -133,11 +133,13 @@ int main(int argc, char** argv) {
     c->add_option("-j,--jobs", report.jobs, "a directory: traces analysed at once (default: the online CPUs; 1: one by one)")
         ->check(CLI::Range(1u, 4096u));
     if (section.empty() || section == "peak")
-      c->add_option("--at", report.at, "also what was live at this time since the start (12.5s, 250ms, 2m)")
+      c->add_option("--at", report.at, "also what was live at this time since the start (12.5s, 250ms, 2m) or at a mark (mark:NAME, the first begin of the vramtrace region NAME)")
           ->check([](const std::string& v) {
             int64_t ns;
             std::string why;
-            return vt::cli::parse_time(v, &ns, &why) ? std::string() : why;
+            if (v.rfind("mark:", 0) == 0)
+              return v.size() > 5 ? std::string() : std::string("'mark:' needs a region name (mark:NAME)");
+            return vt::cli::parse_time(v, &ns, &why) ? std::string() : why + ", or mark:NAME";
           });
     report_cmds.push_back({c, section});
   }

@@ -2,6 +2,8 @@
 #include "aggregators/leaks.h"
 
 #include <algorithm>
+
+#include <absl/container/flat_hash_map.h>
 #include <utility>
 
 #include "aggregators/site_groups.h"
@@ -64,12 +66,39 @@ std::vector<GrowthSite> LeakAggregator::grew_before(const LiveState& live, uint6
   return out;
 }
 
-void LeakAggregator::finish(const LiveState& live, size_t top, TraceReport* rep) const {
+void LeakAggregator::finish(const LiveState& live, const AllocatorAtExit& cache, size_t top, TraceReport* rep) const {
   rep->end = rep->process.closed_cleanly ? "clean_exit" : "killed";
   // Imported memory is another process's: what is still open at the end is no leak of this one
   // (format/accounting.h, rule 10), and the report lists it apart.
   SharingReport& sh = rep->sharing;
-  for (SiteGroup& g : site_groups(live.sites(), 0, false)) {
+  std::vector<SiteGroup> groups;
+  if (!cache.known) {
+    groups = site_groups(live.sites(), 0, false);
+  } else {
+    // The caching allocator's segments leave the driver-level rows; its live tensors come instead.
+    absl::flat_hash_map<SiteKey, SiteBytes> cached;
+    for (const SiteTable::Row& row : cache.segments) cached[row.key] = row.b;
+    std::vector<SiteTable::Row> rows;
+    for (const SiteTable::Row& row : live.sites()) {
+      SiteTable::Row r = row;
+      if (auto it = cached.find(row.key); it != cached.end()) {
+        r.b.bytes -= std::min(r.b.bytes, it->second.bytes);
+        r.b.count -= std::min(r.b.count, it->second.count);
+      }
+      if (r.b.bytes || r.b.count) rows.push_back(r);
+    }
+    groups = site_groups(rows, 0, false);
+    std::vector<SiteGroup> tensors = site_groups(cache.tensors, 0, false);
+    for (SiteGroup& g : tensors) g.kind = "tensor";
+    groups.insert(groups.end(), tensors.begin(), tensors.end());
+    std::stable_sort(groups.begin(), groups.end(), [](const SiteGroup& a, const SiteGroup& b) { return a.bytes > b.bytes; });
+    TorchCacheAtExit& c = rep->torch_cache_at_exit;
+    c.known = true;
+    c.reserved_bytes = cache.reserved;
+    c.segments = cache.segment_count;
+    c.allocated_bytes = cache.allocated;
+  }
+  for (SiteGroup& g : groups) {
     const bool imported = g.kind == bucket_name(Bucket::Imported);
     (imported ? sh.imported_bytes : rep->leak_bytes) += g.bytes;
     (imported ? sh.imported_count : rep->leak_count) += g.count;

@@ -15,6 +15,15 @@
 
 namespace vt::analyzer {
 
+// What of the live memory at the end belongs to a caching allocator (PyTorch's segments): its
+// cache is no leak; what it still hands out (its tensors) is counted in its place.
+struct AllocatorAtExit {
+  bool known = false;                    // the allocator was followed to the end
+  std::vector<SiteTable::Row> segments;  // its live driver allocations, by the driver call's site
+  std::vector<SiteTable::Row> tensors;   // its live blocks, by their site (bucket Device)
+  uint64_t reserved = 0, segment_count = 0, allocated = 0;
+};
+
 class LeakAggregator {
  public:
   // After each applied event.
@@ -25,8 +34,9 @@ class LeakAggregator {
   // failure), biggest growth first, each with its allocations live now.
   std::vector<GrowthSite> grew_before(const LiveState& live, uint64_t now, uint64_t min_bytes) const;
 
-  // rep->end, leaks, teardown and growth (the last against the highest peak: rep->peaks first).
-  void finish(const LiveState& live, size_t top, TraceReport* rep) const;
+  // rep->end, leaks, teardown and growth (the last against the highest peak: rep->peaks first);
+  // with `cache` known, its segments leave the leaks and its tensors join them (kind "tensor").
+  void finish(const LiveState& live, const AllocatorAtExit& cache, size_t top, TraceReport* rep) const;
 
  private:
   void checkpoint(const LiveState& live, uint64_t now);

@@ -51,15 +51,23 @@ void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAgg
 void OomAggregator::on_gpu_processes(const GpuProcessList& list, uint64_t t) {
   for (auto it = ooms_.rbegin(); it != ooms_.rend(); ++it)
     if (it->device == list.device && !it->nvml && t >= it->t_ns && t - it->t_ns <= kOomListWindowNs) {
-      it->nvml = true;
-      for (const GpuProcess& g : list.processes)
-        if (g.pid != own_pid_) {
-          it->other_processes.push_back(g);
-        } else if (g.bytes != kNvmlNotAvailable) {  // (none in a MIG instance or unprivileged)
-          it->nvml_self = true;
-          it->nvml_self_bytes = g.bytes;
-        }
+      take_gpu_processes(*it, list, own_pid_);
       return;
+    }
+}
+
+void OomAggregator::take_gpu_processes(OomReport& o, const GpuProcessList& list, uint64_t own_pid) {
+  o.nvml = true;
+  o.nvml_rows = list.processes;
+  o.other_processes.clear();
+  o.nvml_self = false;
+  o.nvml_self_bytes = 0;
+  for (const GpuProcess& g : list.processes)
+    if (g.pid != own_pid) {
+      o.other_processes.push_back(g);
+    } else if (g.bytes != kNvmlNotAvailable) {  // (none in a MIG instance or unprivileged)
+      o.nvml_self = true;
+      o.nvml_self_bytes = g.bytes;
     }
 }
 

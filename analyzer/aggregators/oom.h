@@ -27,6 +27,8 @@ class OomAggregator {
   // failure's time; when NVML was not ready then, the sampler thread's list within that window
   // still says who held the device; a later one does not).
   void on_gpu_processes(const GpuProcessList& list, uint64_t t);
+  // NVML's list onto one OOM: its rows, the other processes, this process's own figure.
+  static void take_gpu_processes(OomReport& o, const GpuProcessList& list, uint64_t own_pid);
   static constexpr uint64_t kOomListWindowNs = 1'000'000'000;
   // The pools' own figures read at the failure: they replace the modelled cache of the latest
   // failure on that device that has none yet.

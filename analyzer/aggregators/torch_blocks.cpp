@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "aggregators/oom.h"
 #include "aggregators/site_groups.h"
 
 namespace vt::analyzer {
@@ -286,9 +287,10 @@ void TorchAggregator::remove_range(uint64_t lo, uint64_t hi, uint64_t t) {
   }
 }
 
-void TorchAggregator::make_torch(uint64_t owner_key, Owner& o) {
+void TorchAggregator::make_torch(uint64_t owner_key, Owner& o, uint64_t t) {
   o.torch = true;
   expandable_seen_ |= o.expandable;
+  judge_fragmentation(t, o.device);  // PyTorch needed a new segment: what the others' free space was
   Dev& d = dev(o.device);
   d.reserved += o.bytes;
   d.segments++;
@@ -365,7 +367,7 @@ void TorchAggregator::on_block(uint64_t t, const TorchBlock& b) {
     if (!o.torch) {
       if (o.device < 0) o.device = device;
       if (g.device < 0) g.device = device;
-      make_torch(g.owner, o);
+      make_torch(g.owner, o, t);
     }
     auto next = blocks_.lower_bound(addr);
     uint64_t right = next != blocks_.end() && next->first < g.hi ? next->first : g.hi;
@@ -424,6 +426,8 @@ void TorchAggregator::on_block(uint64_t t, const TorchBlock& b) {
     SiteBytes& s = sites_.at(it->second.site);
     s.bytes -= std::min(s.bytes, size);
     s.count -= s.count ? 1 : 0;
+    if (row_freed_.size() <= it->second.site) row_freed_.resize(size_t(it->second.site) + 1, 0);
+    row_freed_[it->second.site] += size;
     blocks_.erase(it);
     d.allocated -= size;
     d.blocks--;
@@ -439,12 +443,13 @@ void TorchAggregator::on_block(uint64_t t, const TorchBlock& b) {
                       std::to_string(d.reserved) + " bytes, its total_reserved says " + std::to_string(b.total_reserved));
     return;
   }
-  after_block(t, device);
+  after_block(t, device, b.size > 0);
 }
 
-void TorchAggregator::after_block(uint64_t t, int device) {
+void TorchAggregator::after_block(uint64_t t, int device, bool allocation) {
   Dev& d = dev(device);
   d.last_block_t = t;
+  if (allocation) d.failed_in_request = false;  // the request was placed (after a retry, or not)
   last_block_t_ = t;
   if (d.allocated > d.bucket.total || (!d.bucket.t && !d.bucket_pending)) {
     d.bucket.total = d.allocated;  // a new high of the bucket: snapshotted before the next free
@@ -459,14 +464,6 @@ void TorchAggregator::after_block(uint64_t t, int device) {
   if (d.reserved > d.peak_reserved) {
     d.peak_reserved = d.reserved;
     d.peak_reserved_t = t;
-  }
-  uint64_t largest = d.gaps.empty() ? 0 : *d.gaps.rbegin();
-  uint64_t unallocated = d.reserved > d.allocated ? d.reserved - d.allocated : 0;
-  uint64_t waste = unallocated > largest ? unallocated - largest : 0;
-  if (waste > d.worst_waste) {
-    d.worst_waste = waste;
-    d.worst_t = t;
-    d.worst = figures(device);
   }
   if (!d.allocated_tl) {
     d.allocated_tl = std::make_unique<Timeline>(timeline_points_);
@@ -485,12 +482,99 @@ void TorchAggregator::after_block(uint64_t t, int device) {
     std::vector<std::pair<int, uint64_t>> freed;
     for (const auto& [dv, dd] : devs_) freed.push_back({dv, dd.freed});
     freed_at_.push_back(std::move(freed));
+    site_freed_at_.push_back(site_freed_now());
     if (checkpoints_.times().size() <= before) {  // it kept every other one: so do we
       size_t w = 0;
-      for (size_t i = 0; i < freed_at_.size(); i += 2) freed_at_[w++] = std::move(freed_at_[i]);
+      for (size_t i = 0; i < freed_at_.size(); i += 2, ++w) {
+        freed_at_[w] = std::move(freed_at_[i]);
+        site_freed_at_[w] = std::move(site_freed_at_[i]);
+      }
       freed_at_.resize(w);
+      site_freed_at_.resize(w);
     }
   }
+}
+
+// Fragmentation at its worst: the most inactive split (free space inside segments that still
+// hold a tensor: the cache flush of a failing request cannot release it, and no request larger
+// than its pieces can use it; whole free segments are neither: the flush gives them back), judged
+// when it hurt: when a request found no free piece large enough and PyTorch took a new segment
+// from the driver, and at an OOM. Never after a free, so the interpreter's teardown (tensors
+// going, the cache intact) cannot set the headline, nor a segment still being filled.
+void TorchAggregator::judge_fragmentation(uint64_t t, int device) {
+  Dev& d = dev(device);
+  uint64_t waste = d.inactive;
+  if (waste > d.worst_waste) {
+    d.worst_waste = waste;
+    d.worst_t = t;
+    d.worst = figures(device);
+  }
+}
+
+SiteSnapshot TorchAggregator::site_freed_now() const {
+  SiteSnapshot out;
+  const SiteTable::Rows& rows = sites_.rows();
+  for (size_t i = 0; i < row_freed_.size() && i < rows.size(); ++i)
+    if (row_freed_[i]) out.emplace(rows[i].key, row_freed_[i]);
+  return out;
+}
+
+// A growing tensor site, in PyTorch's terms (docs/metrics.md, "Tensors kept alive across
+// iterations"). `series` is the checkpoints (and `now` last, at an OOM). What the site kept: when
+// its bytes dropped since its first high (its temporaries went back: an iteration ended), how far
+// its floor rose, from where it started to the lowest it went after its last drop before its
+// last high; a forward pass
+// still filling up when the device ran out is no such thing. Without any drop, all its growth.
+// freed_meanwhile: what other sites of the device gave back while it grew, up to that floor.
+TorchGrowth TorchAggregator::growth_of(const GrowthHit& h, const std::vector<const SiteSnapshot*>& series,
+                                       const std::vector<uint64_t>& times,
+                                       const std::vector<std::pair<int, uint64_t>>* now_freed,
+                                       const SiteSnapshot* now_site_freed) const {
+  TorchGrowth g;
+  g.stack_id = h.key.stack;
+  g.device = h.key.device;
+  g.bytes = h.high;
+  g.growth_bytes = h.growth;
+  g.new_highs = h.new_highs;
+  g.first_t_ns = times[h.first_high];
+  g.last_t_ns = times[h.last_high];
+  const SiteBytes* sb = sites_.find(h.key);
+  g.count = sb ? sb->count : 0;
+  auto value = [&](size_t i) {
+    auto it = series[i]->find(h.key);
+    return it == series[i]->end() ? uint64_t(0) : it->second;
+  };
+  // (Drops after its last high are the end of the run or the unwinding of an OOM: not counted.)
+  size_t last_drop = 0;
+  for (size_t i = h.first_high + 1; i <= h.last_high; ++i)
+    if (value(i) < value(i - 1)) last_drop = i;
+  size_t until = h.last_high;
+  g.kept_bytes = h.growth;
+  if (last_drop) {
+    until = last_drop;
+    for (size_t i = last_drop; i <= h.last_high; ++i)
+      if (value(i) < value(until)) until = i;
+    const uint64_t start = value(0), floor = value(until);
+    g.kept_bytes = floor > start ? floor - start : 0;
+  }
+  auto site_freed = [&](size_t i) -> uint64_t {
+    const SiteSnapshot* snap = i < site_freed_at_.size() ? &site_freed_at_[i] : now_site_freed;
+    if (!snap) return 0;
+    auto it = snap->find(h.key);
+    return it == snap->end() ? 0 : it->second;
+  };
+  // The loop's temporaries: what other lines of the device allocated and gave back meanwhile (at
+  // least what they gave back beyond what they held when it started: a backward pass freeing the
+  // forward's activations as gradients appear churns nothing of its own).
+  const size_t from = std::min(h.first_high, until);
+  uint64_t all = freed_between(h.key.device, from, until, now_freed);
+  uint64_t own = site_freed(until) > site_freed(from) ? site_freed(until) - site_freed(from) : 0;
+  uint64_t held_elsewhere = 0;
+  for (const auto& [key, bytes] : *series[from])
+    if (key.device == h.key.device && !(key == h.key)) held_elsewhere += bytes;
+  uint64_t elsewhere = all > own ? all - own : 0;
+  g.freed_meanwhile = elsewhere > held_elsewhere ? elsewhere - held_elsewhere : 0;
+  return g;
 }
 
 // Bytes taken back on `device` between checkpoints `from` and `to` (an index past the last one
@@ -555,7 +639,24 @@ TorchView TorchAggregator::view(int device, uint64_t t) const {
   return v;
 }
 
+void TorchAggregator::on_failed(const Record& r) {
+  if (!r.op || (r.op->kind != MemKind::Device && r.op->kind != MemKind::VmmPhysical)) return;
+  Dev& d = dev(r.device);
+  if (d.failed_in_request) return;  // the retry's failure: one retry per request
+  d.failed_in_request = true;
+  d.alloc_retries++;  // PyTorch frees its cache and tries again (num_alloc_retries)
+}
+
 void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& live) {
+  {
+    Dev& d = dev(o.device);
+    // No driver call failed: a memory fraction was reached. PyTorch still freed its cache and
+    // tried once more before giving up.
+    if (!d.failed_in_request) d.alloc_retries++;
+    d.failed_in_request = false;
+    d.ooms++;
+    judge_fragmentation(t, o.device);
+  }
   PendingOom p;
   p.rec = o;
   p.t = t;
@@ -625,21 +726,11 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
   times.push_back(t);
   std::vector<std::pair<int, uint64_t>> now_freed;
   for (const auto& [dv, dd] : devs_) now_freed.push_back({dv, dd.freed});
+  const SiteSnapshot now_site_freed = site_freed_now();
   uint64_t min_growth = std::max<uint64_t>(1 << 20, o.device_total / 1000);
   for (const GrowthHit& h : growing_sites(series, min_growth)) {
     if (h.key.device != o.device) continue;
-    TorchGrowth g;
-    g.stack_id = h.key.stack;
-    g.device = h.key.device;
-    g.bytes = h.high;
-    g.growth_bytes = h.growth;
-    g.new_highs = h.new_highs;
-    g.first_t_ns = times[h.first_high];
-    g.last_t_ns = times[h.last_high];
-    const SiteBytes* sb = sites_.find(h.key);
-    g.count = sb ? sb->count : 0;
-    g.freed_meanwhile = freed_between(o.device, h.first_high, h.last_high, &now_freed);
-    info.grew_before.push_back(g);
+    info.grew_before.push_back(growth_of(h, series, times, &now_freed, &now_site_freed));
     if (info.grew_before.size() == top_) break;
   }
   p.since = dev(o.device).last_block_t;
@@ -648,12 +739,87 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
   ooms_.push_back(std::move(p));
 }
 
+void TorchAggregator::on_gpu_processes(const GpuProcessList& list, uint64_t t) {
+  for (auto it = ooms_.rbegin(); it != ooms_.rend(); ++it)
+    if (it->rec.device == list.device && !it->nvml && t >= it->t && t - it->t <= OomAggregator::kOomListWindowNs) {
+      it->nvml = true;
+      it->processes = list;
+      return;
+    }
+}
+
 void TorchAggregator::on_mark(uint64_t t, const RegionMark& mark) {
   if (!tracking_ || !valid_) return;
   for (const auto& [device, d] : devs_) {
-    (void)d;
-    marks_.push_back(TorchMark{mark.name, mark.begin, t, device, figures(device)});
+    TorchMark m{mark.name, mark.begin, t, device, figures(device)};
+    m.peak_allocated = d.peak;
+    m.peak_reserved = d.peak_reserved;
+    m.alloc_retries = d.alloc_retries;
+    m.ooms = d.ooms;
+    marks_.push_back(std::move(m));
   }
+}
+
+void TorchAggregator::take_live_at() {
+  if (live_at_taken_ || !tracking_ || !valid_) return;
+  live_at_taken_ = true;
+  for (const auto& [device, d] : devs_) {
+    (void)d;
+    TorchLiveDevice ld;
+    ld.device = device;
+    ld.figures = figures(device);
+    for (const auto& [lo, g] : regions_) {
+      auto o = owners_.find(g.owner);
+      if (g.device != device || o == owners_.end() || !o->second.torch) continue;
+      // An expandable segment's mapped ranges are one segment, as PyTorch lists it.
+      if (g.expandable && !ld.segments.empty() && ld.segments.back().expandable &&
+          ld.segments.back().address + ld.segments.back().size == lo) {
+        ld.segments.back().size += g.hi - lo;
+      } else {
+        ld.segments.push_back(TorchLiveSegment{lo, g.hi - lo, g.expandable, {}});
+      }
+      for (auto b = blocks_.lower_bound(lo); b != blocks_.end() && b->first < g.hi; ++b)
+        ld.segments.back().blocks.push_back(TorchLiveBlock{b->first, b->second.size, b->second.stack, {}});
+    }
+    live_at_.push_back(std::move(ld));
+  }
+}
+
+AllocatorAtExit TorchAggregator::at_exit(const LiveState& live) const {
+  AllocatorAtExit x;
+  if (!tracking_ || !valid_ || (status_seen_ && !status_.on)) return x;
+  x.known = true;
+  absl::flat_hash_map<SiteKey, SiteBytes> by_site;
+  auto add = [&](const AllocInfo& a) {
+    SiteBytes& b = by_site[SiteKey{a.stack, a.device, a.bucket}];
+    b.bytes += a.size;
+    b.count++;
+  };
+  for (const auto& slot : live.live()) {
+    auto ow = owners_.find(slot.first);
+    if (ow == owners_.end() || !ow->second.torch || ow->second.expandable) continue;
+    add(live.info(slot.second));
+  }
+  // An expandable segment's memory: the physical handles mapped into PyTorch's reservations.
+  absl::flat_hash_map<uint64_t, bool> handles;
+  for (const auto& [va, m] : live.mappings()) {
+    auto rit = regions_.upper_bound(va);
+    if (rit == regions_.begin()) continue;
+    --rit;
+    auto ow = owners_.find(rit->second.owner);
+    if (rit->second.hi > va && ow != owners_.end() && ow->second.torch) handles[m.handle] = true;
+  }
+  for (const auto& slot : live.vmm_handles())
+    if (handles.count(slot.first)) add(live.info(slot.second));
+  for (const auto& [key, b] : by_site) x.segments.push_back(SiteTable::Row{key, 0, b});
+  for (const SiteTable::Row& row : sites_.rows())
+    if (row.b.bytes || row.b.count) x.tensors.push_back(row);
+  for (const auto& [device, d] : devs_) {
+    x.reserved += d.reserved;
+    x.segment_count += d.segments;
+    x.allocated += d.allocated;
+  }
+  return x;
 }
 
 void TorchAggregator::finish(TraceReport* rep) {
@@ -691,8 +857,7 @@ void TorchAggregator::finish(TraceReport* rep) {
     td.peak = std::move(d.peak_view);
     td.worst_fragmentation_t_ns = d.worst_t;
     td.worst_fragmentation = d.worst;
-    uint64_t unallocated = d.worst.reserved_unallocated();
-    td.worst_fragmentation_ratio = unallocated ? 1.0 - double(d.worst.largest_free_block) / double(unallocated) : 0;
+    td.worst_fragmentation_ratio = d.worst.reserved ? double(d.worst.inactive_split) / double(d.worst.reserved) : 0;
     td.end_allocated = d.allocated;
     td.end_reserved = d.reserved;
     if (d.allocated_tl) {
@@ -737,24 +902,19 @@ void TorchAggregator::finish(TraceReport* rep) {
     }
   }
   tr.marks = std::move(marks_);
+  tr.live_at_taken = live_at_taken_;
+  tr.live_at = std::move(live_at_);
   // The tensor sites that grew over the whole run.
   std::vector<const SiteSnapshot*> series;
   for (const SiteSnapshot& s : checkpoints_.snapshots()) series.push_back(&s);
   uint64_t highest = 0;
   for (const TorchDevice& td : tr.devices) highest = std::max(highest, td.peak_allocated);
-  for (const GrowthHit& h : growing_sites(series, std::max<uint64_t>(1 << 20, highest / 100))) {
-    TorchGrowth g;
-    g.stack_id = h.key.stack;
-    g.device = h.key.device;
-    g.bytes = h.high;
-    g.growth_bytes = h.growth;
-    g.new_highs = h.new_highs;
-    g.first_t_ns = checkpoints_.times()[h.first_high];
-    g.last_t_ns = checkpoints_.times()[h.last_high];
-    const SiteBytes* sb = sites_.find(h.key);
-    g.count = sb ? sb->count : 0;
-    g.freed_meanwhile = freed_between(h.key.device, h.first_high, h.last_high, nullptr);
-    tr.growth.push_back(g);
+  // Only what was kept across iterations: a forward pass filling up and then freed is no growth.
+  const uint64_t min_growth = std::max<uint64_t>(1 << 20, highest / 100);
+  for (const GrowthHit& h : growing_sites(series, min_growth)) {
+    TorchGrowth g = growth_of(h, series, checkpoints_.times(), nullptr, nullptr);
+    if (g.kept_bytes < min_growth || g.freed_meanwhile < g.kept_bytes) continue;
+    tr.growth.push_back(std::move(g));
     if (tr.growth.size() == top_) break;
   }
   // Each PyTorch OOM belongs to the failed driver allocations of the same request on its device
@@ -798,9 +958,19 @@ void TorchAggregator::finish(TraceReport* rep) {
       match = &rep->ooms.back();
     }
     match->torch = true;
+    if (p.nvml) OomAggregator::take_gpu_processes(*match, p.processes, own_pid_);  // (read as PyTorch read it)
     p.info.driver_attempts = attempts;
     match->torch_info = std::move(p.info);
     if (!match->stack_id) match->stack_id = p.rec.stack;
+  }
+  // A failed cudaMalloc that PyTorch recovered from (it freed its cache and the retry worked: a
+  // cache flush, num_alloc_retries) raised nothing in the program: no OOM of its own. The flush
+  // stays in the fragmentation section.
+  for (const CacheFlush& f : rep->fragmentation.cache_flushes) {
+    if (!f.retry_succeeded) continue;
+    rep->ooms.erase(std::remove_if(rep->ooms.begin(), rep->ooms.end(),
+                                   [&](const OomReport& o) { return !o.torch && o.t_ns == f.t_ns && devs_.count(o.device); }),
+                    rep->ooms.end());
   }
   std::stable_sort(rep->ooms.begin(), rep->ooms.end(), [](const OomReport& a, const OomReport& b) { return a.t_ns < b.t_ns; });
 }

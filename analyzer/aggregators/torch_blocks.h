@@ -29,6 +29,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "aggregators/growth_rule.h"
+#include "aggregators/leaks.h"
 #include "aggregators/timeline.h"
 #include "live_state.h"
 #include "report_model.h"
@@ -38,7 +39,8 @@ namespace vt::analyzer {
 
 class TorchAggregator {
  public:
-  TorchAggregator(size_t top, size_t timeline_points) : top_(top), timeline_points_(timeline_points) {}
+  TorchAggregator(uint64_t own_pid, size_t top, size_t timeline_points)
+      : own_pid_(own_pid), top_(top), timeline_points_(timeline_points) {}
   TorchAggregator(const TorchAggregator&) = delete;
   TorchAggregator& operator=(const TorchAggregator&) = delete;
 
@@ -48,8 +50,19 @@ class TorchAggregator {
   void after(const Record& r) {
     if (__builtin_expect(tracking_, 0)) driver_event(r);
   }
+  // A failed driver allocation that ran out of memory (PyTorch's first attempt, or its retry after
+  // freeing the cache): what num_alloc_retries counts.
+  void on_failed(const Record& r);
+  // NVML's process list of a device at t: PyTorch's latest OOM there without one takes it (the
+  // recorder reads it as PyTorch does for its message).
+  void on_gpu_processes(const GpuProcessList& list, uint64_t t);
   // A vramtrace region mark: the figures of every device, named.
   void on_mark(uint64_t t, const RegionMark& mark);
+  // `--at`: the segments and blocks of every device as they are now.
+  void take_live_at();
+  // At the end, before the leaks are counted: what of the process's live driver memory is
+  // PyTorch's (its segments: the cache and the tensors in it), and the tensors still allocated.
+  AllocatorAtExit at_exit(const LiveState& live) const;
   // rep->torch, and each PyTorch OOM attached to the failed driver call it followed (or added).
   // After the OOM and kernel activity aggregators have finished.
   void finish(TraceReport* rep);
@@ -92,6 +105,8 @@ class TorchAggregator {
     TorchView peak_view;
     uint64_t worst_waste = 0, worst_t = 0;
     TorchFigures worst;
+    uint64_t alloc_retries = 0, ooms = 0;
+    bool failed_in_request = false;  // a driver allocation failed since the device's last block
     std::unique_ptr<Timeline> allocated_tl, reserved_tl, inactive_tl;
   };
   struct PendingOom {
@@ -102,6 +117,8 @@ class TorchAggregator {
     uint64_t process_device_bytes = 0;
     std::map<std::string, uint64_t> process_by_kind;
     uint64_t since = 0;  // the device's last block before it: failed driver calls after it are this request's
+    bool nvml = false;
+    GpuProcessList processes;  // NVML's list as PyTorch read it for its message
   };
 
   void start_tracking(const LiveState& live);
@@ -115,14 +132,16 @@ class TorchAggregator {
   void rebuild_gaps(std::map<uint64_t, Region>::iterator it);
   void gap_add(Region& g, uint64_t v);
   void gap_remove(Region& g, uint64_t v);
-  void make_torch(uint64_t owner_key, Owner& o);
+  void make_torch(uint64_t owner_key, Owner& o, uint64_t t);
   uint64_t inactive_of(const Region& g, uint64_t lo) const;
 
   TorchFigures figures(int device) const;
   TorchView view(int device, uint64_t t) const;
-  void after_block(uint64_t t, int device);
+  void after_block(uint64_t t, int device, bool allocation);
+  void judge_fragmentation(uint64_t t, int device);
   Dev& dev(int device) { return devs_[device]; }
 
+  uint64_t own_pid_;
   size_t top_, timeline_points_;
   bool seen_ = false;      // any torch record
   bool tracking_ = false;  // segments are being followed (from the first block record)
@@ -145,6 +164,11 @@ class TorchAggregator {
   std::vector<std::vector<std::pair<int, uint64_t>>> freed_at_;  // per checkpoint: (device, Dev::freed)
   bool expandable_seen_ = false;
   uint64_t freed_between(int device, size_t from, size_t to, const std::vector<std::pair<int, uint64_t>>* now) const;
+  std::vector<uint64_t> row_freed_;          // bytes taken back so far, per row of sites_
+  std::vector<SiteSnapshot> site_freed_at_;  // per checkpoint: row_freed_ by site
+  SiteSnapshot site_freed_now() const;
+  TorchGrowth growth_of(const GrowthHit& h, const std::vector<const SiteSnapshot*>& series, const std::vector<uint64_t>& times,
+                        const std::vector<std::pair<int, uint64_t>>* now_freed, const SiteSnapshot* now_site_freed) const;
   std::vector<TorchMark> marks_;
   // The tensor timeline: per device and time bucket, live bytes per site at the bucket's highest
   // allocated (taken lazily, like the peak: before the first free after a new bucket high).
@@ -154,6 +178,8 @@ class TorchAggregator {
   void next_bucket();
   uint64_t snap_t0_ = 0, snap_width_ = 1'000'000, snap_next_ = 0, last_block_t_ = 0;
   std::vector<PendingOom> ooms_;
+  bool live_at_taken_ = false;
+  std::vector<TorchLiveDevice> live_at_;
 };
 
 }  // namespace vt::analyzer

@@ -197,6 +197,12 @@ function leaksSection(ctx) {
   return section('leaks-' + ctx.index, 'Leaks and growth',
       el('p', {class: 'lead'}, what + ': ', el('strong', null, fmtBytes(L.bytes)), ' in ' + plural(L.count, 'allocation') + '.'),
       groupsTable(ctx, L.groups, '/leaks/groups', {empty: 'Nothing was left allocated.', shareLabel: 'share of the leaks'}),
+      L.pytorch_cache && L.pytorch_cache.reserved_bytes ? el('p', {class: 'sub'}, 'Not counted as leaks: PyTorch\u2019s caching allocator still reserved ' +
+          fmtBytes(L.pytorch_cache.reserved_bytes) + ' in ' + plural(L.pytorch_cache.segments, 'segment') + ', ' +
+          fmtBytes(L.pytorch_cache.cached_bytes) + ' of it cached (free: empty_cache() would have released it; the exit gives it all back)' +
+          (L.pytorch_cache.cublas_workspace_bytes ? ', ' + fmtBytes(L.pytorch_cache.cublas_workspace_bytes) +
+              ' its cuBLAS workspaces (kept for the process\u2019s life)' : '') +
+          '; its other tensors still allocated are in the table above.') : null,
       L.teardown.bytes ? [el('h3', null, 'Released only by context teardown: ' + fmtBytes(L.teardown.bytes) + ' in ' +
           plural(L.teardown.count, 'allocation')), groupsTable(ctx, L.teardown.groups, '/leaks/teardown/groups')] : null,
       el('h3', null, 'Growth: call sites whose live memory kept rising'),

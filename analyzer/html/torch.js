@@ -109,8 +109,9 @@ function torchSection(ctx) {
         el('h4', null, 'At the allocated peak'), torchFigures(d.at_peak.figures),
         torchHolders(ctx, d.at_peak.holders, path + '/at_peak/holders', 'share of allocated'),
         segmentsTable(ctx, d.at_peak, path + '/at_peak'),
-        w.figures.reserved_unallocated_bytes ? [el('h4', null, 'Fragmentation at its worst (' + fmtSecs(ctx.rel(w.t_ns)) + ', ' +
-            fmtPct(w.fragmentation) + ' of reserved-but-unallocated outside the largest free block)'), torchFigures(w.figures)] : null,
+        w.figures.inactive_split_bytes ? [el('h4', null, 'Fragmentation at its worst (' + fmtSecs(ctx.rel(w.t_ns)) + ': inactive split ' +
+            fmtBytes(w.figures.inactive_split_bytes) + ', ' + fmtPct(w.fragmentation) +
+            ' of reserved, free space in segments that still hold tensors, which empty_cache() cannot release)'), torchFigures(w.figures)] : null,
         el('p', {class: 'sub'}, 'At the end: allocated ' + fmtBytes(d.end.allocated_bytes) + ', reserved ' + fmtBytes(d.end.reserved_bytes) + '.'));
   });
   const growth = P.growth.map((g) => Object.assign({kind: 'tensor'}, g));

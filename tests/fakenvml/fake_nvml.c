@@ -5,7 +5,12 @@
  * when that driver is loaded here and the process has a context on device 0.
  * FAKENVML_SELF=0 leaves that row out (an NVML that cannot see this process: a container's
  * PID namespace, a MIG instance). FAKENVML_PROCESSES_FILE names a file to read the list from
- * at every call instead; FAKENVML_INIT_SLEEP_MS makes nvmlInit_v2 take that long. */
+ * at every call instead; FAKENVML_INIT_SLEEP_MS makes nvmlInit_v2 take that long.
+ * It also answers the five calls real PyTorch makes (tests/realtorch, as libnvidia-ml.so.1): its
+ * c10::cuda::DriverAPI asserts that each resolves, and its OutOfMemoryError message lists what
+ * nvmlDeviceGetComputeRunningProcesses (v1 rows) says ("this process has X memory in use"). Those
+ * find a device by PCI bus id (the simulated driver's 0x18 + ordinal) and list, for device N,
+ * FAKENVML_PROCESSES on device 0 only, and this process with what it holds on device N. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,17 +36,18 @@ int nvmlDeviceGetHandleByUUID(const char* uuid, void** device) {
   *device = (void*)0x1;
   return 0;
 }
-/* This process's bytes on device 0 as the simulated driver has them; 0: not listed. */
-static unsigned long long self_bytes(void) {
+/* This process's bytes on `device` as the simulated driver has them; 0: not listed. */
+static unsigned long long self_bytes_on(int device) {
   const char* off = getenv("FAKENVML_SELF");
   if (off && strcmp(off, "0") == 0) return 0;
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); /* only a driver already loaded */
   if (!cuda) return 0;
   unsigned long long (*used)(int) = (unsigned long long (*)(int))dlsym(cuda, "fakecuda_process_used_bytes");
-  unsigned long long bytes = used ? used(0) : 0;
+  unsigned long long bytes = used ? used(device) : 0;
   dlclose(cuda);
   return bytes;
 }
+static unsigned long long self_bytes(void) { return self_bytes_on(0); }
 
 /* FAKENVML_PROCESSES_FILE: the list read from that file at every call (a test changes it while
  * the program runs), instead of FAKENVML_PROCESSES. */
@@ -115,5 +121,56 @@ int nvmlDeviceGetMemoryInfo(void* device, nvmlMemory_t* m) {
   m->total = t ? strtoull(t, 0, 10) : 80ull << 30;
   m->used = listed_bytes();
   m->free = m->total > m->used ? m->total - m->used : 0;
+  return 0;
+}
+
+/* PyTorch's calls. A handle is 1 + the device's ordinal (device 0's is the 0x1 of the calls above). */
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+int nvmlDeviceGetHandleByPciBusId_v2(const char* bus, void** device) {
+  unsigned int domain = 0, number = 0;
+  if (!bus || !device || sscanf(bus, "%x:%x", &domain, &number) != 2 || number < 0x18 || number >= 0x18 + 64)
+    return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+  *device = (void*)(unsigned long)(number - 0x18 + 1);
+  return 0;
+}
+int nvmlDeviceGetNvLinkRemoteDeviceType(void* device, unsigned int link, int* type) {
+  (void)device; (void)link; (void)type;
+  return 3; /* NVML_ERROR_NOT_SUPPORTED: no NVLink */
+}
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* device, unsigned int link, void* pci) {
+  (void)device; (void)link; (void)pci;
+  return 3;
+}
+/* The unversioned (v1) entry point PyTorch 2.6 calls: device 0 lists what the v3 call does;
+ * another device, this process's row alone. NVML_ERROR_INSUFFICIENT_SIZE (7) with the count
+ * needed when the caller's array is too small, as NVML does. */
+int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned int* count, nvmlProcessInfo_v1_t* infos) {
+  nvmlProcessInfo_v3_t rows[64];
+  unsigned int n = 64, i;
+  int ordinal = (int)(unsigned long)device - 1;
+  if (!count || ordinal < 0) return 2;
+  if (ordinal == 0) {
+    nvmlDeviceGetComputeRunningProcesses_v3(device, &n, rows);
+  } else {
+    unsigned long long self = self_bytes_on(ordinal);
+    n = 0;
+    if (self) {
+      rows[0].pid = (unsigned int)getpid();
+      rows[0].usedGpuMemory = self;
+      n = 1;
+    }
+  }
+  if (*count < n) {
+    *count = n;
+    return 7;
+  }
+  for (i = 0; i < n; ++i) {
+    infos[i].pid = rows[i].pid;
+    infos[i].usedGpuMemory = rows[i].usedGpuMemory;
+  }
+  *count = n;
   return 0;
 }

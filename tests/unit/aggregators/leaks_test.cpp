@@ -36,7 +36,7 @@ TEST_CASE("leaks aggregator: live at the end by site, teardown apart, the end of
   g.feed(destroy);
   TraceReport rep;
   rep.process.closed_cleanly = false;
-  g.leaks.finish(g.live, 10, &rep);
+  g.leaks.finish(g.live, AllocatorAtExit{}, 10, &rep);
   CHECK(rep.end == "killed");
   REQUIRE(rep.leaks.size() == 2);
   CHECK(rep.leaks[0].stack_id == 1);
@@ -51,7 +51,7 @@ TEST_CASE("leaks aggregator: live at the end by site, teardown apart, the end of
   CHECK(rep.teardown_bytes == 8 * MiB);
   TraceReport clean;
   clean.process.closed_cleanly = true;
-  g.leaks.finish(g.live, 1, &clean);
+  g.leaks.finish(g.live, AllocatorAtExit{}, 1, &clean);
   CHECK(clean.end == "clean_exit");
   CHECK(clean.leaks.size() == 1);  // cut to the top one; the totals are of all
   CHECK(clean.leak_bytes == 5 * MiB);
@@ -69,7 +69,7 @@ TEST_CASE("leaks aggregator: growth is a site reaching new highs over the run, n
   TraceReport rep;
   rep.peaks.emplace_back();
   rep.peaks[0].bytes = 316 * MiB;
-  g.leaks.finish(g.live, 10, &rep);
+  g.leaks.finish(g.live, AllocatorAtExit{}, 10, &rep);
   REQUIRE(rep.growth.size() == 1);
   const GrowthSite& s = rep.growth[0];
   CHECK(s.site.stack_id == 5);
@@ -88,7 +88,41 @@ TEST_CASE("leaks aggregator: too short a run has no growth") {
   Rig g;
   for (int i = 0; i < 20; ++i) g.feed(g.rec.alloc(0x1000000 + uint64_t(i) * 0x1000000, 8 * MiB, 5));
   TraceReport rep;
-  g.leaks.finish(g.live, 10, &rep);  // 2 checkpoints: fewer than the 4 growth needs
+  g.leaks.finish(g.live, AllocatorAtExit{}, 10, &rep);  // 2 checkpoints: fewer than the 4 growth needs
   CHECK(rep.growth.empty());
   CHECK(rep.leak_count == 20);
+}
+
+TEST_CASE("leaks aggregator: a caching allocator's segments are its cache, its tensors the leaks") {
+  Rig g;
+  g.feed(g.rec.alloc(0x1000000, 20 * MiB, 1));  // two of PyTorch's segments (one site)...
+  g.feed(g.rec.alloc(0x3000000, 20 * MiB, 1));
+  g.feed(g.rec.alloc(0x5000000, 8 * MiB, 2));   // ...and a library's own allocation
+  AllocatorAtExit cache;
+  cache.known = true;
+  cache.segments.push_back(SiteTable::Row{SiteKey{1, 0, Bucket::Device}, 0, SiteBytes{40 * MiB, 2}});
+  cache.tensors.push_back(SiteTable::Row{SiteKey{9, 0, Bucket::Device}, 0, SiteBytes{6 * MiB, 3}});  // still allocated
+  cache.reserved = 40 * MiB;
+  cache.segment_count = 2;
+  cache.allocated = 6 * MiB;
+  TraceReport rep;
+  rep.process.closed_cleanly = true;
+  g.leaks.finish(g.live, cache, 10, &rep);
+  CHECK(rep.leak_bytes == 14 * MiB);  // the library's 8 and the 6 of tensors; not the 34 cached
+  CHECK(rep.leak_count == 4);
+  REQUIRE(rep.leaks.size() == 2);
+  CHECK(rep.leaks[0].stack_id == 2);
+  CHECK(rep.leaks[0].kind == "device");
+  CHECK(rep.leaks[1].stack_id == 9);
+  CHECK(rep.leaks[1].kind == "tensor");
+  CHECK(rep.torch_cache_at_exit.known);
+  CHECK(rep.torch_cache_at_exit.reserved_bytes == 40 * MiB);
+  CHECK(rep.torch_cache_at_exit.cached_bytes() == 34 * MiB);
+  CHECK(rep.torch_cache_at_exit.segments == 2);
+  // Without the allocator's view, the segments are what is left: leaks, as before.
+  TraceReport plain;
+  plain.process.closed_cleanly = true;
+  g.leaks.finish(g.live, AllocatorAtExit{}, 10, &plain);
+  CHECK(plain.leak_bytes == 48 * MiB);
+  CHECK_FALSE(plain.torch_cache_at_exit.known);
 }

@@ -35,7 +35,7 @@ std::vector<Record> random_run(uint64_t seed, int n, Records& rec) {
 
 LiveAt live_at(const std::vector<Record>& rs, uint64_t instant) {
   LiveState live;
-  LiveAtAggregator agg(int64_t(instant - rs.front().t_ns), rs.front().t_ns);
+  LiveAtAggregator agg(int64_t(instant - rs.front().t_ns), "", rs.front().t_ns);
   for (const Record& r : rs) {
     agg.before(r.t_ns, live);
     live.apply(r);

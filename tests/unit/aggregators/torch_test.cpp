@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "aggregators/torch_blocks.h"
+#include "torch_verdict.h"
 #include "records.h"
 
 using namespace vt::analyzer;
@@ -17,7 +18,7 @@ constexpr uint64_t A = 0x7f0000000000;
 struct Rig {
   Records rec;
   LiveState live;
-  TorchAggregator torch{10, 512};
+  TorchAggregator torch{4242, 10, 512};
   uint64_t allocated = 0, reserved = 0;
   void feed(const Record& r) {
     if (is_torch_record(r.tag)) {
@@ -225,6 +226,9 @@ TEST_CASE("torch aggregator: the peak's view is the peak's, fragmentation is rep
   for (int i = 0; i < 5; ++i) g.block(A + uint64_t(i) * 4 * MiB, 4 * MiB, uint32_t(10 + i));
   g.block(A + 4 * MiB, -int64_t(4 * MiB));
   g.block(A + 12 * MiB, -int64_t(4 * MiB));  // two 4 MiB holes: 8 MiB free, largest 4 MiB
+  g.segment(A + 20 * MiB, 6 * MiB);
+  g.block(A + 20 * MiB, 6 * MiB, 20);  // 6 MiB fits no hole: a new segment, the moment is judged
+  g.block(A + 20 * MiB, -int64_t(6 * MiB));
   for (uint64_t at : {0, 8, 16}) g.block(A + at * MiB, -int64_t(4 * MiB));  // all free at the end
   TraceReport rep = g.finish();
   const TorchDevice& d = rep.torch.devices[0];
@@ -232,11 +236,94 @@ TEST_CASE("torch aggregator: the peak's view is the peak's, fragmentation is rep
   CHECK(d.peak.figures.allocated == 20 * MiB);
   CHECK(d.peak.holders.size() == 5);
   CHECK(d.end_allocated == 0);
-  // Worst: 3 blocks live, holes of 4 + 4 MiB: 8 MiB free, 4 MiB not in the largest piece.
-  CHECK(d.worst_fragmentation.reserved_unallocated() == 8 * MiB);
-  CHECK(d.worst_fragmentation.largest_free_block == 4 * MiB);
+  // Worst: 3 blocks live, holes of 4 + 4 MiB: 8 MiB inactive split, when the 6 MiB request
+  // could use neither.
   CHECK(d.worst_fragmentation.inactive_split == 8 * MiB);
-  CHECK(d.worst_fragmentation_ratio == Approx(0.5));
+  CHECK(d.worst_fragmentation.allocated == 12 * MiB);
+  CHECK(d.worst_fragmentation.reserved == 20 * MiB);
+  CHECK(d.worst_fragmentation.largest_free_block == 4 * MiB);
+  CHECK(d.worst_fragmentation_ratio == Approx(0.4));
+}
+
+TEST_CASE("torch aggregator: frees alone never set fragmentation's worst (the interpreter's teardown)") {
+  Rig g;
+  g.segment(A, 20 * MiB);
+  for (int i = 0; i < 5; ++i) g.block(A + uint64_t(i) * 4 * MiB, 4 * MiB, uint32_t(10 + i));
+  for (uint64_t at : {0, 4, 12, 16}) g.block(A + at * MiB, -int64_t(4 * MiB));  // 16 MiB inactive split, no request
+  TraceReport rep = g.finish();
+  const TorchDevice& d = rep.torch.devices[0];
+  CHECK(d.worst_fragmentation.inactive_split == 0);
+  CHECK(d.worst_fragmentation_t_ns == 0);
+}
+
+TEST_CASE("torch aggregator: marks carry the peaks, the allocation retries and the OOMs so far") {
+  Rig g;
+  g.segment(A, 20 * MiB);
+  g.block(A, 8 * MiB);
+  g.block(A, -int64_t(8 * MiB));
+  // A request whose first cudaMalloc failed, the cache flushed, the retry worked: one retry.
+  Record failed = g.rec.oom(64 * MiB, 2 * MiB, 1 * GiB);
+  g.torch.on_failed(failed);
+  g.segment(A + 32 * MiB, 64 * MiB);
+  g.block(A + 32 * MiB, 64 * MiB);
+  // A request that failed twice (first attempt, retry) and raised: one more retry, one OOM.
+  g.torch.on_failed(failed);
+  g.torch.on_failed(failed);
+  g.feed(g.rec.torch_oom(0, 128 * MiB, 64 * MiB, 84 * MiB, 2 * MiB, 1 * GiB));
+  // A memory fraction reached: no driver call failed, PyTorch still retried once.
+  g.feed(g.rec.torch_oom(0, 128 * MiB, 64 * MiB, 84 * MiB, 2 * MiB, 1 * GiB));
+  g.feed(g.rec.begin("after"));
+  TraceReport rep = g.finish();
+  REQUIRE(rep.torch.marks.size() == 1);
+  const TorchMark& m = rep.torch.marks[0];
+  CHECK(m.figures.allocated == 64 * MiB);
+  CHECK(m.peak_allocated == 64 * MiB);
+  CHECK(m.peak_reserved == 84 * MiB);
+  CHECK(m.alloc_retries == 3);
+  CHECK(m.ooms == 2);
+}
+
+TEST_CASE("torch aggregator: --at takes every segment and live block with its call site") {
+  Rig g;
+  g.segment(A, 20 * MiB);
+  g.block(A, 4 * MiB, 5);
+  g.block(A + 8 * MiB, 2 * MiB, 6);
+  g.torch.take_live_at();
+  g.block(A + 12 * MiB, 2 * MiB, 7);  // after the instant
+  TraceReport rep = g.finish();
+  REQUIRE(rep.torch.live_at_taken);
+  REQUIRE(rep.torch.live_at.size() == 1);
+  const TorchLiveDevice& d = rep.torch.live_at[0];
+  CHECK(d.figures.allocated == 6 * MiB);
+  REQUIRE(d.segments.size() == 1);
+  CHECK(d.segments[0].address == A);
+  CHECK(d.segments[0].size == 20 * MiB);
+  REQUIRE(d.segments[0].blocks.size() == 2);
+  CHECK(d.segments[0].blocks[0].address == A);
+  CHECK(d.segments[0].blocks[0].stack_id == 5);
+  CHECK(d.segments[0].blocks[1].size == 2 * MiB);
+}
+
+TEST_CASE("torch aggregator: at exit, PyTorch's segments and its tensors for the leaks") {
+  Rig g;
+  g.segment(A, 20 * MiB);
+  g.block(A, 4 * MiB, 5);
+  g.segment(A + 20 * MiB, 20 * MiB);
+  g.block(A + 20 * MiB, 2 * MiB, 6);
+  g.feed(g.rec.alloc(A + 64 * MiB, 8 * MiB, 3));  // another library's: never PyTorch's
+  g.block(A + 20 * MiB, -int64_t(2 * MiB));
+  AllocatorAtExit x = g.torch.at_exit(g.live);
+  REQUIRE(x.known);
+  CHECK(x.reserved == 40 * MiB);
+  CHECK(x.segment_count == 2);
+  CHECK(x.allocated == 4 * MiB);
+  REQUIRE(x.segments.size() == 1);  // one site (7) for both segments
+  CHECK(x.segments[0].key.stack == 7);
+  CHECK(x.segments[0].b.bytes == 40 * MiB);
+  CHECK(x.segments[0].b.count == 2);
+  uint64_t tensors = 0;
+  for (const SiteTable::Row& r : x.tensors) tensors += r.b.bytes;
+  CHECK(tensors == 4 * MiB);
 }
 
 TEST_CASE("torch aggregator: PyTorch's OOM takes the place of its driver failures") {
@@ -288,4 +375,47 @@ TEST_CASE("torch aggregator: a trace without PyTorch records leaves no torch sec
   TraceReport rep = g.finish();
   CHECK_FALSE(rep.torch.present);
   CHECK(rep.torch.layer.empty());
+}
+
+TEST_CASE("torch aggregator: a failed cudaMalloc PyTorch recovered from (cache flush) is no OOM") {
+  Rig g;
+  g.segment(A, 20 * MiB);
+  g.block(A, 4 * MiB);
+  TraceReport rep;
+  OomReport flushed, raised;
+  flushed.device = raised.device = 0;
+  flushed.t_ns = 100;
+  raised.t_ns = 200;
+  rep.ooms = {flushed, raised};
+  CacheFlush f;
+  f.t_ns = 100;
+  f.retry_succeeded = true;
+  rep.fragmentation.cache_flushes.push_back(f);
+  g.torch.finish(&rep);
+  REQUIRE(rep.ooms.size() == 1);  // the driver failure nothing raised for is gone; the other stays
+  CHECK(rep.ooms[0].t_ns == 200);
+}
+
+TEST_CASE("torch aggregator: NVML's list as PyTorch read it goes with its OOM") {
+  Rig g;
+  g.segment(A, 20 * MiB);
+  g.block(A, 4 * MiB);
+  g.feed(g.rec.torch_oom(0, 512, 4 * MiB, 20 * MiB, 100 * MiB, 1 * GiB));  // no driver failure
+  GpuProcessList list;
+  list.device = 0;
+  list.processes = {{77, "other", 300 * MiB}, {4242, "me", 600 * MiB}};
+  g.torch.on_gpu_processes(list, g.rec.t);
+  TraceReport rep;
+  g.torch.finish(&rep);
+  REQUIRE(rep.ooms.size() == 1);
+  const OomReport& o = rep.ooms[0];
+  CHECK(o.nvml);
+  CHECK(o.nvml_self);
+  CHECK(o.nvml_self_bytes == 600 * MiB);
+  REQUIRE(o.other_processes.size() == 1);
+  CHECK(o.other_processes[0].pid == 77);
+  CHECK(torch_oom_message(o.torch_info, o.nvml_rows, 4242) ==
+        "Tried to allocate 2.00 MiB. GPU 0 has a total capacity of 1024.00 MiB of which 100.00 MiB is free. Process 77 has "
+        "300.00 MiB memory in use. Including non-PyTorch memory, this process has 600.00 MiB memory in use. Of the "
+        "allocated memory 4.00 MiB is allocated by PyTorch, and 16.00 MiB is reserved by PyTorch but unallocated.");
 }

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# ctest's entry for one real-PyTorch workload: run.py, or a skip (77) when the set-up found no
+# Debian packages (setup.sh wrote no env.sh and VRAMTRACE_REQUIRE_REAL_TORCH is not 1).
+#   tests/realtorch/run_test.sh BUILD NAME
+here=$(cd "$(dirname "$0")" && pwd)
+if [[ ! -f $1/tests/realtorch/env.sh ]]; then
+  if [[ ${VRAMTRACE_REQUIRE_REAL_TORCH:-} == 1 ]]; then
+    echo "realtorch: FAILED: no set-up ($1/tests/realtorch/env.sh): its test failed (VRAMTRACE_REQUIRE_REAL_TORCH=1)" >&2
+    exit 1
+  fi
+  echo "realtorch: SKIPPED: no set-up (Debian's PyTorch could not be fetched)" >&2
+  exit 77
+fi
+exec python3 "$here/run.py" "$1" "$2"

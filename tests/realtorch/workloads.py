@@ -1,0 +1,50 @@
+"""The real-PyTorch workloads (tests/realtorch/workloads/) and what each must show: one entry per
+ctest test. Fields:
+  script   the plain PyTorch script (they import vt_marks to mark instants; nothing else)
+  env      extra environment (the simulated device's size, PyTorch's allocator settings)
+  rc       the script's own exit status (1: an OutOfMemoryError it does not catch)
+  mode     the report's torch.mode
+  verdict  the verdict of its (last) OOM, when it has one
+  other_process  bytes another process holds on the device (run.py starts one)
+"""
+
+GiB = 1 << 30
+
+WORKLOADS = {
+    # Training loops and features, default caching allocator.
+    "mlp_adamw": dict(script="mlp_adamw.py"),
+    "transformer_block": dict(script="transformer_block.py"),
+    "grad_accumulation": dict(script="grad_accumulation.py"),
+    "autocast_bf16": dict(script="autocast_bf16.py"),
+    "activation_checkpointing": dict(script="activation_checkpointing.py"),
+    "cnn_no_cudnn": dict(script="cnn_no_cudnn.py"),
+    "dataloader_pinned": dict(script="dataloader_pinned.py"),
+    "inference_no_grad": dict(script="inference_no_grad.py"),
+    "empty_cache": dict(script="empty_cache.py"),
+    "memory_fraction": dict(script="memory_fraction.py", env={"FAKECUDA_TOTAL_BYTES": "16GiB"}),
+    "two_devices": dict(script="two_devices.py", env={"FAKECUDA_DEVICES": "2"}),
+    "cuda_graph": dict(script="cuda_graph.py"),
+    # Allocator settings.
+    "transformer_expandable": dict(script="transformer_block.py",
+                                   env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+                                   mode="caching allocator, expandable segments"),
+    "mlp_cuda_malloc_async": dict(script="mlp_adamw.py", env={"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"},
+                                  mode="cudaMallocAsync backend: every tensor is a stream-ordered allocation"),
+    # One OOM of each kind the verdicts name.
+    "oom_live_set": dict(script="oom_live_set.py", env={"FAKECUDA_TOTAL_BYTES": "3GiB"}, rc=1,
+                         verdict="live_set_too_large"),
+    "oom_fragmentation": dict(script="oom_fragmentation.py", env={"FAKECUDA_TOTAL_BYTES": "2GiB"}, rc=1,
+                              verdict="fragmentation"),
+    # The remedy the fragmentation verdict gives, applied: the same script then fits.
+    "oom_fragmentation_expandable": dict(script="oom_fragmentation.py",
+                                         env={"FAKECUDA_TOTAL_BYTES": "2GiB",
+                                              "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+                                         mode="caching allocator, expandable segments"),
+    "oom_outside": dict(script="oom_outside.py", env={"FAKECUDA_TOTAL_BYTES": "3GiB"}, rc=1, verdict="outside_pytorch"),
+    "oom_other_process": dict(script="oom_other_process.py", env={"FAKECUDA_TOTAL_BYTES": "3GiB"}, rc=1,
+                              verdict="other_processes", other_process=1 * GiB),
+    "oom_kept_alive": dict(script="oom_kept_alive.py", env={"FAKECUDA_TOTAL_BYTES": "3GiB"}, rc=1,
+                           verdict="leak_growth"),
+    # torch.profiler(profile_memory=True) sees the same memory events with and without vramtrace.
+    "profiler_memory": dict(script="profiler_memory.py", plain_too=True),
+}

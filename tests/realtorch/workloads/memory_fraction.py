@@ -1,0 +1,14 @@
+"""torch.cuda.set_per_process_memory_fraction: a job that shares the GPU caps itself at a quarter of
+it, then asks for more than its share (an OOM with free memory on the device)."""
+import torch
+
+from vt_marks import mark
+
+torch.cuda.set_per_process_memory_fraction(0.25)
+kept = [torch.empty(512 << 20, dtype=torch.uint8, device="cuda") for _ in range(6)]
+mark("within the fraction")
+try:
+    more = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError as e:
+    print(e)
+mark("after the refused request")
