@@ -3,13 +3,22 @@
 // per-device pool API (cuDevice{GetDefault,Get,Set}MemPool) and CUDA 13's per-location one
 // (cuMem{GetDefault,Get,Set}MemPool, device/host/host-NUMA locations, pinned or managed).
 //
-// Model: a pool holds whole blocks (requests rounded to 512 B). An allocation takes the
-// best-fitting free block whole, without splitting, or grows the pool by a new block; so a
-// pool can hold free memory that a larger request cannot use (the "fragmentation" OOM tests
-// rely on this). A device pool's blocks live in its own 2 MiB pages (page_heap.h): its
-// RESERVED_MEM_CURRENT, and what it costs in cuMemGetInfo, is whole pages. Host and managed
-// pools hold real host memory and count against no device. Freed blocks stay in the pool until
-// a stream/event/context synchronize trims it to its release threshold, or cuMemPoolTrimTo.
+// Model (of the driver's observed behaviour: not measured by this project): a pool reserves
+// memory in chunks of whole 2 MiB pages and splits them between its allocations. A request is
+// rounded to 512 B (the alignment the real asynchronous allocator is observed to use) and takes
+// the best-fitting free range of the pool — the smallest that holds it, the lowest address among
+// equal lengths — using its start and leaving the rest free; when no free range holds it, the
+// pool reserves a new chunk, the request rounded up to 2 MiB, and splits that. A free gives its
+// range back and coalesces it with the free ranges next to it in the same chunk (never across
+// chunks, which are separate reservations). So USED_MEM_CURRENT is the bytes of the live
+// allocations (each rounded to 512 B) and RESERVED_MEM_CURRENT the bytes of the chunks; a pool
+// can still hold free memory that a larger request cannot use — free ranges in different chunks,
+// or kept apart by live allocations (the "fragmentation" OOM tests rely on this). A device pool's
+// chunks are pages of its own (page_heap.h), charged to the device (cuMemGetInfo) while
+// reserved; a maxSize caps the chunks' bytes. Host and managed pools split the same way, with
+// chunks of real host memory that count against no device. Freed memory stays in the pool until
+// a stream/event/context synchronize trims it to its release threshold, or cuMemPoolTrimTo:
+// trimming releases chunks that are entirely free, largest first, and never part of a chunk.
 // On a capturing stream cuMemAllocAsync/cuMemFreeAsync add graph nodes instead (virtual
 // addresses, no memory).
 #include "config.h"
@@ -31,36 +40,62 @@ Pool *find_pool(State &s, CUmemoryPool h) {
 
 Bytes host_round(Bytes n) { return round_up(n, static_cast<Bytes>(sysconf(_SC_PAGESIZE))); }
 
-void release_block(State &s, Pool &p, CUdeviceptr addr, Bytes size) {
+// The unit in which a pool reserves memory (a chunk is the request rounded up to it).
+constexpr Bytes kChunkRound = PageHeap::kPage;
+
+// Records [addr, addr+len) of `chunk` (based at `base`) as free, coalescing it with the free
+// ranges next to it in that chunk.
+void add_free(Pool &p, CUdeviceptr base, Pool::Chunk &chunk, CUdeviceptr addr, Bytes len) {
+  Bytes off = addr - base;
+  auto next = chunk.free_runs.lower_bound(off);
+  if (next != chunk.free_runs.end() && next->first == off + len) {
+    p.free_ranges.erase({next->second, base + next->first});
+    len += next->second;
+    next = chunk.free_runs.erase(next);
+  }
+  if (next != chunk.free_runs.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == off) {
+      p.free_ranges.erase({prev->second, base + prev->first});
+      off = prev->first;
+      len += prev->second;
+      chunk.free_runs.erase(prev);
+    }
+  }
+  chunk.free_runs[off] = len;
+  p.free_ranges.insert({len, base + off});
+}
+
+// The chunk holding `addr` (which must be in one).
+std::map<CUdeviceptr, Pool::Chunk>::iterator chunk_of(Pool &p, CUdeviceptr addr) {
+  return std::prev(p.chunks.upper_bound(addr));
+}
+
+// Gives an entirely free chunk back: to the device (its pages) or to the host.
+void release_chunk(State &s, Pool &p, std::map<CUdeviceptr, Pool::Chunk>::iterator it) {
+  const CUdeviceptr base = it->first;
+  const Bytes size = it->second.size;
+  p.free_ranges.erase({size, base});  // entirely free: one range, the whole chunk
+  p.chunks.erase(it);
   if (p.device >= 0) {
-    p.heap.free(s.va, &s.devices[p.device], addr);
+    p.heap.free(s.va, &s.devices[p.device], base);
   } else {
-    munmap(reinterpret_cast<void *>(addr), host_round(size));
+    munmap(reinterpret_cast<void *>(base), host_round(size));
     p.host_reserved -= size;
   }
 }
 
-Bytes release_gain(const Pool &p, CUdeviceptr addr, Bytes size) {
-  return p.device >= 0 ? p.heap.release_gain(addr) : size;
-}
-
-// Releases free blocks, largest first and oldest first within a size, as long as the pool
-// keeps at least `keep` reserved.
+// Releases entirely free chunks, largest first (lowest address first within a size), as long
+// as the pool keeps at least `keep` reserved. A chunk with a live allocation stays whole.
 void trim(State &s, Pool &p, Bytes keep) {
-  for (auto it = p.free_blocks.end(); it != p.free_blocks.begin();) {
-    --it;
-    const Bytes size = it->first;
-    std::vector<CUdeviceptr> &addrs = it->second;
-    for (size_t i = 0; i < addrs.size();) {
-      const Bytes gain = release_gain(p, addrs[i], size), reserved = p.reserved();
-      if (gain > reserved || reserved - gain < keep) {  // (keep may be ~0: no overflow)
-        ++i;
-        continue;
-      }
-      release_block(s, p, addrs[i], size);
-      addrs.erase(addrs.begin() + static_cast<long>(i));
-    }
-    if (addrs.empty()) it = p.free_blocks.erase(it);
+  std::vector<std::pair<Bytes, CUdeviceptr>> idle;
+  for (const auto &[base, c] : p.chunks)
+    if (c.live == 0) idle.push_back({c.size, base});
+  std::stable_sort(idle.begin(), idle.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+  for (const auto &[size, base] : idle) {
+    const Bytes reserved = p.reserved();
+    if (size > reserved || reserved - size < keep) continue;  // (keep may be ~0: no overflow)
+    release_chunk(s, p, p.chunks.find(base));
   }
 }
 
@@ -69,24 +104,32 @@ void note_high(Pool &p) {
   p.used_high = std::max(p.used_high, p.used);
 }
 
-// A new block of `want` bytes for pool `p`, or 0 (OOM, or above the pool's maxSize).
-CUdeviceptr grow(State &s, Pool &p, Bytes want) {
+// A new chunk of `bytes` (whole 2 MiB pages) for pool `p`, entirely free, or 0 (OOM, or above
+// the pool's maxSize).
+CUdeviceptr grow(State &s, Pool &p, Bytes bytes) {
+  CUdeviceptr base = 0;
   if (p.device >= 0) {
     Device &d = s.devices[p.device];
-    CUdeviceptr addr = p.heap.alloc(s.va, &d, want);
-    if (addr && p.max_size && p.heap.charged() > p.max_size) {
-      p.heap.free(s.va, &d, addr);
+    base = p.heap.alloc(s.va, &d, bytes);
+    if (base && p.max_size && p.heap.charged() > p.max_size) {
+      p.heap.free(s.va, &d, base);
       return 0;
     }
-    return addr;
+  } else {
+    if (p.max_size && p.host_reserved + bytes > p.max_size) return 0;
+    // Host and managed pool memory is real: programs write into it from the CPU.
+    void *m = mmap(nullptr, host_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED) return 0;
+    p.host_reserved += bytes;
+    base = reinterpret_cast<CUdeviceptr>(m);
   }
-  if (p.max_size && p.host_reserved + want > p.max_size) return 0;
-  // Host and managed pool memory is real: programs write into it from the CPU.
-  void *m = mmap(nullptr, host_round(want), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (m == MAP_FAILED) return 0;
-  p.host_reserved += want;
-  return reinterpret_cast<CUdeviceptr>(m);
+  if (!base) return 0;
+  Pool::Chunk &c = p.chunks[base];
+  c.size = bytes;
+  c.free_runs[0] = bytes;
+  p.free_ranges.insert({bytes, base});
+  return base;
 }
 
 CUresult pool_alloc(State &s, CUcontext ctx, CUmemoryPool ph, size_t bytesize, CUdeviceptr *dptr) {
@@ -95,31 +138,43 @@ CUresult pool_alloc(State &s, CUcontext ctx, CUmemoryPool ph, size_t bytesize, C
   if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   if (bytesize > (1ull << 60)) return CUDA_ERROR_OUT_OF_MEMORY;
   const Bytes want = round_up(bytesize, kAllocRound);
-  CUdeviceptr addr = 0;
-  Bytes block = 0;
-  auto fit = p->free_blocks.lower_bound(want);  // best fit: smallest block that is big enough
-  if (fit != p->free_blocks.end()) {
-    block = fit->first;
-    addr = fit->second.back();  // LIFO within a size: the address a GPU would hand back
-    fit->second.pop_back();
-    if (fit->second.empty()) p->free_blocks.erase(fit);
-  } else {
-    block = want;
-    addr = grow(s, *p, want);
-    if (!addr) return CUDA_ERROR_OUT_OF_MEMORY;
+  // Best fit: the smallest free range that holds the request, the lowest address among equals.
+  auto fit = p->free_ranges.lower_bound({want, 0});
+  if (fit == p->free_ranges.end()) {
+    if (!grow(s, *p, round_up(want, kChunkRound))) return CUDA_ERROR_OUT_OF_MEMORY;
+    fit = p->free_ranges.lower_bound({want, 0});  // the new chunk: no other range holds it
   }
-  p->used += block;
+  const Bytes len = fit->first;
+  const CUdeviceptr addr = fit->second;
+  p->free_ranges.erase(fit);
+  auto chunk = chunk_of(*p, addr);
+  chunk->second.free_runs.erase(addr - chunk->first);
+  if (len > want) {  // split: the rest stays free
+    chunk->second.free_runs[addr - chunk->first + want] = len - want;
+    p->free_ranges.insert({len - want, addr + want});
+  }
+  chunk->second.live++;
+  p->used += want;
   p->blocks_in_use++;
   note_high(*p);
   Alloc &a = s.allocs[addr];
   a.kind = Kind::PoolBlock;
   a.size = bytesize;
-  a.block = block;
+  a.block = want;
   a.device = p->device >= 0 ? p->device : s.ctxs[ctx].device;
   a.ctx = ctx;
   a.pool = ph;
   *dptr = addr;
   return CUDA_SUCCESS;
+}
+
+// Gives the range of an in-use allocation back to its pool (coalesced with its free
+// neighbours) and returns its chunk; the allocation stays in the table.
+std::map<CUdeviceptr, Pool::Chunk>::iterator give_back(Pool &p, CUdeviceptr addr, Bytes block) {
+  auto chunk = chunk_of(p, addr);
+  chunk->second.live--;
+  add_free(p, chunk->first, chunk->second, addr, block);
+  return chunk;
 }
 
 // Takes an in-use block out of the allocation table and out of its pool's "used".
@@ -270,16 +325,16 @@ void pool_return_block(State &s, std::map<CUdeviceptr, Alloc>::iterator it) {
   const CUmemoryPool h = it->second.pool;
   Pool &p = detach_block(s, it);
   s.allocs.erase(it);
-  if (p.destroyed) {
-    release_block(s, p, addr, block);
+  auto chunk = give_back(p, addr, block);
+  if (p.destroyed) {  // a destroyed pool keeps only the chunks still in use
+    if (chunk->second.live == 0) release_chunk(s, p, chunk);
     drop_pool_if_done(s, h);
-  } else {
-    p.free_blocks[block].push_back(addr);
   }
 }
 
 void pool_release_ctx(State &s, CUcontext ctx) {
-  // Blocks the context still uses go back to the device; the pool itself is per device.
+  // Allocations the context still holds are freed, and their memory goes back to the device
+  // where that empties a chunk; the pool itself is per device.
   for (auto it = s.allocs.begin(); it != s.allocs.end();) {
     auto next = std::next(it);
     if (it->second.kind == Kind::PoolBlock && it->second.ctx == ctx) {
@@ -288,7 +343,8 @@ void pool_release_ctx(State &s, CUcontext ctx) {
       const CUmemoryPool h = it->second.pool;
       Pool &p = detach_block(s, it);
       s.allocs.erase(it);
-      release_block(s, p, addr, block);
+      auto chunk = give_back(p, addr, block);
+      if (chunk->second.live == 0) release_chunk(s, p, chunk);
       drop_pool_if_done(s, h);
     }
     it = next;

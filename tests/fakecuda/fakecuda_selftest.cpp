@@ -331,7 +331,7 @@ void test_pools() {
   CHECK(def && def == cur);
   CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) == 0);
 
-  // Reuse: a freed block serves a smaller request whole, at the same address.
+  // Reuse: a freed range serves a smaller request from its start, the rest staying free.
   CUdeviceptr a = 0, b = 0;
   OK(cuMemAllocAsync(&a, 100 * MiB, nullptr));
   CHECK(free_mem() == kBaseFree - 100 * MiB);
@@ -341,7 +341,8 @@ void test_pools() {
   CHECK(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 0);
   OK(cuMemAllocAsync_ptsz(&b, 50 * MiB, CU_STREAM_PER_THREAD));
   CHECK(b == a);
-  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 100 * MiB);
+  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 50 * MiB);
+  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 100 * MiB);
   CHECK(free_mem() == kBaseFree - 100 * MiB);
   OK(cuMemFreeAsync_ptsz(b, CU_STREAM_PER_THREAD));
   OK(cuStreamSynchronize(nullptr));  // threshold 0: everything free goes back
@@ -354,7 +355,8 @@ void test_pools() {
   CHECK_RC(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &zero), CUDA_ERROR_INVALID_VALUE);
   CHECK(free_mem() == kBaseFree);
 
-  // Fragmentation: the pool holds 600 MiB free in two blocks, yet 400 MiB cannot be had.
+  // Fragmentation: the pool holds 600 MiB free in two chunks (separate reservations, never
+  // merged), yet 400 MiB cannot be had from them.
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -372,7 +374,7 @@ void test_pools() {
   CHECK(free_mem() == kBaseFree - 600 * MiB);
   CHECK_RC(cuMemAllocFromPoolAsync(&z, 400 * MiB, pool, stream), CUDA_ERROR_OUT_OF_MEMORY);
   CHECK(free_mem() == kBaseFree - 600 * MiB);
-  // TrimTo keeps at least minBytesToKeep reserved: one 300 MiB block goes.
+  // TrimTo keeps at least minBytesToKeep reserved: one 300 MiB chunk goes.
   OK(cuMemPoolTrimTo(pool, 250 * MiB));
   CHECK(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 300 * MiB);
   OK(cuMemPoolTrimTo(pool, 1 * GiB));  // keeps more than it has: no-op
@@ -850,6 +852,7 @@ int main(int argc, char **argv) {
   test_pool_ipc();
   test_cross_process();
   test_cuda13_pools();
+  test_pool_splitting();
   test_events();
   test_arrays_external();
   test_context_costs();

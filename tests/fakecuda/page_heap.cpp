@@ -45,14 +45,6 @@ uint64_t PageHeap::alloc(AddressSpace &va, Device *dev, uint64_t size) {
   return a;
 }
 
-uint64_t PageHeap::release_gain(uint64_t addr) const {
-  auto l = large_.find(addr);
-  if (l != large_.end()) return l->second;
-  auto s = small_.find(addr);
-  if (s == small_.end()) return 0;
-  return pages_.at(s->second.first).live == 1 ? kPage : 0;
-}
-
 void PageHeap::free(AddressSpace &va, Device *dev, uint64_t addr) {
   auto l = large_.find(addr);
   if (l != large_.end()) {

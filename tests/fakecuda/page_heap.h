@@ -3,7 +3,7 @@
 // 1 MiB is packed with others into shared pages; a larger one gets pages of its own. A page
 // is charged to its device when its first block is placed and uncharged when its last block
 // goes. One heap per device serves cuMemAlloc/cuMemAllocPitch and arrays; every device
-// memory pool has its own (so a pool's RESERVED_MEM_CURRENT is a whole number of pages).
+// memory pool has its own, from which it takes its chunks, whole pages each (api_pool.cpp).
 #pragma once
 
 #include <cstdint>
@@ -26,8 +26,6 @@ class PageHeap {
   uint64_t alloc(AddressSpace &va, Device *dev, uint64_t size);
   // Frees a block placed by alloc, uncharging the pages that became empty.
   void free(AddressSpace &va, Device *dev, uint64_t addr);
-  // The bytes free(addr) would uncharge.
-  uint64_t release_gain(uint64_t addr) const;
   uint64_t charged() const { return charged_; }
   bool contains(uint64_t addr) const { return small_.count(addr) || large_.count(addr); }
 

@@ -65,6 +65,7 @@ void test_multicast();
 void test_pool_ipc();
 void test_cross_process();
 void test_cuda13_pools();           // selftest_pools.cpp
+void test_pool_splitting();
 void test_events();
 void test_arrays_external();        // selftest_arrays.cpp
 void test_context_costs();          // selftest_contexts.cpp

@@ -72,7 +72,7 @@ enum class Kind {
 struct Alloc {
   Kind kind = Kind::Device;
   Bytes size = 0;        // what the caller asked for (pitch * height for pitched)
-  Bytes block = 0;       // PoolBlock: the pool block's size (what the pool's USED counts)
+  Bytes block = 0;       // PoolBlock: its range in the pool, the size rounded to 512 B (what USED counts)
   Bytes va_size = 0;     // bytes taken from the address space outside any heap (0: none)
   int device = 0;
   CUcontext ctx = nullptr;
@@ -95,10 +95,19 @@ struct Pool {
   Bytes release_threshold = 0;
   int reuse[3] = {1, 1, 1};
   Bytes used = 0, reserved_high = 0, used_high = 0;
-  Bytes host_reserved = 0; // host/managed pools: bytes of their blocks (no pages)
+  Bytes host_reserved = 0; // host/managed pools: bytes of their chunks (no pages)
   size_t blocks_in_use = 0;
-  PageHeap heap;           // device pools: the pages holding the blocks
-  std::map<Bytes, std::vector<CUdeviceptr>> free_blocks;  // block size -> addresses (LIFO)
+  PageHeap heap;           // device pools: the pages of their chunks (each chunk whole pages)
+  // Memory the pool reserved, in chunks of whole 2 MiB pages, split between its allocations
+  // (api_pool.cpp): each chunk's free ranges, coalesced, and all of them by (length, address)
+  // for the best fit.
+  struct Chunk {
+    Bytes size = 0;
+    size_t live = 0;                      // allocations in it
+    std::map<Bytes, Bytes> free_runs;     // offset -> length, disjoint, never adjacent
+  };
+  std::map<CUdeviceptr, Chunk> chunks;    // base address -> chunk
+  std::set<std::pair<Bytes, CUdeviceptr>> free_ranges;
   Bytes reserved() const { return device >= 0 ? heap.charged() : host_reserved; }
 };
 

@@ -9,6 +9,11 @@
 //   pool_1k_reserved  RESERVED_MEM_CURRENT of the default pool after a 1 KiB cuMemAllocAsync
 //   pool_after_sync   the same after its free and a synchronize (release threshold 0: all back)
 //   pool_kept_at_max_threshold  the same with the threshold at its maximum (rule 15: all kept)
+//   pool_1000_used    USED_MEM_CURRENT of the default pool after a 1000-byte cuMemAllocAsync
+//                     (512-byte rounding)
+//   pool_split_used / pool_split_reserved  USED_MEM_CURRENT and RESERVED_MEM_CURRENT after a
+//                     16 MiB allocation freed (the pool keeping it) and a 4 MiB one (a pool that
+//                     splits: 4 MiB used of 16 MiB reserved; one that does not: 16 of 16)
 //   graph_instantiate / graph_upload / graph_launch / graph_trim   a graph with a 3 MiB
 //                     allocation node and its free node, at each step (trim: memory given back)
 //   vmm_granularity   cuMemGetAllocationGranularity (recommended)
@@ -129,6 +134,25 @@ int main(int argc, char** argv) {
     pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
     fig["pool_kept_at_max_threshold"] = static_cast<long long>(reserved);
     pool_set_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero);
+    sync(nullptr);  // empty again; then kept across synchronizes
+    pool_set_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all);
+    alloc_async(&p1, 16 << 20, nullptr);
+    free_async(p1, nullptr);
+    sync(nullptr);
+    alloc_async(&p1, 4 << 20, nullptr);
+    cuuint64_t used = 0;
+    reserved = 0;
+    pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+    pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
+    fig["pool_split_used"] = static_cast<long long>(used);
+    fig["pool_split_reserved"] = static_cast<long long>(reserved);
+    free_async(p1, nullptr);
+    alloc_async(&p1, 1000, nullptr);
+    used = 0;
+    pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+    fig["pool_1000_used"] = static_cast<long long>(used);
+    free_async(p1, nullptr);
+    pool_set_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero);
     sync(nullptr);
   }
 
@@ -180,7 +204,8 @@ int main(int argc, char** argv) {
   const std::map<std::string, long long> model = {
       {"context", 512 * MiB}, {"alloc_1k_first", 2 * MiB}, {"alloc_1k_second", 0}, {"alloc_3m", 4 * MiB},
       {"stack_2k", 264 * MiB}, {"pool_1k_reserved", 2 * MiB}, {"pool_after_sync", 0},
-      {"pool_kept_at_max_threshold", 2 * MiB}, {"graph_instantiate", 0}, {"graph_upload", 4 * MiB},
+      {"pool_kept_at_max_threshold", 2 * MiB}, {"pool_1000_used", 1024}, {"pool_split_used", 4 * MiB},
+      {"pool_split_reserved", 16 * MiB}, {"graph_instantiate", 0}, {"graph_upload", 4 * MiB},
       {"graph_launch", 0}, {"graph_trim", 4 * MiB}, {"vmm_granularity", 2 * MiB}, {"multicast_granularity", 512 * MiB}};
   int bad = 0;
   for (const auto& [name, want] : model) {

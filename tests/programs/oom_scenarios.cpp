@@ -4,7 +4,8 @@
 //   others       run with FAKECUDA_FOREIGN_BYTES: memory held elsewhere -> other_processes
 //   leak         a buffer kept every step until the device is full    -> leak_growth
 //   live-set     weights that leave no room for the activations      -> live_set_too_large
-//   fragmentation a pool full of freed blocks too small for a request -> fragmentation
+//   fragmentation a pool full of freed blocks, each pinned apart from the next by a small live
+//                one, too small for a request                        -> fragmentation
 //   steps N      no OOM: weights, then N steps that each keep 8 MiB (for diff and check)
 //   two-lines A B  no OOM: A MiB and B MiB from two lines of one function, kept
 //   only-oom     one request larger than any device and nothing else (a peak of 0 B)
@@ -53,6 +54,10 @@ __attribute__((noinline)) CUresult big_from_pool(CUmemoryPool pool, CUstream s, 
   return cuMemAllocFromPoolAsync(&p, bytes, pool, s);
 }
 
+__attribute__((noinline)) CUresult pin_in_pool(CUmemoryPool pool, CUstream s, CUdeviceptr& p) {
+  return cuMemAllocFromPoolAsync(&p, size_t(1) << 20, pool, s);
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   CUdevice dev;
@@ -88,8 +93,15 @@ int main(int argc, char** argv) {
     if (cuMemPoolCreate(&pool, &props) || cuStreamCreate(&s, 0)) return 2;
     cuuint64_t keep_all = ~cuuint64_t(0);
     cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all);
-    std::vector<CUdeviceptr> blocks(48);
-    for (CUdeviceptr& b : blocks) cuMemAllocFromPoolAsync(&b, 64 * MiB, pool, s);
+    // 48 chunks of 64 MiB, each a 63 MiB block and a 1 MiB pin at its end (the rest of the
+    // chunk, which the pool splits off); the blocks freed, the pins kept: 3 GiB reserved, 48 MiB
+    // live, and no free range longer than 63 MiB (each pinned apart from the next, in chunks
+    // of their own). No chunk is entirely free, so trimming the pool would not help either.
+    std::vector<CUdeviceptr> blocks(48), pins(48);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (cuMemAllocFromPoolAsync(&blocks[i], 63 * MiB, pool, s) || pin_in_pool(pool, s, pins[i])) return 2;
+      if (pins[i] != blocks[i] + 63 * MiB) return 2;  // not the layout this scenario is about
+    }
     for (CUdeviceptr b : blocks) cuMemFreeAsync(b, s);  // the pool keeps them
     r = big_from_pool(pool, s, 1536 * MiB);
   } else if (mode == "pool-limit") {  // a pool capped at 256 MiB, full; the device has room
