@@ -9,10 +9,10 @@
 # (CI sets it) or it stops with the command to run.
 set -euo pipefail
 build_packages=(cmake make g++ libabsl-dev nlohmann-json3-dev catch2 libcli11-dev libunwind-dev libdw-dev libelf-dev
-                libbenchmark-dev python3 pkgconf)
+                libbenchmark-dev python3 pkgconf
+                debian-archive-keyring)  # (the demo's real PyTorch is fetched from Debian, verified with it)
 test_packages=(clang libclang-rt-14-dev chromium nodejs python3-pytest tmux zsh valgrind groff-base man-db
-               python3-venv python3-pip python3-setuptools python3-wheel libbz2-dev zlib1g-dev liblzma-dev
-               debian-archive-keyring)  # (the keyring: scripts/debian-python.sh verifies the newer suites with it)
+               python3-venv python3-pip python3-setuptools python3-wheel libbz2-dev zlib1g-dev liblzma-dev)
 packages=("${build_packages[@]}")
 [ "${VT_DEPS:-build}" = test ] && packages+=("${test_packages[@]}")
 missing=()
