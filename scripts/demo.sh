@@ -55,7 +55,7 @@ else
     export VRAMTRACE_KERNELS=0  # CUPTI needs a real GPU
     python=("$VT_RT_PYTHON")
   else
-    say "no GPU here, and Debian's PyTorch could not be fetched ($(grep -m1 -E 'fetch:|SKIPPED|FAILED' "$out/fetch.log" || echo "see $out/fetch.log")): the C workload on the simulated driver instead"
+    say "no GPU here, and Debian's PyTorch could not be fetched ($(grep -m1 -E 'fetch:|FAILED' "$out/fetch.log" || echo "see $out/fetch.log")): the C workload on the simulated driver instead"
     cmake --build build -j"$(nproc)" --target demo_workload fakecuda fakenvml >>"$out/build.log" 2>&1
     export LD_LIBRARY_PATH=$PWD/build/lib/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     export VRAMTRACE_NVML_LIBRARY=$PWD/build/tests/programs/libfakenvml.so
@@ -80,7 +80,7 @@ trace=$(ls -S "$out"/*.trace 2>/dev/null | head -n 1)
 [[ -n $trace ]] || { echo "vramtrace: no trace was written (above)" >&2; exit 1; }
 say "vramtrace summary $trace"
 "$vt" summary "$trace" --top 3 | sed '/^ALLOCATION SIZES/,$d'
-say "vramtrace oom $trace   (the verdict, PyTorch's own message quoted, what to do)"
+say "vramtrace oom $trace   (the verdict, its evidence, what to do)"
 "$vt" oom "$trace" --top 3
 "$vt" report "$trace" --format html -o "${trace%.trace}.html"
 say "the whole report: vramtrace report $trace"

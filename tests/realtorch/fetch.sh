@@ -43,6 +43,9 @@ apt_for() {
      -o Dir::Cache="$dir/cache" -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
   if [[ -z $(find "$dir/lists" -maxdepth 1 -name '*_InRelease' -mmin -1440 2>/dev/null) ]]; then
     apt-get "${O[@]}" update -qq >>"$log" 2>&1 || fail "Debian's $suite suite cannot be reached ($(tail -n 1 "$log"))"
+    # (apt-get update succeeds when it fetched nothing: the lists say whether it did)
+    [[ -n $(find "$dir/lists" -maxdepth 1 -name '*_InRelease' -mmin -1440 2>/dev/null) ]] ||
+      fail "Debian's $suite suite cannot be reached at $mirror ($(grep -m1 -E '^(W|E):' "$log" | cut -c1-160))"
   fi
 }
 # Downloads into `debs` the packages not there yet (by name: a newer version in the lists does not
