@@ -639,6 +639,19 @@ TorchView TorchAggregator::view(int device, uint64_t t) const {
   return v;
 }
 
+// The VMM physical memory handles mapped into PyTorch's segments (its expandable segments).
+absl::flat_hash_set<uint64_t> TorchAggregator::torch_vmm_handles(const LiveState& live) const {
+  absl::flat_hash_set<uint64_t> out;
+  for (const auto& [va, m] : live.mappings()) {
+    auto rit = regions_.upper_bound(va);
+    if (rit == regions_.begin()) continue;
+    --rit;
+    auto ow = owners_.find(rit->second.owner);
+    if (rit->second.hi > va && ow != owners_.end() && ow->second.torch) out.insert(m.handle);
+  }
+  return out;
+}
+
 void TorchAggregator::on_failed(const Record& r) {
   if (!r.op || (r.op->kind != MemKind::Device && r.op->kind != MemKind::VmmPhysical)) return;
   Dev& d = dev(r.device);
@@ -685,14 +698,7 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
     info.outside_bytes += a.size;
   }
   // VMM physical memory on the device that no PyTorch region maps (JAX, NCCL's cuMem buffers...).
-  absl::flat_hash_map<uint64_t, bool> torch_handles;
-  for (const auto& [va, m] : live.mappings()) {
-    auto rit = regions_.upper_bound(va);
-    if (rit == regions_.begin()) continue;
-    --rit;
-    auto ow = owners_.find(rit->second.owner);
-    if (rit->second.hi > va && ow != owners_.end() && ow->second.torch) torch_handles[m.handle] = true;
-  }
+  const absl::flat_hash_set<uint64_t> torch_handles = torch_vmm_handles(live);
   for (const auto& slot : live.vmm_handles()) {
     const AllocInfo a = live.info(slot.second);
     if (a.bucket != Bucket::Device || a.device != o.device || torch_handles.count(slot.first)) continue;
@@ -801,14 +807,7 @@ AllocatorAtExit TorchAggregator::at_exit(const LiveState& live) const {
     add(live.info(slot.second));
   }
   // An expandable segment's memory: the physical handles mapped into PyTorch's reservations.
-  absl::flat_hash_map<uint64_t, bool> handles;
-  for (const auto& [va, m] : live.mappings()) {
-    auto rit = regions_.upper_bound(va);
-    if (rit == regions_.begin()) continue;
-    --rit;
-    auto ow = owners_.find(rit->second.owner);
-    if (rit->second.hi > va && ow != owners_.end() && ow->second.torch) handles[m.handle] = true;
-  }
+  const absl::flat_hash_set<uint64_t> handles = torch_vmm_handles(live);
   for (const auto& slot : live.vmm_handles())
     if (handles.count(slot.first)) add(live.info(slot.second));
   for (const auto& [key, b] : by_site) x.segments.push_back(SiteTable::Row{key, 0, b});

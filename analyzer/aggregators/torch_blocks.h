@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include "aggregators/growth_rule.h"
 #include "aggregators/leaks.h"
@@ -134,6 +135,7 @@ class TorchAggregator {
   void gap_remove(Region& g, uint64_t v);
   void make_torch(uint64_t owner_key, Owner& o, uint64_t t);
   uint64_t inactive_of(const Region& g, uint64_t lo) const;
+  absl::flat_hash_set<uint64_t> torch_vmm_handles(const LiveState& live) const;
 
   TorchFigures figures(int device) const;
   TorchView view(int device, uint64_t t) const;
