@@ -1,5 +1,5 @@
-"""Framework workloads for tests/gpu/run.sh: python3 frameworks.py torch|cupy|cupy-async|jax.
-Each allocates known sizes and (torch) provokes an OOM; run.sh checks the traces."""
+"""Framework workloads for tests/gpu/device_run.sh: python3 frameworks.py torch|cupy|cupy-async|jax.
+Each allocates known sizes and (torch) provokes an OOM; device_run.sh checks the traces."""
 import os
 import sys
 

@@ -1,4 +1,4 @@
-"""A training-like PyTorch script for tests/gpu/run.sh: the big activation is allocated on a known
+"""A training-like PyTorch script for tests/gpu/device_run.sh: the big activation is allocated on a known
 line (printed as EXPECT file:line), whatever the allocator mode (PYTORCH_CUDA_ALLOC_CONF)."""
 import sys
 

@@ -7,7 +7,9 @@
 //   procaddr-ptsz the same with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (flags 2)
 //   procaddr-v1   the self-lookup at 11030, which yields the 4-argument v1 cuGetProcAddress
 // With --expect-hooked, every pointer obtained for a hooked function must come from
-// libvramtrace.so (exit 3 otherwise): this is what cudart would be handed.
+// libvramtrace.so (exit 3 otherwise): this is what cudart would be handed. --lookups-only (after
+// it) stops there with exit 0, before the workload (a real driver refuses parts of it: opening
+// the process's own IPC handle).
 #include <dlfcn.h>
 
 #include <string>
@@ -19,11 +21,12 @@ typedef CUresult (*GetProcV1)(const char*, void**, int, cuuint64_t);
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: lookup_dynamic dlsym|dlvsym|procaddr|procaddr-ptsz|procaddr-v1 [--expect-hooked]\n");
+    fprintf(stderr, "usage: lookup_dynamic dlsym|dlvsym|procaddr|procaddr-ptsz|procaddr-v1 [--expect-hooked [--lookups-only]]\n");
     return 2;
   }
   std::string mode = argv[1];
   bool expect_hooked = argc > 2 && std::string(argv[2]) == "--expect-hooked";
+  bool lookups_only = argc > 3 && std::string(argv[3]) == "--lookups-only";
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
@@ -88,5 +91,6 @@ int main(int argc, char** argv) {
     }
   }
   if (unhooked) return 3;
+  if (lookups_only) return 0;
   return run_workload(a);
 }

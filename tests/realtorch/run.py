@@ -2,12 +2,16 @@
 """Runs one real-PyTorch workload (workloads.py) under `vramtrace run` on the simulated GPU and
 checks vramtrace's report against PyTorch's own view of the same run (oracles.py).
 
-    run.py BUILD NAME        one line per check (ok / FAIL / gap), exit 1 on any FAIL
-    run.py BUILD --list      the workloads' names
+    run.py BUILD NAME [--gpu]   one line per check (ok / FAIL / gap), exit 1 on any FAIL
+    run.py BUILD --list         the workloads' names
 
-Needs BUILD/tests/realtorch/env.sh (setup.sh). Leaves everything in BUILD/tests/realtorch/out/NAME/:
-the program's stdout and stderr, the trace, report.json, report.txt, PyTorch's marks.jsonl and
-the report at each mark (at-*.json)."""
+Needs BUILD/tests/realtorch/env.sh (setup.sh). With --gpu, on a real GPU instead: the machine's
+`python3` (VT_RT_GPU_PYTHON) with its CUDA PyTorch, the real driver and NVML, and BUILD a build or
+a staged one (scripts/gpu_stage.sh: bin/, lib/, tests/realtorch/lib/); the workloads size
+themselves from the device, the simulated driver's settings are left out, and one needing more
+devices than there are is skipped. Leaves everything in OUT/NAME/ (BUILD/tests/realtorch/out, or
+VT_RT_OUT_DIR): the program's stdout and stderr, the trace, report.json, report.txt, PyTorch's
+marks.jsonl and the report at each mark (at-*.json)."""
 import json
 import os
 import shutil
@@ -33,21 +37,44 @@ def read_env(build):
     return env
 
 
-def program_env(build, rt, out, spec):
+def program_env(build, rt, out, spec, gpu):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "FAKECUDA_", "FAKENVML_", "PYTORCH_"))}
     env.pop("LD_PRELOAD", None)
     lib = os.path.join(build, "tests", "realtorch", "lib")
     env.update({
-        "LD_LIBRARY_PATH": rt["VT_RT_LIBRARY_PATH"],
-        "VRAMTRACE_NVML_LIBRARY": os.path.join(lib, "libnvidia-ml.so.1"),  # as on a GPU: NVML lists the process
-        "VRAMTRACE_KERNELS": "0",  # CUPTI needs a real GPU
         "VT_RT_OUT": out,
         "VT_RT_OUTSIDE_LIBRARY": os.path.join(lib, "libvt_outside.so"),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
     })
-    env.update(spec.get("env", {}))
+    if not gpu:
+        env.update({
+            "LD_LIBRARY_PATH": rt["VT_RT_LIBRARY_PATH"],
+            "VRAMTRACE_NVML_LIBRARY": os.path.join(lib, "libnvidia-ml.so.1"),  # as on a GPU: NVML lists the process
+            "VRAMTRACE_KERNELS": "0",  # CUPTI needs a real GPU
+        })
+    env.update({k: v for k, v in spec.get("env", {}).items() if not (gpu and k.startswith("FAKECUDA_"))})
     return env
+
+
+def gpu_count(python, env):
+    p = subprocess.run([python, "-c", "import torch; print(torch.cuda.device_count())"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    return int(p.stdout.strip() or 0)
+
+
+def start_other_process(python, env, share):
+    """Another process holding `share` of device 0 (a real one on a GPU); returns it when it holds it."""
+    code = ("import sys, time, torch\n"
+            "free, total = torch.cuda.mem_get_info()\n"
+            f"x = torch.empty(int(total * {share}), dtype=torch.uint8, device='cuda')\n"
+            "print('holding', flush=True)\n"
+            "sys.stdin.read()\n")
+    p = subprocess.Popen([python, "-c", code], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if p.stdout.readline().strip() != "holding":
+        p.kill()
+        raise RuntimeError("the other process could not take its share of the GPU")
+    return p
 
 
 def run_program(cmd, env, out, name):
@@ -61,6 +88,14 @@ def run_program(cmd, env, out, name):
             rc = "timeout"
     with open(os.path.join(out, name + ".stdout")) as so, open(os.path.join(out, name + ".stderr")) as se:
         return rc, so.read(), se.read(), time.monotonic() - t0
+
+
+def parse_size(text):
+    units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+    for u, m in units.items():
+        if text.endswith(u):
+            return int(float(text[:-len(u)]) * m)
+    return int(text)
 
 
 def vramtrace_json(vt, args, path):
@@ -77,25 +112,36 @@ def main():
         print("\n".join(WORKLOADS))
         return 0
     name = sys.argv[2]
+    gpu = "--gpu" in sys.argv[3:]
     spec = WORKLOADS[name]
-    rt = read_env(build)
+    rt = {"VT_RT_PYTHON": os.environ.get("VT_RT_GPU_PYTHON", "python3")} if gpu else read_env(build)
+    python = rt["VT_RT_PYTHON"]
     vt = os.path.join(build, "bin", "vramtrace")
-    out = os.path.join(build, "tests", "realtorch", "out", name)
+    out = os.path.join(os.environ.get("VT_RT_OUT_DIR") or os.path.join(build, "tests", "realtorch", "out"), name)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    env = program_env(build, rt, out, spec)
+    env = program_env(build, rt, out, spec, gpu)
+    checks = oracles.Checks(name)
+    devices = int(spec.get("env", {}).get("FAKECUDA_DEVICES", 1))
+    if gpu and devices > 1 and gpu_count(python, env) < devices:
+        checks.line("SKIP", f"needs {devices} GPUs")
+        return 77
     other = None
     if spec.get("other_process"):
-        # Another process on the GPU: a real one, so that its pid names something; the simulated
-        # driver takes its memory from the device, NVML lists it with its bytes.
-        other = subprocess.Popen(["sleep", "600"])
-        env["FAKECUDA_FOREIGN_BYTES"] = str(spec["other_process"])
-        env["FAKENVML_PROCESSES"] = f"{other.pid}:{spec['other_process']}"
-    checks = oracles.Checks(name)
+        share = spec["other_process"]
+        if gpu:
+            other = start_other_process(python, env, share)
+        else:
+            # A real process, so that its pid names something; the simulated driver takes its
+            # memory from the device, NVML lists it with its bytes.
+            other = subprocess.Popen(["sleep", "600"], stdin=subprocess.PIPE)
+            held = int(parse_size(spec["env"]["FAKECUDA_TOTAL_BYTES"]) * share)
+            env["FAKECUDA_FOREIGN_BYTES"] = str(held)
+            env["FAKENVML_PROCESSES"] = f"{other.pid}:{held}"
     try:
         script = os.path.join(HERE, "workloads", spec["script"])
         rc, stdout, stderr, secs = run_program([vt, "run", "-o", os.path.join(out, "trace") + "/", "--",
-                                                rt["VT_RT_PYTHON"], script], env, out, "program")
+                                                python, script], env, out, "program")
         checks.note(f"ran {spec['script']} under vramtrace in {secs:.1f} s (exit {rc})")
         checks.equal("the program's exit status", rc, spec.get("rc", 0), detail=stderr[-2000:])
         traces = sorted((os.path.join(out, "trace", f) for f in os.listdir(os.path.join(out, "trace"))
@@ -121,7 +167,7 @@ def main():
             plain = os.path.join(out, "plain")
             os.makedirs(plain)
             penv = dict(env, VT_RT_OUT=plain)
-            prc, _, pstderr, psecs = run_program([rt["VT_RT_PYTHON"], script], penv, plain, "program")
+            prc, _, pstderr, psecs = run_program([python, script], penv, plain, "program")
             checks.note(f"ran {spec['script']} without vramtrace in {psecs:.1f} s (exit {prc})")
             checks.equal("the program's exit status without vramtrace", prc, spec.get("rc", 0), detail=pstderr[-2000:])
             oracles.check_profiler(checks, out, plain)
@@ -129,6 +175,8 @@ def main():
         if other:
             other.kill()
             other.wait()
+            if other.stdout:
+                other.stdout.close()
     return checks.finish()
 
 

@@ -5,10 +5,8 @@ ctest test. Fields:
   rc       the script's own exit status (1: an OutOfMemoryError it does not catch)
   mode     the report's torch.mode
   verdict  the verdict of its (last) OOM, when it has one
-  other_process  bytes another process holds on the device (run.py starts one)
+  other_process  the share of the device another process holds (run.py starts one)
 """
-
-GiB = 1 << 30
 
 WORKLOADS = {
     # Training loops and features, default caching allocator.
@@ -42,7 +40,7 @@ WORKLOADS = {
                                          mode="caching allocator, expandable segments"),
     "oom_outside": dict(script="oom_outside.py", env={"FAKECUDA_TOTAL_BYTES": "3GiB"}, rc=1, verdict="outside_pytorch"),
     "oom_other_process": dict(script="oom_other_process.py", env={"FAKECUDA_TOTAL_BYTES": "3GiB"}, rc=1,
-                              verdict="other_processes", other_process=1 * GiB),
+                              verdict="other_processes", other_process=1 / 3),
     "oom_kept_alive": dict(script="oom_kept_alive.py", env={"FAKECUDA_TOTAL_BYTES": "3GiB"}, rc=1,
                            verdict="leak_growth"),
     # torch.profiler(profile_memory=True) sees the same memory events with and without vramtrace.

@@ -1,14 +1,17 @@
 """A fragmentation OOM: a data pipeline keeps every third 6 MiB batch buffer (for logging), so
-every 20 MiB segment of the cache stays pinned by one; 2/3 of the cache is free, yet a 1 GiB
+every 20 MiB segment of the cache stays pinned by one; 2/3 of the cache is free, yet a large
 request cannot be placed, and the cache flush on the retry cannot release a segment that still
-holds a tensor. (Run with FAKECUDA_TOTAL_BYTES=2GiB.)"""
+holds a tensor. Sized from the device's free memory (a 2 GiB simulated one, or a real GPU)."""
 import torch
 
 from vt_marks import mark
 
-buffers = [torch.empty(6 << 20, dtype=torch.uint8, device="cuda") for _ in range(120)]
+free, total = torch.cuda.mem_get_info()
+count = int(free * 0.5) // (20 << 20) * 3  # three 6 MiB buffers per 20 MiB segment: half the free memory
+buffers = [torch.empty(6 << 20, dtype=torch.uint8, device="cuda") for _ in range(count)]
 mark("buffers filled")
 kept = buffers[::3]
 del buffers
 mark("two thirds freed")
-embedding_table = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+# More than what is left free, less than that and the free space between the kept buffers.
+embedding_table = torch.empty(int(free * 0.7) >> 20 << 20, dtype=torch.uint8, device="cuda")

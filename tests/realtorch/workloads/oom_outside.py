@@ -1,7 +1,8 @@
 """Memory outside PyTorch: a communication library (here a small C library standing in for one,
 loaded with ctypes as extensions are) reserves its buffers straight from the driver; PyTorch's
-training then runs out although its own tensors would fit. (Run with FAKECUDA_TOTAL_BYTES=3GiB;
-VT_RT_OUTSIDE_LIBRARY names the library.)"""
+training then runs out although its own tensors would fit. Sized from the device: the library
+takes 60% of the free memory, the step needs more than what is left. (VT_RT_OUTSIDE_LIBRARY names
+the library.)"""
 import ctypes
 import os
 
@@ -12,14 +13,17 @@ from vt_marks import mark
 
 comm = ctypes.CDLL(os.environ["VT_RT_OUTSIDE_LIBRARY"])
 comm.vt_outside_reserve.argtypes = [ctypes.c_size_t]
-torch.cuda.init()
 torch.empty(1, device="cuda")  # the context, as any first CUDA call makes it
-assert comm.vt_outside_reserve(1792 << 20) == 0  # the library's buffers: 1.75 GiB
+free, _ = torch.cuda.mem_get_info()
+assert comm.vt_outside_reserve(int(free * 0.6) >> 20 << 20) == 0  # the library's buffers
 mark("library buffers reserved")
-model = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 4096)).cuda()
+width = 4096
+model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)).cuda()
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+free, _ = torch.cuda.mem_get_info()
+batch = int(free * 0.3) // (width * 4)  # each activation of the step: 30% of what is left
 for step in range(3):
-    x = torch.randn(8192, 4096, device="cuda")
+    x = torch.randn(batch, width, device="cuda")
     loss = model(x).pow(2).mean()
     loss.backward()
     optimizer.step()
