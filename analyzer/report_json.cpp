@@ -117,6 +117,12 @@ json frag_json(const TraceReport& r) {
           {"cache_flushes", flushes}};
 }
 
+json frag_json_with_torch(const TraceReport& r) {
+  json j = frag_json(r);
+  if (r.torch.figures()) j["pytorch"] = torch_frag_json(r.torch);  // each device's cache at its most fragmented
+  return j;
+}
+
 json procs_json(const std::vector<GpuProcess>& v) {
   json a = json::array();
   for (const GpuProcess& g : v) a.push_back({{"pid", g.pid}, {"name", g.name}, {"bytes", g.bytes}});
@@ -271,7 +277,7 @@ json report_json(const TraceReport& r, const std::string& section) {
     }
   }
   if (section.empty() || section == "leaks") j["leaks"] = leaks_json(r);
-  if (section.empty() || section == "frag") j["fragmentation"] = frag_json(r);
+  if (section.empty() || section == "frag") j["fragmentation"] = frag_json_with_torch(r);
   if (section.empty() || section == "oom") j["ooms"] = ooms_json(r);
   if (section.empty() || section == "peak") {
     json regions = json::array();

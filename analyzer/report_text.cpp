@@ -331,7 +331,8 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       o << "  at " << secs(r, c.t_ns) << " a " << format_bytes(c.requested_bytes) << " request failed; "
         << format_bytes(c.freed_bytes) << " of cached segments were freed and the retry "
         << (c.retry_succeeded ? "succeeded" : "failed") << "\n";
-    if (!f.vmm_reserved_bytes_max && f.pools.empty() && f.cache_flushes.empty()) o << "  nothing to report\n";
+    const bool torch = r.torch.figures() && torch_frag_text(o, r.torch, secs, r);
+    if (!f.vmm_reserved_bytes_max && f.pools.empty() && f.cache_flushes.empty() && !torch) o << "  nothing to report\n";
   }
   if (section.empty() || section == "oom") {
     o << "\nOUT OF MEMORY (" << count(r.ooms.size(), "failed allocation") << ")\n";

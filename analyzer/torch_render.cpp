@@ -192,6 +192,30 @@ void torch_live_at_text(std::ostringstream& o, const std::vector<TorchLiveDevice
   }
 }
 
+bool torch_frag_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)(const TraceReport&, uint64_t),
+                     const TraceReport& r) {
+  bool any = false;
+  for (const TorchDevice& d : t.devices) {
+    const TorchFigures& w = d.worst_fragmentation;
+    if (!w.inactive_split) continue;
+    any = true;
+    o << "  PyTorch's cache, device " << d.device << ", at its most fragmented (" << secs(r, d.worst_fragmentation_t_ns)
+      << ", when a request needed a new segment or failed): inactive split " << format_bytes(w.inactive_split) << " ("
+      << pct(d.worst_fragmentation_ratio) << " of its " << format_bytes(w.reserved)
+      << " reserved: free space in segments that still hold tensors), largest free block "
+      << format_bytes(w.largest_free_block) << "\n";
+  }
+  return any;
+}
+
+json torch_frag_json(const TorchReport& t) {
+  json a = json::array();
+  for (const TorchDevice& d : t.devices)
+    a.push_back({{"device", d.device}, {"t_ns", d.worst_fragmentation_t_ns}, {"figures", figures_json(d.worst_fragmentation)},
+                 {"fragmentation", d.worst_fragmentation_ratio}});
+  return a;
+}
+
 json torch_oom_json(const TorchOomInfo& t) {
   return {{"t_ns", t.t_ns},
           {"device", t.device},

@@ -22,5 +22,10 @@ void torch_live_at_text(std::ostringstream& o, const std::vector<TorchLiveDevice
 void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)(const TraceReport&, uint64_t),
                 const TraceReport& r, std::string (*esc)(const std::string&));
 void torch_oom_text(std::ostringstream& o, const OomReport& x, std::string (*esc)(const std::string&));
+// The FRAGMENTATION section's PyTorch part: each device's cache at its most fragmented (inactive
+// split), false when it never was. JSON: "fragmentation": {"pytorch": [...]}.
+bool torch_frag_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)(const TraceReport&, uint64_t),
+                     const TraceReport& r);
+nlohmann::json torch_frag_json(const TorchReport& t);
 
 }  // namespace vt::analyzer

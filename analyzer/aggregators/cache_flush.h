@@ -14,8 +14,13 @@ namespace vt::analyzer {
 
 class CacheFlushAggregator {
  public:
-  // An out-of-memory failure: a sequence starts (replacing one still open).
-  void on_oom(const Record& r) { pending_ = {true, CacheFlush{r.t_ns, r.size, 0, 0, false}, r.op->code}; }
+  // An out-of-memory failure: a sequence starts (replacing one still open); when it is the retry
+  // of the open one, after frees, that flush is recorded as one whose retry failed too.
+  void on_oom(const Record& r) {
+    if (pending_.active && r.op->code == pending_.op && r.size == pending_.f.requested_bytes && pending_.f.freed_count > 0)
+      flushes_.push_back(pending_.f);  // (retry_succeeded stays false)
+    pending_ = {true, CacheFlush{r.t_ns, r.size, 0, 0, false}, r.op->code};
+  }
   // Before a successful event is applied (`live` still holds what a free releases).
   void before(const Record& r, const LiveState& live) {
     if (pending_.active) step(r, live);

@@ -332,7 +332,14 @@ function fragSection(ctx) {
             el('td', {class: 'num'}, fmtCount(c.freed_count)), el('td', null, c.retry_succeeded ? 'succeeded' : 'failed'))))),
     more('/fragmentation/cache_flushes', 'cache flush'));
   }
-  if (!parts.length) parts.push(el('p', {class: 'none'}, 'Nothing to report: no VMM reservations, pools or cache flushes.'));
+  for (const d of (f.pytorch || []).filter((d) => d.figures.inactive_split_bytes)) {
+    parts.push(el('h3', null, 'PyTorch\u2019s cache, device ' + d.device + ', at its most fragmented (' + fmtSecs(ctx.rel(d.t_ns)) +
+        ', when a request needed a new segment or failed)'),
+      el('p', {class: 'sub'}, 'Inactive split ' + fmtBytes(d.figures.inactive_split_bytes) + ' (' + fmtPct(d.fragmentation) + ' of its ' +
+        fmtBytes(d.figures.reserved_bytes) + ' reserved: free space in segments that still hold tensors, which empty_cache() cannot ' +
+        'release); largest free block ' + fmtBytes(d.figures.largest_free_block_bytes) + '.'));
+  }
+  if (!parts.length) parts.push(el('p', {class: 'none'}, 'Nothing to report: no VMM reservations, pools, cache flushes or fragmented PyTorch cache.'));
   return section('frag-' + ctx.index, 'Fragmentation', parts);
 }
 

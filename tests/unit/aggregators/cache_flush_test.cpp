@@ -66,3 +66,18 @@ TEST_CASE("cache-flush aggregator: another request, no frees, or frees of other 
   g.feed(g.rec.alloc(0x6000000, 48 * MiB));
   CHECK(g.finish().empty());
 }
+
+TEST_CASE("cache-flush aggregator: a flush whose retry failed too is one (PyTorch's OOM after its flush)") {
+  Rig g;
+  g.feed(g.rec.alloc(0x1000000, 16 * MiB));
+  Record first = g.rec.oom(48 * MiB, 16 * MiB, 64 * MiB);
+  g.feed(first);
+  g.feed(g.rec.free(0x1000000));
+  g.feed(g.rec.oom(48 * MiB, 32 * MiB, 64 * MiB));  // the retry fails as well
+  g.feed(g.rec.oom(48 * MiB, 32 * MiB, 64 * MiB));  // a failure with no frees since: no flush of its own
+  auto f = g.finish();
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].t_ns == first.t_ns);
+  CHECK(f[0].freed_bytes == 16 * MiB);
+  CHECK_FALSE(f[0].retry_succeeded);
+}
