@@ -84,13 +84,14 @@ function frameShort(f) {
   return (f.python ? 'py: ' : '') + shortFn(f.function) + (f.inlined ? ' (inlined)' : '') + (w ? '  ' + w : '');
 }
 
-// The frame that names an allocation site in one line: the innermost Python frame (the
-// user's code under a framework), else the innermost resolved frame outside system libraries
-// and the CUDA runtime (the program's own call), else the innermost frame.
+// The frame that names an allocation site in one line: the innermost Python frame of the user's
+// own code (not an installed library's or the standard library's: `library`, as the text report's
+// one-line answers do), else the innermost Python frame, else the innermost resolved frame outside
+// system libraries and the CUDA runtime (the program's own call), else the innermost frame.
 const SYSTEM_MODULE = /^\/(usr\/)?lib(64|32)?\/|\/libcudart[^/]*$/;
 function siteFrame(stack) {
   if (!stack.length) return null;
-  return stack.find((f) => f.python) ||
+  return stack.find((f) => f.python && !f.library) || stack.find((f) => f.python) ||
       stack.find((f) => f.function && f.function !== '??' && !SYSTEM_MODULE.test(f.module || '')) || stack[0];
 }
 function siteLabel(stack) {
