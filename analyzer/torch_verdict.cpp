@@ -142,6 +142,8 @@ bool is_cublas_workspace(const std::vector<Frame>& stack) {
   return false;
 }
 
+// (Over the leak groups the report keeps, `--top` of them: a workspace cut from the list stays
+// counted in the leaks' total.)
 void workspaces_out_of_leaks(TraceReport* rep) {
   TorchCacheAtExit& c = rep->torch_cache_at_exit;
   if (!c.known) return;

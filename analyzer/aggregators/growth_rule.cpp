@@ -11,6 +11,7 @@ void SiteCheckpoints::add(uint64_t t, SiteSnapshot snap) {
   if (snaps_.size() > 128) {  // keep every other one, sample half as often from now on
     size_t w = 0;
     for (size_t i = 0; i < snaps_.size(); i += 2, ++w) {
+      if (w == i) continue;  // (no self-move: it may empty a container)
       snaps_[w] = std::move(snaps_[i]);
       t_[w] = t_[i];
     }

@@ -2,9 +2,9 @@
 #include "aggregators/leaks.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <absl/container/flat_hash_map.h>
-#include <utility>
 
 #include "aggregators/site_groups.h"
 

@@ -449,7 +449,8 @@ void TorchAggregator::on_block(uint64_t t, const TorchBlock& b) {
 void TorchAggregator::after_block(uint64_t t, int device, bool allocation) {
   Dev& d = dev(device);
   d.last_block_t = t;
-  if (allocation) d.failed_in_request = false;  // the request was placed (after a retry, or not)
+  if (allocation)  // the request was placed (after a retry, or not)
+    if (auto it = retries_.find(device); it != retries_.end()) it->second.failed_in_request = false;
   last_block_t_ = t;
   if (d.allocated > d.bucket.total || (!d.bucket.t && !d.bucket_pending)) {
     d.bucket.total = d.allocated;  // a new high of the bucket: snapshotted before the next free
@@ -482,10 +483,15 @@ void TorchAggregator::after_block(uint64_t t, int device, bool allocation) {
     std::vector<std::pair<int, uint64_t>> freed;
     for (const auto& [dv, dd] : devs_) freed.push_back({dv, dd.freed});
     freed_at_.push_back(std::move(freed));
-    site_freed_at_.push_back(site_freed_now());
+    site_freed_at_.push_back(site_freed_changes());
     if (checkpoints_.times().size() <= before) {  // it kept every other one: so do we
       size_t w = 0;
       for (size_t i = 0; i < freed_at_.size(); i += 2, ++w) {
+        // A dropped checkpoint's changes belong to the next kept one, unless it changed them again
+        // (the values only grow): the series has an odd length here, so every dropped one has one.
+        if (i > 0)
+          for (const auto& [key, v] : site_freed_at_[i - 1]) site_freed_at_[i].emplace(key, v);
+        if (w == i) continue;  // (a self-move would empty a vector)
         freed_at_[w] = std::move(freed_at_[i]);
         site_freed_at_[w] = std::move(site_freed_at_[i]);
       }
@@ -511,6 +517,18 @@ void TorchAggregator::judge_fragmentation(uint64_t t, int device) {
   }
 }
 
+SiteSnapshot TorchAggregator::site_freed_changes() {
+  SiteSnapshot out;
+  const SiteTable::Rows& rows = sites_.rows();
+  row_freed_seen_.resize(row_freed_.size(), 0);
+  for (size_t i = 0; i < row_freed_.size() && i < rows.size(); ++i)
+    if (row_freed_[i] != row_freed_seen_[i]) {
+      out.emplace(rows[i].key, row_freed_[i]);
+      row_freed_seen_[i] = row_freed_[i];
+    }
+  return out;
+}
+
 SiteSnapshot TorchAggregator::site_freed_now() const {
   SiteSnapshot out;
   const SiteTable::Rows& rows = sites_.rows();
@@ -523,9 +541,8 @@ SiteSnapshot TorchAggregator::site_freed_now() const {
 // iterations"). `series` is the checkpoints (and `now` last, at an OOM). What the site kept: when
 // its bytes dropped since its first high (its temporaries went back: an iteration ended), how far
 // its floor rose, from where it started to the lowest it went after its last drop before its
-// last high; a forward pass
-// still filling up when the device ran out is no such thing. Without any drop, all its growth.
-// freed_meanwhile: what other sites of the device gave back while it grew, up to that floor.
+// last high; a forward pass still filling up when the device ran out is no such thing. Without
+// any drop, all its growth. freed_meanwhile: the other lines' churn while it grew (below).
 TorchGrowth TorchAggregator::growth_of(const GrowthHit& h, const std::vector<const SiteSnapshot*>& series,
                                        const std::vector<uint64_t>& times,
                                        const std::vector<std::pair<int, uint64_t>>* now_freed,
@@ -557,11 +574,14 @@ TorchGrowth TorchAggregator::growth_of(const GrowthHit& h, const std::vector<con
     const uint64_t start = value(0), floor = value(until);
     g.kept_bytes = floor > start ? floor - start : 0;
   }
-  auto site_freed = [&](size_t i) -> uint64_t {
-    const SiteSnapshot* snap = i < site_freed_at_.size() ? &site_freed_at_[i] : now_site_freed;
-    if (!snap) return 0;
-    auto it = snap->find(h.key);
-    return it == snap->end() ? 0 : it->second;
+  auto site_freed = [&](size_t i) -> uint64_t {  // (the latest change at or before checkpoint i)
+    if (i >= site_freed_at_.size() && now_site_freed) {
+      auto it = now_site_freed->find(h.key);
+      return it == now_site_freed->end() ? 0 : it->second;
+    }
+    for (size_t j = std::min(i + 1, site_freed_at_.size()); j-- > 0;)
+      if (auto it = site_freed_at_[j].find(h.key); it != site_freed_at_[j].end()) return it->second;
+    return 0;
   };
   // The loop's temporaries: what other lines of the device allocated and gave back meanwhile (at
   // least what they gave back beyond what they held when it started: a backward pass freeing the
@@ -654,19 +674,20 @@ absl::flat_hash_set<uint64_t> TorchAggregator::torch_vmm_handles(const LiveState
 
 void TorchAggregator::on_failed(const Record& r) {
   if (!r.op || (r.op->kind != MemKind::Device && r.op->kind != MemKind::VmmPhysical)) return;
-  Dev& d = dev(r.device);
-  if (d.failed_in_request) return;  // the retry's failure: one retry per request
-  d.failed_in_request = true;
-  d.alloc_retries++;  // PyTorch frees its cache and tries again (num_alloc_retries)
+  Retries& x = retries_[r.device];
+  if (x.failed_in_request) return;  // the retry's failure: one retry per request
+  x.failed_in_request = true;
+  x.count++;  // PyTorch frees its cache and tries again (num_alloc_retries)
 }
 
 void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& live) {
   {
     Dev& d = dev(o.device);
+    Retries& x = retries_[o.device];
     // No driver call failed: a memory fraction was reached. PyTorch still freed its cache and
     // tried once more before giving up.
-    if (!d.failed_in_request) d.alloc_retries++;
-    d.failed_in_request = false;
+    if (!x.failed_in_request) x.count++;
+    x.failed_in_request = false;
     d.ooms++;
     judge_fragmentation(t, o.device);
   }
@@ -760,7 +781,8 @@ void TorchAggregator::on_mark(uint64_t t, const RegionMark& mark) {
     TorchMark m{mark.name, mark.begin, t, device, figures(device)};
     m.peak_allocated = d.peak;
     m.peak_reserved = d.peak_reserved;
-    m.alloc_retries = d.alloc_retries;
+    auto x = retries_.find(device);
+    m.alloc_retries = x == retries_.end() ? 0 : x->second.count;
     m.ooms = d.ooms;
     marks_.push_back(std::move(m));
   }
@@ -774,12 +796,16 @@ void TorchAggregator::take_live_at() {
     TorchLiveDevice ld;
     ld.device = device;
     ld.figures = figures(device);
+    uint64_t last_owner = 0;
     for (const auto& [lo, g] : regions_) {
       auto o = owners_.find(g.owner);
       if (g.device != device || o == owners_.end() || !o->second.torch) continue;
-      // An expandable segment's mapped ranges are one segment, as PyTorch lists it.
-      if (g.expandable && !ld.segments.empty() && ld.segments.back().expandable &&
-          ld.segments.back().address + ld.segments.back().size == lo) {
+      // An expandable segment's mapped ranges are one segment, as PyTorch lists it (adjacent
+      // ranges of another reservation are another segment).
+      const bool same = g.expandable && !ld.segments.empty() && ld.segments.back().expandable && last_owner == g.owner &&
+                        ld.segments.back().address + ld.segments.back().size == lo;
+      last_owner = g.owner;
+      if (same) {
         ld.segments.back().size += g.hi - lo;
       } else {
         ld.segments.push_back(TorchLiveSegment{lo, g.hi - lo, g.expandable, {}});

@@ -106,8 +106,7 @@ class TorchAggregator {
     TorchView peak_view;
     uint64_t worst_waste = 0, worst_t = 0;
     TorchFigures worst;
-    uint64_t alloc_retries = 0, ooms = 0;
-    bool failed_in_request = false;  // a driver allocation failed since the device's last block
+    uint64_t ooms = 0;
     std::unique_ptr<Timeline> allocated_tl, reserved_tl, inactive_tl;
   };
   struct PendingOom {
@@ -166,8 +165,20 @@ class TorchAggregator {
   std::vector<std::vector<std::pair<int, uint64_t>>> freed_at_;  // per checkpoint: (device, Dev::freed)
   bool expandable_seen_ = false;
   uint64_t freed_between(int device, size_t from, size_t to, const std::vector<std::pair<int, uint64_t>>* now) const;
-  std::vector<uint64_t> row_freed_;          // bytes taken back so far, per row of sites_
-  std::vector<SiteSnapshot> site_freed_at_;  // per checkpoint: row_freed_ by site
+  // num_alloc_retries per device, kept apart from devs_: a failed driver allocation of another
+  // library on a device PyTorch never used must not make it one of PyTorch's devices.
+  struct Retries {
+    uint64_t count = 0;
+    bool failed_in_request = false;  // a driver allocation failed since the device's last block
+  };
+  absl::flat_hash_map<int, Retries> retries_;
+  std::vector<uint64_t> row_freed_;  // bytes taken back so far, per row of sites_
+  // Per checkpoint, row_freed_ of the sites whose value changed since the one before (so a run with
+  // many distinct tensor stacks keeps what changed, not every site at every checkpoint);
+  // site_freed(i) is the latest value at or before checkpoint i.
+  std::vector<SiteSnapshot> site_freed_at_;
+  std::vector<uint64_t> row_freed_seen_;  // row_freed_ at the last checkpoint
+  SiteSnapshot site_freed_changes();
   SiteSnapshot site_freed_now() const;
   TorchGrowth growth_of(const GrowthHit& h, const std::vector<const SiteSnapshot*>& series, const std::vector<uint64_t>& times,
                         const std::vector<std::pair<int, uint64_t>>* now_freed, const SiteSnapshot* now_site_freed) const;

@@ -277,6 +277,9 @@ def check_leaks(c, x):
     tensors = sum(g["bytes"] for g in leaks["groups"] if g["kind"] == "tensor")
     device = sum(g["bytes"] for g in leaks["groups"] if g["kind"] == "device")  # driver allocations left
     c.equal("PyTorch's cache at exit (reserved)", cache["reserved_bytes"], end_reserved)
+    if x.spec.get("cublas_workspace"):  # a matmul ran: PyTorch's cuBLAS workspace is still allocated, named apart
+        c.equal("PyTorch's cuBLAS workspace at exit, named apart from the leaks",
+                (cache["cublas_workspace_bytes"] > 0, tensors), (True, 0))
     # (the report's group list is cut at --top: when it is, the sums are lower bounds)
     if tensors <= end_allocated and device <= outside_bytes(x):
         c.ok(f"leaks {leaks['bytes']} bytes: PyTorch's tensors still allocated ({tensors}), device memory outside "

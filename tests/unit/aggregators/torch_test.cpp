@@ -419,3 +419,72 @@ TEST_CASE("torch aggregator: NVML's list as PyTorch read it goes with its OOM") 
         "300.00 MiB memory in use. Including non-PyTorch memory, this process has 600.00 MiB memory in use. Of the "
         "allocated memory 4.00 MiB is allocated by PyTorch, and 16.00 MiB is reserved by PyTorch but unallocated.");
 }
+
+TEST_CASE("torch aggregator: --at lists two adjacent expandable segments as two") {
+  Rig g;
+  const uint64_t va = 0x7e0000000000;
+  g.feed(g.rec.reserve(va, 20 * MiB));
+  g.feed(g.rec.reserve(va + 20 * MiB, 20 * MiB));  // another reservation, right after the first
+  g.feed(g.rec.vmm_create(1, 20 * MiB, Records::device_location(0)));
+  g.feed(g.rec.vmm_map(va, 20 * MiB, 1));
+  g.reserved = 20 * MiB;
+  g.block(va, 4 * MiB, 5);
+  g.feed(g.rec.vmm_create(2, 20 * MiB, Records::device_location(0)));
+  g.feed(g.rec.vmm_map(va + 20 * MiB, 20 * MiB, 2));
+  g.reserved = 40 * MiB;
+  g.block(va + 20 * MiB, 4 * MiB, 6);
+  g.torch.take_live_at();
+  TraceReport rep = g.finish();
+  REQUIRE(rep.torch.live_at.size() == 1);
+  const std::vector<TorchLiveSegment>& s = rep.torch.live_at[0].segments;
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].address == va);
+  CHECK(s[0].size == 20 * MiB);
+  CHECK(s[0].blocks.size() == 1);
+  CHECK(s[1].address == va + 20 * MiB);
+  CHECK(s[1].blocks.size() == 1);
+}
+
+TEST_CASE("torch aggregator: another library's failed allocation on another device makes it no PyTorch device") {
+  Rig g;
+  g.segment(A, 20 * MiB);
+  g.block(A, 4 * MiB);
+  Record failed = g.rec.oom(64 * MiB, 2 * MiB, 1 * GiB);
+  failed.device = 1;  // (NCCL's, say: PyTorch never used device 1)
+  g.torch.on_failed(failed);
+  g.feed(g.rec.begin("after"));
+  TraceReport rep = g.finish();
+  REQUIRE(rep.torch.marks.size() == 1);
+  CHECK(rep.torch.marks[0].device == 0);
+  CHECK(rep.torch.marks[0].alloc_retries == 0);
+  CHECK(rep.torch.devices.size() == 1);
+}
+
+// Tensors kept alive across iterations, against a forward pass that fills up: long enough for the
+// checkpoints to be thinned several times (the per-line frees thinned with them).
+TEST_CASE("torch aggregator: a line that keeps a tensor every step grows, a pass that fills up and frees does not") {
+  Rig g;
+  g.segment(A, 4 * GiB);
+  uint64_t kept_at = A, temp_at = A + 2 * GiB;
+  for (int step = 0; step < 600; ++step) {
+    // Step: the forward line (stack 3) makes temporaries and one output it keeps; another line
+    // (stack 4, the loss) a temporary; all temporaries go back at the end of the step.
+    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, int64_t(MiB), 3);
+    g.block(kept_at, 512 * 1024, 3);
+    kept_at += 512 * 1024;
+    g.block(temp_at + 8 * MiB, int64_t(MiB), 4);
+    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, -int64_t(MiB));
+    g.block(temp_at + 8 * MiB, -int64_t(MiB));
+  }
+  // One long pass of another line (stack 5) that fills up with nothing freed meanwhile, then goes.
+  uint64_t ramp_at = A + 3 * GiB;
+  for (int k = 0; k < 700; ++k) g.block(ramp_at + uint64_t(k) * MiB, int64_t(MiB), 5);
+  for (int k = 0; k < 700; ++k) g.block(ramp_at + uint64_t(k) * MiB, -int64_t(MiB));
+  TraceReport rep = g.finish();
+  REQUIRE(rep.torch.growth.size() == 1);
+  const TorchGrowth& kept = rep.torch.growth[0];
+  CHECK(kept.stack_id == 3);
+  CHECK(kept.kept_bytes >= 200 * MiB);  // ~300 MiB kept; the checkpoints see most of it
+  CHECK(kept.kept_bytes <= 300 * MiB);
+  CHECK(kept.freed_meanwhile >= kept.kept_bytes);
+}
