@@ -165,6 +165,19 @@ void* first_definition(const char* name, const void* skip_dynamic) {
   return nullptr;
 }
 
+void* definition_after(const char* name, const void* self_dynamic) {
+  bool after = false;
+  for (const link_map* m = _r_debug.r_map; m; m = m->l_next) {
+    if (m->l_ld == self_dynamic) {
+      after = true;
+      continue;
+    }
+    if (after)
+      if (void* p = symbol_in_object(m->l_addr, m->l_ld, name)) return p;
+  }
+  return first_definition(name, self_dynamic);
+}
+
 void* symbol_in_object(uintptr_t base, const void* dynamic, const char* name, bool* indirect) {
   if (indirect) *indirect = false;
   DynTables t;
@@ -185,7 +198,28 @@ bool find_loaded_object(const char* soname, uintptr_t* base, const void** dynami
   return false;
 }
 
+namespace {
+bool g_list_locked = false;
+}  // namespace
+
+bool loader_list_usable() { return !g_list_locked; }
+void mark_loader_list_locked() { g_list_locked = true; }
+
 void* find_loaded_symbol(const char* name, const void* skip, const char** path) {
+  if (!loader_list_usable()) {  // the list without its lock (dladdr1 takes only the loader's main one)
+    Dl_info info;
+    link_map* own = nullptr;
+    if (!dladdr1(skip, &info, reinterpret_cast<void**>(&own), RTLD_DL_LINKMAP)) own = nullptr;
+    for (const link_map* m = _r_debug.r_map; m; m = m->l_next) {
+      if (m == own) continue;
+      if (void* p = symbol_in_object(m->l_addr, m->l_ld, name)) {
+        if (path) *path = m->l_name ? m->l_name : "";
+        return p;
+      }
+    }
+    if (path) *path = "";
+    return nullptr;
+  }
   Search s{name, skip};
   dl_iterate_phdr(visit, &s);
   if (path) *path = s.path;

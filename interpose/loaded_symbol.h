@@ -13,6 +13,12 @@
 
 namespace vt {
 
+// False only in a child forked while another thread walked the list (dl_iterate_phdr holds a lock
+// that glibc's fork leaves held in the child: loader_walks.h). The walks here then read the
+// base namespace's list (_r_debug) instead, and callers that would walk it make no walk.
+bool loader_list_usable();
+void mark_loader_list_locked();
+
 // The first definition of `name` (a function or object, default visibility) in load order,
 // skipping the object that contains `skip` (our own library). *path gets that object's path
 // (pointing into the loader's data: valid as long as the object stays loaded), *path = "" when
@@ -24,6 +30,11 @@ void* find_loaded_symbol(const char* name, const void* skip, const char** path);
 // function at all: the dlvsym stub's first call comes from sanitizer runtimes while they set up
 // their interceptors, when TSan's dl_iterate_phdr and ASan's strcmp still jump through null.
 void* first_definition(const char* name, const void* skip_dynamic);
+
+// The first definition of `name` after the object whose dynamic section is `self_dynamic` in the
+// base namespace's load order (what dlsym(RTLD_NEXT) gives that object), else the first one in
+// another object. Calls no function, like first_definition.
+void* definition_after(const char* name, const void* self_dynamic);
 
 // The object of the base namespace that dlopen(soname, RTLD_NOLOAD) would return (its DT_SONAME,
 // or its path's last component, is `soname`; the first in load order, from _r_debug): its load

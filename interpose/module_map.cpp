@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "clock.h"
+#include "loaded_symbol.h"
 #include "own_work.h"
 #include "recorder_internal.h"
 #include "meta_records.h"
@@ -143,7 +144,8 @@ struct MainMap {
 
 void main_program_path(char* out, size_t cap) {
   MainMap m;
-  dl_iterate_phdr(
+  if (loader_list_usable())
+    dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) {
         auto* mm = static_cast<MainMap*>(data);
         mm->lo = ~0ull;
@@ -171,7 +173,7 @@ void ensure_modules(const uint64_t* ips, int n, uint64_t t) {
     if (!(ips[i] & format::kFramePython) && !covered(ips[i])) missing = true;
   // Rescan only when a library was loaded since the last scan (JIT code is in no module and
   // must not cost a full scan every time). Reading the counter stops at the first object.
-  if (missing) {
+  if (missing && loader_list_usable()) {
     unsigned long long adds = 0;
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* data) {

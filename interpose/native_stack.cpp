@@ -9,6 +9,7 @@
 
 #include <atomic>
 
+#include "loaded_symbol.h"
 #include "own_work.h"
 
 namespace vt {
@@ -62,7 +63,8 @@ __attribute__((constructor)) void order_forks_after_unwinder_setup() {
 void configure_native_stacks(int depth) {
   if (depth > kMaxStackDepth) depth = kMaxStackDepth;
   if (depth < 0) depth = 0;
-  if (g_self_hi == 0) dl_iterate_phdr(find_self, reinterpret_cast<void*>(&configure_native_stacks));
+  if (!loader_list_usable()) depth = 0;  // a forked child whose list lock stayed held: unwinding walks it
+  if (g_self_hi == 0 && depth > 0) dl_iterate_phdr(find_self, reinterpret_cast<void*>(&configure_native_stacks));
   if (!g_unw_ready.load(std::memory_order_acquire)) {
     OwnWork own(true);  // no handler of this thread may fork (and wait for g_unw_mu) in there
     pthread_mutex_lock(&g_unw_mu);

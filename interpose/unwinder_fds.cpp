@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "loaded_symbol.h"
+
 namespace vt {
 
 namespace {
@@ -200,7 +202,7 @@ int patch_libunwind(dl_phdr_info* info, size_t, void* found) {
 
 bool guard_unwinder_descriptors() {
   int patched = 0;
-  dl_iterate_phdr(patch_libunwind, &patched);
+  if (loader_list_usable()) dl_iterate_phdr(patch_libunwind, &patched);
   return patched > 0;
 }
 

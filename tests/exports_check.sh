@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The preload library's exports (interpose/exports.map: dlsym, dlvsym, dlopen, dlmopen, the cu* driver hooks, the CUPTI
-# wrappers, InitializeInjectionNvtx2, the vramtrace_* query API) are defined in libvramtrace.so
+# The preload library's exports (interpose/exports.map: dlsym, dlvsym, dlopen, dlmopen, dl_iterate_phdr, the cu*
+# driver hooks, the CUPTI wrappers, InitializeInjectionNvtx2, the vramtrace_* query API, PyTorch's hooks) are defined in libvramtrace.so
 # and nowhere else: a test binary or the CLI defining one would interpose on the process's own
 # dlsym or driver calls. Usage: exports_check.sh LIBVRAMTRACE BINARY...
 set -uo pipefail
 lib=${1:?usage: exports_check.sh LIBVRAMTRACE BINARY...}
 shift
-pattern='^(_exit|_Exit|dlsym|dlvsym|dlopen|dlmopen|vt_audit_attach|cu[A-Za-z][A-Za-z0-9_]*|InitializeInjectionNvtx2|InitializeInjectionNvtxExtension|vramtrace_[a-z_]+)$'
+# The names come from the map itself (its global section; a glob such as cu* becomes a pattern).
+set -f  # (the globs are the map's, never file names)
+map=$(dirname "$0")/../interpose/exports.map
+names=$(sed -n '/global:/,/local:/p' "$map" | sed 's|/\*.*\*/||' | tr -d ' \t;' | grep -vE '^(global:|local:|)$')
+pattern="^($(printf '%s\n' $names | sed 's/\*$/[A-Za-z0-9_]*/' | paste -sd'|'))$"
 exported() { nm --defined-only "$1" | awk '$2 ~ /^[TtWw]$/ {print $3}' | grep -E "$pattern" | sort -u; }
 # The check must be able to fail: the library itself defines them.
 n=$(exported "$lib" | wc -l)

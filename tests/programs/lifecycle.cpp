@@ -16,6 +16,9 @@
 //   none           never touches CUDA: must leave no trace
 //   fork-first US  a fork US microseconds after another thread began the first memory call
 //                  (fork_first below); the child must not hang
+//   fork-in-walk F another thread inside dl_iterate_phdr (the loader's list lock held) at a fork;
+//                  F=first: before this process's first memory call, F=later: after it. The child
+//                  allocates under a 10 s alarm (exit 0; 1 a failed call; 2 killed: it hung)
 //   small-stack KIB the first memory call on a thread with a KIB KiB stack
 //   chdir-first DIR  chdir(DIR), then 1 MiB (the first memory call)
 //   clearenv-first   clearenv(), then 1 MiB
@@ -23,6 +26,7 @@
 //   raw-fork       1 MiB, a child of syscall(SYS_fork) that calls exit(4), then 3 MiB (exit 5:
 //                  traced, and this process's /dev/shm summary was gone after the child)
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -31,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -83,6 +88,42 @@ static int fork_first(long delay_us) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
 }
 
+// fork-in-walk: glibc's fork resets the loader's big lock in the child, not the lock that
+// dl_iterate_phdr holds (the list lock): a thread inside it at the fork leaves the child's list
+// locked forever. The program's child never walks the list; a recorder that walks it (to unwind
+// a stack) must not hang that child.
+static int fork_in_walk(bool after_first) {
+  if (after_first) alloc(1 << 20);
+  static std::atomic<int> phase{0};
+  pthread_t t;
+  pthread_create(
+      &t, nullptr,
+      [](void*) -> void* {
+        dl_iterate_phdr(
+            [](dl_phdr_info*, size_t, void*) -> int {
+              phase.store(1);
+              while (phase.load() != 2) usleep(1000);
+              return 1;
+            },
+            nullptr);
+        return nullptr;
+      },
+      nullptr);
+  while (phase.load() != 1) usleep(1000);
+  pid_t c = fork();
+  if (c == 0) {
+    alarm(10);
+    CUdeviceptr p;
+    _exit(cuMemAlloc(&p, 8192) == CUDA_SUCCESS ? 0 : 1);
+  }
+  int st = 0;
+  waitpid(c, &st, 0);
+  phase.store(2);
+  pthread_join(t, nullptr);
+  alloc(2 << 20);  // this process's own walks go on
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+}
+
 // small-stack KIB: the process's first memory call (which opens the trace) on a thread whose
 // stack is KIB KiB: Python's smallest (threading.stack_size) is 32.
 static int small_stack(long kib) {
@@ -112,6 +153,7 @@ int main(int argc, char** argv) {
   setup();
   if (mode == "fork-first") return fork_first(n);
   if (mode == "small-stack") return small_stack(n);
+  if (mode == "fork-in-walk" && argc > 2) return fork_in_walk(std::string(argv[2]) == "later");
   if (mode == "chdir-first" && argc > 2) {  // moves to argv[2], then its first memory call
     if (chdir(argv[2]) != 0) return 3;
     alloc(1 << 20);
