@@ -1,9 +1,16 @@
 // See own_work.h.
 #include "own_work.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <new>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 namespace vt {
@@ -52,7 +59,31 @@ OwnWork::~OwnWork() {
   errno = errno_;
 }
 
+namespace {
+std::atomic<int> g_helpers{0};  // helper threads started and not yet ended
+
+struct HelperStart {
+  void* (*fn)(void*);
+  void* arg;
+};
+
+void* run_helper(void* p) {
+  HelperStart s = *static_cast<HelperStart*>(p);
+  delete static_cast<HelperStart*>(p);
+  void* r = s.fn(s.arg);
+  g_helpers.fetch_sub(1, std::memory_order_release);
+  return r;
+}
+
+// A forked child has none of its parent's threads.
+__attribute__((constructor)) void forget_helpers_across_forks() {
+  pthread_atfork(nullptr, nullptr, [] { g_helpers.store(0, std::memory_order_relaxed); });
+}
+}  // namespace
+
 bool start_helper_thread(void* (*fn)(void*), void* arg) {
+  auto* start = new (std::nothrow) HelperStart{fn, arg};
+  if (!start) return false;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the new thread inherits this mask
@@ -60,10 +91,46 @@ bool start_helper_thread(void* (*fn)(void*), void* arg) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  const bool started = pthread_create(&thread, &attr, fn, arg) == 0;
+  g_helpers.fetch_add(1, std::memory_order_acq_rel);  // (before it runs: never counted short)
+  const bool started = pthread_create(&thread, &attr, run_helper, start) == 0;
+  if (!started) {
+    g_helpers.fetch_sub(1, std::memory_order_release);
+    delete start;
+  }
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return started;
+}
+
+int live_helper_threads() { return g_helpers.load(std::memory_order_acquire); }
+
+namespace {
+// The text of /proc/self/... after the command name's closing ')' (the name may hold spaces and
+// parentheses), or nullptr.
+const char* after_comm(const char* path, char* buf, size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  ssize_t n = read(fd, buf, cap - 1);
+  close(fd);
+  if (n <= 0) return nullptr;
+  buf[n] = '\0';
+  const char* p = strrchr(buf, ')');
+  return p && p[1] == ' ' ? p + 2 : nullptr;
+}
+}  // namespace
+
+bool only_helper_threads_left() {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", int(getpid()));
+  const char* main_state = after_comm(path, buf, sizeof buf);
+  if (!main_state || *main_state != 'Z') return false;  // the main thread is still running
+  const char* p = after_comm("/proc/self/stat", buf, sizeof buf);
+  for (int field = 3; p && field < 20; ++field) {  // to num_threads, the 20th
+    p = strchr(p, ' ');
+    if (p) ++p;
+  }
+  // The zombie main thread still counts; a helper starting or ending errs towards "not yet".
+  return p && strtol(p, nullptr, 10) == 1 + live_helper_threads();
 }
 
 }  // namespace vt

@@ -37,5 +37,11 @@ class OwnWork {
 // signal is blocked in it; the caller's mask is unchanged). False when the thread could not be
 // created.
 bool start_helper_thread(void* (*fn)(void*), void* arg);
+// Helper threads started and not yet ended (0 in a forked child).
+int live_helper_threads();
+// True when the program's own threads are all gone (its main thread left with pthread_exit and
+// the others ended) and only helper threads keep the process alive: the process would have ended
+// with status 0 without them. Reads /proc.
+bool only_helper_threads_left();
 
 }  // namespace vt

@@ -173,6 +173,10 @@ void* sampler(void*) {
       g_done.store(true, std::memory_order_release);  // no thread, no NVML
     if (g_done.load(std::memory_order_acquire)) sample_watched();  // (before that, nothing to ask)
     update_shm_summary();
+    // The program's last thread is gone (its main thread left with pthread_exit): without our
+    // threads it would have ended, as by exit(0). (A signal sent to it meanwhile finds no thread
+    // that takes it: every one of ours blocks them all.)
+    if (only_helper_threads_left()) exit(0);
     timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_nsec += 250000000;

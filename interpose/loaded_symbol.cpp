@@ -143,11 +143,15 @@ struct Search {
   const char* path = "";
 };
 
+// Another copy of libvramtrace.so (an installed wheel's beside a build tree's): its exports are
+// ours again, never the functions we look for (each copy finding the other's looped for ever).
+bool is_vramtrace_copy(const DynTables& t, uintptr_t base) { return lookup(t, base, "vramtrace_api_version") != nullptr; }
+
 int visit(dl_phdr_info* info, size_t, void* arg) {
   auto* s = static_cast<Search*>(arg);
   if (contains(info, s->skip)) return 0;
   DynTables t;
-  if (!tables_of(info, &t)) return 0;
+  if (!tables_of(info, &t) || is_vramtrace_copy(t, info->dlpi_addr)) return 0;
   void* p = lookup(t, info->dlpi_addr, s->name);
   if (!p) return 0;
   s->found = p;
@@ -157,10 +161,34 @@ int visit(dl_phdr_info* info, size_t, void* arg) {
 
 }  // namespace
 
+namespace {
+// The definition of `name` in the object of `m`, unless that object is a copy of libvramtrace.so.
+void* defined_outside_copies(const link_map* m, const char* name) {
+  DynTables t;
+  if (!tables_of(m->l_addr, m->l_ld, &t) || is_vramtrace_copy(t, m->l_addr)) return nullptr;
+  return lookup(t, m->l_addr, name);
+}
+}  // namespace
+
 void* first_definition(const char* name, const void* skip_dynamic) {
   for (const link_map* m = _r_debug.r_map; m; m = m->l_next) {
     if (m->l_ld == skip_dynamic) continue;
-    if (void* p = symbol_in_object(m->l_addr, m->l_ld, name)) return p;
+    if (void* p = defined_outside_copies(m, name)) return p;
+  }
+  return nullptr;
+}
+
+const char* other_vramtrace(const void* self_dynamic, bool before) {
+  bool past_self = false;
+  for (const link_map* m = _r_debug.r_map; m; m = m->l_next) {
+    if (m->l_ld == self_dynamic) {
+      if (before) return nullptr;
+      past_self = true;
+      continue;
+    }
+    DynTables t;
+    if ((before || past_self) && tables_of(m->l_addr, m->l_ld, &t) && is_vramtrace_copy(t, m->l_addr))
+      return m->l_name ? m->l_name : "";
   }
   return nullptr;
 }
@@ -173,7 +201,7 @@ void* definition_after(const char* name, const void* self_dynamic) {
       continue;
     }
     if (after)
-      if (void* p = symbol_in_object(m->l_addr, m->l_ld, name)) return p;
+      if (void* p = defined_outside_copies(m, name)) return p;
   }
   return first_definition(name, self_dynamic);
 }
@@ -212,7 +240,7 @@ void* find_loaded_symbol(const char* name, const void* skip, const char** path) 
     if (!dladdr1(skip, &info, reinterpret_cast<void**>(&own), RTLD_DL_LINKMAP)) own = nullptr;
     for (const link_map* m = _r_debug.r_map; m; m = m->l_next) {
       if (m == own) continue;
-      if (void* p = symbol_in_object(m->l_addr, m->l_ld, name)) {
+      if (void* p = defined_outside_copies(m, name)) {
         if (path) *path = m->l_name ? m->l_name : "";
         return p;
       }

@@ -36,6 +36,12 @@ void* first_definition(const char* name, const void* skip_dynamic);
 // another object. Calls no function, like first_definition.
 void* definition_after(const char* name, const void* self_dynamic);
 
+// Every lookup here passes over copies of libvramtrace.so (objects that define
+// vramtrace_api_version): two copies in one process would otherwise find each other's exports.
+// The path of such a copy loaded before (`before`) or after the object whose dynamic section is
+// `self_dynamic`, or nullptr when there is none. The first in load order is the one in use.
+const char* other_vramtrace(const void* self_dynamic, bool before);
+
 // The object of the base namespace that dlopen(soname, RTLD_NOLOAD) would return (its DT_SONAME,
 // or its path's last component, is `soname`; the first in load order, from _r_debug): its load
 // base and dynamic section. False when none is loaded. Calls no dl* function (each resets the

@@ -5,11 +5,15 @@
 // once it makes a CUDA memory call (children of exec are traced through the inherited
 // LD_PRELOAD in the same way). Also the count of events that could not be recorded (kept until
 // the header exists, then added to it), and record() itself.
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "backward_context.h"
@@ -28,6 +32,7 @@
 #include "activity_recorder.h"
 #include "graph_state.h"
 #include "live_tracker.h"
+#include "loaded_symbol.h"
 #include "pool_sync.h"
 #include "python_code_index.h"
 #include "shm_summary.h"
@@ -166,6 +171,27 @@ void write_device_records(uint64_t t) {
   g_devices.store(kDevicesDone, std::memory_order_release);
 }
 
+// Two copies of libvramtrace.so in one process (an installed wheel's beside a build tree's, an
+// exported LD_PRELOAD beside `vramtrace run` of another install): the program's calls bind to the
+// first in load order, which traces; a later copy stands down for good (its forked children too),
+// silently: the copy in use says so when its trace opens (only processes that use CUDA speak).
+bool g_stood_down = false;
+__attribute__((constructor(102))) void stand_down_behind_another_copy() {
+  if (!other_vramtrace(_DYNAMIC, true)) return;
+  g_stood_down = true;
+  g_status.store(kOff);
+}
+
+void say_if_another_copy_stood_down() {
+  const char* other = other_vramtrace(_DYNAMIC, false);
+  if (!other) return;
+  Dl_info self;
+  const char* mine = dladdr(reinterpret_cast<void*>(&say_if_another_copy_stood_down), &self) && self.dli_fname
+                         ? self.dli_fname : "?";
+  log_line_once_per_run("two copies of libvramtrace.so are loaded: %s traces, %s (loaded after it) stands down", mine,
+                        other);
+}
+
 void after_fork_in_child() {
   // Only this thread exists now, and a lock another thread of the parent held at the fork stays
   // held: each is made anew. Drop the parent's file; the next acquiring call opens ours.
@@ -191,7 +217,7 @@ void after_fork_in_child() {
   g_held_dropped = 0;
   g_held_written = false;  // (the child's first context was the parent's: nothing to hold)
   g_generation.fetch_add(1);
-  g_status.store(kNotOpen);
+  g_status.store(g_stood_down ? kOff : kNotOpen);
 }
 
 // Registered when the library loads, before any of our locks can be taken: a fork while another
@@ -211,6 +237,7 @@ bool open_trace(uint64_t t) {
     static Config cfg;  // (4 KiB: static under g_open_mu, like the process record's buffers)
     cfg = Config{};
     status = kOff;
+    say_if_another_copy_stood_down();
     bool configured = load_config(&cfg, long(getpid()));
     if (configured) configure_stacks(cfg);
     if (configured && cfg.null_sink) {

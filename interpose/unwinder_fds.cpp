@@ -208,7 +208,8 @@ bool guard_unwinder_descriptors() {
 
 namespace {
 // Before anything can unwind (libunwind opens its pipe at its first use).
-__attribute__((constructor(102))) void guard_at_load() {
+__attribute__((constructor(103))) void guard_at_load() {
+  if (other_vramtrace(_DYNAMIC, true)) return;  // another copy of ours, loaded first, does it
   int saved = errno;
   guard_unwinder_descriptors();
   errno = saved;

@@ -251,6 +251,41 @@ TEST_CASE("a fork while another thread walks the loader's list: the child never 
   }
 }
 
+TEST_CASE("a main thread that leaves with pthread_exit: the process ends as untraced and its trace is closed") {
+  // The process ends when its last thread does; our sampler thread (every signal blocked) kept it
+  // alive for ever, and a SIGTERM sent to it stayed pending.
+  Traced t = traced({e2e::program("lifecycle"), "main-exit"});
+  CHECK(t.result.exit_code == 0);
+  CHECK(!t.result.timed_out);
+  REQUIRE(t.files.size() == 1);
+  e2e::Trace tr = e2e::load(t.files[0]);
+  CHECK(tr.info.closed_cleanly);
+  CHECK(alloc_sizes(tr) == std::vector<uint64_t>{1u << 20});
+}
+
+TEST_CASE("two copies of libvramtrace.so in LD_PRELOAD: the program runs and the first copy traces") {
+  // An installed wheel's copy beside a build tree's: each copy's lookup of glibc's dlvsym found
+  // the other's stub, and every process (/bin/true too) spun at 100% CPU for ever at start-up.
+  std::string dir = e2e::temp_dir();
+  std::string copy = dir + "/libvramtrace.so";
+  REQUIRE(system(("cp " + std::string(VT_LIBRARY) + " " + copy).c_str()) == 0);
+  for (const std::string& order : {copy + " " + VT_LIBRARY, std::string(VT_LIBRARY) + " " + copy}) {
+    INFO(order);
+    e2e::Result quiet = e2e::run({{"/bin/true"}, {{"LD_PRELOAD", order}}, true, false, -1, 20});
+    CHECK(quiet.exit_code == 0);
+    CHECK(!quiet.timed_out);
+    CHECK(quiet.err.empty());  // no CUDA: nothing to say
+    Traced t = traced({e2e::program("lifecycle"), "fork"}, {{"LD_PRELOAD", order}});
+    CHECK(t.result.exit_code == 0);
+    CHECK(!t.result.timed_out);
+    CHECK(t.files.size() == 2);  // the parent's and the child's, by the copy loaded first
+    const std::string first = order.substr(0, order.find(' ')), second = order.substr(order.find(' ') + 1);
+    CHECK(t.result.err.find("two copies of libvramtrace.so are loaded: " + first + " traces, " + second +
+                            " (loaded after it) stands down") != std::string::npos);
+    for (const std::string& f : t.files) CHECK(alloc_sizes(e2e::load(f)).size() >= 1);
+  }
+}
+
 TEST_CASE("a full /dev/shm: the traced program and its forked child run as they would untraced") {
   // The live summary for `top` is a file in /dev/shm; its pages were taken at the first store, so
   // a full tmpfs (Docker's 64 MiB default, filled by DataLoader workers) killed the program with

@@ -19,6 +19,8 @@
 //   fork-in-walk F another thread inside dl_iterate_phdr (the loader's list lock held) at a fork;
 //                  F=first: before this process's first memory call, F=later: after it. The child
 //                  allocates under a 10 s alarm (exit 0; 1 a failed call; 2 killed: it hung)
+//   main-exit      1 MiB, then the main thread leaves with pthread_exit(): the process ends with
+//                  status 0 once its last thread has (a thread of ours must not keep it alive)
 //   small-stack KIB the first memory call on a thread with a KIB KiB stack
 //   chdir-first DIR  chdir(DIR), then 1 MiB (the first memory call)
 //   clearenv-first   clearenv(), then 1 MiB
@@ -153,6 +155,10 @@ int main(int argc, char** argv) {
   setup();
   if (mode == "fork-first") return fork_first(n);
   if (mode == "small-stack") return small_stack(n);
+  if (mode == "main-exit") {
+    alloc(1 << 20);
+    pthread_exit(nullptr);
+  }
   if (mode == "fork-in-walk" && argc > 2) return fork_in_walk(std::string(argv[2]) == "later");
   if (mode == "chdir-first" && argc > 2) {  // moves to argv[2], then its first memory call
     if (chdir(argv[2]) != 0) return 3;
