@@ -63,7 +63,8 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   if (r.tag == format::kTagRegion) {
     RegionMark mark;
     if (decode_region(r, &mark)) {
-      regions_.on_mark(r.t_ns, mark, live_.device_bytes_all());
+      uint64_t tensors = 0;
+      regions_.on_mark(r.t_ns, mark, live_.device_bytes_all(), torch_.allocated_now(&tensors) ? &tensors : nullptr);
       torch_.on_mark(r.t_ns, mark);
       if (__builtin_expect(live_at_.on_mark(r.t_ns, mark, live_), 0)) torch_.take_live_at();
     }
@@ -76,6 +77,8 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   if (is_torch_record(r.tag)) {  // PyTorch's block layer
     if (__builtin_expect(live_at_.before(r.t_ns, live_), 0)) torch_.take_live_at();
     torch_.on_record(r, live_);
+    uint64_t tensors = 0;
+    if (torch_.allocated_now(&tensors)) regions_.after_tensors(r.t_ns, tensors);
     return;
   }
   if (!r.is_event() || !r.op) return;  // other metadata, or an op newer than this reader
@@ -206,6 +209,7 @@ void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt,
     judge_oom(o);
   }
   finish_torch(stacks, sym, top, rep);  // PyTorch's terms, where PyTorch was seen
+  torch_host_cache_out_of_leaks(rep);   // after finish_torch: it needs to know PyTorch was seen
 }
 
 }  // namespace

@@ -71,12 +71,45 @@ std::string site_label(const std::vector<Frame>& full, int callers, bool native)
   return stack.empty() ? "(no stack)" : "?? in " + stack[0].module.substr(stack[0].module.rfind('/') + 1);
 }
 
+TorchPeaks torch_peaks(const TraceReport& r) {
+  TorchPeaks p;
+  const TorchReport& t = r.torch;
+  if (!t.present) {
+    p.missing = "no PyTorch in this process";
+  } else if (!t.figures()) {
+    p.missing = "PyTorch's block layer is " + t.layer + (t.layer_detail.empty() ? "" : " (" + t.layer_detail + ")");
+  } else {
+    p.known = true;
+    for (const TorchDevice& d : t.devices) {
+      if (p.allocated_device < 0 || d.peak_allocated > p.allocated) {
+        p.allocated = d.peak_allocated;
+        p.allocated_device = d.device;
+      }
+      if (p.reserved_device < 0 || d.peak_reserved > p.reserved) {
+        p.reserved = d.peak_reserved;
+        p.reserved_device = d.device;
+      }
+    }
+  }
+  return p;
+}
+
 RunDiff diff_runs(const TraceReport& base, const TraceReport& now, bool native) {
   RunDiff d;
   d.base_peak = base.peaks.empty() ? 0 : base.peaks[0].bytes;
   d.new_peak = now.peaks.empty() ? 0 : now.peaks[0].bytes;
   d.base_leak = base.leak_bytes;
   d.new_leak = now.leak_bytes;
+  // PyTorch's figures only when both sides have them: one side's driver figure against the
+  // other's allocated would compare two different things.
+  TorchPeaks tb = torch_peaks(base), tn = torch_peaks(now);
+  if (tb.known && tn.known) {
+    d.torch = true;
+    d.base_allocated = tb.allocated;
+    d.new_allocated = tn.allocated;
+    d.base_reserved = tb.reserved;
+    d.new_reserved = tn.reserved;
+  }
   // Keys leave lines out (they move between two versions of the code), so two sites of one
   // function on the same call path share a key: those are told apart by the order of their
   // lines, on each side (the first line of the function's sites, the second...), whenever either
@@ -140,11 +173,18 @@ nlohmann::json diff_json(const RunDiff& d, const std::string& base_path, const s
                      {"peak_change_bytes", c.peak_change()}, {"base_leak_bytes", c.base_leak},
                      {"new_leak_bytes", c.new_leak}, {"leak_change_bytes", c.leak_change()},
                      {"added", c.added}, {"vanished", c.vanished}, {"stack", stack_json(c.stack)}});
-  return {{"schema", "vramtrace.diff/1"}, {"base", base_path}, {"new", new_path},
-          {"peak", {{"base_bytes", d.base_peak}, {"new_bytes", d.new_peak}, {"change_bytes", byte_change(d.base_peak, d.new_peak)}}},
-          {"leaks", {{"base_bytes", d.base_leak}, {"new_bytes", d.new_leak}, {"change_bytes", byte_change(d.base_leak, d.new_leak)}}},
-          {"sites", sites},
-          {"sites_left_out", d.sites.size() - sites.size()}};
+  auto change = [](uint64_t from, uint64_t to) {
+    return nlohmann::json{{"base_bytes", from}, {"new_bytes", to}, {"change_bytes", byte_change(from, to)}};
+  };
+  nlohmann::json j = {{"schema", "vramtrace.diff/1"}, {"base", base_path}, {"new", new_path},
+                      {"peak", change(d.base_peak, d.new_peak)}};
+  if (d.torch)
+    j["pytorch"] = {{"peak_allocated", change(d.base_allocated, d.new_allocated)},
+                    {"peak_reserved", change(d.base_reserved, d.new_reserved)}};
+  j["leaks"] = change(d.base_leak, d.new_leak);
+  j["sites"] = sites;
+  j["sites_left_out"] = d.sites.size() - sites.size();
+  return j;
 }
 
 namespace {
@@ -184,8 +224,15 @@ std::vector<RunPair> matched_runs(const std::vector<TraceReport>& base, const st
 
 std::string diff_text(const RunDiff& d, size_t top) {
   std::string o;
-  o += "peak: " + format_bytes(d.base_peak) + " -> " + format_bytes(d.new_peak) + " (" +
-       signed_bytes(byte_change(d.base_peak, d.new_peak)) + ")\n";
+  auto from_to = [](uint64_t from, uint64_t to) {
+    return format_bytes(from) + " -> " + format_bytes(to) + " (" + signed_bytes(byte_change(from, to)) + ")";
+  };
+  o += "peak: " + from_to(d.base_peak, d.new_peak) +
+       (d.torch ? ", device memory as the driver saw it (PyTorch's reserved plus memory outside PyTorch)" : "") + "\n";
+  if (d.torch) {
+    o += "PyTorch's peak allocated: " + from_to(d.base_allocated, d.new_allocated) + " (max_memory_allocated: live tensors)\n";
+    o += "PyTorch's peak reserved: " + from_to(d.base_reserved, d.new_reserved) + " (max_memory_reserved: its segments)\n";
+  }
   o += "leaks: " + format_bytes(d.base_leak) + " -> " + format_bytes(d.new_leak) + " (" +
        signed_bytes(byte_change(d.base_leak, d.new_leak)) + ")\n";
   o += "call sites, largest change first:\n";

@@ -35,8 +35,22 @@ struct SiteChange {
   int64_t change() const { return add_changes(peak_change(), leak_change()); }
 };
 
+// PyTorch's own peaks of a run (max_memory_allocated / max_memory_reserved), from its block
+// records: the highest device's of each, like the driver peak takes the highest device's. Known
+// only when the block layer gave figures (torch.layer "on"); else `missing` says why, in words.
+struct TorchPeaks {
+  bool known = false;
+  uint64_t allocated = 0, reserved = 0;
+  int allocated_device = -1, reserved_device = -1;
+  std::string missing;
+};
+TorchPeaks torch_peaks(const TraceReport& r);
+
 struct RunDiff {
   uint64_t base_peak = 0, new_peak = 0, base_leak = 0, new_leak = 0;
+  // PyTorch's peaks, compared only when both runs have block figures (`torch`).
+  bool torch = false;
+  uint64_t base_allocated = 0, new_allocated = 0, base_reserved = 0, new_reserved = 0;
   std::vector<SiteChange> sites;  // largest absolute change first
 };
 

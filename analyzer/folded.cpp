@@ -67,7 +67,39 @@ std::string folded_stack(const std::vector<Frame>& full, bool native) {
   return out;
 }
 
-std::string folded_peak(const TraceReport& r, bool native) {
+namespace {
+
+// A tensor line's stack: its frames from the outermost down to the user's line (user_frame), so
+// that the line's bytes are claimed by that line and its callers, never by the library frames
+// below it that only its biggest call site went through.
+std::string tensor_line_stack(const std::vector<Frame>& stack, bool native) {
+  const Frame* user = user_frame(stack);
+  if (native || !user) return folded_stack(stack, native);
+  return folded_stack(std::vector<Frame>(stack.begin() + (user - stack.data()), stack.end()), false);
+}
+
+std::string folded_tensors(const TorchReport& t, bool native) {
+  std::string out;
+  bool per_device = t.devices.size() > 1;
+  for (const TorchDevice& d : t.devices) {
+    std::string prefix = per_device ? "[device " + std::to_string(d.device) + "];" : "";
+    uint64_t listed = 0;
+    for (const SiteGroup& g : d.peak.holders) {  // one per user's line, biggest first, --top of them
+      add_line(out, prefix, tensor_line_stack(g.stack, native), g.bytes);
+      listed += g.bytes;
+    }
+    const uint64_t allocated = d.peak.figures.allocated;
+    add_line(out, prefix, "[other lines]", allocated > listed ? allocated - listed : 0);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool folded_peak_is_tensors(const TraceReport& r) { return r.torch.figures() && !r.torch.devices.empty(); }
+
+std::string folded_peak(const TraceReport& r, bool native, bool driver) {
+  if (!driver && folded_peak_is_tensors(r)) return folded_tensors(r.torch, native);
   std::string out;
   bool per_device = r.peaks.size() > 1;
   for (const DevicePeak& p : r.peaks) {

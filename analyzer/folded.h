@@ -13,10 +13,18 @@
 
 namespace vt::analyzer {
 
-// The live set at each device's peak. Bytes of the sites beyond --top are one line,
-// `[other sites]`, so the lines add up to the peak. With more than one device, every stack
-// starts with a `[device N]` frame.
-std::string folded_peak(const TraceReport& r, bool native = false);
+// The peak as a flame graph user means it. With PyTorch's block figures (torch.layer "on") and
+// unless `driver`: the tensors at each device's allocated peak (max_memory_allocated), one line
+// per user's line (the report's tensor lines, user_frames.h), its frames from the outermost down to
+// that line (the call path of its biggest call site; with `native` that site's every frame), and
+// `[other lines]` for the lines beyond --top, so the lines add up to PyTorch's allocated peak.
+// Otherwise (or with `driver`): the driver's live set at each device's peak (for PyTorch its
+// segments, by the call that made each), `[other sites]` beyond --top, adding up to the peak.
+// With more than one device, every stack starts with a `[device N]` frame.
+std::string folded_peak(const TraceReport& r, bool native = false, bool driver = false);
+
+// True when folded_peak(r) gives PyTorch's tensors (its block figures were on).
+bool folded_peak_is_tensors(const TraceReport& r);
 
 // What was still allocated at the end (the leak groups, teardown excluded), with an
 // `[other sites]` line for the groups beyond --top so that the lines add up to leaks.bytes.

@@ -37,6 +37,10 @@ std::string where(const std::vector<Frame>& stack) {
 
 }  // namespace
 
+bool nvml_blind(const OomReport& o) {
+  return o.nvml && !o.nvml_self && o.nvml_rows.size() == o.other_processes.size();
+}
+
 void split_unattributed(OomReport& o) {
   const uint64_t N = o.not_attributable_bytes, P = o.process_device_bytes;
   const uint64_t cached = std::min(o.pool_cached_bytes + o.vmm_unmapped_bytes, N);
@@ -44,7 +48,20 @@ void split_unattributed(OomReport& o) {
   const uint64_t after_only = std::min(o.code_after_only_bytes, o.code_bytes);
   const uint64_t measured = o.code_bytes - after_only;
   o.own_cached_bytes = cached;
-  if (o.nvml_self) {
+  o.code_not_own_bytes = 0;
+  if (nvml_blind(o)) {
+    // NVML cannot see this process: its (empty or foreign) list may have "corrected" the first
+    // context's cost by nothing (rule 14), and a first context's cost takes in what other
+    // processes held then. What the driver shows used beyond this process's memory and caches
+    // is its contexts only up to what contexts can cost; the rest is another process's.
+    const uint64_t contexts = std::min(o.context_bytes, o.code_bytes);
+    const uint64_t counted = std::min(contexts, o.contexts * kContextBytesBound);
+    o.code_not_own_bytes = contexts - counted;
+    o.own_code_bytes = std::min(o.code_bytes - o.code_not_own_bytes, rest);
+    o.own_code_basis = o.code_bytes ? "bounded" : "";
+    o.elsewhere_unsure_bytes = 0;
+    o.first_context_bytes = after_only;
+  } else if (o.nvml_self) {
     // NVML counts everything this process holds on the device (contexts, code, allocations as
     // the driver rounds them, caches): beyond its live memory and caches, it is its own. That
     // also bounds the first context's cost: what is left of it after the measured costs.
@@ -53,6 +70,7 @@ void split_unattributed(OomReport& o) {
     o.own_code_basis = "nvml";
     o.elsewhere_unsure_bytes = 0;
     o.first_context_bytes = std::min(after_only, o.own_code_bytes > measured ? o.own_code_bytes - measured : 0);
+    o.code_not_own_bytes = after_only - o.first_context_bytes;
   } else {
     // Only costs measured with a reading before the call are surely this process's; a first
     // context's (no reading before: no context to ask) may hold other processes' memory of
@@ -81,6 +99,15 @@ Cause other_processes_cause(uint64_t others, uint64_t free_bytes, uint64_t reque
   return c;
 }
 
+std::string other_processes_remedy(uint64_t others, const std::string& named, bool blind) {
+  return "Other processes hold " + format_bytes(others) + " of this GPU" + (named.empty() ? "" : " (" + named + ")") +
+         (blind && named.empty()
+              ? " (NVML cannot see this process's pid here, so it does not name them: run nvidia-smi on the host)"
+              : "") +
+         ": stop them, or choose a free GPU with CUDA_VISIBLE_DEVICES (nvidia-smi or `vramtrace top` shows who holds "
+         "what). This process does not hold that memory: a smaller batch only works around it.";
+}
+
 void judge_oom(OomReport& o) {
   split_unattributed(o);
   const double T = double(std::max<uint64_t>(o.device_total_bytes, 1));
@@ -91,7 +118,8 @@ void judge_oom(OomReport& o) {
   uint64_t cached = o.own_cached_bytes;
   uint64_t others = o.elsewhere_bytes;
   std::string named;
-  if (o.nvml) {  // NVML saw the other processes: trust it over the inference
+  const bool blind = nvml_blind(o);
+  if (o.nvml) {
     uint64_t listed = 0;
     for (const GpuProcess& g : o.other_processes) {
       if (g.bytes != kNvmlNotAvailable) listed += g.bytes;
@@ -99,7 +127,10 @@ void judge_oom(OomReport& o) {
         named += (named.empty() ? "" : ", ") + std::string("pid ") + std::to_string(g.pid) +
                  (g.name.empty() ? "" : " (" + g.name + ")") + " " + format_bytes(g.bytes);
     }
-    used_nvml_total(listed, o, others, cached);
+    if (!blind)  // NVML saw the other processes: trust it over the inference
+      used_nvml_total(listed, o, others, cached);
+    else if (!named.empty())
+      named += kNvmlBlindRows;
   }
   uint64_t growth = 0;
   for (const GrowthSite& g : o.grew_before) growth += g.growth_bytes;
@@ -115,7 +146,8 @@ void judge_oom(OomReport& o) {
   // (A first context's cost stays in `others` without NVML: said, not taken off, so that a real
   // "another process holds it" is not turned into "the context costs it".)
   if (double(others) >= 0.05 * T)
-    causes.push_back(other_processes_cause(others, F, R, T, named, "requested_bytes", "other processes, the driver",
+    causes.push_back(other_processes_cause(others, F, R, T, named, "requested_bytes",
+                                           blind ? kNvmlBlindOthers : "other processes, the driver",
                                            o.nvml ? 0 : o.elsewhere_unsure_bytes));
   // The pool's own limit: the device may have room, the pool may not grow (cuMemPoolCreate's
   // maxSize). Ahead of fragmentation, whose "free but not usable" it otherwise looks like.
@@ -186,9 +218,7 @@ void judge_oom(OomReport& o) {
                   "Check the size computation at " + where(o.stack) + ": an unexpectedly huge request is often a "
                   "shape bug."};
   } else if (o.verdict == "other_processes") {
-    o.remedies = {"Other processes hold " + format_bytes(others) + " of this GPU" + (named.empty() ? "" : " (" + named + ")") +
-                      ": stop them, or choose a free GPU "
-                  "with CUDA_VISIBLE_DEVICES (nvidia-smi or `vramtrace top` shows who holds what).",
+    o.remedies = {other_processes_remedy(others, named, blind),
                   "When sharing a GPU on purpose, cap each process: torch.cuda.set_per_process_memory_fraction, "
                   "XLA_PYTHON_CLIENT_MEM_FRACTION for JAX."};
   } else if (o.verdict == "pool_limit") {
@@ -200,8 +230,8 @@ void judge_oom(OomReport& o) {
                   "(cudaMallocFromPoolAsync) or with cudaMalloc."};
   } else if (o.verdict == "fragmentation") {
     o.remedies = {"The memory exists but is cached, not live: release it before the large request. With PyTorch, "
-                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place instead of "
-                  "splitting; torch.cuda.empty_cache() returns cached blocks.",
+                  "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (PyTorch 2.1 or later) lets segments grow in "
+                  "place instead of splitting; torch.cuda.empty_cache() returns cached blocks.",
                   "For stream-ordered pools (cudaMallocAsync), lower the release threshold "
                   "(cudaMemPoolAttrReleaseThreshold) or call cudaMemPoolTrimTo: emptying caches helps here "
                   "because the memory is cached, not in use."};
@@ -210,7 +240,7 @@ void judge_oom(OomReport& o) {
                                 ? o.graph_pool_reserved_bytes - o.graph_pool_used_bytes : 0;
     o.remedies = {"CUDA graphs keep their memory reserved for as long as they exist: every graph captured with "
                   "torch.cuda.graph / torch.cuda.CUDAGraph (and torch.compile's mode=\"reduce-overhead\") holds "
-                  "its memory pool; with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync the tensors made "
+                  "its memory pool; with `PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync` the tensors made "
                   "during capture are graph memory nodes in the driver's graph pool, which "
                   "torch.cuda.empty_cache() does not return.",
                   "Release the graphs you no longer replay (del the CUDAGraph object, or reset() it), share one "
@@ -230,6 +260,7 @@ void judge_oom(OomReport& o) {
                   "compute for activation memory.",
                   top.empty() ? "Look first at the largest holders in the report."
                               : "Look first at the largest holder: " + top + "."};
+    if (double(others) >= 0.05 * T) o.remedies.push_back(other_processes_remedy(others, named, blind));
   }
 }
 

@@ -15,6 +15,21 @@ namespace vt::analyzer {
 // (measured only after it was made) stays elsewhere, named as possibly this process's.
 void split_unattributed(OomReport& o);
 
+// What one CUDA context can cost at most (a few hundred MiB on today's GPUs, with room to spare):
+// when NVML cannot see this process, a context's cost beyond it is taken to be other processes'
+// memory its measurement took in (docs/metrics.md, "Where the rest of the device is").
+inline constexpr uint64_t kContextBytesBound = uint64_t(1) << 30;
+
+// NVML listed the device's processes at the failure but no row has this process's pid, though
+// it has a context there: NVML cannot see it (a container's PID namespace), and its list can
+// neither name the other processes for sure nor bound them.
+bool nvml_blind(const OomReport& o);
+
+// The words for memory held outside this process when NVML cannot see it (nvml_blind).
+inline constexpr const char* kNvmlBlindOthers =
+    "NVML cannot see this process (a container's PID namespace), so nothing names them: the device's used memory "
+    "beyond this process's memory, caches and contexts";
+
 // Fills o.causes (ranked), o.verdict and o.remedies (after split_unattributed, which it calls).
 void judge_oom(OomReport& o);
 
@@ -26,5 +41,14 @@ void judge_oom(OomReport& o);
 Cause other_processes_cause(uint64_t others, uint64_t free_bytes, uint64_t request, double device_total,
                             const std::string& named, const char* request_key, const char* unnamed,
                             uint64_t unsure = 0);
+
+// Said after NVML's rows when it cannot see this process: one of them may be this process.
+inline constexpr const char* kNvmlBlindRows =
+    " as NVML lists them, though it cannot see this process (its pids may be another namespace's, this process's "
+    "own among them)";
+
+// The first remedy when other processes hold the memory (`named`: NVML's list, "" when none;
+// `blind`: NVML cannot see this process), one wording for the driver-level and PyTorch verdicts.
+std::string other_processes_remedy(uint64_t others, const std::string& named, bool blind);
 
 }  // namespace vt::analyzer

@@ -17,11 +17,14 @@
 
 #include "byte_size.h"
 
+#include "accounting.h"
 #include "activity.h"
 #include "activity_format.h"
 #include "activity_stream.h"
+#include "aggregators/torch_blocks.h"
 #include "live_state.h"
 #include "perfetto_stacks.h"
+#include "torch_records.h"
 #include "user_frames.h"
 #include "trace_reader.h"
 
@@ -98,6 +101,12 @@ struct CounterTrack {
   std::array<uint64_t, kBuckets> last_emitted{};
 };
 
+// PyTorch's figures of one device as last drawn: a counter is written only when its figure changed.
+struct TorchTrack {
+  bool drawn = false;
+  TorchFigures last;
+};
+
 class Exporter {
  public:
   // `origin`: time zero of the output (no record precedes it); base_ stays the header's start,
@@ -109,7 +118,8 @@ class Exporter {
         base_(reader.process().start_monotonic_ns),
         origin_(origin),
         w_(out, origin),
-        index_(base_) {
+        index_(base_),
+        torch_(reader.process().pid, 1, 16) {  // (its own timelines and views go unused here)
     host_pid_ = int64_t(reader.process().pid);
     if (host_pid_ < 1024) host_pid_ += 1 << 22;  // never the same number as a device ordinal
   }
@@ -139,16 +149,22 @@ class Exporter {
       } else if (r.tag == fmt::kTagNvtx || r.tag == fmt::kTagCuptiStatus) {
         index_.add(r);  // ranges are paired at the end (an end can come much later)
         if (!cupti_on_ && r.tag == fmt::kTagCuptiStatus) cupti_on_ = index_.recorder().started;
+      } else if (is_torch_record(r.tag)) {
+        on_torch(r);
+      } else if (r.tag == fmt::kTagRegion) {
+        on_region(r);
       }
     }
     uint64_t end = std::max(last_t, reader_.process().end_monotonic_ns);
     for (auto& [dev, c] : counters_) flush_counter(dev, c);
     flush_instants();
+    torch_.finish(&torch_report_);  // whether PyTorch's figures held to the end, and its peaks
     // Instants are drawn last, once every stack record has been read (a stack can be referenced
     // before its record arrives), so no up-front scan of the file: each stack is symbolized once.
     symbolizer_ = std::make_unique<Symbolizer>(reader_.stacks(), opt_.symbolizer);
     stacks_ = std::make_unique<PerfettoStacks>(*symbolizer_, opt_.max_frames);
     for (const Pending& p : drawn_) write_instant(p);
+    torch_stopped();
     for (auto& [key, m] : merging_) flush_merge(key, m);
     for (const auto& [r, args] : unnamed_kernels_) kernel_slice(r, args);  // name record never came
     index_.finish(end);
@@ -199,7 +215,12 @@ class Exporter {
                    {"allocations_merged", stats_.allocations_merged},
                    {"instants", stats_.instants},
                    {"stack_frames", stacks_ ? stacks_->nodes() : 0},
-                   {"merged_slices", stats_.merged_slices}};
+                   {"merged_slices", stats_.merged_slices},
+                   {"pytorch_counter_samples", stats_.torch_samples},
+                   {"tensor_instants", stats_.tensor_instants},
+                   {"tensors_not_drawn", stats_.tensors_not_drawn},
+                   {"tensors_merged", stats_.tensors_merged}};
+    if (torch_report_.torch.present) j["pytorch"] = torch_data();
     j["problems"] = reader_.problems();
     out << json_text(j);
   }
@@ -208,7 +229,7 @@ class Exporter {
   struct InstantKey {
     int64_t pid;
     uint32_t stack;  // the trace's stack id
-    const OpInfo* op;
+    const OpInfo* op;  // nullptr: a tensor (PyTorch's block)
     uint64_t size;
     bool failed;  // a failure is never folded into a success's count
     bool operator==(const InstantKey& o) const {
@@ -222,7 +243,8 @@ class Exporter {
     }
   };
   struct Pending {
-    Record first;  // the first of the interval: its time, address and thread are drawn
+    Record first;  // the first of the interval: its time, address and thread are drawn (a
+                   // tensor's: its op null, its address and size those of the block)
     uint32_t stack;  // 0: drawn without one
     int64_t pid;
     uint64_t count;
@@ -273,7 +295,92 @@ class Exporter {
       if (c.pending ? same(c.last.v, v) : (c.emitted && same(c.last_emitted, v))) continue;
       sample(dev, c, r.t_ns, v);
     }
+    if (changes_memory(r.result)) {
+      torch_.after(r);  // segments come and go (as in the report's pass; one branch without PyTorch)
+      if (__builtin_expect(!torch_tracks_.empty(), 0)) torch_counters(r.t_ns);  // a freed segment: reserved
+    }
     instant(r);
+  }
+
+  // ---- PyTorch's block layer: its figures as counters, its big tensors as instants ----
+
+  void on_torch(const Record& r) {
+    TorchBlock b;
+    const bool block = decode_torch_block(r, &b);
+    if (block) torch_tracks_.try_emplace(b.device);  // a device's counters start at its first block
+    TorchStatus status;
+    if (decode_torch_status(r, &status) && !status.on) torch_off(r.t_ns);  // the recorder stopped recording blocks
+    torch_.on_record(r, live_);
+    torch_counters(r.t_ns);
+    if (block && b.size > 0) tensor_instant(r, b);
+  }
+
+  // After every record that can change them: each figure that changed, exactly (no thinning).
+  // Reserved first: a block in a new segment raises it with allocated.
+  void torch_counters(uint64_t t) {
+    if (torch_stopped_t_) return;
+    for (auto& [dev, track] : torch_tracks_) {
+      TorchFigures f;
+      if (!torch_.figures_now(dev, &f)) {  // the analysis turned the figures off (the report's layer "off")
+        torch_off(t);
+        return;
+      }
+      int64_t pid = pid_of(dev);
+      const TorchFigures& was = track.last;
+      if (!track.drawn || f.reserved != was.reserved) torch_counter(pid, "PyTorch reserved", t, f.reserved);
+      if (!track.drawn || f.allocated != was.allocated) torch_counter(pid, "PyTorch allocated", t, f.allocated);
+      if (!track.drawn || f.inactive_split != was.inactive_split)
+        torch_counter(pid, "PyTorch inactive split", t, f.inactive_split);
+      track.drawn = true;
+      track.last = f;
+    }
+  }
+
+  void torch_counter(int64_t pid, const char* name, uint64_t t, uint64_t bytes) {
+    ensure_gpu(pid);
+    w_.event(std::string("\"ph\":\"C\",\"name\":\"") + name + "\",\"pid\":" + std::to_string(pid) + ",\"ts\":" + w_.ts(t) +
+             ",\"args\":{\"bytes\":" + std::to_string(bytes) + "}");
+    stats_.torch_samples++;
+  }
+
+  void torch_off(uint64_t t) {
+    if (!torch_stopped_t_) torch_stopped_t_ = t;
+  }
+
+  // Where the figures stopped, on each device that had them: its counters hold their last value
+  // from there on, which is no longer PyTorch's (the report shows driver-level figures only).
+  void torch_stopped() {
+    if (!torch_stopped_t_) return;
+    std::string why = quote(torch_report_.torch.layer_detail);
+    for (const auto& [dev, track] : torch_tracks_) {
+      if (!track.drawn) continue;
+      w_.event("\"ph\":\"i\",\"s\":\"p\",\"name\":\"PyTorch's figures stop here\",\"cat\":\"pytorch\",\"pid\":" +
+               std::to_string(pid_of(dev)) + ",\"tid\":0,\"ts\":" + w_.ts(torch_stopped_t_) + ",\"args\":{\"why\":" + why + "}");
+    }
+  }
+
+  nlohmann::json torch_data() const {
+    const TorchReport& t = torch_report_.torch;
+    nlohmann::json devices = nlohmann::json::array();
+    for (const TorchDevice& d : t.devices)
+      devices.push_back({{"device", d.device}, {"peak_allocated_bytes", d.peak_allocated},
+                         {"peak_reserved_bytes", d.peak_reserved}});
+    nlohmann::json j = {{"layer", t.layer.empty() ? "no block records" : t.layer},
+                        {"layer_detail", t.layer_detail},
+                        {"block_events", t.block_events},
+                        {"devices", devices}};
+    if (torch_stopped_t_) j["stopped_ts_us"] = (double(torch_stopped_t_) - double(origin_)) / 1000.0;
+    return j;
+  }
+
+  // A vramtrace region's begin or end (the pytest plugin's tests, a workload's marks), in the pass:
+  // the counters written before it are the state at that instant.
+  void on_region(const Record& r) {
+    RegionMark m;
+    if (!decode_region(r, &m)) return;
+    w_.event("\"ph\":\"i\",\"s\":\"p\",\"name\":" + quote(m.name.empty() ? "(unnamed region)" : m.name) +
+             ",\"cat\":\"region\",\"pid\":" + std::to_string(host_pid_) + ",\"tid\":0,\"ts\":" + w_.ts(r.t_ns) +
+             ",\"args\":{\"mark\":\"" + (m.begin ? "begin" : "end") + "\",\"tid\":" + std::to_string(r.tid) + "}");
   }
 
   CounterTrack& track(int dev) {  // the events of a stretch of time are mostly on one device
@@ -320,7 +427,7 @@ class Exporter {
     std::string args;
     for (int b = 0; b < kBuckets; ++b)
       args += std::string(b ? "," : "") + "\"" + bucket_name(Bucket(b)) + "\":" + std::to_string(s.v[b]);
-    w_.event("\"ph\":\"C\",\"name\":\"live bytes\",\"pid\":" + std::to_string(pid) + ",\"ts\":" + w_.ts(s.t) + ",\"args\":{" +
+    w_.event("\"ph\":\"C\",\"name\":\"driver memory\",\"pid\":" + std::to_string(pid) + ",\"ts\":" + w_.ts(s.t) + ",\"args\":{" +
              args + "}");
     stats_.counter_samples++;
   }
@@ -339,18 +446,41 @@ class Exporter {
     }
     uint32_t stack = opt_.stacks ? r.stack : 0;
     int64_t pid = pid_of(r.device);
+    if (!pend(r, stack, pid, InstantKey{pid, stack, r.op, r.size, failed})) stats_.allocations_merged++;
+  }
+
+  // A tensor of at least the threshold, drawn like a large allocation (cat "tensor").
+  void tensor_instant(const Record& r, const TorchBlock& b) {
+    if (uint64_t(b.size) < opt_.alloc_threshold_bytes) {
+      stats_.tensors_not_drawn++;
+      return;
+    }
+    Record first;  // the block as an allocation: no op, no payload (it lives only until the next read)
+    first.tag = r.tag;
+    first.t_ns = r.t_ns;
+    first.tid = r.tid;
+    first.device = b.device;
+    first.addr = b.addr;
+    first.size = uint64_t(b.size);
+    first.fields = fmt::kEvAddr | fmt::kEvSize;
+    uint32_t stack = opt_.stacks ? b.stack : 0;
+    int64_t pid = pid_of(b.device);
+    if (!pend(first, stack, pid, InstantKey{pid, stack, nullptr, first.size, false})) stats_.tensors_merged++;
+  }
+
+  // Adds an instant to this interval's, or counts it into an equal one; false when counted.
+  bool pend(const Record& r, uint32_t stack, int64_t pid, const InstantKey& key) {
     ensure_gpu(pid);
     uint64_t window = window_of(r.t_ns);
     if (window != instant_window_) flush_instants();
     instant_window_ = window;
-    InstantKey key{pid, stack, r.op, r.size, failed};
     auto [it, fresh] = pending_index_.try_emplace(key, pending_.size());
     if (fresh) {
       pending_.push_back({r, stack, pid, 1});
-    } else {
-      pending_[it->second].count++;
-      stats_.allocations_merged++;
+      return true;
     }
+    pending_[it->second].count++;
+    return false;
   }
 
   void flush_instants() {
@@ -361,8 +491,10 @@ class Exporter {
 
   void write_instant(const Pending& p) {
     const Record& r = p.first;
+    const bool tensor = !r.op;
     bool failed = r.result != 0;
-    std::string args = "\"op\":" + quote(r.op->name) + ",\"size\":" + std::to_string(r.size) + ",\"tid\":" + std::to_string(r.tid);
+    std::string args = (tensor ? std::string() : "\"op\":" + quote(r.op->name) + ",") + "\"size\":" + std::to_string(r.size) +
+                       ",\"tid\":" + std::to_string(r.tid);
     if (r.has(fmt::kEvAddr)) args += ",\"address\":\"0x" + hex(r.addr) + "\"";
     if (failed)
       args += ",\"result\":" + std::to_string(r.result) + ",\"free_bytes\":" + std::to_string(r.free_bytes) +
@@ -370,11 +502,13 @@ class Exporter {
     args += ",\"count\":" + std::to_string(p.count);
     uint32_t sf = p.stack ? stacks_->leaf(p.stack) : 0;
     if (sf) args += ",\"site\":" + site(p.stack);  // the user's line; the whole stack is "sf"
-    std::string name = std::string(failed ? "FAILED " : "") + r.op->name + " " + format_bytes(r.size);
-    w_.event("\"ph\":\"i\",\"s\":\"p\",\"name\":" + quote(name) + ",\"cat\":\"" + (failed ? "oom" : "allocation") +
+    std::string name = tensor ? "tensor " + format_bytes(r.size)
+                              : std::string(failed ? "FAILED " : "") + r.op->name + " " + format_bytes(r.size);
+    const char* cat = tensor ? "tensor" : failed ? "oom" : "allocation";
+    w_.event("\"ph\":\"i\",\"s\":\"p\",\"name\":" + quote(name) + ",\"cat\":\"" + cat +
              "\",\"pid\":" + std::to_string(p.pid) + ",\"tid\":0,\"ts\":" + w_.ts(r.t_ns) +
              (sf ? ",\"sf\":\"" + std::to_string(sf) + "\"" : std::string()) + ",\"args\":{" + args + "}");
-    stats_.instants++;
+    (tensor ? stats_.tensor_instants : stats_.instants)++;
   }
 
   const std::string& site(uint32_t stack) {
@@ -508,6 +642,10 @@ class Exporter {
   uint64_t win_ = 0, win_lo_ = ~0ull;  // window_of's memory
   bool cupti_on_ = false;    // allocations go to the coverage cross-check only then
   CoverageStream coverage_;  // a window of allocations, not all of them (activity_stream.h)
+  TorchAggregator torch_;     // PyTorch's figures, by the report's own rules
+  std::map<int, TorchTrack> torch_tracks_;  // devices with blocks; empty: no PyTorch cost per event
+  uint64_t torch_stopped_t_ = 0;            // when the figures stopped (0: they did not)
+  TraceReport torch_report_;                // its finish(): layer, peaks
   std::map<MergeKey, Merge> merging_;
 };
 

@@ -77,7 +77,7 @@ class PageLimits {
           if (it.key() == "points")
             thin(*it, at);
           else if (size_t max = limit(it.key()); it->size() > max)
-            cut(*it, max, at);
+            cut(*it, max, at, it.key() == "ooms");
         }
         apply(*it, at);
       }
@@ -103,13 +103,15 @@ class PageLimits {
     return it == kLimits.end() ? ~size_t(0) : it->second;
   }
 
-  // Keeps the first `max` entries; what the rest add up to goes to omitted[at].
-  void cut(json& list, size_t max, const std::string& at) {
-    json left = {{"entries", list.size() - max}};
+  // Keeps the first `max` entries, or with `keep_last` the first max - 1 and the last (the OOMs: the
+  // last failure is the one a program ended with); what the others add up to goes to omitted[at].
+  void cut(json& list, size_t max, const std::string& at, bool keep_last) {
+    const size_t from = keep_last ? max - 1 : max, to = keep_last ? list.size() - 1 : list.size();
+    json left = {{"entries", to - from}};
     uint64_t bytes = 0, count = 0;
     bool has_bytes = false, has_count = false;
     std::map<std::string, uint64_t> verdicts;
-    for (size_t i = max; i < list.size(); ++i) {
+    for (size_t i = from; i < to; ++i) {
       const json& e = list[i];
       if (!e.is_object()) continue;
       if (auto b = e.find("bytes"); b != e.end() && b->is_number_unsigned()) bytes += b->get<uint64_t>(), has_bytes = true;
@@ -119,7 +121,7 @@ class PageLimits {
     if (has_bytes) left["bytes"] = bytes;
     if (has_count) left["count"] = count;
     if (!verdicts.empty()) left["verdicts"] = verdicts;
-    list.erase(list.begin() + std::ptrdiff_t(max), list.end());
+    list.erase(list.begin() + std::ptrdiff_t(from), list.begin() + std::ptrdiff_t(to));
     (*omitted_)[at] = std::move(left);
   }
 

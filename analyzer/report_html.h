@@ -32,7 +32,7 @@ nlohmann::json html_job_data(const JobReport& j);
 
 // Limits of the embedded data (each cut is summed up in `omitted`).
 inline constexpr size_t kHtmlMaxGroups = 200;     // per list (live set, leaks, holders, pools, regions, ...)
-inline constexpr size_t kHtmlMaxOoms = 50;        // per trace, the first ones
+inline constexpr size_t kHtmlMaxOoms = 50;        // per trace, the first 49 and the last
 inline constexpr size_t kHtmlMaxFrames = 128;     // per stack, the innermost ones
 inline constexpr size_t kHtmlMaxArgs = 256;       // argv entries
 inline constexpr size_t kHtmlMaxProblems = 100;   // damage notes per list

@@ -3,6 +3,7 @@
 
 #include "record_json.h"
 #include "cuda_result.h"
+#include "oom_verdict.h"
 #include "report_render.h"
 #include "torch_render.h"
 
@@ -47,9 +48,12 @@ json activity_json(const ActivityAt& a) {
 }
 
 // The device's used memory explained (docs/report-schema.md, "fidelity"); null without a driver reading.
-json fidelity_json(const Fidelity& f) {
+// `moment_tracked`: the tracked device memory at the moment explained.
+json fidelity_json(const Fidelity& f, uint64_t moment_tracked) {
   if (!f.known) return nullptr;
   json j = {{"t_ns", f.t_ns}, {"at_instant", f.at_instant}, {"offset_ns", f.offset_ns},
+          {"tracked_change_bytes", f.offset_ns < 0 ? int64_t(moment_tracked - f.tracked_bytes)
+                                                   : int64_t(f.tracked_bytes - moment_tracked)},
           {"total_bytes", f.total_bytes}, {"used_bytes", f.used_bytes},
           {"tracked_bytes", f.tracked_bytes}, {"tracked_by_kind", f.tracked_by_kind},
           {"contexts_bytes", f.contexts_bytes}, {"modules_bytes", f.modules_bytes},
@@ -69,7 +73,7 @@ json peak_json(const TraceReport& r) {
                          {"live_set", groups_json(p.live_set)},
                          {"live_set_left_out", {{"sites", p.left_out_sites}, {"bytes", p.left_out_bytes}}},
                          {"activity", activity_json(p.activity)},
-                         {"fidelity", fidelity_json(p.fidelity)}});
+                         {"fidelity", fidelity_json(p.fidelity, p.bytes)}});
   json peak = {{"bytes", 0}, {"t_ns", 0}, {"device", -1}, {"live_set", json::array()},
                {"live_set_left_out", {{"sites", 0}, {"bytes", 0}}}};
   if (!r.peaks.empty()) {
@@ -89,6 +93,8 @@ json leaks_json(const TraceReport& r) {
     j["pytorch_cache"] = {{"reserved_bytes", c.reserved_bytes}, {"segments", c.segments},
                           {"allocated_bytes", c.allocated_bytes}, {"cached_bytes", c.cached_bytes()},
                           {"cublas_workspace_bytes", c.workspace_bytes}};
+  if (const TorchHostCacheAtExit& h = r.torch_host_cache_at_exit; h.count)
+    j["pytorch_host_cache"] = {{"bytes", h.bytes}, {"count", h.count}};
   return j;
 }
 
@@ -153,9 +159,9 @@ json ooms_json(const TraceReport& r) {
                  {"elsewhere_unsure_bytes", o.elsewhere_unsure_bytes},
                  {"stack", stack_json(o.stack)}, {"top_holders", groups_json(o.top_holders)},
                  {"grew_before", growth_json(o.grew_before)}, {"verdict", o.verdict}, {"causes", causes},
-                 {"nvml", o.nvml}, {"other_processes", procs_json(o.other_processes)},
+                 {"nvml", o.nvml}, {"nvml_blind", nvml_blind(o)}, {"other_processes", procs_json(o.other_processes)},
                  {"activity", activity_json(o.activity)},
-                 {"remedies", o.remedies}, {"fidelity", fidelity_json(o.fidelity)}});
+                 {"remedies", o.remedies}, {"fidelity", fidelity_json(o.fidelity, o.process_device_bytes)}});
     if (o.torch) a.back()["torch"] = torch_oom_json(o.torch_info);  // only PyTorch's OOMs have it
     if (!o.autograd_thread.empty()) a.back()["autograd_thread"] = o.autograd_thread;  // only OOMs in backward
   }
@@ -281,10 +287,18 @@ json report_json(const TraceReport& r, const std::string& section) {
   if (section.empty() || section == "oom") j["ooms"] = ooms_json(r);
   if (section.empty() || section == "peak") {
     json regions = json::array();
-    for (const RegionReport& g : r.regions)
-      regions.push_back({{"name", g.name}, {"t_begin_ns", g.t_begin}, {"t_end_ns", g.t_end}, {"closed", g.closed},
-                         {"start_bytes", g.start_bytes}, {"end_bytes", g.end_bytes}, {"peak_bytes", g.peak_bytes},
-                         {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}, {"t_peak_ns", g.t_peak}});
+    for (const RegionReport& g : r.regions) {
+      json region = {{"name", g.name}, {"t_begin_ns", g.t_begin}, {"t_end_ns", g.t_end}, {"closed", g.closed},
+                     {"start_bytes", g.start_bytes}, {"end_bytes", g.end_bytes}, {"peak_bytes", g.peak_bytes},
+                     {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}, {"t_peak_ns", g.t_peak}};
+      // PyTorch's allocated bytes (its tensors) inside the region, or null without its block layer.
+      region["allocated"] = g.tensors ? json{{"start_bytes", g.tensor_start_bytes}, {"end_bytes", g.tensor_end_bytes},
+                                             {"peak_bytes", g.tensor_peak_bytes},
+                                             {"peak_above_start_bytes", g.tensor_peak_bytes - g.tensor_start_bytes},
+                                             {"t_peak_ns", g.t_tensor_peak}}
+                                      : json(nullptr);
+      regions.push_back(std::move(region));
+    }
     j["regions"] = regions;
     json phases = json::array();
     for (const PhaseRow& p : r.phases)

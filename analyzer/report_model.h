@@ -116,6 +116,8 @@ struct OomReport {
   // 14): all of them, and of them the costs measured without a `before` (a first context's:
   // they may include other processes' memory).
   uint64_t code_bytes = 0, code_after_only_bytes = 0;
+  // Of code_bytes, the contexts' costs (with their limits), and how many contexts they are.
+  uint64_t context_bytes = 0, contexts = 0;
   bool nvml_self = false;        // NVML listed this process on the device, with a figure
   uint64_t nvml_self_bytes = 0;  // what NVML says this process uses there (everything it holds)
   // The not-attributable memory split once, for every renderer and the verdict
@@ -125,6 +127,7 @@ struct OomReport {
   uint64_t own_cached_bytes = 0, own_code_bytes = 0, elsewhere_bytes = 0, elsewhere_unsure_bytes = 0;
   std::string own_code_basis;  // "nvml", "measured" or "" (nothing of it known)
   uint64_t first_context_bytes = 0;  // the after-only costs as the split counts them (NVML bounds them)
+  uint64_t code_not_own_bytes = 0;   // of code_bytes, what the split does not count as this process's
   Fidelity fidelity;  // the device's used memory explained at the failure
   std::vector<SiteGroup> top_holders;
   std::vector<GrowthSite> grew_before;
@@ -174,6 +177,10 @@ struct RegionReport {  // a named region marked with vramtrace_region_begin/end 
   bool closed = false;
   uint64_t start_bytes = 0, end_bytes = 0, peak_bytes = 0;  // device bytes, all devices
   uint64_t t_peak = 0;  // when peak_bytes was first reached (t_begin when nothing rose above the start)
+  // PyTorch's allocated bytes (its live tensors, all devices), when its block layer was followed
+  // inside the region: at the start (0 before PyTorch's first block), the most, when, at the end.
+  bool tensors = false;
+  uint64_t tensor_start_bytes = 0, tensor_peak_bytes = 0, tensor_end_bytes = 0, t_tensor_peak = 0;
 };
 
 struct PhaseRow {  // memory by top-level NVTX range ("forward", "backward", "optimizer", ...)
@@ -279,6 +286,16 @@ struct TorchCacheAtExit {
   uint64_t cached_bytes() const { return reserved_bytes > allocated_bytes ? reserved_bytes - allocated_bytes : 0; }
 };
 
+// PyTorch's pinned host memory at the end: its CachingHostAllocator (pin_memory=True, a
+// DataLoader's pinning thread, non_blocking copies) takes page-locked host memory with
+// cudaHostAlloc and keeps every block for reuse until the process exits, so all it took is still
+// allocated then: its cache, not a leak (docs/metrics.md, "Leaks"). Recognised by the library that
+// made the call (libtorch_cuda.so, libc10_cuda.so); the trace has no host block records, so a
+// pinned tensor still referenced at the end is counted here too.
+struct TorchHostCacheAtExit {
+  uint64_t bytes = 0, count = 0;
+};
+
 struct LiveAt {  // what was live at a chosen time (AnalysisOptions::at_ns) or mark (at_mark)
   bool asked = false;
   uint64_t t_ns = 0;      // the instant, on the trace's clock
@@ -336,6 +353,7 @@ struct TraceReport {
   uint64_t leak_bytes = 0, leak_count = 0;
   std::vector<SiteGroup> leaks;  // with PyTorch: its tensors (kind "tensor"), not its segments
   TorchCacheAtExit torch_cache_at_exit;
+  TorchHostCacheAtExit torch_host_cache_at_exit;  // PyTorch's pinned host memory (not in leak_bytes)
   uint64_t teardown_bytes = 0, teardown_count = 0;  // freed only by context teardown
   std::vector<SiteGroup> teardown;
   std::vector<GrowthSite> growth;

@@ -104,6 +104,8 @@ std::string summary_text(const TraceReport& r, size_t top) {
   if (const TorchCacheAtExit& c = r.torch_cache_at_exit; c.known && c.reserved_bytes)
     o << "; not counted: PyTorch's cache, " << format_bytes(c.reserved_bytes) << " reserved"
       << (c.workspace_bytes ? " (" + format_bytes(c.workspace_bytes) + " of it its cuBLAS workspace)" : std::string());
+  if (const TorchHostCacheAtExit& h = r.torch_host_cache_at_exit; h.count)
+    o << "; not counted: PyTorch's pinned host memory cache, " << format_bytes(h.bytes);
   o << "\n";
   if (!r.leaks.empty()) o << "               largest " << format_bytes(r.leaks[0].bytes) << ": " << e(where(r.leaks[0].stack)) << "\n";
   if (torch && !r.torch.growth.empty()) {

@@ -127,13 +127,16 @@ void interception_lines(std::ostringstream& o, const InterceptionReport& x) {
 }
 
 // The device's used memory explained: what nvidia-smi calls used, against what was tracked.
-void fidelity_lines(std::ostringstream& o, const Fidelity& f, const char* indent) {
+// `moment_tracked`: the tracked device memory at the moment explained. A reading is shown as the
+// moment's only when no memory event of this process changed the device between them
+// (at_instant); any other is labelled as an earlier or later reading, with what changed since.
+void fidelity_lines(std::ostringstream& o, const Fidelity& f, const char* indent, uint64_t moment_tracked) {
   if (!f.known) return;
-  o << indent << "used on the GPU (driver: total - free): " << format_bytes(f.used_bytes) << " of "
-    << format_bytes(f.total_bytes);
-  if (!f.at_instant) {
-    // The driver is read at failures and around context and code calls, not at every event: the
-    // breakdown below is of the nearest reading, all its figures of that moment (tracked too).
+  if (f.at_instant) {
+    o << indent << "used on the GPU (driver: total - free): " << format_bytes(f.used_bytes) << " of "
+      << format_bytes(f.total_bytes) << "\n";
+  } else {
+    // The driver is read at failures and around context and code calls, not at every event.
     const double away = double(f.offset_ns < 0 ? -f.offset_ns : f.offset_ns);
     char off[48];
     if (away < 1e6)
@@ -142,10 +145,15 @@ void fidelity_lines(std::ostringstream& o, const Fidelity& f, const char* indent
       snprintf(off, sizeof off, "%.1f ms", away / 1e6);
     else
       snprintf(off, sizeof off, "%.3f s", away / 1e9);
-    o << " (read " << off << (f.offset_ns < 0 ? " before" : " after")
-      << " this moment, the nearest driver reading; the figures below are of then)";
+    const bool earlier = f.offset_ns < 0;
+    const uint64_t a = earlier ? f.tracked_bytes : moment_tracked, b = earlier ? moment_tracked : f.tracked_bytes;
+    const std::string change = a == b ? "did not change" : std::string("changed by ") + (b > a ? "+" : "-") +
+                                                               format_bytes(b > a ? b - a : a - b);
+    o << indent << "no driver reading at this moment: the nearest was taken " << off << (earlier ? " before" : " after")
+      << " it, and tracked allocations " << change << (earlier ? " since" : " by then") << "; as of then:\n"
+      << indent << "used on the GPU then (driver: total - free): " << format_bytes(f.used_bytes) << " of "
+      << format_bytes(f.total_bytes) << "\n";
   }
-  o << "\n";
   std::string kinds;
   for (const auto& [k, v] : f.tracked_by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + format_bytes(v);
   o << indent << "  tracked allocations " << (f.at_instant ? "" : "then ") << format_bytes(f.tracked_bytes)
@@ -214,15 +222,17 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     else if (l.past_end)
       o << " (after the last event: what was live at the end)";
     o << "\n";
+    // PyTorch's own figures first (allocated, reserved, tensors by line), then the driver's view.
+    if (r.torch.live_at_taken) torch_live_at_text(o, r.torch.live_at, 10, e);
     if (l.devices.empty()) o << "  nothing was live\n";
     for (const LiveAt::Device& d : l.devices) {
       o << "  GPU " << d.device << ": " << format_bytes(d.device_bytes) << " device memory";
+      if (r.torch.live_at_taken) o << " (the driver's view: PyTorch's reserved and memory outside it)";
       if (d.pinned_host_bytes) o << ", " << format_bytes(d.pinned_host_bytes) << " pinned host";
       if (d.managed_bytes) o << ", " << format_bytes(d.managed_bytes) << " managed";
       o << "\n";
     }
     groups(o, l.live_set, native);
-    if (r.torch.live_at_taken) torch_live_at_text(o, r.torch.live_at, 10, e);
   }
   if (section.empty() || section == "peak") {
     o << "\nPEAK\n";
@@ -233,7 +243,7 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + format_bytes(v);
       o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
       activity_lines(o, p.activity, "  ");
-      fidelity_lines(o, p.fidelity, "  ");
+      fidelity_lines(o, p.fidelity, "  ", p.bytes);
       groups(o, p.live_set, native);
       if (p.left_out_sites)
         o << "  ... and " << count(p.left_out_sites, "more call site") << " holding " << format_bytes(p.left_out_bytes)
@@ -281,6 +291,10 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
         << (c.workspace_bytes ? ", " + format_bytes(c.workspace_bytes) + " its cuBLAS workspaces (kept for the process's life)"
                               : std::string())
         << "; its other tensors still allocated are in the list above\n";
+    if (const TorchHostCacheAtExit& h = r.torch_host_cache_at_exit; h.count)
+      o << "  not counted as leaks: PyTorch's pinned host memory cache (its CachingHostAllocator keeps pinned blocks until "
+           "exit) holds "
+        << format_bytes(h.bytes) << " in " << count(h.count, "allocation") << "\n";
     for (const GraphDevice& g : r.graphs)
       if (g.pool_reserved_bytes)
         o << "  not counted as leaks: GPU " << g.device << "'s CUDA graph pool still holds "
@@ -349,18 +363,28 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
           << (x.pool_largest_free_gap_bytes ? " (largest free gap " + format_bytes(x.pool_largest_free_gap_bytes) + ")" : "");
       if (x.own_code_bytes)
         o << ", " << format_bytes(x.own_code_bytes) << " contexts and code"
-          << (x.own_code_basis == "nvml" ? " (NVML's figure for it, less its live and cached memory)" : "");
+          << (x.own_code_basis == "nvml" ? " (NVML's figure for it, less its live and cached memory)"
+              : x.code_not_own_bytes
+                  ? " (a context counted at most " + format_bytes(kContextBytesBound) + ": its cost, " +
+                        format_bytes(x.context_bytes) + ", took in other processes' memory NVML cannot show)"
+                  : "");
       o << "; elsewhere: " << format_bytes(x.elsewhere_bytes);
       if (x.elsewhere_unsure_bytes)
         o << " (up to " << format_bytes(x.elsewhere_unsure_bytes)
           << " of it may be this process's first context, measured only after it was made)";
       o << "\n";
+      if (nvml_blind(x))
+        o << "     NVML cannot see this process (no row has its pid " << r.process.pid
+          << ": a container's PID namespace): it names no other process for sure; what the driver shows used beyond "
+             "this process's memory, caches and contexts is elsewhere\n";
       if (x.nvml) {
-        o << "     other processes on the GPU (NVML):" << (x.other_processes.empty() ? " none" : "") << "\n";
+        o << "     " << (nvml_blind(x) ? "NVML's rows (pids of another namespace, this process's own possibly among them)"
+                                     : "other processes on the GPU (NVML)")
+          << ":" << (x.other_processes.empty() ? " none" : "") << "\n";
         for (const GpuProcess& g : x.other_processes)
           o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << format_bytes(g.bytes) << "\n";
       }
-      fidelity_lines(o, x.fidelity, "     ");
+      fidelity_lines(o, x.fidelity, "     ", x.process_device_bytes);
       activity_lines(o, x.activity, "     ");
       if (x.torch) torch_oom_text(o, x, e);
       o << "     requested at"

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <queue>
 
+#include "activity.h"
 #include "python_lines.h"
 #include "regular_file.h"
 
@@ -31,17 +32,9 @@ struct Symbolizer::ModuleDebug {
 
 namespace {
 
-std::string demangle(const char* name) {
-  if (!name) return "??";
-  int status = 0;
-  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status == 0 && d) {
-    std::string s(d);
-    free(d);
-    return s;
-  }
-  return name;
-}
+// Only mangled names (_Z...) are demangled (activity.h's rule): a C function named `f` or `i` is
+// itself, not `float` or `int`.
+std::string demangle(const char* name) { return name ? vt::analyzer::demangle(std::string(name)) : "??"; }
 
 std::string to_hex(const unsigned char* b, int n) {
   static const char* digits = "0123456789abcdef";

@@ -96,6 +96,7 @@ struct TorchLiveBlock {
   uint64_t address = 0, size = 0;
   uint32_t stack_id = 0;
   std::string line;  // the user's line, once symbolized
+  uint64_t t_ns = 0;  // when PyTorch handed it out (a test's own tensors are those since its start)
 };
 struct TorchLiveSegment {
   uint64_t address = 0, size = 0;

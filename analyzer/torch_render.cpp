@@ -162,7 +162,7 @@ json torch_live_at_json(const std::vector<TorchLiveDevice>& v) {
     for (const TorchLiveSegment& s : d.segments) {
       json blocks = json::array();
       for (const TorchLiveBlock& b : s.blocks)
-        blocks.push_back({{"address", b.address}, {"size", b.size}, {"line", b.line}});
+        blocks.push_back({{"address", b.address}, {"size", b.size}, {"line", b.line}, {"t_ns", b.t_ns}});
       segs.push_back({{"address", s.address}, {"size", s.size}, {"expandable", s.expandable}, {"blocks", blocks}});
     }
     devices.push_back({{"device", d.device}, {"figures", figures_json(d.figures)}, {"segments", segs}});

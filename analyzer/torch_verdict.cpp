@@ -240,6 +240,23 @@ std::string outside_by_library(const std::vector<SiteGroup>& outside) {
   return s;
 }
 
+// The max_split_size_mb that keeps the fragmented segments whole, 0 when none can: blocks of at
+// least that many MiB are not split for smaller requests (PyTorch's "oversize" blocks), every
+// smaller block still is, and PyTorch refuses 20 or less (c10/cuda/CUDAAllocatorConfig.cpp: "must
+// be > 20", kLargeBuffer). So it must be at most the smallest segment that holds split free space
+// (free space beside live tensors) and at most the request, which must stay able to take one.
+uint64_t max_split_size_mb(const std::vector<TorchSegment>& segments, uint64_t request) {
+  constexpr uint64_t kMinMb = 21;
+  uint64_t mb = request >> 20;
+  bool split = false;
+  for (const TorchSegment& g : segments)
+    if (!g.expandable && g.allocated && g.free() && g.size >> 20 >= kMinMb) {
+      mb = std::min(mb, g.size >> 20);
+      split = true;
+    }
+  return split && mb >= kMinMb ? mb : 0;
+}
+
 }  // namespace
 
 void judge_torch_oom(OomReport& o) {
@@ -258,6 +275,7 @@ void judge_torch_oom(OomReport& o) {
   // This process's contexts and code are its own (split_unattributed, which judge_oom ran); a
   // first context measured only after it was made stays in, said (without NVML's word).
   others -= std::min(others, o.own_code_bytes);
+  const bool blind = nvml_blind(o);
   const uint64_t unsure = o.nvml ? 0 : std::min(o.elsewhere_unsure_bytes, others);
   std::string named;
   if (o.nvml) {
@@ -268,7 +286,10 @@ void judge_torch_oom(OomReport& o) {
         named += (named.empty() ? "" : ", ") + std::string("pid ") + std::to_string(g.pid) +
                  (g.name.empty() ? "" : " (" + g.name + ")") + " " + format_bytes(g.bytes);
     }
-    others = std::min(others, listed);
+    if (!blind)  // NVML sees this process: its list of the others bounds them
+      others = std::min(others, listed);
+    else if (!named.empty())
+      named += kNvmlBlindRows;
   }
   // Tensors kept alive across iterations: lines whose live bytes kept rising while the allocator
   // took back at least as much elsewhere (a loop that frees its temporaries but keeps something).
@@ -313,8 +334,9 @@ void judge_torch_oom(OomReport& o) {
   }
   if (double(others) >= 0.05 * Td)
     causes.push_back(other_processes_cause(others, F, X, Td, named, "tried_to_allocate_bytes",
-                                           o.code_bytes ? "other processes, the driver"  // (its context: taken off)
-                                                        : "other processes, this process's CUDA context, the driver",
+                                           blind          ? kNvmlBlindOthers
+                                           : o.code_bytes ? "other processes, the driver"  // (its context: taken off)
+                                                          : "other processes, this process's CUDA context, the driver",
                                            unsure));
   if (growth && (double(growth) >= 0.05 * Td || growth * 5 >= A)) {
     bool would_fit = X <= F + growth || S <= U + growth;
@@ -357,15 +379,26 @@ void judge_torch_oom(OomReport& o) {
                       "devices, CPU offload).",
                   "Check the shape computed at " + req + ": an unexpectedly huge tensor is often a shape bug."};
   } else if (o.verdict == "fragmentation") {
-    o.remedies = {"Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments then grow in place and free space "
-                  "does not stay split between live tensors (" + format_bytes(I) + " inactive split at the failure).",
-                  "Or limit splitting of large blocks: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:" +
-                      std::to_string(std::max<uint64_t>(S >> 20, 20)) +
-                      "; garbage_collection_threshold:0.8 releases cached blocks before the cache fills.",
-                  "torch.cuda.empty_cache() does not help here: the free space sits in segments that still hold live "
-                  "tensors" + (top_holder.empty() ? "" : " (the most at " + top_holder + ")") +
-                      ". Allocating the largest tensors first, or freeing long-lived tensors in the order they were "
-                      "made, keeps the segments whole."};
+    const bool expandable = std::any_of(t.view.segments.begin(), t.view.segments.end(),
+                                        [](const TorchSegment& g) { return g.expandable; });
+    const uint64_t split_mb = max_split_size_mb(t.view.segments, S);
+    if (!expandable)
+      o.remedies.push_back("Set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (PyTorch 2.1 or later): segments then "
+                           "grow in place and free space does not stay split between live tensors (" + format_bytes(I) +
+                           " inactive split at the failure).");
+    if (split_mb)
+      o.remedies.push_back(std::string(expandable ? "Keep" : "Or keep") + " large blocks whole: `PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:" +
+                           std::to_string(split_mb) + "` (blocks of " + std::to_string(split_mb) +
+                           " MiB and more, as the segments holding the split free space are, are then not split for "
+                           "smaller tensors).");
+    else
+      o.remedies.push_back("max_split_size_mb cannot help here: PyTorch requires more than 20 and still splits every block "
+                           "smaller than it, and the split free space sits in segments of 20 MiB or less (or the request is "
+                           "that small).");
+    o.remedies.push_back("torch.cuda.empty_cache() does not help here: the free space sits in segments that still hold "
+                         "live tensors" + (top_holder.empty() ? "" : " (the most at " + top_holder + ")") +
+                         ". Allocating the largest tensors first, or freeing long-lived tensors in the order they were "
+                         "made, keeps the segments whole.");
   } else if (o.verdict == "outside_pytorch") {
     std::string libs = outside_by_library(t.outside);
     o.remedies = {format_bytes(O) + " of device memory belongs to other libraries of this process" +
@@ -375,9 +408,7 @@ void judge_torch_oom(OomReport& o) {
                       "process (JAX: XLA_PYTHON_CLIENT_PREALLOCATE=false, CuPy: its memory pool's free_all_blocks()).",
                   "torch.cuda.empty_cache() cannot free this memory: it is not in PyTorch's cache."};
   } else if (o.verdict == "other_processes") {
-    o.remedies = {"Other processes hold " + format_bytes(others) + " of this GPU" + (named.empty() ? "" : " (" + named + ")") +
-                      ": stop them, or pick a free GPU with CUDA_VISIBLE_DEVICES (nvidia-smi or `vramtrace top` shows "
-                      "who holds what).",
+    o.remedies = {other_processes_remedy(others, named, blind),
                   "When sharing a GPU on purpose, cap each process: torch.cuda.set_per_process_memory_fraction."};
   } else if (o.verdict == "leak_growth") {
     std::string where = top_growth ? line_of(top_growth->stack) : "a line";
@@ -393,6 +424,7 @@ void judge_torch_oom(OomReport& o) {
                   "(torch.utils.checkpoint) trades compute for activation memory.",
                   "torch.cuda.empty_cache() cannot free live tensors; `del` what is no longer needed before the "
                   "large step."};
+    if (double(others) >= 0.05 * Td) o.remedies.push_back(other_processes_remedy(others, named, blind));
   }
 }
 

@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <new>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,28 +61,44 @@ OwnWork::~OwnWork() {
 namespace {
 std::atomic<int> g_helpers{0};  // helper threads started and not yet ended
 
+// What a starting helper runs: a slot of a small static table (the injected library links no C++
+// runtime: no operator new), free again once the thread has read it.
 struct HelperStart {
   void* (*fn)(void*);
   void* arg;
+  std::atomic<bool> taken{false};
 };
+HelperStart g_starts[16];
 
 void* run_helper(void* p) {
-  HelperStart s = *static_cast<HelperStart*>(p);
-  delete static_cast<HelperStart*>(p);
-  void* r = s.fn(s.arg);
+  auto* slot = static_cast<HelperStart*>(p);
+  void* (*fn)(void*) = slot->fn;
+  void* arg = slot->arg;
+  slot->taken.store(false, std::memory_order_release);
+  void* r = fn(arg);
   g_helpers.fetch_sub(1, std::memory_order_release);
   return r;
 }
 
 // A forked child has none of its parent's threads.
 __attribute__((constructor)) void forget_helpers_across_forks() {
-  pthread_atfork(nullptr, nullptr, [] { g_helpers.store(0, std::memory_order_relaxed); });
+  pthread_atfork(nullptr, nullptr, [] {
+    g_helpers.store(0, std::memory_order_relaxed);
+    for (HelperStart& h : g_starts) h.taken.store(false, std::memory_order_relaxed);
+  });
 }
 }  // namespace
 
 bool start_helper_thread(void* (*fn)(void*), void* arg) {
-  auto* start = new (std::nothrow) HelperStart{fn, arg};
-  if (!start) return false;
+  HelperStart* start = nullptr;
+  for (HelperStart& h : g_starts)
+    if (!h.taken.exchange(true, std::memory_order_acq_rel)) {
+      start = &h;
+      break;
+    }
+  if (!start) return false;  // (16 starting at once: never, with our three kinds of helper)
+  start->fn = fn;
+  start->arg = arg;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the new thread inherits this mask
@@ -95,7 +110,7 @@ bool start_helper_thread(void* (*fn)(void*), void* arg) {
   const bool started = pthread_create(&thread, &attr, run_helper, start) == 0;
   if (!started) {
     g_helpers.fetch_sub(1, std::memory_order_release);
-    delete start;
+    start->taken.store(false, std::memory_order_release);
   }
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);

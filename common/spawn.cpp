@@ -67,11 +67,12 @@ int exit_code_of(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
 }
 
-int wait_exit_code(pid_t pid) {
+int wait_exit_code(pid_t pid, int* signal) {
   int status = 0;
   pid_t r;
   while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  if (signal) *signal = r == pid && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return r == pid ? exit_code_of(status) : -1;
 }
 

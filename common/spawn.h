@@ -37,7 +37,8 @@ struct Spawned {
 Spawned spawn(const SpawnRequest& req);
 
 // waitpid (retried on EINTR): the exit status, or 128 + N when signal N ended it; -1 on error.
-int wait_exit_code(pid_t pid);
+// `signal` (may be null) gets N when a signal ended it, else 0.
+int wait_exit_code(pid_t pid, int* signal = nullptr);
 // The same from a waitpid status word.
 int exit_code_of(int status);
 

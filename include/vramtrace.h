@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define VRAMTRACE_API_VERSION 2 /* 2: vramtrace_trace_path */
+#define VRAMTRACE_API_VERSION 3 /* 2: vramtrace_trace_path; 3: vramtrace_tensor_bytes, _tensor_peak_bytes */
 
 int vramtrace_api_version(void);              /* VRAMTRACE_API_VERSION */
 int vramtrace_active(void);                   /* 1: tracing (or ready to on the first CUDA call), 0: off */
@@ -35,7 +35,14 @@ int64_t vramtrace_peak_bytes(int device);     /* highest device memory since sta
                                                  the figures sampled at each query and every 250 ms */
 int vramtrace_reset_peak(int device);         /* device -1: all; 0 ok, -1 not tracing. Also makes the
                                                  peak exact for the rest of the run (every thread's
-                                                 count then goes through one shared counter) */
+                                                 count then goes through one shared counter), and
+                                                 resets the tensor peak below */
+/* PyTorch's allocated bytes (torch.cuda.memory_allocated: its live tensors' blocks) as of its latest
+ * block, and the highest since the start or the last vramtrace_reset_peak (device -1: all devices
+ * summed; the highest device for the peak). Exact: PyTorch reports its own totals with every block.
+ * -1 when not tracing or before PyTorch's first block (or when its block layer is off). */
+int64_t vramtrace_tensor_bytes(int device);
+int64_t vramtrace_tensor_peak_bytes(int device);
 int vramtrace_region_begin(const char* name); /* 0 ok, -1 not tracing */
 int vramtrace_region_end(const char* name);
 /* The trace file this process writes: its length, the path copied into out (cut to cap - 1 bytes);
@@ -68,6 +75,14 @@ static inline int64_t vramtrace_api_peak_bytes(int device) {
 }
 static inline int vramtrace_api_reset_peak(int device) {
   int (*f)(int) = (int (*)(int))vramtrace_api_sym_("vramtrace_reset_peak");
+  return f ? f(device) : -1;
+}
+static inline int64_t vramtrace_api_tensor_bytes(int device) {
+  int64_t (*f)(int) = (int64_t(*)(int))vramtrace_api_sym_("vramtrace_tensor_bytes");
+  return f ? f(device) : -1;
+}
+static inline int64_t vramtrace_api_tensor_peak_bytes(int device) {
+  int64_t (*f)(int) = (int64_t(*)(int))vramtrace_api_sym_("vramtrace_tensor_peak_bytes");
   return f ? f(device) : -1;
 }
 static inline int vramtrace_api_region_begin(const char* name) {

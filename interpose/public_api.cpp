@@ -10,6 +10,7 @@
 #include "python_frames.h"
 #include "recorder.h"
 #include "region_marks.h"
+#include "torch_hooks.h"
 #include "trace_format.h"
 #include "vramtrace.h"
 
@@ -27,7 +28,12 @@ VT_API int64_t vramtrace_peak_bytes(int device) { return vt::tracing_possible() 
 VT_API int vramtrace_reset_peak(int device) {
   if (!vt::tracing_possible()) return -1;
   vt::reset_peak(device);
+  vt::reset_tensor_peak(device);
   return 0;
+}
+VT_API int64_t vramtrace_tensor_bytes(int device) { return vt::tracing_possible() ? vt::tensor_bytes(device) : -1; }
+VT_API int64_t vramtrace_tensor_peak_bytes(int device) {
+  return vt::tracing_possible() ? vt::tensor_peak_bytes(device) : -1;
 }
 // Opt-in check of the Python frame walker against CPython's own frame API: call it from Python
 // with the GIL held (ctypes.PyDLL(None).vramtrace_python_self_test()). 1: the walk matched; 0: it

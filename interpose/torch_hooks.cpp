@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <algorithm>
 #include <atomic>
 
 #include "clock.h"
@@ -42,15 +43,6 @@
 #include "torch_hooks.h"
 #include "trace_format.h"
 
-namespace c10 {
-enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
-// c10::Device (c10/core/Device.h): 2 bytes, trivially copyable, passed in one register.
-struct Device {
-  DeviceType type_;
-  int8_t index_;
-};
-static_assert(sizeof(Device) == 2);
-}  // namespace c10
 
 namespace vt {
 
@@ -67,10 +59,9 @@ constexpr int kDevices = 128;  // c10::DeviceIndex is an int8_t
 constexpr const char* kUsageName = "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE";
 constexpr const char* kOomName = "_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE";
 
-using UsageFn = void (*)(void*, int64_t, size_t, size_t, c10::Device);
-using OomFn = void (*)(int64_t, size_t, size_t, c10::Device);
 
-std::atomic<int64_t> g_sum[kDevices];  // blocks reported on each device, bytes
+std::atomic<int64_t> g_sum[kDevices];   // blocks reported on each device, bytes: total_allocated
+std::atomic<int64_t> g_peak[kDevices];  // the highest g_sum since the start or the last reset
 enum : int { kUnseen = 0, kOn = 1, kOff = 2 };
 std::atomic<int> g_state{kUnseen};
 char g_off_reason[200];
@@ -168,6 +159,12 @@ __attribute__((noinline)) void torch_block(void* ptr, int64_t size, size_t total
   int saved = *err;
   resolve_once();
   if (g_state.load(std::memory_order_relaxed) != kOff && valid(index, size, total_allocated)) {
+    if (size > 0) {  // (PyTorch calls under its allocator's lock: the totals come in order)
+      int64_t high = g_peak[index].load(std::memory_order_relaxed);
+      while (int64_t(total_allocated) > high &&
+             !g_peak[index].compare_exchange_weak(high, int64_t(total_allocated), std::memory_order_relaxed)) {
+      }
+    }
     int unseen = kUnseen;  // (a CAS: a racing fall_back's kOff must not be overwritten)
     if (g_state.load(std::memory_order_relaxed) == kUnseen) g_state.compare_exchange_strong(unseen, kOn);
     HookScope scope;
@@ -182,6 +179,27 @@ __attribute__((noinline)) void torch_block(void* ptr, int64_t size, size_t total
     }
   }
   *err = saved;
+}
+
+int64_t tensor_bytes(int device) {
+  if (g_state.load(std::memory_order_acquire) != kOn || device < -1 || device >= kDevices) return -1;
+  if (device >= 0) return g_sum[device].load(std::memory_order_relaxed);
+  int64_t all = 0;
+  for (const auto& s : g_sum) all += s.load(std::memory_order_relaxed);
+  return all;
+}
+
+int64_t tensor_peak_bytes(int device) {
+  if (g_state.load(std::memory_order_acquire) != kOn || device < -1 || device >= kDevices) return -1;
+  if (device >= 0) return g_peak[device].load(std::memory_order_relaxed);
+  int64_t high = 0;
+  for (const auto& p : g_peak) high = std::max(high, p.load(std::memory_order_relaxed));
+  return high;
+}
+
+void reset_tensor_peak(int device) {
+  for (int d = 0; d < kDevices; ++d)
+    if (device < 0 || d == device) g_peak[d].store(g_sum[d].load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
 __attribute__((noinline)) void torch_oom(int64_t size, size_t total_allocated, size_t total_reserved, int type,
@@ -215,6 +233,16 @@ __attribute__((noinline)) void torch_oom(int64_t size, size_t total_allocated, s
   *err = saved;
 }
 
+UsageFn real_usage_hook() {
+  resolve_once();
+  return g_real_usage.load(std::memory_order_relaxed);
+}
+
+OomFn real_oom_hook() {
+  resolve_once();
+  return g_real_oom.load(std::memory_order_relaxed);
+}
+
 void write_torch_config(uint64_t t) {
   const char* names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING"};
   const char* values[3];
@@ -236,27 +264,3 @@ void write_torch_config(uint64_t t) {
 }
 
 }  // namespace vt
-
-#define VT_EXPORT __attribute__((visibility("default")))
-
-// The definitions libc10_cuda.so binds to. The real function is called last, outside any scope
-// of ours: whatever it does (throw, allocate, take the GIL) happens as it would without us.
-namespace c10 {
-VT_EXPORT __attribute__((noinline)) void reportMemoryUsageToProfiler(void* ptr, int64_t alloc_size,
-                                                                     size_t total_allocated, size_t total_reserved,
-                                                                     Device device) {
-  vt::torch_block(ptr, alloc_size, total_allocated, total_reserved, int(device.type_), device.index_,
-                  reinterpret_cast<uint64_t>(__builtin_return_address(0)));
-  vt::resolve_once();
-  if (vt::UsageFn real = vt::g_real_usage.load(std::memory_order_relaxed))
-    real(ptr, alloc_size, total_allocated, total_reserved, device);
-}
-
-VT_EXPORT __attribute__((noinline)) void reportOutOfMemoryToProfiler(int64_t alloc_size, size_t total_allocated,
-                                                                     size_t total_reserved, Device device) {
-  vt::torch_oom(alloc_size, total_allocated, total_reserved, int(device.type_), device.index_,
-                reinterpret_cast<uint64_t>(__builtin_return_address(0)));
-  vt::resolve_once();
-  if (vt::OomFn real = vt::g_real_oom.load(std::memory_order_relaxed)) real(alloc_size, total_allocated, total_reserved, device);
-}
-}  // namespace c10

@@ -101,6 +101,14 @@ class CraftedTrace {
     b.varint(begin ? vt::format::kRegionBegin : vt::format::kRegionEnd).str(name);
     meta(vt::format::kTagRegion, b);
   }
+  // A PyTorch block (format/pytorch_records.h): size > 0 handed out, < 0 taken back, with the
+  // allocator's totals after it.
+  void torch_block(uint64_t device, uint64_t addr, int64_t size, uint64_t allocated, uint64_t reserved,
+                   uint32_t stack_id = 0) {
+    Body b;
+    b.varint(device).varint(addr).varint(vt::format::zigzag(size)).varint(allocated).varint(reserved).varint(stack_id);
+    meta(vt::format::kTagTorchBlock, b);
+  }
 
   // cuMemAlloc_v2 / cuMemFree_v2 on `device` (a context record comes with the first event of
   // each chunk); result != 0 records a failure with free and total bytes.

@@ -1,7 +1,8 @@
 // `vramtrace check`: a CI gate. Exit 0 when every limit holds, 1 when one is broken (each on its
 // own line with actual vs allowed), 2 for usage errors, unreadable input, or a damaged or
-// unreadable trace (named on stderr and in --json's `problems`) unless --allow-damaged. The
-// limits themselves are judged by analyzer/gate.h.
+// unreadable trace (named on stderr and in --json's `problems`) unless --allow-damaged, and for a
+// limit on PyTorch's figures (--max-allocated, --max-reserved, their growth) that a trace without
+// them cannot answer. The limits themselves are judged by analyzer/gate.h.
 #include <iostream>
 
 #include "analysis.h"
@@ -14,33 +15,45 @@
 
 namespace vt::cli {
 
+namespace {
+
+// A size limit: *has set when given; false (with one error line) when it is not a size.
+bool size_limit(const std::string& flag, const std::string& text, bool* has, uint64_t* value) {
+  *has = !text.empty();
+  std::string why;
+  if (*has && !parse_bytes(text, value, &why)) {
+    error_line(flag + ": " + why);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 int check_command(const CheckOptions& opt) {
   analyzer::GateLimits lim;
-  std::string why;
-  lim.has_max_peak = !opt.max_peak.empty();
-  lim.has_max_leak = !opt.max_leak.empty();
-  if (lim.has_max_peak && !parse_bytes(opt.max_peak, &lim.max_peak, &why)) {
-    error_line("--max-peak: " + why);
+  if (!size_limit("--max-peak", opt.max_peak, &lim.has_max_peak, &lim.max_peak) ||
+      !size_limit("--max-leak", opt.max_leak, &lim.has_max_leak, &lim.max_leak) ||
+      !size_limit("--max-allocated", opt.max_allocated, &lim.has_max_allocated, &lim.max_allocated) ||
+      !size_limit("--max-reserved", opt.max_reserved, &lim.has_max_reserved, &lim.max_reserved))
     return 2;
-  }
-  if (lim.has_max_leak && !parse_bytes(opt.max_leak, &lim.max_leak, &why)) {
-    error_line("--max-leak: " + why);
-    return 2;
-  }
   lim.no_oom = opt.no_oom;
   lim.max_peak_growth = opt.max_peak_growth;
   lim.max_site_growth = opt.max_site_growth;
-  bool growth_limits = opt.max_peak_growth >= 0 || opt.max_site_growth >= 0;
+  lim.max_allocated_growth = opt.max_allocated_growth;
+  lim.max_reserved_growth = opt.max_reserved_growth;
+  bool growth_limits = lim.growth();
   if (growth_limits && opt.baseline.empty()) {
-    error_line("--max-peak-growth and --max-site-growth need --baseline");
+    error_line("--max-peak-growth, --max-site-growth, --max-allocated-growth and --max-reserved-growth need --baseline");
     return 2;
   }
   if (!opt.baseline.empty() && !growth_limits) {
-    error_line("--baseline needs --max-peak-growth or --max-site-growth");
+    error_line("--baseline needs a growth limit (--max-peak-growth, --max-site-growth, --max-allocated-growth, --max-reserved-growth)");
     return 2;
   }
-  if (!lim.has_max_peak && !lim.has_max_leak && !opt.no_oom && !growth_limits) {
-    error_line("check: no limit given (--max-peak, --max-leak, --no-oom, --baseline with growth limits)");
+  if (!lim.has_max_peak && !lim.has_max_leak && !lim.has_max_allocated && !lim.has_max_reserved && !opt.no_oom &&
+      !growth_limits) {
+    error_line("check: no limit given (--max-peak, --max-allocated, --max-reserved, --max-leak, --no-oom, --baseline with growth limits)");
     return 2;
   }
 
@@ -67,6 +80,11 @@ int check_command(const CheckOptions& opt) {
     return 2;
   }
 
+  // A limit on PyTorch's figures that a run cannot answer is no pass: the gate cannot be judged.
+  if (std::string missing = analyzer::missing_torch_figures(runs.traces, base.traces, lim); !missing.empty()) {
+    error_line(missing);
+    return 2;
+  }
   std::vector<analyzer::Violation> v = analyzer::judge_gate(runs.traces, base.traces, lim);
   if (opt.json) {
     nlohmann::json out = analyzer::gate_json(v, analyzer::problems_json(problems), !damage_fails);

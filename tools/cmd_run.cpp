@@ -1,5 +1,5 @@
 // `vramtrace run [-o PATH] -- CMD ARGS...`: runs CMD with libvramtrace.so preloaded, passes its
-// exit status through (128+N for a signal), and lists the trace files the run produced (found by
+// exit status through (killed by the same signal when one killed it), and lists the trace files the run produced (found by
 // the session id every traced process writes into its header), or says why there is none: the
 // command could not be run, the disk is full, tracing is disabled... -o is checked (and a
 // directory named with a trailing '/' created) before anything runs: tools/run_output.h.
@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -32,6 +33,18 @@
 #include "preload_library.h"
 
 namespace vt::cli {
+
+void die_like_the_child(int sig) {
+  std::cout.flush();
+  std::cerr.flush();
+  prctl(PR_SET_DUMPABLE, 0);
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  sigprocmask(SIG_UNBLOCK, &one, nullptr);
+  raise(sig);
+}
 
 namespace {
 
@@ -109,7 +122,7 @@ bool is_elf_file(const std::string& path) {
 }
 }  // namespace
 
-int run_command(const RunOptions& opt) {
+int run_command(const RunOptions& opt, int* killed_by_signal) {
   std::string lib = preload_library_path();
   if (lib.empty() || access(lib.c_str(), R_OK) != 0) {
     error_line("cannot find libvramtrace.so (looked for " + (lib.empty() ? std::string("../lib") : lib) +
@@ -203,7 +216,7 @@ int run_command(const RunOptions& opt) {
     error_line(child.error);
     return 2;
   }
-  int code = wait_exit_code(child.pid);
+  int code = wait_exit_code(child.pid, killed_by_signal);
   if (code < 0) code = 1;
   // What follows only reports: a stderr whose reader is gone (`... 2>&1 | head`) must not turn the
   // command's status into our SIGPIPE's 141 (the command has run: it inherits nothing of this).

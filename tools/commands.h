@@ -19,7 +19,12 @@ struct RunOptions {
   bool no_cupti_memory = false;  // --no-cupti-memory: VRAMTRACE_CUPTI_MEMORY=0
   bool audit = false;            // --audit: LD_AUDIT=libvramtrace_audit.so (beside the library)
 };
-int run_command(const RunOptions& opt);
+// The program's exit status (128 + N when signal N killed it: *killed_by_signal gets N, else 0).
+int run_command(const RunOptions& opt, int* killed_by_signal);
+// The program was killed by `sig`: so are we, once everything is said and cleaned up, so that a
+// shell or a parent sees "killed by SIGSEGV", not "exited 139" (the program dumped its own core;
+// we leave none). Returns only for a signal whose default action does not end a process.
+void die_like_the_child(int sig);
 
 struct DumpOptions {
   bool with_meta = false;
@@ -57,6 +62,7 @@ struct ExportOptions {
   std::string input;
   std::string output;
   bool leaks = false;
+  bool driver = false;  // the peak: the driver's allocations, not PyTorch's tensors (folded.h)
   size_t top = 1000;  // groups: a flame graph wants more than a report lists
   std::string sysroot;
   std::vector<std::string> debug_dirs;
@@ -66,9 +72,11 @@ int export_command(const ExportOptions& opt);
 
 struct CheckOptions {
   std::string input, max_peak, max_leak, baseline;
+  std::string max_allocated, max_reserved;  // PyTorch's peaks (max_memory_allocated / _reserved)
   bool no_oom = false, json = false;
   bool allow_damaged = false;  // --allow-damaged: judge damaged traces on what could be read
   double max_peak_growth = -1, max_site_growth = -1;  // percent; -1 = not set
+  double max_allocated_growth = -1, max_reserved_growth = -1;
 };
 int check_command(const CheckOptions& opt);
 struct DiffOptions {

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
 
   vt::cli::RunOptions run;
   CLI::App* run_cmd = app.add_subcommand("run", "run a command with tracing: vramtrace run [-o PATH] -- CMD ARGS...");
-  run_cmd->footer("CMD runs with libvramtrace.so preloaded; its exit status is returned (128+N when signal N ended it).\n"
+  run_cmd->footer("CMD runs with libvramtrace.so preloaded; its exit status is returned (killed by the same signal when one ended it).\n"
                   "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to vramtrace reach CMD.");
   run_cmd->add_option("-o,--output", run.output,
                       "trace file, pattern (%p = pid, %h = host) or directory (default: current directory)");
@@ -97,14 +97,18 @@ int main(int argc, char** argv) {
   auto* folded_opt = export_cmd->add_option("--folded", exp.output,
                                             "write the peak's (or with --leaks the leaks') stacks, folded; - for stdout");
   perfetto_opt->excludes(folded_opt);
-  export_cmd->add_flag("--leaks", exp.leaks, "--folded: the stacks of what was never freed, not the peak's live set");
+  auto* leaks_flag = export_cmd->add_flag("--leaks", exp.leaks, "--folded: the stacks of what was never freed, not the peak's live set");
   export_cmd->add_flag("--native", exp.native, "--folded: every frame (default: the user's frames, machinery left out)");
-  export_cmd->add_option("--top", exp.top, "--folded: call sites to keep (the rest is one [other sites] line)")
+  export_cmd->add_flag("--driver", exp.driver,
+                       "--folded: the driver's allocations at the peak (for PyTorch: its segments), not PyTorch's tensors "
+                       "at its allocated peak")
+      ->excludes(leaks_flag);
+  export_cmd->add_option("--top", exp.top, "--folded: call sites (PyTorch: tensor lines) to keep (the rest is one [other sites] line)")
       ->capture_default_str()->check(CLI::Range(1, 10000000));
-  export_cmd->add_option("--counter-interval-us", counter_us, "memory counters: at most the max and the last sample per interval")
+  export_cmd->add_option("--counter-interval-us", counter_us, "driver memory counters: at most the max and the last sample per interval (PyTorch's: every change)")
       ->capture_default_str()->check(finite_in(0, 1e12));
   export_cmd->add_option("--alloc-threshold", perfetto.alloc_threshold_bytes,
-                         "draw allocations of at least this many bytes as instants (failures always)")
+                         "draw allocations and PyTorch tensors of at least this many bytes as instants (failures always)")
       ->capture_default_str()->check(kCount);
   export_cmd->add_option("--min-slice-us", min_slice_us, "merge kernels and copies shorter than this, per stream (0: draw all)")
       ->capture_default_str()->check(finite_in(0, 1e12));
@@ -156,13 +160,32 @@ int main(int argc, char** argv) {
   vt::cli::CheckOptions check;
   CLI::App* check_cmd = app.add_subcommand("check", "a CI gate: exit 1 when the peak, leaks, OOMs or growth break a limit");
   check_cmd->add_option("trace", check.input, "trace file, or a directory of traces")->required();
-  check_cmd->add_option("--max-peak", check.max_peak, "largest allowed peak (e.g. 4GiB, 512MB, 1073741824)")->check(kNotEmpty);
-  check_cmd->add_option("--max-leak", check.max_leak, "largest allowed memory left allocated at the end")->check(kNotEmpty);
+  check_cmd->add_option("--max-peak", check.max_peak,
+                         "largest allowed peak of device memory as the driver saw it (e.g. 4GiB, 512MB, 1073741824); "
+                         "for PyTorch: its reserved plus memory outside it")
+      ->check(kNotEmpty);
+  check_cmd->add_option("--max-allocated", check.max_allocated,
+                        "largest allowed PyTorch peak allocated (max_memory_allocated: live tensors); exit 2 on a trace "
+                        "without PyTorch's block figures")
+      ->check(kNotEmpty);
+  check_cmd->add_option("--max-reserved", check.max_reserved,
+                        "largest allowed PyTorch peak reserved (max_memory_reserved: its cached segments); exit 2 on a "
+                        "trace without PyTorch's block figures")
+      ->check(kNotEmpty);
+  check_cmd->add_option("--max-leak", check.max_leak,
+                        "largest allowed memory left allocated at the end (for PyTorch: its tensors, not its caches)")
+      ->check(kNotEmpty);
   check_cmd->add_flag("--no-oom", check.no_oom, "fail on any failed allocation");
   check_cmd->add_option("--baseline", check.baseline, "trace or directory to compare with")->check(kNotEmpty);
   check_cmd->add_option("--max-peak-growth", check.max_peak_growth, "allowed peak growth over the baseline, percent")
       ->check(finite_in(0, 1e9));
   check_cmd->add_option("--max-site-growth", check.max_site_growth, "allowed growth of any call site's peak share, percent")
+      ->check(finite_in(0, 1e9));
+  check_cmd->add_option("--max-allocated-growth", check.max_allocated_growth,
+                        "allowed growth of PyTorch's peak allocated over the baseline, percent")
+      ->check(finite_in(0, 1e9));
+  check_cmd->add_option("--max-reserved-growth", check.max_reserved_growth,
+                        "allowed growth of PyTorch's peak reserved over the baseline, percent")
       ->check(finite_in(0, 1e9));
   check_cmd->add_flag("--json", check.json, "print the result as JSON");
   check_cmd->add_flag("--allow-damaged", check.allow_damaged,
@@ -263,7 +286,10 @@ int main(int argc, char** argv) {
       vt::cli::error_line("run: no command given (usage: vramtrace run [-o PATH] -- CMD ARGS...)");
       return 2;
     }
-    return vt::cli::run_command(run);
+    int killed_by = 0;
+    int code = vt::cli::run_command(run, &killed_by);
+    if (killed_by) vt::cli::die_like_the_child(killed_by);  // (after run_command's clean-up)
+    return code;
   }
   // The analyzer's commands: past a file size limit a write fails (and says so) instead of the
   // signal killing us with a partial output (not for run: the traced program inherits it).
@@ -288,7 +314,7 @@ int main(int argc, char** argv) {
   if (*export_cmd) {  // each format's own options, refused with the other (they were ignored)
     const bool folded = !exp.output.empty();
     for (const char* o : folded ? std::vector<const char*>{"--counter-interval-us", "--alloc-threshold", "--min-slice-us", "--no-stacks"}
-                                : std::vector<const char*>{"--leaks", "--native", "--top"})
+                                : std::vector<const char*>{"--leaks", "--native", "--top", "--driver"})
       if (export_cmd->count(o)) {
         vt::cli::error_line(std::string("export: ") + o + " is an option of " + (folded ? "--perfetto" : "--folded"));
         return 2;

@@ -143,14 +143,15 @@ void FidelityAggregator::finish(TraceReport* rep) const {
     // OOM: the OOM counts the cost as that list left it, measured.
     if (const Correction* k = correction_after(o.device, o.t_ns, o.code_after_only_bytes)) {
       o.code_bytes -= std::min(k->taken, o.code_bytes);
+      o.context_bytes -= std::min(k->taken, o.context_bytes);
       o.code_after_only_bytes = 0;
       o.fidelity.contexts_bytes -= std::min(k->taken, o.fidelity.contexts_bytes);
     }
-    // Where NVML's figure for this process bounds what is left after only, the breakdown counts
-    // what it bounds (split_unattributed), so that memory is not counted twice.
+    // Where NVML's figure for this process (or, NVML blind to it, the bound on a context's cost)
+    // bounds a context's cost, the breakdown counts what it bounds (split_unattributed), so that
+    // memory is not counted twice.
     split_unattributed(o);
-    const uint64_t over = o.code_after_only_bytes - std::min(o.first_context_bytes, o.code_after_only_bytes);
-    o.fidelity.contexts_bytes -= std::min(over, o.fidelity.contexts_bytes);
+    o.fidelity.contexts_bytes -= std::min(o.code_not_own_bytes, o.fidelity.contexts_bytes);
     settle(o.fidelity);
   }
   for (DevicePeak& p : rep->peaks) {

@@ -7,6 +7,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "aggregators/site_groups.h"
+#include "user_frames.h"
 
 namespace vt::analyzer {
 
@@ -120,6 +121,36 @@ void LeakAggregator::finish(const LiveState& live, const AllocatorAtExit& cache,
   rep->growth = growth(nullptr, 0, std::max<uint64_t>(1 << 20, peak_bytes / 100));
   count_live(live, rep->growth);
   if (rep->growth.size() > top) rep->growth.resize(top);
+}
+
+namespace {
+
+// PyTorch's CUDA libraries: the caching host allocator lives in libtorch_cuda.so (its functions
+// are local symbols, stripped in distributed builds: the module is the evidence that remains).
+bool torch_cuda_library(const std::string& module) {
+  return module.rfind("libtorch_cuda.so", 0) == 0 || module.rfind("libc10_cuda.so", 0) == 0;
+}
+
+}  // namespace
+
+void torch_host_cache_out_of_leaks(TraceReport* rep) {
+  if (!rep->torch.present) return;
+  TorchHostCacheAtExit& c = rep->torch_host_cache_at_exit;
+  std::vector<SiteGroup> kept;
+  uint64_t total = 0;
+  for (SiteGroup& g : rep->leaks) {
+    if (g.kind == bucket_name(Bucket::PinnedHost) && torch_cuda_library(stack_library(g.stack))) {
+      c.bytes += g.bytes;
+      c.count += g.count;
+      rep->leak_bytes -= std::min(rep->leak_bytes, g.bytes);
+      rep->leak_count -= std::min(rep->leak_count, g.count);
+      continue;
+    }
+    total += g.bytes;
+    kept.push_back(std::move(g));
+  }
+  for (SiteGroup& g : kept) g.share = total ? double(g.bytes) / double(total) : 0;
+  rep->leaks = std::move(kept);
 }
 
 }  // namespace vt::analyzer

@@ -45,4 +45,11 @@ class LeakAggregator {
   SiteCheckpoints checkpoints_;  // device-bucket bytes per site
 };
 
+// Once stacks are symbolized (the library that made a call is known then): moves the pinned host
+// memory that PyTorch's own CUDA libraries allocated (its CachingHostAllocator's cache) out of the
+// leaks into rep->torch_host_cache_at_exit. Pinned memory that anything else allocated (the
+// user's code, another library, torch.cuda.cudart() calls) stays a leak. As for the cuBLAS
+// workspaces, only the groups the report kept (--top) are looked at.
+void torch_host_cache_out_of_leaks(TraceReport* rep);
+
 }  // namespace vt::analyzer

@@ -32,6 +32,13 @@ void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAgg
     }
   o.code_bytes = live.code_bytes(r.device, CodeCategory::Context) + live.code_bytes(r.device, CodeCategory::Module);
   o.code_after_only_bytes = std::min(live.code_after_only_bytes(r.device), o.code_bytes);
+  o.context_bytes = live.code_bytes(r.device, CodeCategory::Context);
+  std::vector<uint64_t> contexts;  // (a context's limits are entries of that context)
+  for (const CodeEntry& c : live.code_costs())
+    if (c.device == r.device && c.category == CodeCategory::Context &&
+        std::find(contexts.begin(), contexts.end(), c.context) == contexts.end())
+      contexts.push_back(c.context);
+  o.contexts = contexts.size();
   if (const DeviceTotals* d = live.find_device(r.device)) {
     o.graph_pool_reserved_bytes = d->graph_reserved;
     o.graph_pool_used_bytes = d->graph_used;

@@ -3,13 +3,18 @@
 
 namespace vt::analyzer {
 
-void RegionAggregator::on_mark(uint64_t t, const RegionMark& m, uint64_t device_bytes) {
+void RegionAggregator::on_mark(uint64_t t, const RegionMark& m, uint64_t device_bytes, const uint64_t* tensors) {
   if (m.begin) {
     RegionReport g;
     g.name = m.name;
     g.t_begin = t;
     g.start_bytes = g.peak_bytes = device_bytes;
     g.t_peak = t;
+    if (tensors) {
+      g.tensors = true;
+      g.tensor_start_bytes = g.tensor_peak_bytes = g.tensor_end_bytes = *tensors;
+      g.t_tensor_peak = t;
+    }
     open_.push_back(regions_.size());
     regions_.push_back(std::move(g));
     return;

@@ -391,8 +391,9 @@ void TorchAggregator::on_block(uint64_t t, const TorchBlock& b) {
     SiteBytes& s = sites_.at(row);
     s.bytes += size;
     s.count++;
-    blocks_.emplace_hint(next, addr, Block{size, b.stack, row});
+    blocks_.emplace_hint(next, addr, Block{size, b.stack, row, t});
     d.allocated += size;
+    allocated_all_ += size;
     d.blocks++;
   } else {
     auto it = blocks_.find(addr);
@@ -430,6 +431,7 @@ void TorchAggregator::on_block(uint64_t t, const TorchBlock& b) {
     row_freed_[it->second.site] += size;
     blocks_.erase(it);
     d.allocated -= size;
+    allocated_all_ -= size;
     d.blocks--;
     d.freed += size;
   }
@@ -811,7 +813,7 @@ void TorchAggregator::take_live_at() {
         ld.segments.push_back(TorchLiveSegment{lo, g.hi - lo, g.expandable, {}});
       }
       for (auto b = blocks_.lower_bound(lo); b != blocks_.end() && b->first < g.hi; ++b)
-        ld.segments.back().blocks.push_back(TorchLiveBlock{b->first, b->second.size, b->second.stack, {}});
+        ld.segments.back().blocks.push_back(TorchLiveBlock{b->first, b->second.size, b->second.stack, {}, b->second.t});
     }
     live_at_.push_back(std::move(ld));
   }

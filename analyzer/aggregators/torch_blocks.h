@@ -59,6 +59,20 @@ class TorchAggregator {
   void on_gpu_processes(const GpuProcessList& list, uint64_t t);
   // A vramtrace region mark: the figures of every device, named.
   void on_mark(uint64_t t, const RegionMark& mark);
+  // PyTorch's allocated bytes now, all devices (memory_allocated summed); false while the block
+  // layer is not followed (no block yet, or the analysis turned it off).
+  bool allocated_now(uint64_t* bytes) const {
+    if (!tracking_ || !valid_) return false;
+    *bytes = allocated_all_;
+    return true;
+  }
+  // One device's figures now (memory_stats()'s current values), false as allocated_now: what the
+  // Perfetto export draws after every record, so its counters are these figures exactly.
+  bool figures_now(int device, TorchFigures* out) const {
+    if (!tracking_ || !valid_) return false;
+    *out = figures(device);
+    return true;
+  }
   // `--at`: the segments and blocks of every device as they are now.
   void take_live_at();
   // At the end, before the leaks are counted: what of the process's live driver memory is
@@ -88,6 +102,7 @@ class TorchAggregator {
     uint64_t size = 0;
     uint32_t stack = 0;
     uint32_t site = 0;  // row in sites_
+    uint64_t t = 0;     // handed out then
   };
   struct SiteSnap {
     uint64_t t = 0, total = 0;
@@ -120,6 +135,8 @@ class TorchAggregator {
     bool nvml = false;
     GpuProcessList processes;  // NVML's list as PyTorch read it for its message
   };
+
+  uint64_t allocated_all_ = 0;  // every device's allocated, summed
 
   void start_tracking(const LiveState& live);
   void driver_event(const Record& r);

@@ -71,6 +71,10 @@ function userFrames(stack) {
   const shown = stack.filter((f) => (python ? f.python : !f.machinery));
   return shown.length ? shown : stack;
 }
+// The page's frames switch (main.js): the user's frames (the default) or every frame. Stack lists
+// follow it by a class on body; what is drawn from stacks (the flame graph) registers a listener
+// to be built again.
+const frameMode = {all: false, listeners: []};
 function isJob(data) {
   return Object.prototype.hasOwnProperty.call(data, 'job');
 }

@@ -1,17 +1,30 @@
 // The peak as an icicle graph: the root is all live device memory at the peak, its children
 // the outermost frames, down to the allocating (innermost) frames; width = bytes. Inverted
 // (bottom-up, a button away): the allocating frames first, their callers below them, so one
-// allocation function called from everywhere is one wide node. Hover for
-// the frame and its share, click to zoom into a node (click an ancestor to zoom back out),
-// search to highlight frames. The tree is capped at ICICLE_CAP nodes: a stack that would add
+// allocation function called from everywhere is one wide node. With the page's "user frames"
+// switch (the default) only the user's own frames are rows (icicleFrames); "all frames" shows
+// every native frame too. Hover for the frame and its share, click to zoom into a node (click an
+// ancestor to zoom back out), search to highlight frames. The tree is capped at ICICLE_CAP nodes: a stack that would add
 // more ends in its parent's "other" node, so widths still add up.
 'use strict';
 
 const ICICLE_CAP = 3000;
 const ROW = 20;
 
+// The frames of a stack the flame graph draws, innermost first. With `all`, every frame. Else
+// the user's own code, by the flags the analyzer puts on each frame (analyzer/user_frames.h:
+// `library` on a Python frame of site-packages/dist-packages, torch's included, or the standard
+// library; `machinery` on the interpreter, ctypes/libffi, pybind11, torch's dispatcher, libc):
+// the Python frames that are not a library's; without any, the stack as the stack lists show it
+// (userFrames: every Python frame, else the native frames that are not machinery, else all).
+function icicleFrames(stack, all) {
+  if (all) return stack;
+  const own = stack.filter((f) => f.python && !f.library);
+  return own.length ? own : userFrames(stack);
+}
+
 // peak: a device's entry of the report's peak.by_device; `path` the JSON pointer of its live_set.
-function icicleTree(ctx, peak, path, inverted) {
+function icicleTree(ctx, peak, path, inverted, all) {
   const root = {label: 'all device memory at the peak (GPU ' + peak.device + ')', bytes: peak.bytes, kids: [],
     map: new Map(), frame: null, parent: null, depth: 0, kind: 'root'};
   let nodes = 1, maxDepth = 0;
@@ -35,7 +48,7 @@ function icicleTree(ctx, peak, path, inverted) {
   let listed = 0;
   peak.live_set.forEach((g, i) => {
     listed += g.bytes;
-    const frames = g.stack || [];
+    const frames = icicleFrames(g.stack || [], all);
     let node = root;
     if (!frames.length) {
       node = child(root, '\u0000nostack', () => ({label: '(no stack recorded)', frame: null, kind: 'other'}));
@@ -86,7 +99,7 @@ function icicle(ctx, peak, path) {
   const svg = svgEl('svg', {class: 'icicle', role: 'img', 'aria-label': 'peak breakdown by call stack'});
   holder.appendChild(svg);
   const build = () => {
-    ({root, nodes, maxDepth} = icicleTree(ctx, peak, path, inverted));
+    ({root, nodes, maxDepth} = icicleTree(ctx, peak, path, inverted, frameMode.all));
     H = (maxDepth + 1) * ROW + 2;
     svg.setAttribute('height', H);
   };
@@ -171,7 +184,8 @@ function icicle(ctx, peak, path) {
   });
   const hint = el('span', {class: 'hint'});
   const sayHint = () => {
-    hint.textContent = (inverted ? 'allocating frames at the top, their callers below' : 'outermost frames at the top, allocating frames at the bottom') +
+    hint.textContent = (frameMode.all ? 'every frame' : 'the user\u2019s own frames (\u201call frames\u201d at the top shows every frame)') + '; ' +
+        (inverted ? 'allocating frames at the top, their callers below' : 'outermost frames at the top, allocating frames at the bottom') +
         '; width = bytes; click to zoom' + (nodes >= ICICLE_CAP ? '; graph capped at ' + ICICLE_CAP + ' nodes' : '');
   };
   const flip = el('button', {type: 'button', class: 'invert'}, 'inverted (bottom-up)');
@@ -185,6 +199,13 @@ function icicle(ctx, peak, path) {
     draw();
   });
   sayHint();
+  // The page's frames switch: the graph is built again from the frames it now shows.
+  frameMode.listeners.push(() => {
+    build();
+    focus = root;
+    sayHint();
+    draw();
+  });
   const box = el('div', {class: 'icicle-box'},
       el('div', {class: 'chart-tools'}, search, flip, found, hint),
       crumbs, holder);

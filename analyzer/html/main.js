@@ -12,6 +12,10 @@
     const allBtn = el('button', {type: 'button'}, 'all frames');
     const setAll = (all) => {
       document.body.classList.toggle('vt-all-frames', all);
+      if (frameMode.all !== all) {
+        frameMode.all = all;
+        frameMode.listeners.forEach((f) => f());
+      }
       userBtn.classList.toggle('active', !all);
       allBtn.classList.toggle('active', all);
     };

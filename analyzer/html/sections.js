@@ -73,7 +73,7 @@ function oomCount(ctx) {
 function summaryCards(ctx) {
   const R = ctx.r;
   const top = R.peak.by_device[0];
-  const firstOom = R.ooms[0];
+  const lastOom = R.ooms[R.ooms.length - 1];
   const ooms = oomCount(ctx);
   const card = (label, value, sub, cls) => el('div', {class: 'stat ' + (cls || '')},
       el('div', {class: 'stat-label'}, label), el('div', {class: 'stat-value'}, value), el('div', {class: 'stat-sub'}, sub));
@@ -83,7 +83,7 @@ function summaryCards(ctx) {
       card(R.leaks.end === 'clean_exit' ? 'still allocated at exit' : 'live when the trace ended', fmtBytes(R.leaks.bytes),
           plural(R.leaks.count, 'allocation'), R.leaks.bytes ? 'warn' : ''),
       card('failed allocations (OOM)', fmtCount(ooms),
-          firstOom ? 'first: ' + verdictText(firstOom.verdict) : 'none', ooms ? 'bad' : 'good'),
+          lastOom ? (ooms > 1 ? 'last: ' : '') + verdictText(lastOom.verdict) : 'none', ooms ? 'bad' : 'good'),
       card('pinned host peak', fmtBytes(R.peak.pinned_host_bytes),
           R.peak.managed_bytes ? 'managed peak ' + fmtBytes(R.peak.managed_bytes) : 'host memory'));
 }
@@ -234,7 +234,24 @@ function evidenceValue(k, v) {
   return /_bytes$/.test(k) ? fmtBytes(v) : fmtCount(v);
 }
 
-function oomCard(ctx, o, i) {
+// The order the OOM cards are shown in, as indices into the page's `ooms` (in time order): the
+// last failure first, the one the program ended with (an uncaught OutOfMemoryError ends a
+// script: failures before it were caught), then the others from the first on.
+function oomOrder(count) {
+  const order = [];
+  if (count) order.push(count - 1);
+  for (let i = 0; i + 1 < count; i++) order.push(i);
+  return order;
+}
+
+// The number of the page's OOM i among all of them: the page keeps the first ones and the last
+// (report_html.cpp), so the last is the trace's last whatever was left out between.
+function oomNumber(ctx, i) {
+  return i === ctx.r.ooms.length - 1 ? oomCount(ctx) : i + 1;
+}
+
+// `first`: the card shown first and open (the last failure).
+function oomCard(ctx, o, i, first) {
   const T = o.device_total_bytes, P = o.process_device_bytes, F = o.device_free_bytes;
   const R = o.requested_bytes;
   // The split is the analyzer's (split_unattributed): shown as it is, never recomputed here.
@@ -262,10 +279,12 @@ function oomCard(ctx, o, i) {
     el('table', {class: 'groups'}, el('thead', null, el('tr', null, el('th', null, 'pid'), el('th', null, 'name'), el('th', null, 'memory'))),
         el('tbody', null, o.other_processes.map((g) => el('tr', null, el('td', {class: 'num'}, String(g.pid)), el('td', null, g.name || '?'),
             el('td', {class: 'num'}, fmtBytes(g.bytes)))))) : el('p', {class: 'none'}, 'none')] : null;
-  // The first failure open, the others one line each until opened: a run can fail many times.
-  return el('details', {class: 'oom', id: 'oom-' + ctx.index + '-' + i, open: i === 0 ? '' : null},
-      el('summary', null, el('h3', null, '#' + (i + 1) + ' at ' + fmtSecs(ctx.rel(o.t_ns)) + ': ' + o.op + ' of ' + fmtBytes(R) +
+  // The last failure open, the others one line each until opened: a run can fail many times.
+  const total = oomCount(ctx);
+  return el('details', {class: 'oom', id: 'oom-' + ctx.index + '-' + i, open: first ? '' : null},
+      el('summary', null, el('h3', null, '#' + oomNumber(ctx, i) + ' at ' + fmtSecs(ctx.rel(o.t_ns)) + ': ' + o.op + ' of ' + fmtBytes(R) +
           ' on GPU ' + o.device + ' failed: ' + (o.result_name ? o.result_name + ' (' + o.result + ')' : 'CUresult ' + o.result)),
+          first && total > 1 ? el('span', {class: 'oom-last'}, 'the last failure') : null,
           el('span', {class: 'oom-verdict'}, o.verdict)),
       el('div', {class: 'verdict'}, el('span', {class: 'verdict-label'}, 'verdict'), el('span', {class: 'verdict-code'}, o.verdict),
           el('span', {class: 'verdict-text'}, verdictText(o.verdict))),
@@ -298,8 +317,36 @@ function oomSection(ctx) {
   const counts = Object.keys(verdicts).sort().map((k) => chip(k + ': ' + verdicts[k], 'verdict-chip'));
   return section('oom-' + ctx.index, 'Out of memory: ' + plural(total, 'failed allocation'),
       total ? el('div', {class: 'chips'}, counts) : el('p', {class: 'none'}, 'No allocation failed for lack of memory.'),
-      total > R.ooms.length ? el('p', {class: 'sub'}, 'The first ' + R.ooms.length + ' are shown; vramtrace oom lists all.') : null,
-      R.ooms.map((o, i) => oomCard(ctx, o, i)));
+      total > 1 ? el('p', {class: 'sub'}, 'The last failure first (the one the program ended with, when it did not catch it), then the others in order.') : null,
+      total > R.ooms.length ? el('p', {class: 'sub'}, 'The first ' + (R.ooms.length - 1) + ' and the last are shown; vramtrace oom lists all.') : null,
+      oomOrder(R.ooms.length).map((i, k) => oomCard(ctx, R.ooms[i], i, k === 0)));
+}
+
+// The cache flushes of the run, in time order: those the analysis recognised at the driver
+// (fragmentation.cache_flushes: a failed allocation, frees, the same request again), and each
+// PyTorch OOM's, which the text report states on the OOM ("N failed cudaMalloc calls (the cache
+// was flushed between)"): PyTorch frees its cache and retries once before it raises, so every
+// OutOfMemoryError had a flush (num_alloc_retries counts both kinds). A flush that freed something
+// and whose retry failed is both: the row of cache_flushes, named after its OOM. An OOM's own row
+// freed nothing when its two driver calls had no free between them (the analysis records no
+// flush then), and its frees are not known when no driver call failed (a memory fraction reached).
+// Rows: {t_ns, requested_bytes, freed_bytes, freed_count (null: not known), retry_succeeded, oom}.
+function cacheFlushes(ctx) {
+  const rows = ctx.r.fragmentation.cache_flushes.map((c) => Object.assign({}, c));
+  let since = -Infinity;
+  ctx.r.ooms.forEach((o, i) => {
+    if (!o.torch) return;
+    const mine = rows.find((c) => c.oom === undefined && !c.retry_succeeded && c.t_ns > since && c.t_ns <= o.t_ns);
+    since = o.t_ns;
+    if (mine) {
+      mine.oom = i;
+      return;
+    }
+    const known = o.torch.driver_attempts > 1;
+    rows.push({t_ns: o.t_ns, requested_bytes: o.requested_bytes, freed_bytes: known ? 0 : null, freed_count: known ? 0 : null,
+      retry_succeeded: false, oom: i});
+  });
+  return rows.sort((a, b) => a.t_ns - b.t_ns);
 }
 
 function fragSection(ctx) {
@@ -324,12 +371,19 @@ function fragSection(ctx) {
             el('td', {class: 'share'}, shareBar(p.fragmentation, 'frag'), ' ', fmtPct(p.fragmentation)))))),
     more('/fragmentation/pools', 'pool'));
   }
-  if (f.cache_flushes.length) {
-    parts.push(el('h3', null, 'Cache flushes (a failed allocation, frees, a retry)'), el('table', {class: 'groups'},
+  const flushes = cacheFlushes(ctx);
+  if (flushes.length) {
+    const torch = !!ctx.r.torch;
+    parts.push(el('h3', null, 'Cache flushes: ' + fmtCount(flushes.length + omittedEntries(ctx, '/fragmentation/cache_flushes')) +
+        ' (a failed allocation, the cache freed, a retry' + (torch ? ': PyTorch\u2019s num_alloc_retries' : '') + ')'),
+    el('table', {class: 'groups'},
         el('thead', null, el('tr', null, ['at', 'request', 'freed', 'frees', 'retry'].map((h) => el('th', null, h)))),
-        el('tbody', null, f.cache_flushes.map((c) => el('tr', null, el('td', {class: 'num'}, fmtSecs(ctx.rel(c.t_ns))),
-            el('td', {class: 'num'}, fmtBytes(c.requested_bytes)), el('td', {class: 'num'}, fmtBytes(c.freed_bytes)),
-            el('td', {class: 'num'}, fmtCount(c.freed_count)), el('td', null, c.retry_succeeded ? 'succeeded' : 'failed'))))),
+        el('tbody', null, flushes.map((c) => el('tr', null, el('td', {class: 'num'}, fmtSecs(ctx.rel(c.t_ns))),
+            el('td', {class: 'num'}, fmtBytes(c.requested_bytes)),
+            el('td', {class: 'num'}, c.freed_bytes === null ? '\u2014' : fmtBytes(c.freed_bytes)),
+            el('td', {class: 'num'}, c.freed_count === null ? '\u2014' : fmtCount(c.freed_count)),
+            el('td', null, c.retry_succeeded ? 'succeeded' : c.oom === undefined ? 'failed' :
+              el('a', {href: '#oom-' + ctx.index + '-' + c.oom}, 'failed: OOM #' + oomNumber(ctx, c.oom))))))),
     more('/fragmentation/cache_flushes', 'cache flush'));
   }
   for (const d of (f.pytorch || []).filter((d) => d.figures.inactive_split_bytes)) {

@@ -5,9 +5,15 @@ what vramtrace sees through its live query API (include/vramtrace.h, exported by
 libvramtrace.so), marks each test as a region in the trace (so `vramtrace report` shows memory
 per test), and
 
-- fails a test marked `@pytest.mark.limit_vram("2 GiB")` whose peak device memory exceeds the limit,
-  listing the call sites that held the most at that peak (call_sites.py);
-- with `--vram-report`, prints each test's peak at the end.
+- fails a test marked `@pytest.mark.limit_vram("2 GiB")` whose own peak exceeds the limit, listing
+  the lines that held the most at that peak (call_sites.py);
+- with `--vram-report`, prints each test's own peak at the end.
+
+A test's own peak is what it allocated above what was live when it started, at its highest: with
+PyTorch, its tensors (torch.cuda.memory_allocated, as PyTorch reports it with every block: what
+PyTorch's cache keeps from earlier tests, and their tensors still alive, are not the test's); without
+PyTorch's block layer, device memory as the driver hands it out. So a test's figure does not depend
+on the tests that ran before it.
 
 Without vramtrace it enforces nothing and, when a test has a limit or --vram-report was given,
 says so once.
@@ -36,7 +42,10 @@ class _Api:
             lib = ctypes.CDLL(None)
             api = _Api()
             for name, res, args in (("vramtrace_active", ctypes.c_int, []),
+                                    ("vramtrace_live_bytes", ctypes.c_int64, [ctypes.c_int]),
                                     ("vramtrace_peak_bytes", ctypes.c_int64, [ctypes.c_int]),
+                                    ("vramtrace_tensor_bytes", ctypes.c_int64, [ctypes.c_int]),
+                                    ("vramtrace_tensor_peak_bytes", ctypes.c_int64, [ctypes.c_int]),
                                     ("vramtrace_reset_peak", ctypes.c_int, [ctypes.c_int]),
                                     ("vramtrace_region_begin", ctypes.c_int, [ctypes.c_char_p]),
                                     ("vramtrace_region_end", ctypes.c_int, [ctypes.c_char_p])):
@@ -90,6 +99,27 @@ _over = {}  # nodeid -> the failure message of a test over its limit
 _limits_seen = False  # a collected test has a limit_vram marker
 
 
+_DRIVER_ROWS = range(17)  # the live API's device rows: 0-15, and 16 for every device above
+_TENSOR_DEVICES = range(16)
+
+
+def _start_figures():
+    """What is live as a test starts, per device; the peaks then start from it."""
+    _api.reset_peak(-1)
+    return ([max(_api.tensor_bytes(d), 0) for d in _TENSOR_DEVICES],
+            [_api.live_bytes(d) for d in _DRIVER_ROWS])
+
+
+def _own_peak(start):
+    """(bytes, what): the most the test held above its start on any one device. PyTorch's tensors
+    when its block layer was on by the end of the test, else device memory."""
+    tensors, driver = start
+    peaks = [_api.tensor_peak_bytes(d) for d in _TENSOR_DEVICES]
+    if any(p >= 0 for p in peaks):
+        return max(max(p - s, 0) for p, s in zip(peaks, tensors) if p >= 0), "tensors"
+    return max(max(_api.peak_bytes(d) - s, 0) for d, s in zip(_DRIVER_ROWS, driver)), "device memory"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     limit = _limit_of(item)
@@ -97,19 +127,24 @@ def pytest_runtest_call(item):
         yield
         return
     name = item.nodeid.encode("utf-8", "replace")
-    _api.reset_peak(-1)
+    start = _start_figures()
     _api.region_begin(name)
     try:
         yield
     finally:
         _api.region_end(name)
-    peak = _api.peak_bytes(-1)
+    peak, what = _own_peak(start)
     _peaks[item.nodeid] = peak
     if limit is not None and peak > limit:
-        sites = call_sites.top_sites(item.nodeid, format_bytes)
-        _over[item.nodeid] = (f"peak GPU memory {format_bytes(peak)} ({peak} bytes) exceeds limit_vram {format_bytes(limit)} "
-                              f"({limit} bytes)\n"
-                              "largest holders of device memory at the test's peak (vramtrace):\n  " + "\n  ".join(sites))
+        if what == "tensors":
+            head = f"peak of PyTorch tensors allocated during the test {format_bytes(peak)} ({peak} bytes)"
+            holders = "largest tensors the test allocated, by line, at its peak (vramtrace):"
+        else:
+            head = f"peak GPU memory {format_bytes(peak)} ({peak} bytes)"
+            holders = "largest holders of device memory at the test's peak (vramtrace):"
+        sites = call_sites.top_sites(item.nodeid, format_bytes, tensors=what == "tensors")
+        _over[item.nodeid] = (f"{head} exceeds limit_vram {format_bytes(limit)} ({limit} bytes)\n"
+                              f"{holders}\n  " + "\n  ".join(sites))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -135,6 +170,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     if not config.getoption("--vram-report"):
         return
-    tr.section("GPU memory per test (vramtrace)")
+    tr.section("GPU memory per test: its own peak above what was live at its start (vramtrace)")
     for nodeid, peak in sorted(_peaks.items(), key=lambda kv: -kv[1]):
-        tr.write_line(f"{format_bytes(peak):>12}  {nodeid}")
+        tr.write_line(f"{format_bytes(peak):>12}  {nodeid}  ({peak} bytes)")

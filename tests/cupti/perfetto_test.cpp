@@ -121,7 +121,7 @@ TEST_CASE("the Perfetto export is valid trace-event JSON with the expected track
   CHECK(step[0]["dur"].get<double>() == Approx(150.0));
 
   // Counters: live device bytes, peak 128 MiB + 1000 KiB visible.
-  auto counters = of(j, "C", "live bytes");
+  auto counters = of(j, "C", "driver memory");
   REQUIRE(!counters.empty());
   uint64_t peak = 0;
   for (const json& c : counters) peak = std::max(peak, c["args"]["device"].get<uint64_t>());
@@ -160,7 +160,7 @@ TEST_CASE("counter samples are thinned to the max and the last per interval") {
   CHECK(fine.counter_samples >= 1002);
   CHECK(coarse.counter_samples <= 6);
   uint64_t peak = 0;
-  for (const json& c : of(j, "C", "live bytes")) peak = std::max(peak, c["args"]["device"].get<uint64_t>());
+  for (const json& c : of(j, "C", "driver memory")) peak = std::max(peak, c["args"]["device"].get<uint64_t>());
   CHECK(peak == (128ull << 20) + 1000 * 1024);  // thinning never loses the peak
 }
 

@@ -437,3 +437,19 @@ TEST_CASE("doctor on the simulated driver says so where the driver is named, and
     CHECK_FALSE((l.rfind("  ok       CUDA ", 0) == 0 && has(l, " runtime at ")));
   }
 }
+
+TEST_CASE("vramtrace run dies of the signal that killed the program") {
+  // It exited 128+N: a parent saw "exited 139", not "killed by SIGSEGV".
+  for (int sig : {SIGSEGV, SIGTERM, SIGKILL}) {
+    INFO("signal " << sig);
+    std::string dir = e2e::temp_dir();
+    e2e::Result r = e2e::run({{e2e::cli(), "run", "-o", dir + "/", "--", "sh", "-c", "kill -" + std::to_string(sig) + " $$"},
+                              {},
+                              false});
+    CHECK(r.signal == sig);
+    CHECK(r.exit_code == 128 + sig);
+  }
+  e2e::Result ok = e2e::run({{e2e::cli(), "run", "-o", e2e::temp_dir() + "/", "--", "sh", "-c", "exit 139"}, {}, false});
+  CHECK(ok.signal == 0);  // an exit status that looks like a signal stays an exit status
+  CHECK(ok.exit_code == 139);
+}

@@ -146,3 +146,154 @@ TEST_CASE("check and diff of jobs: rank with rank, and growth from an empty base
   CHECK(r.exit_code == 1);
   CHECK(r.out.find("peak growth from 0 B") != std::string::npos);
 }
+
+namespace {
+
+// A run of the stand-in PyTorch (tests/e2e/torch_gate_workload.py): its trace, and PyTorch's
+// peaks as the stand-in's own figures give them (memory_stats()'s allocated and reserved).
+struct TorchRun {
+  std::string trace;
+  uint64_t peak_allocated = 0, peak_reserved = 0;
+};
+
+TorchRun torch_run(int scale, std::vector<std::string> flags = {}) {
+  std::string dir = e2e::temp_dir();
+  std::vector<std::string> argv = {"python3", std::string(VT_E2E_SOURCE_DIR) + "/torch_gate_workload.py",
+                                   std::string(VT_PROGRAMS) + "/../torch/default", std::to_string(scale)};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  e2e::Result r = e2e::run({argv, {{"VRAMTRACE_OUTPUT", dir}, {"FAKECUDA_CONTEXT_BYTES", "0"}}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  return {e2e::files_in(dir).at(0), j["peak_allocated"].get<uint64_t>(), j["peak_reserved"].get<uint64_t>()};
+}
+
+}  // namespace
+
+TEST_CASE("check --max-allocated / --max-reserved judge PyTorch's peaks, --max-peak says it judges the driver's") {
+  // 40 + 24 MiB of tensors, the 24 freed, 30 more in a new segment: allocated peaks at 70 MiB,
+  // reserved at 94 MiB; 16 MiB outside PyTorch make the driver's peak 110 MiB.
+  TorchRun t = torch_run(1);
+  REQUIRE(t.peak_allocated == 70 << 20);
+  REQUIRE(t.peak_reserved == 94 << 20);
+  const std::string pa = std::to_string(t.peak_allocated), pr = std::to_string(t.peak_reserved);
+  e2e::Result r = cli({"check", t.trace, "--max-allocated", pa, "--max-reserved", pr});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("ok: every limit holds", 0) == 0);
+
+  r = cli({"check", t.trace, "--max-allocated", std::to_string(t.peak_allocated - 1), "--max-reserved", pr});
+  CHECK(r.exit_code == 1);
+  REQUIRE(e2e::lines(r.out).size() == 1);
+  CHECK(r.out.rfind("FAIL max_allocated: PyTorch's peak allocated 70.0 MiB (73400320 bytes) on GPU 0 "
+                    "(max_memory_allocated: live tensors) > allowed 70.0 MiB in ",
+                    0) == 0);
+  CHECK(r.out.find("max_memory_allocated") != std::string::npos);
+
+  r = cli({"check", t.trace, "--max-reserved", std::to_string(t.peak_reserved - 1)});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.rfind("FAIL max_reserved: PyTorch's peak reserved 94.0 MiB (98566144 bytes)", 0) == 0);
+
+  // The driver's figure, said to be the driver's: PyTorch's reserved plus memory outside it.
+  r = cli({"check", t.trace, "--max-peak", "100MiB"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.rfind("FAIL max_peak: peak 110 MiB (115343360 bytes) > allowed 100 MiB in ", 0) == 0);
+  CHECK(r.out.find("device memory as the driver saw it (PyTorch's reserved, which peaked at 94.0 MiB, plus memory "
+                   "outside PyTorch); --max-allocated and --max-reserved judge PyTorch's own figures") != std::string::npos);
+
+  r = cli({"check", t.trace, "--max-peak", "100MiB", "--max-allocated", "1MiB", "--json"});
+  CHECK(r.exit_code == 1);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["violations"].size() == 2);
+  CHECK(j["violations"][0]["rule"] == "max_peak");
+  CHECK(j["violations"][0]["figure"] == "driver_peak");
+  CHECK(j["violations"][1]["rule"] == "max_allocated");
+  CHECK(j["violations"][1]["figure"] == "pytorch_peak_allocated");
+  CHECK(j["violations"][1]["actual"] == double(70 << 20));
+}
+
+TEST_CASE("check: limits on PyTorch's figures refuse a trace without them (exit 2, one line)") {
+  std::string plain = steps_trace(2);
+  e2e::Result r = cli({"check", plain, "--max-allocated", "1GiB"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  REQUIRE(e2e::lines(r.err).size() == 1);
+  CHECK(r.err.find("vramtrace: check: --max-allocated needs PyTorch's block figures (allocated, reserved); ") == 0);
+  CHECK(r.err.find(" has none: no PyTorch in this process (--max-peak judges device memory as the driver saw it)") !=
+        std::string::npos);
+  r = cli({"check", plain, "--max-reserved", "1GiB", "--max-peak", "1GiB"});
+  CHECK(r.exit_code == 2);
+  // Growth of PyTorch's figures needs them on both sides.
+  TorchRun t = torch_run(1);
+  r = cli({"check", t.trace, "--baseline", plain, "--max-allocated-growth", "5"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--max-allocated-growth needs PyTorch's block figures") != std::string::npos);
+  CHECK(cli({"check", t.trace, "--baseline", plain, "--max-peak-growth", "1000"}).exit_code == 0);
+}
+
+TEST_CASE("check --max-leak with PyTorch: its pinned host cache is no leak, the program's own pinned memory is") {
+  TorchRun clean = torch_run(1);
+  e2e::Result r = cli({"check", clean.trace, "--max-leak", "0"});
+  CHECK(r.exit_code == 0);
+  r = cli({"leaks", clean.trace, "--format", "json"});
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["leaks"]["bytes"] == 0);
+  CHECK(j["leaks"]["pytorch_host_cache"] == nlohmann::json{{"bytes", 4}, {"count", 1}});
+  r = cli({"leaks", clean.trace});
+  CHECK(r.out.find("not counted as leaks: PyTorch's pinned host memory cache (its CachingHostAllocator keeps pinned "
+                   "blocks until exit) holds 4 B in 1 allocation") != std::string::npos);
+
+  TorchRun mine = torch_run(1, {"user_pinned"});
+  r = cli({"check", mine.trace, "--max-leak", "0"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.rfind("FAIL max_leak: leaked 4.00 KiB (4096 bytes) > allowed 0 B in ", 0) == 0);
+  CHECK(r.out.find("PyTorch's tensors still allocated at the end and memory outside PyTorch (its caches are not counted)") !=
+        std::string::npos);
+  r = cli({"leaks", mine.trace, "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["leaks"]["pytorch_host_cache"]["bytes"] == 4);
+  REQUIRE(j["leaks"]["groups"].size() == 1);
+  CHECK(j["leaks"]["groups"][0]["kind"] == "pinned_host");
+
+  TorchRun kept = torch_run(1, {"leak_tensor"});
+  r = cli({"check", kept.trace, "--max-leak", "0"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.rfind("FAIL max_leak: leaked 1.00 MiB (1048576 bytes)", 0) == 0);
+}
+
+TEST_CASE("diff and check --baseline compare PyTorch's peaks when both runs have them") {
+  TorchRun base = torch_run(1), now = torch_run(2);
+  e2e::Result r = cli({"diff", base.trace, now.trace, "--format", "json"});
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["pytorch"]["peak_allocated"] ==
+        nlohmann::json{{"base_bytes", 70 << 20}, {"new_bytes", 140 << 20}, {"change_bytes", 70 << 20}});
+  CHECK(j["pytorch"]["peak_reserved"]["change_bytes"] == 94 << 20);
+  CHECK(j["peak"]["change_bytes"] == 94 << 20);  // the driver's: the 16 MiB outside did not change
+  r = cli({"diff", base.trace, now.trace});
+  REQUIRE(r.exit_code == 0);
+  auto l = e2e::lines(r.out);
+  REQUIRE(l.size() >= 4);
+  CHECK(l[0] == "peak: 110 MiB -> 204 MiB (+94.0 MiB), device memory as the driver saw it (PyTorch's reserved plus "
+                "memory outside PyTorch)");
+  CHECK(l[1] == "PyTorch's peak allocated: 70.0 MiB -> 140 MiB (+70.0 MiB) (max_memory_allocated: live tensors)");
+  CHECK(l[2] == "PyTorch's peak reserved: 94.0 MiB -> 188 MiB (+94.0 MiB) (max_memory_reserved: its segments)");
+  // Without block figures on one side: the driver's peak only.
+  r = cli({"diff", steps_trace(2), now.trace, "--format", "json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(nlohmann::json::parse(r.out).contains("pytorch"));
+
+  r = cli({"check", now.trace, "--baseline", base.trace, "--max-allocated-growth", "50", "--max-reserved-growth", "150"});
+  CHECK(r.exit_code == 1);
+  REQUIRE(e2e::lines(r.out).size() == 1);
+  CHECK(r.out.rfind("FAIL max_allocated_growth: PyTorch's peak allocated growth +100.0% (140 MiB vs baseline 70.0 MiB) "
+                    "> allowed +50.0%",
+                    0) == 0);
+  r = cli({"check", now.trace, "--baseline", base.trace, "--max-reserved-growth", "50", "--json"});
+  CHECK(r.exit_code == 1);
+  j = nlohmann::json::parse(r.out);
+  REQUIRE(j["violations"].size() == 1);
+  CHECK(j["violations"][0]["rule"] == "max_reserved_growth");
+  CHECK(j["violations"][0]["figure"] == "pytorch_peak_reserved");
+  CHECK(cli({"check", now.trace, "--baseline", base.trace, "--max-allocated-growth", "100"}).exit_code == 0);
+}

@@ -125,6 +125,7 @@ Result run(const Spec& spec) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+  r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   r.out = slurp(out_path);
   r.err = slurp(err_path);
   unlink(out_path.c_str());

@@ -24,6 +24,7 @@ struct Spec {
 
 struct Result {
   int exit_code = -1;  // 128+N when killed by signal N
+  int signal = 0;      // N when killed by signal N
   bool timed_out = false;
   std::string out, err;
 };

@@ -238,7 +238,7 @@ TEST_CASE("a first context made while another process held memory: NVML's row fo
 
   // NVML without this process's row (a container's PID namespace): the other processes it lists
   // right after the first context still come off that context's cost (rule 14), so the context
-  // is this process's, measured, and nothing is unsure.
+  // is this process's, within the bound on a context's cost, and nothing is unsure.
   trace = scenario("others", {{"FAKECUDA_TOTAL_BYTES", "8GiB"},
                               {"FAKECUDA_FOREIGN_BYTES", "6GiB"},
                               {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML},
@@ -246,8 +246,9 @@ TEST_CASE("a first context made while another process held memory: NVML's row fo
                               {"FAKENVML_PROCESSES", "999999:" + std::to_string(foreign)}});
   o = oom_of(report(trace, "oom"));
   CHECK(o["nvml_self_bytes"].is_null());
+  CHECK(o["nvml_blind"] == true);
   CHECK(o["code_bytes"] == context);
-  CHECK(o["own_code_basis"] == "measured");
+  CHECK(o["own_code_basis"] == "bounded");
   CHECK(o["own_code_bytes"] == context);
   CHECK(o["elsewhere_bytes"] == foreign);
   CHECK(o["elsewhere_unsure_bytes"] == 0);
@@ -264,6 +265,68 @@ TEST_CASE("a first context made while another process held memory: NVML's row fo
   CHECK(o["code_after_only_bytes"] == foreign + context);
   CHECK(o["elsewhere_unsure_bytes"] == foreign + context);
   CHECK(o["own_code_basis"] == "");
+}
+
+// A container whose NVML cannot see this process (no row with its pid): it lists nothing, or the
+// host's pids (this process's own among them). Another process's 6 GiB was "6.50 GiB contexts and
+// code, elsewhere: 0 B" and the verdict live_set_too_large, "a smaller batch".
+TEST_CASE("NVML that cannot see this process: another process's memory is elsewhere, not contexts, and no smaller batch") {
+  const uint64_t context = 512ull << 20, foreign = 6ull << 30;
+  const std::vector<std::pair<std::string, std::string>> gpu = {{"FAKECUDA_TOTAL_BYTES", "8GiB"},
+                                                                {"FAKECUDA_FOREIGN_BYTES", "6GiB"},
+                                                                {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML}};
+  auto with = [&](std::vector<std::pair<std::string, std::string>> more) {
+    more.insert(more.end(), gpu.begin(), gpu.end());
+    return more;
+  };
+  auto no_smaller_batch = [](const json& o) {
+    CHECK(o["verdict"] == "other_processes");
+    CHECK(o["remedies"][0].get<std::string>().find("cannot see this process") != std::string::npos);
+    for (const json& m : o["remedies"]) CHECK(m.get<std::string>().find("Reduce the live set") == std::string::npos);
+  };
+  SECTION("NVML lists no process: the first context's cost, all of the 6.5 GiB, counts at most 1 GiB") {
+    std::string trace = scenario("others", with({{"FAKENVML_SELF", "0"}}));
+    json o = oom_of(report(trace, "oom"));
+    CHECK(o["nvml"] == true);
+    CHECK(o["nvml_blind"] == true);
+    CHECK(o["code_bytes"] == foreign + context);  // the empty list took nothing off it (rule 14)
+    CHECK(o["own_code_basis"] == "bounded");
+    CHECK(o["own_code_bytes"] == 1ull << 30);
+    CHECK(o["elsewhere_bytes"] == foreign + context - (1ull << 30));
+    CHECK(o["elsewhere_unsure_bytes"] == 0);
+    CHECK(o["causes"][0]["evidence"]["other_bytes"] == foreign + context - (1ull << 30));
+    CHECK(o["causes"][0]["summary"].get<std::string>().find("NVML cannot see this process") != std::string::npos);
+    no_smaller_batch(o);
+    CHECK(o["fidelity"]["contexts_bytes"] == 1ull << 30);  // as bounded, in the breakdown too
+    std::string text = text_report(trace);
+    std::string line = device_line(text);
+    CHECK(line.find("1.00 GiB contexts and code (a context counted at most 1.00 GiB") != std::string::npos);
+    CHECK(line.find("elsewhere: 5.50 GiB") != std::string::npos);
+    CHECK(text.find("NVML cannot see this process (no row has its pid") != std::string::npos);
+  }
+  SECTION("NVML lists the host's pids, this process's among them: its row is no other process's") {
+    std::string trace =
+        scenario("others", with({{"FAKENVML_SELF_PID", "4000001"}, {"FAKENVML_PROCESSES", "999999:" + std::to_string(foreign)}}));
+    json o = oom_of(report(trace, "oom"));
+    CHECK(o["nvml_blind"] == true);
+    // The first list took both rows off the context (this process's own among them): nothing is
+    // left of it, and the driver's used memory beyond the weights is elsewhere, the context included.
+    CHECK(o["own_code_bytes"] == 0);
+    CHECK(o["elsewhere_bytes"] == foreign + context);
+    // Not NVML's sum (which holds this process's own row as another's): the driver's figure.
+    CHECK(o["causes"][0]["evidence"]["other_bytes"] == foreign + context);
+    no_smaller_batch(o);
+  }
+  SECTION("on a GPU of its own, a blind NVML changes nothing: the context is this process's") {
+    std::string trace = scenario("others", {{"FAKECUDA_TOTAL_BYTES", "2GiB"},
+                                            {"VRAMTRACE_NVML_LIBRARY", VT_FAKENVML},
+                                            {"FAKENVML_SELF", "0"}});
+    json o = oom_of(report(trace, "oom"));
+    CHECK(o["nvml_blind"] == true);
+    CHECK(o["own_code_bytes"] == context);
+    CHECK(o["elsewhere_bytes"] == 0);
+    CHECK(o["verdict"] != "other_processes");
+  }
 }
 
 TEST_CASE("no OOM on a GPU another process uses: the peak's breakdown counts it as other processes, not as the context") {

@@ -4,7 +4,8 @@
  * (tests/fakecuda's fakecuda_process_used_bytes: its contexts, code, allocations and pools)
  * when that driver is loaded here and the process has a context on device 0.
  * FAKENVML_SELF=0 leaves that row out (an NVML that cannot see this process: a container's
- * PID namespace, a MIG instance). FAKENVML_PROCESSES_FILE names a file to read the list from
+ * PID namespace, a MIG instance); FAKENVML_SELF_PID=N lists it under pid N instead (a container
+ * whose NVML shows the host's pids). FAKENVML_PROCESSES_FILE names a file to read the list from
  * at every call instead; FAKENVML_INIT_SLEEP_MS makes nvmlInit_v2 take that long.
  * It also answers the five calls real PyTorch makes (tests/realtorch, as libnvidia-ml.so.1): its
  * c10::cuda::DriverAPI asserts that each resolves, and its OutOfMemoryError message lists what
@@ -48,6 +49,11 @@ static unsigned long long self_bytes_on(int device) {
   return bytes;
 }
 static unsigned long long self_bytes(void) { return self_bytes_on(0); }
+/* The pid this process's row carries: FAKENVML_SELF_PID (another namespace's), else its own. */
+static unsigned int self_pid(void) {
+  const char* pid = getenv("FAKENVML_SELF_PID");
+  return pid && *pid ? (unsigned int)strtoul(pid, NULL, 10) : (unsigned int)getpid();
+}
 
 /* FAKENVML_PROCESSES_FILE: the list read from that file at every call (a test changes it while
  * the program runs), instead of FAKENVML_PROCESSES. */
@@ -80,7 +86,7 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, n
   }
   self = self_bytes();
   if (self && n < *count) {
-    infos[n].pid = (unsigned int)getpid();
+    infos[n].pid = self_pid();
     infos[n].usedGpuMemory = self;
     infos[n].gpuInstanceId = infos[n].computeInstanceId = 0xffffffffu;
     ++n;
@@ -158,7 +164,7 @@ int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned int* count, nvml
     unsigned long long self = self_bytes_on(ordinal);
     n = 0;
     if (self) {
-      rows[0].pid = (unsigned int)getpid();
+      rows[0].pid = self_pid();
       rows[0].usedGpuMemory = self;
       n = 1;
     }

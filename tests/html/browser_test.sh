@@ -123,6 +123,28 @@ python3 "$here/check_dom.py" torch "$work/torch.dom" >"$work/torch.problems" || 
 browse --screenshot="$out/torch.png" --window-size=1400,1000 --hide-scrollbars --run-all-compositor-stages-before-draw \
   "file://$out/torch.html" >/dev/null 2>&1 || fail "chromium could not take a screenshot of torch.html"
 pages=$((pages + 1))
+# PyTorch pages driven (tests/html/torch_interact.js, issue 37): the tensor timeline's state at each
+# OOM is PyTorch's allocated then, the flame graph's user frames hold no interpreter/ctypes/libffi
+# or library frame, the last OOM comes first, PyTorch's cache flushes are listed. kept_alive: one
+# OOM; live_set: two (the first caught by the program, the second its last).
+VRAMTRACE_OUTPUT="$work/torch2.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 FAKECUDA_CONTEXT_BYTES=0 \
+  FAKECUDA_TOTAL_BYTES=512MiB python3 "$here/../torch/torch_workload.py" live_set "$build/tests/torch/default" \
+  "$work/torch2.json" >/dev/null 2>&1 || fail "the PyTorch stand-in workload (live_set) failed"
+"$build/bin/vramtrace" report "$work/torch2.trace" --format html -o "$out/torch2.html" || fail "report --format html (torch2) failed"
+for page in torch torch2; do
+  python3 - "$out/$page.html" "$here/torch_interact.js" "$work/$page.drive.html" <<'PY' || fail "cannot prepare $page.html"
+import re, sys
+page, script = open(sys.argv[1], encoding="utf-8").read(), open(sys.argv[2], encoding="utf-8").read()
+nonce = re.search(r"script-src 'nonce-([A-Za-z0-9]+)'", page).group(1)
+at = page.rindex("</body>")
+open(sys.argv[3], "w", encoding="utf-8").write(page[:at] + f'<script nonce="{nonce}">\n{script}</script>\n' + page[at:])
+PY
+  browse --dump-dom "file://$work/$page.drive.html" >"$work/$page.drive.dom" 2>/dev/null || fail "chromium could not load $page.drive.html"
+  result=$(python3 -c 'import re, sys; m = re.search(r"data-vt-torch=\"([^\"]*)\"", open(sys.argv[1]).read()); print(m.group(1) if m else "did not run")' \
+    "$work/$page.drive.dom")
+  [ "$result" = ok ] || fail "$page.html (tests/html/torch_interact.js): $result"
+done
+pages=$((pages + 1))
 # An OOM in backward (the stand-in autograd engine, tests/torch/backward_workload.py): its card's
 # heading says so, with the autograd thread's name.
 VRAMTRACE_OUTPUT="$work/backward.trace" LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_KERNELS=0 FAKECUDA_CONTEXT_BYTES=0 \

@@ -268,6 +268,7 @@ TEST_CASE("html: the page's data is bounded however large the report") {
     p.bytes += 1000 - i;
   }
   r.ooms.assign(500, r.ooms[0]);
+  for (size_t i = 0; i < r.ooms.size(); ++i) r.ooms[i].t_ns = 1000 + i;
   std::string html = report_html(r);
   CHECK(html.size() < 8u << 20);
   json d = json::parse(embedded_json(html));
@@ -282,6 +283,9 @@ TEST_CASE("html: the page's data is bounded however large the report") {
   CHECK(sum == p.bytes);
   CHECK(count == 3 * 1000);
   CHECK(d.at("ooms").size() == kHtmlMaxOoms);
+  // The first ones and the last: the failure the program ended with stays in the page.
+  CHECK(d.at("ooms").at(kHtmlMaxOoms - 2).at("t_ns") == 1000 + kHtmlMaxOoms - 2);
+  CHECK(d.at("ooms").back().at("t_ns") == 1000 + 499);
   CHECK(omitted.at("/ooms").at("entries") == 500 - kHtmlMaxOoms);
   CHECK(omitted.at("/ooms").at("verdicts").at(r.ooms[0].verdict) == 500 - kHtmlMaxOoms);
   CHECK(omitted.size() == 3);  // the live set twice (peak and by_device), the OOMs

@@ -35,8 +35,8 @@ cc "$here/consumer/consumer.c" $flags -o "$tmp/pc-consumer" >"$tmp/log" 2>&1 || 
 
 for c in "$tmp/cmake-build/consumer" "$tmp/pc-consumer"; do
   out=$("$c") || fail "$c failed"
-  [ "$out" = "active=-1 version=2" ] || fail "$c alone printed '$out'"
+  [ "$out" = "active=-1 version=3" ] || fail "$c alone printed '$out'"
   out=$(env -u VRAMTRACE_LIBRARY "$p/bin/vramtrace" run -o "$tmp/" -- "$c" 2>"$tmp/log") || fail "vramtrace run $c"
-  [ "$out" = "active=1 version=2" ] || fail "$c under the installed vramtrace run printed '$out'"
+  [ "$out" = "active=1 version=3" ] || fail "$c under the installed vramtrace run printed '$out'"
 done
 echo "PASS: installed into a prefix, moved it; a consumer built with CMake and with pkg-config runs alone and under the installed vramtrace run"

@@ -3,7 +3,11 @@
 (the JSON Perfetto and chrome://tracing import): every event well formed, every "sf" naming a
 node of the top-level "stackFrames" prefix tree, every node's parent present and the tree free
 of cycles, counter tracks monotonic in time, instants agreeing with otherData's policy counts,
-and the file within a byte budget per trace event.
+and the file within a byte budget per trace event. With PyTorch's counters: one bytes value
+each, their sample count as the policy says, and at every instant of each device (once all
+its samples of that instant are read) allocated <= reserved and inactive split <= reserved -
+allocated, as memory_stats() has them; tensor instants agreeing with the policy's counts; region
+marks a begin or an end.
 
 Usage: check_export.py EXPORT.json [--events N --max-bytes-per-event B]
 Prints one line; exit 1 with the first problems when the file breaks a rule."""
@@ -48,6 +52,16 @@ def check(path, events, budget):
     instants = {"allocation": 0, "oom": 0}
     counted = 0
     sf_used = 0
+    tensors = tensors_counted = torch_samples = 0
+    torch_now = {}  # pid -> {"allocated", "reserved", "inactive split"}: PyTorch's figures so far
+    torch_open = {}  # pid -> the ts whose samples are being read (the rules hold once all are)
+
+    def torch_rules(pid):
+        f = torch_now[pid]
+        a, r, i = f.get("allocated", 0), f.get("reserved", 0), f.get("inactive split", 0)
+        if a > r or i > r - a:
+            problems.append(f"PyTorch's figures on pid {pid} at {torch_open[pid]}: allocated {a}, reserved {r}, "
+                            f"inactive split {i} (needs allocated <= reserved, inactive split <= reserved - allocated)")
     for n, e in enumerate(doc["traceEvents"]):
         if len(problems) > 20:
             break
@@ -73,6 +87,24 @@ def check(path, events, budget):
             if e["ts"] < last_ts.get(track, float("-inf")):
                 problems.append(f"event {n}: counter track {track} goes back in time ({e['ts']} < {last_ts[track]})")
             last_ts[track] = e["ts"]
+            if str(e.get("name", "")).startswith("PyTorch "):
+                torch_samples += 1
+                if list(values) != ["bytes"]:
+                    problems.append(f"event {n}: PyTorch counter with values {values!r} (one 'bytes')")
+                pid = e["pid"]
+                if pid in torch_open and torch_open[pid] != e["ts"]:
+                    torch_rules(pid)
+                torch_open[pid] = e["ts"]
+                torch_now.setdefault(pid, {})[e["name"][len("PyTorch "):]] = values.get("bytes", 0)
+        if ph == "i" and e.get("cat") == "tensor":
+            tensors += 1
+            c = e.get("args", {}).get("count")
+            if not isinstance(c, int) or c < 1 or "site" not in e.get("args", {}) and "sf" in e:
+                problems.append(f"event {n}: tensor instant without a count or a site")
+            else:
+                tensors_counted += c
+        if ph == "i" and e.get("cat") == "region" and e.get("args", {}).get("mark") not in ("begin", "end"):
+            problems.append(f"event {n}: region mark {e.get('args')!r}")
         if ph == "i" and e.get("cat") in instants:
             instants[e["cat"]] += 1
             c = e.get("args", {}).get("count")
@@ -80,7 +112,14 @@ def check(path, events, budget):
                 problems.append(f"event {n}: {e['cat']} instant without a count")
             else:
                 counted += c
+    for pid in torch_open:
+        torch_rules(pid)
     policy = doc.get("otherData", {}).get("policy", {})
+    if policy.get("pytorch_counter_samples", 0) != torch_samples:
+        problems.append(f"policy.pytorch_counter_samples {policy.get('pytorch_counter_samples')} but {torch_samples} drawn")
+    if policy.get("tensor_instants", 0) != tensors or tensors_counted - tensors != policy.get("tensors_merged", 0):
+        problems.append(f"{tensors} tensor instants counting {tensors_counted}, policy says "
+                        f"{policy.get('tensor_instants')} and {policy.get('tensors_merged')} merged")
     drawn = instants["allocation"] + instants["oom"]
     if policy.get("instants") != drawn:
         problems.append(f"otherData.policy.instants {policy.get('instants')} but {drawn} instants drawn")
@@ -92,7 +131,8 @@ def check(path, events, budget):
     if events and size > budget * events:
         problems.append(f"{size} bytes for {events} events: {size / events:.2f} B/event, budget {budget}")
     stats = {"bytes": size, "events": len(doc["traceEvents"]), "frames": len(frames), "sf": sf_used,
-             "instants": drawn, "counters": len(last_ts), "max_depth": max(depth_of.values(), default=0)}
+             "instants": drawn, "counters": len(last_ts), "max_depth": max(depth_of.values(), default=0),
+             "pytorch_samples": torch_samples, "tensors": tensors}
     return problems, stats
 
 

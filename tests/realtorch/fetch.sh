@@ -79,9 +79,6 @@ fi
 
 root=$cache/root
 launcher=$cache/python3.13
-if [[ -f $root/.done-$mode && -x $launcher ]]; then echo "$launcher"; exit 0; fi
-t0=$(date +%s%N)
-apt_for trixie
 # Chosen by hand from python3-torch-cuda's dependency closure (apt's own is 254 packages, 2.5 GB:
 # nvidia-cuda-dev, NPP, ROCm, perl...): what the interpreter, `import torch` and the libraries'
 # DT_NEEDED closure need. closure.py proves the list complete after every change (setup.sh).
@@ -90,7 +87,8 @@ python_pkgs=(libc6 libgcc-s1 libstdc++6 libexpat1 zlib1g libzstd1 liblzma5 libbz
   python3.13-minimal libpython3.13-minimal libpython3.13-stdlib)
 pydeps=(python3-numpy libblas3 liblapack3 libgfortran5 python3-typing-extensions python3-filelock
   python3-fsspec python3-jinja2 python3-markupsafe python3-networkx python3-sympy python3-mpmath
-  python3-packaging python3-yaml libyaml-0-2 python3-psutil)
+  python3-packaging python3-yaml libyaml-0-2 python3-psutil
+  python3-pytest python3-pluggy python3-iniconfig)  # (pytest: the plugin's test under real PyTorch)
 torch_pkgs=(python3-torch-cuda libtorch-cuda-2.6 libnuma1 libcpuinfo0 libfmt10 libcpp-httplib0.18
   libbrotli1 libprotobuf32t64 libxnnpack0.20241108 libvulkan1 libtensorpipe-cuda-0 libuv1t64
   libgloo-cuda-0 libonnx1t64 libdnnl3.6 libsleef3 libz3-4 libpthreadpool0 libgomp1
@@ -103,6 +101,11 @@ cuda_pkgs=(libcublas12 libcublaslt12 libcufft11 libcurand10 libcusolver11 libcus
   libnccl2 libnvrtc12 libnvtoolsext1)
 pkgs=("${python_pkgs[@]}" "${pydeps[@]}" "${torch_pkgs[@]}")
 [[ $mode == real ]] && pkgs+=("${cuda_pkgs[@]}")
+# The stamp names the package list: a changed list fetches and unpacks what is new.
+done_stamp=$root/.done-$mode-$(printf '%s\n' "${pkgs[@]}" | md5sum | cut -c1-12)
+if [[ -f $done_stamp && -x $launcher ]]; then echo "$launcher"; exit 0; fi
+t0=$(date +%s%N)
+apt_for trixie
 download "$cache/debs" "${pkgs[@]}"
 t1=$(date +%s%N)
 say "download: $(( (t1 - t0) / 1000000 )) ms, $(du -cm "$cache/debs"/*.deb | tail -n 1 | cut -f1) MB of .debs"
@@ -134,5 +137,5 @@ PYTHONHOME=$root/usr exec $lib/ld-linux-x86-64.so.2 --library-path "\${LD_LIBRAR
 LAUNCH
 chmod +x "$launcher"
 "$launcher" -c pass 2>>"$log" || fail "python3.13 was unpacked but does not start (see $log)"
-touch "$root/.done-$mode"
+rm -f "$root"/.done-"$mode"*; touch "$done_stamp"
 echo "$launcher"

@@ -11,12 +11,19 @@ For every workload, from the same run:
   oom       every OutOfMemoryError message the program printed against the report's quote of it,
             figure by figure, and the verdict the workload expects;
   report    fragmentation's worst moment while the program ran (never in its teardown), and the
-            leaks without PyTorch's cache.
+            leaks without PyTorch's cache;
+  gate      (workloads with `gate`) `vramtrace check --max-allocated/--max-reserved` at PyTorch's
+            own peaks passes and 1 byte under fails; --max-leak 0 passes;
+  at        `vramtrace peak --at mark:NAME`'s PyTorch figures against memory_stats() at that mark;
+  perfetto  `vramtrace export --perfetto`: valid (tests/perfetto/check_export.py), and its PyTorch
+            counters at each mark equal memory_stats() there (allocated, reserved, inactive split),
+            their maxima so far max_memory_allocated() / max_memory_reserved().
 Documented gaps (docs/gpu-validation.md, "Real PyTorch on the simulated GPU") print as `gap` and do
 not fail."""
 import json
 import os
 import re
+import subprocess
 from dataclasses import dataclass, field
 
 
@@ -65,6 +72,8 @@ class Context:
     program_output: str
     out: str
     torch: dict = field(default_factory=dict)
+    vt: str = ""      # the vramtrace binary, for checks that run a command on the trace
+    trace: str = ""   # the program's trace
 
 
 def file_line(line):
@@ -95,6 +104,11 @@ def check_all(c, x):
         check_recorder(c, x)
         check_fragmentation_moment(c, x)
         check_leaks(c, x)
+        check_cache_flushes(c, x)
+        check_at_figures(c, x)
+        check_perfetto(c, x)
+        if x.spec.get("gate"):
+            check_gate(c, x)
     check_ooms(c, x)
 
 
@@ -247,6 +261,31 @@ def check_ooms(c, x):
         c.fail("the report has an OOM the program never raised")
 
 
+# -- the remedies' allocator settings, applied ---------------------------------------------------
+
+SETTING = re.compile(r"`PYTORCH_CUDA_ALLOC_CONF=([^`]*)`")
+CONFIG_ERROR = re.compile(r"CachingAllocator option|Unrecognized|must be > |RuntimeError")
+
+
+def check_remedy_settings(c, x, rerun):
+    """Each PYTORCH_CUDA_ALLOC_CONF the OOM's remedies write, given to the same script (rerun(conf) ->
+    (exit status, output)): PyTorch accepts it (no "Unrecognized CachingAllocator option", no value
+    error); the script then ends cleanly or in an OutOfMemoryError, nothing else."""
+    ooms = [o for o in x.report.get("ooms", []) if o.get("torch")]
+    settings = sorted({m for o in ooms for r in o["remedies"] for m in SETTING.findall(r)})
+    if not settings:
+        c.fail("the OOM's remedies write no PYTORCH_CUDA_ALLOC_CONF", "\n".join(r for o in ooms for r in o["remedies"]))
+        return
+    for conf in settings:
+        rc, output = rerun(conf)
+        error = CONFIG_ERROR.search(output)
+        if error or rc not in (0, 1) or (rc == 1 and "OutOfMemoryError" not in output):
+            c.fail(f"PyTorch does not accept the remedy's PYTORCH_CUDA_ALLOC_CONF={conf} (exit {rc})", output[-2000:])
+        else:
+            c.ok(f"PyTorch accepts the remedy's PYTORCH_CUDA_ALLOC_CONF={conf}: the script "
+                 + ("then fits" if rc == 0 else "runs to its OutOfMemoryError"))
+
+
 # -- the report's sections -----------------------------------------------------------------------
 
 def check_fragmentation_moment(c, x):
@@ -262,6 +301,32 @@ def check_fragmentation_moment(c, x):
             c.ok(f"device {d['device']}: fragmentation's worst moment is while the program ran, not in its teardown")
         else:
             c.fail(f"device {d['device']}: fragmentation's worst moment ({w['t_ns']}) is after the last mark/OOM ({last})")
+
+
+def check_cache_flushes(c, x):
+    """The cache flushes the HTML page lists (analyzer/html/sections.js cacheFlushes: the report's
+    fragmentation.cache_flushes, and each PyTorch OOM whose flush is not one of them: PyTorch frees
+    its cache and retries before it raises) up to each mark are memory_stats()'s num_alloc_retries
+    then. (With max_split_size_mb a retry can follow a partial release the driver layer cannot tell
+    from a flush: not compared.)"""
+    if "max_split_size_mb" in (x.torch.get("alloc_conf") or ""):
+        return
+    times = [f["t_ns"] for f in x.report["fragmentation"]["cache_flushes"]]
+    failed = [f["t_ns"] for f in x.report["fragmentation"]["cache_flushes"] if not f["retry_succeeded"]]
+    since = -1
+    for o in x.report.get("ooms", []):
+        if not o.get("torch"):
+            continue
+        if not any(since < t <= o["t_ns"] for t in failed):
+            times.append(o["t_ns"])
+        since = o["t_ns"]
+    at = {m["name"]: m["t_ns"] for m in x.torch.get("marks", []) if m["kind"] == "begin"}
+    for m in x.marks:
+        if m["tag"] not in at or "devices" not in m:
+            continue
+        theirs = sum(d["num_alloc_retries"] for d in m["devices"].values())
+        c.equal(f"mark {m['tag']!r}: the cache flushes the page lists so far / PyTorch's num_alloc_retries",
+                sum(1 for t in times if t <= at[m["tag"]]), theirs)
 
 
 def check_leaks(c, x):
@@ -287,6 +352,145 @@ def check_leaks(c, x):
     else:
         c.fail(f"leaks {leaks['bytes']} bytes, of which tensors {tensors} (PyTorch's end allocated {end_allocated}), "
                f"device memory {device} (outside PyTorch: {outside_bytes(x)}; cache {cache['cached_bytes']})")
+
+
+def check_gate(c, x):
+    """`vramtrace check` in PyTorch's terms: --max-allocated and --max-reserved at PyTorch's own
+    max_memory_allocated() / max_memory_reserved() pass, and 1 byte under them fail; --max-leak 0
+    passes (a clean run: PyTorch's device cache, cuBLAS workspace and pinned host cache are no
+    leaks). PyTorch's peaks are those of the last mark: the gate workloads allocate nothing after it."""
+    last = next((m for m in reversed(x.marks) if m.get("devices")), None)
+    if not last:
+        c.fail("no mark with PyTorch's figures to gate against")
+        return
+    peak = {k: max(d[k] for d in last["devices"].values()) for k in ("max_allocated", "max_reserved")}
+
+    def check(*limits):
+        p = subprocess.run([x.vt, "check", x.trace, *limits], capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout + p.stderr
+
+    rc, out = check("--max-allocated", str(peak["max_allocated"]), "--max-reserved", str(peak["max_reserved"]),
+                    "--max-leak", "0")
+    if rc == 0:
+        c.ok(f"check --max-allocated {peak['max_allocated']} --max-reserved {peak['max_reserved']} (PyTorch's own "
+             f"peaks) --max-leak 0: passes")
+    else:
+        c.fail(f"check at PyTorch's own peaks with --max-leak 0: exit {rc}", out)
+    for flag, rule, key in (("--max-allocated", "max_allocated", "max_allocated"),
+                            ("--max-reserved", "max_reserved", "max_reserved")):
+        rc, out = check(flag, str(peak[key] - 1))
+        want = f"FAIL {rule}: PyTorch's peak {key[4:]} "
+        if rc == 1 and out.startswith(want) and f"({peak[key]} bytes)" in out:
+            c.ok(f"check {flag} {peak[key] - 1} (1 byte under PyTorch's max_memory_{key[4:]}): fails with its figure")
+        else:
+            c.fail(f"check {flag} {peak[key] - 1}: exit {rc}, expected 1 and a line starting {want!r}", out)
+
+
+# -- `peak --at mark:` and the Perfetto export, in PyTorch's terms ---------------------------------
+
+AT_FIGURES = [("allocated", "allocated_bytes"), ("reserved", "reserved_bytes"),
+              ("inactive_split", "inactive_split_bytes"), ("segments", "segments"), ("blocks", "blocks")]
+
+
+def check_at_figures(c, x):
+    """`peak --at mark:NAME` answers with memory_stats()'s figures of that instant (allocated,
+    reserved, reserved but unallocated, inactive split, segments, tensors), per device."""
+    figures = AT_FIGURES
+    if x.torch["mode"].endswith("expandable segments"):  # (memory_stats() leaves them out: check_marks)
+        figures = [f for f in AT_FIGURES if f[0] != "segments"]
+    compared = 0
+    for m in x.marks:
+        at = x.at.get(m["tag"])
+        if not at or not m.get("devices"):
+            continue
+        ours = {d["device"]: d["figures"] for d in at["live_at"].get("torch", [])}
+        for dev, theirs in m["devices"].items():
+            mine = ours.get(int(dev))
+            if mine is None:
+                if theirs["reserved"]:
+                    c.fail(f"peak --at mark:{m['tag']!r} device {dev}: no PyTorch figures (PyTorch: {theirs})")
+                continue
+            compared += 1
+            bad = [f"{k}: vramtrace {mine[j]}, PyTorch {theirs[k]}" for k, j in figures if mine[j] != theirs[k]]
+            unallocated = theirs["reserved"] - theirs["allocated"]
+            if mine["reserved_unallocated_bytes"] != unallocated:
+                bad.append(f"reserved but unallocated: vramtrace {mine['reserved_unallocated_bytes']}, PyTorch {unallocated}")
+            if bad:
+                c.fail(f"peak --at mark:{m['tag']!r} device {dev}: differs from memory_stats()", "\n".join(bad))
+            else:
+                c.ok(f"peak --at mark:{m['tag']!r} device {dev}: allocated, reserved, reserved but unallocated, "
+                     f"inactive split{', segments' if len(figures) == len(AT_FIGURES) else ''} and tensors equal "
+                     f"memory_stats()")
+    if not compared:
+        c.fail("no `peak --at mark:` was compared")
+
+
+COUNTERS = {"PyTorch allocated": "allocated", "PyTorch reserved": "reserved", "PyTorch inactive split": "inactive_split"}
+
+
+def check_perfetto(c, x):
+    """The Perfetto export in PyTorch's terms. Its PyTorch counters are drawn at every record that
+    changes them and the region marks where they are in the trace, so the counters written before a
+    mark are the state at that mark: their last values must be memory_stats()'s current figures
+    there, and their highest values so far max_memory_allocated() / max_memory_reserved()."""
+    out = os.path.join(x.out, "perfetto.json")
+    p = subprocess.run([x.vt, "export", "--perfetto", out, x.trace], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        c.fail(f"export --perfetto: exit {p.returncode}", p.stderr)
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    v = subprocess.run(["python3", os.path.join(here, "..", "perfetto", "check_export.py"), out],
+                       capture_output=True, text=True, timeout=300)
+    if v.returncode == 0:
+        c.ok("export --perfetto: valid trace-event JSON (" + v.stdout.strip() + ")")
+    else:
+        c.fail("export --perfetto: check_export.py", v.stdout + v.stderr)
+    with open(out) as f:
+        events = json.load(f)["traceEvents"]
+    now, high = {}, {}  # device -> figure -> bytes, as of the event being read
+    seen = {}  # mark name -> begins seen so far
+    at_marks = {}  # (name, n-th begin) -> (now, high) copies
+    for e in events:
+        if e.get("ph") == "C" and e.get("name") in COUNTERS:
+            k, b = COUNTERS[e["name"]], e["args"]["bytes"]
+            now.setdefault(e["pid"], {})[k] = b
+            h = high.setdefault(e["pid"], {})
+            h[k] = max(h.get(k, 0), b)
+        elif e.get("cat") == "region" and e["args"].get("mark") == "begin":
+            n = seen.get(e["name"], 0)
+            seen[e["name"]] = n + 1
+            at_marks[(e["name"], n)] = ({d: dict(f) for d, f in now.items()}, {d: dict(f) for d, f in high.items()})
+    if not now:
+        c.fail("export --perfetto: no PyTorch counter")
+        return
+    compared, seen = 0, {}
+    for m in x.marks:
+        n = seen.get(m["tag"], 0)
+        seen[m["tag"]] = n + 1
+        if (m["tag"], n) not in at_marks:
+            c.fail(f"export --perfetto: no region mark {m['tag']!r}")
+            continue
+        mine_now, mine_high = at_marks[(m["tag"], n)]
+        for dev, theirs in m.get("devices", {}).items():
+            d_now, d_high = mine_now.get(int(dev), {}), mine_high.get(int(dev), {})
+            want = {"allocated": theirs["allocated"], "reserved": theirs["reserved"],
+                    "inactive_split": theirs["inactive_split"], "max allocated": theirs["max_allocated"],
+                    "max reserved": theirs["max_reserved"]}
+            got = {"allocated": d_now.get("allocated", 0), "reserved": d_now.get("reserved", 0),
+                   "inactive_split": d_now.get("inactive_split", 0), "max allocated": d_high.get("allocated", 0),
+                   "max reserved": d_high.get("reserved", 0)}
+            compared += 1
+            if got == want:
+                c.ok(f"export --perfetto at mark {m['tag']!r} device {dev}: the PyTorch counters equal memory_stats() "
+                     f"(allocated {got['allocated']}, reserved {got['reserved']}, inactive split {got['inactive_split']}; "
+                     f"their maxima so far max_memory_allocated {got['max allocated']}, max_memory_reserved "
+                     f"{got['max reserved']})")
+            else:
+                c.fail(f"export --perfetto at mark {m['tag']!r} device {dev}: the PyTorch counters differ from "
+                       "memory_stats()", "\n".join(f"{k}: vramtrace {got[k]}, PyTorch {want[k]}" for k in want
+                                                   if got[k] != want[k]))
+    if not compared:
+        c.fail("export --perfetto: no mark was compared")
 
 
 def outside_bytes(x):

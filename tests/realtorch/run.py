@@ -137,7 +137,8 @@ def main():
             other = subprocess.Popen(["sleep", "600"], stdin=subprocess.PIPE)
             held = int(parse_size(spec["env"]["FAKECUDA_TOTAL_BYTES"]) * share)
             env["FAKECUDA_FOREIGN_BYTES"] = str(held)
-            env["FAKENVML_PROCESSES"] = f"{other.pid}:{held}"
+            if not spec.get("nvml_lists_none"):
+                env["FAKENVML_PROCESSES"] = f"{other.pid}:{held}"
     try:
         script = os.path.join(HERE, "workloads", spec["script"])
         rc, stdout, stderr, secs = run_program([vt, "run", "-o", os.path.join(out, "trace") + "/", "--",
@@ -161,8 +162,16 @@ def main():
         for i, m in enumerate(marks):
             at[m["tag"]] = vramtrace_json(vt, ["peak", trace, "--at", "mark:" + m["tag"]], os.path.join(out, f"at-{i}.json"))
         context = oracles.Context(spec=spec, script=script, report=report, marks=marks, at=at,
-                                  program_output=stdout + stderr, out=out)
+                                  program_output=stdout + stderr, out=out, vt=vt, trace=trace)
         oracles.check_all(checks, context)
+        if spec.get("remedies_apply"):
+            def rerun(conf):
+                d = os.path.join(out, "remedy")
+                os.makedirs(d, exist_ok=True)
+                rrc, rout, rerr, _ = run_program([python, script], dict(env, VT_RT_OUT=d, PYTORCH_CUDA_ALLOC_CONF=conf),
+                                                 d, "program")
+                return rrc, rout + rerr
+            oracles.check_remedy_settings(checks, context, rerun)
         if spec.get("plain_too"):
             plain = os.path.join(out, "plain")
             os.makedirs(plain)

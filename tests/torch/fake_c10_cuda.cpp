@@ -330,6 +330,15 @@ FAKE_EXPORT void fc10_empty_cache(int dev) {
   }
 }
 
+// PyTorch's CachingHostAllocator (libtorch_cuda.so in PyTorch): pinned host memory taken from the
+// driver for pin_memory=True and kept for reuse until exit (never freed). The address; 0 on failure.
+FAKE_EXPORT uint64_t fc10_host_alloc(uint64_t size) {
+  DeviceAllocator* d = device(0);
+  void* p = nullptr;
+  if (!d || cuCtxSetCurrent(d->ctx) != CUDA_SUCCESS || cuMemHostAlloc(&p, size, 0) != CUDA_SUCCESS) return 0;
+  return uint64_t(reinterpret_cast<uintptr_t>(p));
+}
+
 FAKE_EXPORT const char* fc10_oom_message() { return t_oom_message; }
 
 // Blocks handed out and taken back on `dev` so far (each one a report to libc10.so).

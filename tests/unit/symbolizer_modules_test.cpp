@@ -3,6 +3,7 @@
 // definition on random overlapping ranges; and module files that are not regular files.
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -95,4 +96,28 @@ TEST_CASE("a module path naming a FIFO or a device keeps module+offset and is no
   CHECK(sym.native(0x20100)[0].module == "/dev/zero");
   unlink(pipe.c_str());
   rmdir(dir.c_str());
+}
+
+// C functions whose names are also manglings of a builtin type (v, w, f, i...): __cxa_demangle
+// turns "f" into "float"; only _Z names are mangled (issue 38: `w` was shown as wchar_t).
+extern "C" __attribute__((noinline, used)) int w(int x) { return x + 1; }
+extern "C" __attribute__((noinline, used)) int f(int x) { return x * 3; }
+extern "C" __attribute__((noinline, used)) int i(int x) { return x - 5; }
+
+TEST_CASE("a C function named like a builtin type (w or f or i) keeps its name") {
+  for (auto [fn, name] : {std::pair<int (*)(int), std::string>{&w, "w"}, {&f, "f"}, {&i, "i"}}) {
+    Dl_info info;
+    REQUIRE(dladdr(reinterpret_cast<void*>(fn), &info));
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    REQUIRE(n > 0);
+    exe[n] = '\0';
+    StackStore store;
+    uint64_t base = reinterpret_cast<uint64_t>(info.dli_fbase);
+    store.modules.push_back(mod(base, base + (64ull << 20), 1, exe));
+    Symbolizer sym(store);
+    std::vector<vt::analyzer::Frame> frames = sym.native(reinterpret_cast<uint64_t>(fn) + 2);
+    REQUIRE(!frames.empty());
+    CHECK(frames.back().function == name);  // (not "wchar_t", "float", "int")
+  }
 }

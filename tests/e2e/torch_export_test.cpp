@@ -1,0 +1,167 @@
+// The exports in PyTorch's terms, on a crafted trace with PyTorch's block records: the Perfetto
+// export's PyTorch counters (allocated, reserved, inactive split) exact at every record, a freed
+// segment included, the driver's counter under its own name, big tensors as instants named by the
+// user's line, region marks where they are; `export --folded` weighing PyTorch's tensors at its
+// allocated peak, each line ending at the user's line, and `--driver` for the driver's segments.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../crafted_trace.h"
+#include "harness.h"
+#include "perfetto_export.h"
+#include "trace_format.h"
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+constexpr uint64_t A = 0x7f0000000000ull, B = 0x7f0010000000ull;
+
+e2e::Result cli(std::vector<std::string> args) {
+  args.insert(args.begin(), e2e::cli());
+  e2e::Spec s{args, {}};
+  s.preload = false;
+  s.timeout_s = 30;
+  return e2e::run(s);
+}
+
+// Segment A (20 MiB) holds an 8 MiB weight (train.py:12, made through a library frame) and a
+// 4 MiB activation (train.py:20); mark "step 0"; the activation goes; segment B (64 MiB) is taken
+// for one 64 MiB tensor (train.py:30, through the library): the allocated peak, 72 MiB; it goes,
+// and empty_cache() frees B: reserved falls with no block record.
+std::string torch_trace(const std::string& dir) {
+  crafted::CraftedTrace t;
+  t.process({"python3", "train.py"}, "/usr/bin/python3.13");
+  t.device(0, 16ull << 30, "GPU");
+  t.thread(100, "MainThread", true);
+  t.pycode(1, 13, 12, "/src/train.py", "build");
+  t.pycode(2, 13, 20, "/src/train.py", "step");
+  t.pycode(3, 13, 30, "/src/train.py", "big");
+  t.pycode(4, 13, 125, "/usr/lib/python3/dist-packages/torch/nn/modules/linear.py", "Linear.forward");
+  using vt::format::python_frame;
+  t.stack(1, {python_frame(4, 0, true), python_frame(1, 0, true)});
+  t.stack(2, {python_frame(2, 0, true)});
+  t.stack(3, {python_frame(4, 0, true), python_frame(3, 0, true)});
+  t.alloc(A, 20 * MiB, 1);
+  t.torch_block(0, A, 8 * MiB, 8 * MiB, 20 * MiB, 1);
+  t.torch_block(0, A + 8 * MiB, 4 * MiB, 12 * MiB, 20 * MiB, 2);
+  t.region(true, "step 0");
+  t.region(false, "step 0");
+  t.torch_block(0, A + 8 * MiB, -int64_t(4 * MiB), 8 * MiB, 20 * MiB, 2);
+  t.alloc(B, 64 * MiB, 3);
+  t.torch_block(0, B, 64 * MiB, 72 * MiB, 84 * MiB, 3);
+  t.torch_block(0, B, -int64_t(64 * MiB), 8 * MiB, 84 * MiB, 3);
+  t.free(B);  // empty_cache()
+  t.region(true, "end");
+  std::string path = dir + "/torch.trace";
+  t.write(path);
+  return path;
+}
+
+json perfetto(const std::string& trace) {
+  std::ostringstream out;
+  std::string err;
+  vt::analyzer::PerfettoOptions opt;
+  REQUIRE(vt::analyzer::export_perfetto(trace, out, opt, nullptr, &err));
+  return json::parse(out.str());
+}
+
+}  // namespace
+
+TEST_CASE("export --perfetto: PyTorch's figures as counters at every record, tensors and marks") {
+  json j = perfetto(torch_trace(e2e::temp_dir()));
+  // The counters, in the order written, and their state at each region mark.
+  std::map<std::string, std::vector<uint64_t>> series;
+  std::map<std::string, std::map<std::string, uint64_t>> at_mark;
+  std::map<std::string, uint64_t> now;
+  bool live_bytes = false, driver = false;
+  std::vector<json> tensors;
+  for (const json& e : j["traceEvents"]) {
+    std::string name = e.value("name", "");
+    if (e["ph"] == "C" && name.rfind("PyTorch ", 0) == 0) {
+      CHECK(e["pid"] == 0);
+      series[name].push_back(e["args"]["bytes"].get<uint64_t>());
+      now[name] = e["args"]["bytes"].get<uint64_t>();
+    }
+    if (e["ph"] == "C" && name == "live bytes") live_bytes = true;
+    if (e["ph"] == "C" && name == "driver memory") driver = true;
+    if (e.value("cat", "") == "region" && e["args"]["mark"] == "begin") at_mark[name] = now;
+    if (e.value("cat", "") == "tensor") tensors.push_back(e);
+  }
+  CHECK(driver);
+  CHECK_FALSE(live_bytes);  // the driver's counter says what it is
+  // Every change, in order: no thinning (all of it fits in one 100 us counter interval).
+  CHECK(series["PyTorch allocated"] == std::vector<uint64_t>{8 * MiB, 12 * MiB, 8 * MiB, 72 * MiB, 8 * MiB});
+  // 20 MiB from the first block; 84 with B's tensor; 20 again once B is freed (a driver event).
+  CHECK(series["PyTorch reserved"] == std::vector<uint64_t>{20 * MiB, 84 * MiB, 20 * MiB});
+  // A's free space while it holds a tensor (B, full or empty, adds none).
+  CHECK(series["PyTorch inactive split"] == std::vector<uint64_t>{12 * MiB, 8 * MiB, 12 * MiB});
+  CHECK(at_mark["step 0"] == std::map<std::string, uint64_t>{
+                                 {"PyTorch allocated", 12 * MiB}, {"PyTorch reserved", 20 * MiB}, {"PyTorch inactive split", 8 * MiB}});
+  CHECK(at_mark["end"]["PyTorch reserved"] == 20 * MiB);
+  // The 64 MiB tensor (the default threshold) is an instant named by the user's line, its stack in stackFrames.
+  REQUIRE(tensors.size() == 1);
+  CHECK(tensors[0]["name"] == "tensor 64.0 MiB");
+  CHECK(tensors[0]["args"]["site"] == "train.py:30 in big");
+  CHECK(tensors[0]["args"]["size"] == 64 * MiB);
+  CHECK(j["stackFrames"].contains(tensors[0]["sf"].get<std::string>()));
+  const json& pt = j["otherData"]["pytorch"];
+  CHECK(pt["layer"] == "on");
+  CHECK(pt["devices"][0]["peak_allocated_bytes"] == 72 * MiB);
+  CHECK(pt["devices"][0]["peak_reserved_bytes"] == 84 * MiB);
+  CHECK(j["otherData"]["policy"]["tensor_instants"] == 1);
+  CHECK(j["otherData"]["policy"]["tensors_not_drawn"] == 2);
+  CHECK(j["otherData"]["policy"]["pytorch_counter_samples"] == 11);
+}
+
+TEST_CASE("export --perfetto: where PyTorch's figures are turned off, the counters stop and say why") {
+  crafted::CraftedTrace t;
+  t.process({"python3", "train.py"}, "/usr/bin/python3.13");
+  t.alloc(A, 20 * MiB);
+  t.torch_block(0, A, 8 * MiB, 8 * MiB, 20 * MiB);
+  t.torch_block(0, B, 8 * MiB, 16 * MiB, 20 * MiB);  // outside every segment: the analysis turns the figures off
+  t.torch_block(0, A + 8 * MiB, 8 * MiB, 24 * MiB, 20 * MiB);
+  std::string path = e2e::temp_dir() + "/off.trace";
+  t.write(path);
+  json j = perfetto(path);
+  std::vector<uint64_t> allocated;
+  int stopped = 0;
+  for (const json& e : j["traceEvents"]) {
+    if (e["ph"] == "C" && e["name"] == "PyTorch allocated") allocated.push_back(e["args"]["bytes"].get<uint64_t>());
+    if (e.value("cat", "") == "pytorch") {
+      stopped++;
+      CHECK(e["args"]["why"].get<std::string>().find("disagree") != std::string::npos);
+    }
+  }
+  CHECK(allocated == std::vector<uint64_t>{8 * MiB});
+  CHECK(stopped == 1);
+  CHECK(j["otherData"]["pytorch"]["layer"] == "off");
+  CHECK(j["otherData"]["pytorch"].contains("stopped_ts_us"));
+}
+
+TEST_CASE("export --folded: PyTorch's tensors at its allocated peak by the user's line, --driver the segments") {
+  std::string trace = torch_trace(e2e::temp_dir());
+  e2e::Result r = cli({"export", "--folded", "-", trace});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  // 72 MiB at the peak: the 64 MiB tensor and the 8 MiB weight, each ending at the user's line
+  // (the library frame below it, Linear.forward, is its biggest call site's only).
+  CHECK(r.out == "py:big (/src/train.py:30) " + std::to_string(64 * MiB) + "\npy:build (/src/train.py:12) " +
+                     std::to_string(8 * MiB) + "\n");
+  e2e::Result native = cli({"export", "--folded", "-", "--native", trace});
+  CHECK(native.out.find("Linear.forward") != std::string::npos);
+  e2e::Result drv = cli({"export", "--folded", "-", "--driver", trace});
+  INFO(drv.out << drv.err);
+  REQUIRE(drv.exit_code == 0);
+  // The driver's peak: both segments, 84 MiB, by the calls that made them.
+  uint64_t sum = 0;
+  std::istringstream lines(drv.out);
+  for (std::string line; std::getline(lines, line);) sum += std::stoull(line.substr(line.rfind(' ') + 1));
+  CHECK(sum == 84 * MiB);
+  CHECK(cli({"export", "--folded", "-", "--driver", "--leaks", trace}).exit_code == 2);
+  CHECK(cli({"export", "--perfetto", e2e::temp_dir() + "/x.json", "--driver", trace}).exit_code == 2);
+}
