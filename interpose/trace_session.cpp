@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -176,6 +177,8 @@ void write_device_records(uint64_t t) {
 // first in load order, which traces; a later copy stands down for good (its forked children too),
 // silently: the copy in use says so when its trace opens (only processes that use CUDA speak).
 bool g_stood_down = false;
+
+volatile uint8_t* g_fork_marker = nullptr;  // see arm_fork_marker
 __attribute__((constructor(102))) void stand_down_behind_another_copy() {
   if (!other_vramtrace(_DYNAMIC, true)) return;
   g_stood_down = true;
@@ -217,6 +220,7 @@ void after_fork_in_child() {
   g_held_dropped = 0;
   g_held_written = false;  // (the child's first context was the parent's: nothing to hold)
   g_generation.fetch_add(1);
+  if (g_fork_marker) *g_fork_marker = 1;
   g_status.store(g_stood_down ? kOff : kNotOpen);
 }
 
@@ -224,6 +228,27 @@ void after_fork_in_child() {
 // thread opens the trace or resolves the driver must leave the child with them free (registered
 // at the trace's opening, the handler came too late for a fork during that opening).
 __attribute__((constructor)) void handle_forks() { pthread_atfork(nullptr, nullptr, after_fork_in_child); }
+
+// A child of the raw fork or clone system call (sandboxes, some runtimes) runs no atfork handler:
+// it held the parent's trace and wrote its events into it under the parent's pid. One private
+// page marked MADV_WIPEONFORK reads 0 in every child, however it was made; the first event of
+// such a child finds it so and does what the handler would have (one load per event). Re-armed
+// after every fork; without the kernel's support (before 4.14) no page, no check.
+__attribute__((constructor)) void arm_fork_marker() {
+  int saved = errno;
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p != MAP_FAILED && madvise(p, 4096, MADV_WIPEONFORK) == 0) {
+    g_fork_marker = static_cast<volatile uint8_t*>(p);
+    *g_fork_marker = 1;
+  } else if (p != MAP_FAILED) {
+    munmap(p, 4096);
+  }
+  errno = saved;
+}
+
+__attribute__((noinline, cold)) void forked_without_handlers() {
+  after_fork_in_child();  // (re-arms the marker)
+}
 
 format::FileHeader* open_header() {
   return g_status.load(std::memory_order_acquire) == kOpen ? g_file.header() : nullptr;
@@ -300,6 +325,7 @@ namespace {
 
 // The trace status an event may be recorded under, or -1 when it is not recorded.
 inline int status_for(const Event& e) {
+  if (__builtin_expect(g_fork_marker && *g_fork_marker == 0, 0)) forked_without_handlers();
   int status = g_status.load(std::memory_order_acquire);
   if (status == kOpen) return status;
   if (status == kOff) return -1;

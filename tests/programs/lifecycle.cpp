@@ -27,6 +27,8 @@
 //   fds-exhausted    every descriptor taken (RLIMIT_NOFILE 64), then 1 MiB
 //   raw-fork       1 MiB, a child of syscall(SYS_fork) that calls exit(4), then 3 MiB (exit 5:
 //                  traced, and this process's /dev/shm summary was gone after the child)
+//   raw-fork-alloc 1 MiB, a child of syscall(SYS_fork) that allocates 2 MiB and leaves with
+//                  _exit(0), then 3 MiB: the child's allocation is the child's, not the parent's
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -189,6 +191,18 @@ int main(int argc, char** argv) {
     if (getenv("LD_PRELOAD") && access(summary.c_str(), F_OK) != 0) return 5;
     alloc(3 << 20);
     return WIFEXITED(st) && WEXITSTATUS(st) == 4 ? 0 : 1;
+  }
+  if (mode == "raw-fork-alloc") {  // no atfork handler runs in the child: it holds our parent's state
+    alloc(1 << 20);
+    pid_t c = pid_t(syscall(SYS_fork));
+    if (c == 0) {
+      CUdeviceptr p;
+      _exit(cuMemAlloc(&p, 2 << 20) == CUDA_SUCCESS ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(c, &st, 0);
+    alloc(3 << 20);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
   }
   if (mode == "init-only") return 0;
   if (mode == "child") {
