@@ -163,7 +163,7 @@ std::atomic<uint32_t> g_context_teardowns{0};
 void context_changed(uint64_t ctx, int32_t* device) {
   const uint32_t teardowns = g_context_teardowns.load(std::memory_order_relaxed);  // before the query
   CUdevice d = -1;
-  if (g_api.ctx_get_device(&d) != CUDA_SUCCESS) d = -1;
+  if (!g_api.ctx_get_device || g_api.ctx_get_device(&d) != CUDA_SUCCESS) d = -1;  // (a partial driver may lack it)
   t_ctx_cache = {ctx, int32_t(d), teardowns};
   *device = int32_t(d);
 }

@@ -149,7 +149,8 @@ void write_device_records(uint64_t t) {
   int expected = kDevicesPending;
   if (!g_devices.compare_exchange_strong(expected, kDevicesWriting)) return;
   int count = 0;
-  if (!g_api.device_get_count || g_api.device_get_count(&count) != CUDA_SUCCESS || count <= 0) {
+  // (A partial or compatibility driver may lack any of these: nothing is called unchecked.)
+  if (!g_api.device_get_count || !g_api.device_get || g_api.device_get_count(&count) != CUDA_SUCCESS || count <= 0) {
     g_devices.store(kDevicesPending);
     return;
   }
@@ -159,8 +160,8 @@ void write_device_records(uint64_t t) {
     size_t total = 0;
     char name[256] = {};
     CUuuid uuid = {};
-    g_api.device_total_mem(&total, dev);
-    g_api.device_get_name(name, sizeof name - 1, dev);
+    if (g_api.device_total_mem) g_api.device_total_mem(&total, dev);
+    if (g_api.device_get_name) g_api.device_get_name(name, sizeof name - 1, dev);
     if (g_api.device_get_uuid) g_api.device_get_uuid(&uuid, dev);
     format::DeviceRecord r{uint64_t(i), total, format::Text(name, strlen(name)),
                            format::Text(uuid.bytes, sizeof uuid.bytes)};

@@ -305,6 +305,26 @@ TEST_CASE("a child of the raw fork system call that allocates writes a trace of 
   CHECK(pids.size() == 2);
 }
 
+TEST_CASE("a partial driver without cuCtxGetDevice or cuDeviceGetName: the program runs and is traced") {
+  // A trimmed or compatibility libcuda.so.1 (tests/fakecuda/partial_driver.c has seven functions):
+  // the hook called the driver's cuCtxGetDevice unchecked and the program died of SIGSEGV at its
+  // first allocation.
+  const char* script =
+      "import ctypes\n"
+      "c = ctypes.CDLL('libcuda.so.1')\n"
+      "dev, ctx, p = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()\n"
+      "assert c.cuInit(0) == 0 and c.cuDeviceGet(ctypes.byref(dev), 0) == 0\n"
+      "assert c.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and c.cuCtxSetCurrent(ctx) == 0\n"
+      "assert c.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0\n"
+      "assert c.cuMemFree_v2(p) == 0\n"
+      "print('ok')\n";
+  Traced t = traced({"python3", "-c", script}, {{"LD_LIBRARY_PATH", std::string(VT_FAKECUDA_DIR) + "-partial"}});
+  CHECK(t.result.exit_code == 0);  // (139: SIGSEGV)
+  CHECK(t.result.out == "ok\n");
+  REQUIRE(t.files.size() == 1);
+  CHECK(alloc_sizes(e2e::load(t.files[0])) == std::vector<uint64_t>{1u << 20});
+}
+
 TEST_CASE("a full /dev/shm: the traced program and its forked child run as they would untraced") {
   // The live summary for `top` is a file in /dev/shm; its pages were taken at the first store, so
   // a full tmpfs (Docker's 64 MiB default, filled by DataLoader workers) killed the program with
