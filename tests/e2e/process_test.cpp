@@ -325,6 +325,19 @@ TEST_CASE("a partial driver without cuCtxGetDevice or cuDeviceGetName: the progr
   CHECK(alloc_sizes(e2e::load(t.files[0])) == std::vector<uint64_t>{1u << 20});
 }
 
+TEST_CASE("quick_exit: the trace is closed with its status after the program's at_quick_exit handlers") {
+  // glibc's quick_exit ends through its own internal _exit, which no export reaches: the trace
+  // read as killed or crashed.
+  Traced t = traced({e2e::program("lifecycle"), "std-quick-exit"});
+  CHECK(t.result.exit_code == 6);
+  REQUIRE(t.files.size() == 1);
+  e2e::Trace tr = e2e::load(t.files[0]);
+  CHECK(tr.info.closed_cleanly);
+  CHECK(tr.info.quick_exit);
+  CHECK(tr.info.exit_status == 6);
+  CHECK(tr.ops() == std::vector<std::string>{"cuMemAlloc_v2", "cuMemFree_v2"});  // the handler's free is in
+}
+
 TEST_CASE("a full /dev/shm: the traced program and its forked child run as they would untraced") {
   // The live summary for `top` is a file in /dev/shm; its pages were taken at the first store, so
   // a full tmpfs (Docker's 64 MiB default, filled by DataLoader workers) killed the program with

@@ -7,6 +7,7 @@
 //                  N allocations of 4 KiB, then SIGKILL / abort() / SIGSEGV / _exit(0)
 //   exit-code N    one allocation, then exit with status N
 //   quick-exit N   N allocations of 4 KiB, then _Exit(3): no exit handlers, a status of its own
+//   std-quick-exit 1 MiB, then quick_exit(6) (its at_quick_exit handler frees it first)
 //   vfork-exit     1 MiB, a vfork child that calls _exit(0) at once, then 3 MiB and a normal exit
 //   release-last   1 MiB in the primary context, then its last cuDevicePrimaryCtxRelease
 //   release-extra  the same with a second reference held: the context survives
@@ -191,6 +192,12 @@ int main(int argc, char** argv) {
     if (getenv("LD_PRELOAD") && access(summary.c_str(), F_OK) != 0) return 5;
     alloc(3 << 20);
     return WIFEXITED(st) && WEXITSTATUS(st) == 4 ? 0 : 1;
+  }
+  if (mode == "std-quick-exit") {
+    static CUdeviceptr kept;
+    CHECK(cuMemAlloc(&kept, 1 << 20));
+    at_quick_exit([] { cuMemFree(kept); });
+    quick_exit(6);
   }
   if (mode == "raw-fork-alloc") {  // no atfork handler runs in the child: it holds our parent's state
     alloc(1 << 20);
