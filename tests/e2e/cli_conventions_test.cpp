@@ -453,3 +453,17 @@ TEST_CASE("vramtrace run dies of the signal that killed the program") {
   CHECK(ok.signal == 0);  // an exit status that looks like a signal stays an exit status
   CHECK(ok.exit_code == 139);
 }
+
+TEST_CASE("under a plain LD_PRELOAD nothing says why kernels are not recorded unless they were asked for") {
+  // Every child process of a test suite printed the CUPTI line on stderr (issue 38: 32
+  // test_subprocess cases compare it). The trace still says why (report's kernel status).
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("lifecycle"), "fork"},
+                            {{"VRAMTRACE_KERNELS", ""}, {"VRAMTRACE_OUTPUT", dir}}});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  std::vector<std::string> traces = e2e::files_in(dir);
+  REQUIRE(traces.size() == 2);
+  e2e::Result info = e2e::run({{e2e::cli(), "report", traces[0], "--format", "json"}, {}, false});
+  CHECK(has(info.out, "kernel activity unavailable: simulated driver"));
+}
