@@ -467,3 +467,22 @@ TEST_CASE("under a plain LD_PRELOAD nothing says why kernels are not recorded un
   e2e::Result info = e2e::run({{e2e::cli(), "report", traces[0], "--format", "json"}, {}, false});
   CHECK(has(info.out, "kernel activity unavailable: simulated driver"));
 }
+
+TEST_CASE("vramtrace run removes the run directories of runs that were killed") {
+  // A SIGKILLed `vramtrace run` (no destructor) left /dev/shm/.vramtrace-run.SESSION for ever.
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);  // its pid now names no process
+  std::string dead = "/dev/shm/.vramtrace-run.0000000000000000-" + std::to_string(gone);
+  std::string alive = "/dev/shm/.vramtrace-run.0000000000000001-" + std::to_string(getpid());
+  for (const std::string& d : {dead, alive}) {
+    REQUIRE(mkdir(d.c_str(), 0700) == 0);
+    REQUIRE(close(open((d + "/0123456789abcdef").c_str(), O_WRONLY | O_CREAT, 0600)) == 0);
+  }
+  e2e::Result r = e2e::run({{e2e::cli(), "run", "-o", e2e::temp_dir() + "/", "--", "true"}, {}, false});
+  CHECK(r.exit_code == 0);
+  CHECK(access(dead.c_str(), F_OK) != 0);   // its run is gone: removed
+  CHECK(access(alive.c_str(), F_OK) == 0);  // its run (this test) lives: kept
+  unlink((alive + "/0123456789abcdef").c_str());
+  rmdir(alive.c_str());
+}
