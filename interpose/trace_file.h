@@ -1,7 +1,8 @@
 // The trace file sink: creates the file safely, grows it in 1 MiB windows that are
 // posix_fallocate'd (no SIGBUS on a full disk) and mapped MAP_SHARED (data survives SIGKILL),
 // and hands out 64 KiB chunks to writer threads with one atomic add. Windows are never unmapped:
-// hooks keep firing after our destructor, so nothing here is ever torn down.
+// hooks keep firing after our destructor, so nothing here is ever torn down; but the pages of the
+// windows behind the newest few leave the process's memory (MADV_DONTNEED: they are the file's).
 //
 // The file's descriptor belongs to the program's descriptor table, which the program may close
 // (daemons close 3..1023) and reuse for its own files. So it is kept out of the way (close-on-
@@ -53,7 +54,9 @@ class TraceFile {
  private:
   static constexpr uint64_t kWindowSize = 1u << 20;
   static constexpr uint32_t kMaxWindows = 1u << 18;  // 256 GiB of trace
+  static constexpr uint64_t kKeptWindows = 4;  // the newest windows stay in memory (see release_old_window)
   uint8_t* window(uint64_t index);
+  void release_old_window(uint64_t index);
   bool create_file(const char* path, long pid);
   // Our file's descriptor, verified (or reopened); -1 with errno set when the file is lost.
   int owned_fd(struct stat* st);
