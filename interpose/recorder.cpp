@@ -34,6 +34,9 @@ __attribute__((noinline)) uint8_t* begin_chunk(uint32_t gen, uint64_t t) {
   if (!c) {
     w.chunk = nullptr;
     w.cur = w.end = nullptr;  // the fast check below fails until a chunk is had again
+    // Writing has stopped (a full disk, the size limit, the file lost): the record is lost, and
+    // the header says how many were (they read as never made otherwise).
+    count_lost_events(1);
     return nullptr;
   }
   w = ThreadWriter{};
