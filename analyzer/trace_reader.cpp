@@ -368,7 +368,8 @@ bool TraceReader::load(std::string* error) {
   pi.events_lost = h.events_lost;
   if (pi.events_lost)
     note(std::to_string(pi.events_lost) + " memory events could not be recorded (signal handlers that allocated "
-         "while vramtrace was busy on their thread): figures may be short by them", true);
+         "while vramtrace was busy on their thread, or events after the recorder stopped writing): figures may be "
+         "short by them", true);
 
   // The file's shape: a trace cut short (a copy that stopped, a full disk on the way) must not
   // read as complete. The header fills its slot; the chunks the header counts must all be there.
@@ -409,6 +410,12 @@ bool TraceReader::load(std::string* error) {
     if (i != 0) release(c, c + avail);
     if (ch.magic == 0) {
       if (avail < h.chunk_size) note("the file ends inside chunk " + std::to_string(i) + " (it was cut short)", false);
+      // An unclaimed chunk: the next one with data may lie beyond a hole (a valid header over a
+      // sparse terabyte took minutes of page faults on zeros). Ask the file where its data is.
+      const off_t after = off_t(h.header_size + (i + 1) * h.chunk_size);
+      const off_t data = after < off_t(size_) ? lseek(fd_, after, SEEK_DATA) : after;
+      if (data < 0 && errno == ENXIO) break;  // nothing but holes to the end: all unclaimed
+      if (data > after) i = (uint64_t(data) - h.header_size) / h.chunk_size - 1;  // (the loop's ++i)
       continue;
     }
     if (ch.magic != fmt::kChunkMagic || ch.used > payload_cap) {
