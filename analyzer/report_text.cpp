@@ -320,8 +320,10 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     }
     o << "\nGROWTH (call sites whose live bytes kept rising)\n";
     for (const GrowthSite& g : r.growth) {
-      o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", " << count(g.new_highs, "new high")
-        << " between " << secs(r, g.first_t_ns) << " and " << secs(r, g.last_t_ns) << "\n";
+      // (new highs are counted at the analysis's sampling checkpoints, not per iteration)
+      o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", a new high at "
+        << count(g.new_highs, "sampling checkpoint") << " between " << secs(r, g.first_t_ns) << " and "
+        << secs(r, g.last_t_ns) << "\n";
       stack_lines(o, g.site.stack, "      ", native);
     }
     if (r.growth.empty()) o << "  (none)\n";

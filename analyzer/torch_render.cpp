@@ -260,7 +260,8 @@ void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)
     o << "  tensor lines that kept tensors alive across iterations:\n";
     for (const TorchGrowth& g : t.growth)
       o << "    +" << format_bytes(g.kept_bytes) << " kept (up to " << format_bytes(g.bytes) << ", " << g.count
-        << " tensors live at the end, " << g.new_highs << " new highs)  " << esc(line_or_none(g.stack)) << "\n";
+        << " tensors live at the end, a new high at " << g.new_highs << " sampling checkpoints)  "
+        << esc(line_or_none(g.stack)) << "\n";
   }
 }
 

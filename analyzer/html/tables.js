@@ -54,7 +54,7 @@ function groupsTable(ctx, list, path, opts) {
   const more = ctx.omitted(path);
   if (!list.length && !more) return el('p', {class: 'none'}, opts.empty || '(none)');
   // Growth rows carry a site's highest live bytes and its rise, not a count or a share.
-  const head = opts.growth ? ['#', 'highest', 'grew by', 'new highs', 'from \u2192 to', 'memory', 'GPU'] :
+  const head = opts.growth ? ['#', 'highest', 'grew by', 'new highs (checkpoints)', 'from \u2192 to', 'memory', 'GPU'] :
     ['#', 'bytes', 'allocations', opts.shareLabel || 'share', 'memory', 'GPU'];
   head.push('allocated at (click for the stack)');
   const table = el('table', {class: 'groups' + (opts.cls ? ' ' + opts.cls : '')},

@@ -181,7 +181,7 @@ function timelineChart(ctx, device) {
       const x0 = X(g.t0), x1 = X(g.t1);
       layer.appendChild(svgEl('rect', {x: x0, y: 15 + k * 7, width: Math.max(2, x1 - x0), height: 5, class: 'growth-span'},
           svgEl('title', null, 'grew by ' + fmtBytes(g.growth_bytes) + ' to ' + fmtBytes(g.bytes) + ' (' + g.new_highs +
-              ' new highs): ' + siteLabel(g.stack))));
+              ' new highs at sampling checkpoints): ' + siteLabel(g.stack))));
     });
     for (const g of regions) {
       const x0 = X(g.t0), x1 = X(g.closed ? g.t1 : lastT), w = Math.max(2, x1 - x0);
