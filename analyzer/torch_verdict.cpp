@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "aggregators/leaks.h"
 #include "byte_size.h"
 #include "oom_verdict.h"
 #include "user_frames.h"
@@ -147,20 +148,9 @@ bool is_cublas_workspace(const std::vector<Frame>& stack) {
 void workspaces_out_of_leaks(TraceReport* rep) {
   TorchCacheAtExit& c = rep->torch_cache_at_exit;
   if (!c.known) return;
-  uint64_t total = 0;
-  std::vector<SiteGroup> kept;
-  for (SiteGroup& g : rep->leaks) {
-    if (g.kind == "tensor" && is_cublas_workspace(g.stack)) {
-      c.workspace_bytes += g.bytes;
-      rep->leak_bytes -= std::min(rep->leak_bytes, g.bytes);
-      rep->leak_count -= std::min(rep->leak_count, g.count);
-      continue;
-    }
-    total += g.bytes;
-    kept.push_back(std::move(g));
-  }
-  for (SiteGroup& g : kept) g.share = total ? double(g.bytes) / double(total) : 0;
-  rep->leaks = std::move(kept);
+  take_out_of_leaks(
+      rep, [](const SiteGroup& g) { return g.kind == "tensor" && is_cublas_workspace(g.stack); }, &c.workspace_bytes,
+      nullptr);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // See leaks.h.
 #include "aggregators/leaks.h"
 
+#include <functional>
+
 #include <algorithm>
 #include <utility>
 
@@ -133,15 +135,14 @@ bool torch_cuda_library(const std::string& module) {
 
 }  // namespace
 
-void torch_host_cache_out_of_leaks(TraceReport* rep) {
-  if (!rep->torch.present) return;
-  TorchHostCacheAtExit& c = rep->torch_host_cache_at_exit;
+void take_out_of_leaks(TraceReport* rep, const std::function<bool(const SiteGroup&)>& is_cache, uint64_t* bytes,
+                       uint64_t* count) {
   std::vector<SiteGroup> kept;
   uint64_t total = 0;
   for (SiteGroup& g : rep->leaks) {
-    if (g.kind == bucket_name(Bucket::PinnedHost) && torch_cuda_library(stack_library(g.stack))) {
-      c.bytes += g.bytes;
-      c.count += g.count;
+    if (is_cache(g)) {
+      *bytes += g.bytes;
+      if (count) *count += g.count;
       rep->leak_bytes -= std::min(rep->leak_bytes, g.bytes);
       rep->leak_count -= std::min(rep->leak_count, g.count);
       continue;
@@ -151,6 +152,17 @@ void torch_host_cache_out_of_leaks(TraceReport* rep) {
   }
   for (SiteGroup& g : kept) g.share = total ? double(g.bytes) / double(total) : 0;
   rep->leaks = std::move(kept);
+}
+
+void torch_host_cache_out_of_leaks(TraceReport* rep) {
+  if (!rep->torch.present) return;
+  TorchHostCacheAtExit& c = rep->torch_host_cache_at_exit;
+  take_out_of_leaks(
+      rep,
+      [](const SiteGroup& g) {
+        return g.kind == bucket_name(Bucket::PinnedHost) && torch_cuda_library(stack_library(g.stack));
+      },
+      &c.bytes, &c.count);
 }
 
 }  // namespace vt::analyzer

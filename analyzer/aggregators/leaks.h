@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "aggregators/growth_rule.h"
@@ -51,5 +52,11 @@ class LeakAggregator {
 // user's code, another library, torch.cuda.cudart() calls) stays a leak. As for the cuBLAS
 // workspaces, only the groups the report kept (--top) are looked at.
 void torch_host_cache_out_of_leaks(TraceReport* rep);
+
+// Moves the leak groups `is_cache` picks out of the leaks (their bytes and count off the totals,
+// the others' shares recomputed), adding them to *bytes and *count (may be null): what PyTorch
+// keeps for the process's life (its caches, cuBLAS workspaces) is not a leak.
+void take_out_of_leaks(TraceReport* rep, const std::function<bool(const SiteGroup&)>& is_cache, uint64_t* bytes,
+                       uint64_t* count);
 
 }  // namespace vt::analyzer
