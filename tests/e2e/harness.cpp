@@ -32,6 +32,14 @@ std::string cli() {
   return other && *other ? other : VT_CLI;
 }
 
+Result run_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), cli());
+  Spec s{args, {}};
+  s.preload = false;
+  s.timeout_s = 30;
+  return run(s);
+}
+
 std::string temp_dir() {
   char tmpl[] = "/tmp/vt-e2e-XXXXXX";
   std::string d = mkdtemp(tmpl);

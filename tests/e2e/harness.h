@@ -33,6 +33,7 @@ Result run(const Spec& spec);
 
 std::string program(const std::string& name);  // a test program's path
 std::string cli();                              // the vramtrace binary ($VRAMTRACE_TEST_CLI overrides)
+Result run_cli(std::vector<std::string> args);  // vramtrace ARGS (not preloaded, 30 s at most)
 std::string temp_dir();                         // a fresh directory (world-writable)
 std::vector<std::string> files_in(const std::string& dir);
 std::vector<std::string> lines(const std::string& text);

@@ -21,14 +21,6 @@ namespace {
 constexpr uint64_t MiB = 1ull << 20;
 constexpr uint64_t A = 0x7f0000000000ull, B = 0x7f0010000000ull;
 
-e2e::Result cli(std::vector<std::string> args) {
-  args.insert(args.begin(), e2e::cli());
-  e2e::Spec s{args, {}};
-  s.preload = false;
-  s.timeout_s = 30;
-  return e2e::run(s);
-}
-
 // Segment A (20 MiB) holds an 8 MiB weight (train.py:12, made through a library frame) and a
 // 4 MiB activation (train.py:20); mark "step 0"; the activation goes; segment B (64 MiB) is taken
 // for one 64 MiB tensor (train.py:30, through the library): the allocated peak, 72 MiB; it goes,
@@ -145,16 +137,16 @@ TEST_CASE("export --perfetto: where PyTorch's figures are turned off, the counte
 
 TEST_CASE("export --folded: PyTorch's tensors at its allocated peak by the user's line, --driver the segments") {
   std::string trace = torch_trace(e2e::temp_dir());
-  e2e::Result r = cli({"export", "--folded", "-", trace});
+  e2e::Result r = e2e::run_cli({"export", "--folded", "-", trace});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   // 72 MiB at the peak: the 64 MiB tensor and the 8 MiB weight, each ending at the user's line
   // (the library frame below it, Linear.forward, is its biggest call site's only).
   CHECK(r.out == "py:big (/src/train.py:30) " + std::to_string(64 * MiB) + "\npy:build (/src/train.py:12) " +
                      std::to_string(8 * MiB) + "\n");
-  e2e::Result native = cli({"export", "--folded", "-", "--native", trace});
+  e2e::Result native = e2e::run_cli({"export", "--folded", "-", "--native", trace});
   CHECK(native.out.find("Linear.forward") != std::string::npos);
-  e2e::Result drv = cli({"export", "--folded", "-", "--driver", trace});
+  e2e::Result drv = e2e::run_cli({"export", "--folded", "-", "--driver", trace});
   INFO(drv.out << drv.err);
   REQUIRE(drv.exit_code == 0);
   // The driver's peak: both segments, 84 MiB, by the calls that made them.
@@ -162,6 +154,6 @@ TEST_CASE("export --folded: PyTorch's tensors at its allocated peak by the user'
   std::istringstream lines(drv.out);
   for (std::string line; std::getline(lines, line);) sum += std::stoull(line.substr(line.rfind(' ') + 1));
   CHECK(sum == 84 * MiB);
-  CHECK(cli({"export", "--folded", "-", "--driver", "--leaks", trace}).exit_code == 2);
-  CHECK(cli({"export", "--perfetto", e2e::temp_dir() + "/x.json", "--driver", trace}).exit_code == 2);
+  CHECK(e2e::run_cli({"export", "--folded", "-", "--driver", "--leaks", trace}).exit_code == 2);
+  CHECK(e2e::run_cli({"export", "--perfetto", e2e::temp_dir() + "/x.json", "--driver", trace}).exit_code == 2);
 }
