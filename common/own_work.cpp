@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -119,6 +120,16 @@ bool start_helper_thread(void* (*fn)(void*), void* arg) {
 
 int live_helper_threads() { return g_helpers.load(std::memory_order_acquire); }
 
+long process_id() {
+  long pid = syscall(SYS_getpid);
+  if (pid > 0) return pid;
+  char link[32];
+  ssize_t n = readlink("/proc/self", link, sizeof link - 1);  // (the pid, as a name)
+  if (n <= 0) return 0;
+  link[n] = '\0';
+  return strtol(link, nullptr, 10);
+}
+
 namespace {
 // The text of /proc/self/... after the command name's closing ')' (the name may hold spaces and
 // parentheses), or nullptr.
@@ -136,7 +147,7 @@ const char* after_comm(const char* path, char* buf, size_t cap) {
 
 bool only_helper_threads_left() {
   char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/self/task/%d/stat", int(getpid()));
+  snprintf(path, sizeof path, "/proc/self/task/%ld/stat", process_id());
   const char* main_state = after_comm(path, buf, sizeof buf);
   if (!main_state || *main_state != 'Z') return false;  // the main thread is still running
   const char* p = after_comm("/proc/self/stat", buf, sizeof buf);

@@ -37,6 +37,10 @@ class OwnWork {
 // signal is blocked in it; the caller's mask is unchanged). False when the thread could not be
 // created.
 bool start_helper_thread(void* (*fn)(void*), void* arg);
+// This process's pid: getpid(), or where a sandbox denies it (seccomp), what /proc/self names;
+// 0 when neither answers.
+long process_id();
+
 // Helper threads started and not yet ended (0 in a forked child).
 int live_helper_threads();
 // True when the program's own threads are all gone (its main thread left with pthread_exit and

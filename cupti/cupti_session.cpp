@@ -588,7 +588,7 @@ void at_exit_wait_for_helper() {
 
 void start(bool enabled, bool memory_activity, uint64_t t) {
   g_memory_activity = memory_activity;
-  long pid = long(getpid());
+  long pid = process_id();
   long started = g_started_pid.load();
   if (started == pid) return;
   g_started_pid.store(pid);

@@ -133,7 +133,7 @@ void sample_watched() {
     ~Answered() { g_answered.fetch_or(bits, std::memory_order_release); }
   } answered{watched};
   if (!recording()) return;
-  const unsigned self = unsigned(getpid());
+  const unsigned self = unsigned(process_id());
   for (int d = 0; d < kMaxWatched; ++d) {
     if (!(watched >> d & 1)) continue;
     nvml::ProcessInfoV2 procs[kMaxRows];

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "clock.h"
+#include "own_work.h"
 #include "live_tracker.h"
 #include "shm_layout.h"
 
@@ -84,7 +85,7 @@ void open_shm_summary(const char* trace_path) {
     return;
   }
   sweep_stale(dirfd);
-  long pid = long(getpid());
+  long pid = process_id();
   char temp[96];
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

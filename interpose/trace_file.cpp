@@ -132,8 +132,11 @@ bool TraceFile::create_file(const char* path, long pid) {
     int fd = ::open(candidate, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       struct stat st;
-      if (fstat(fd, &st) != 0) {
+      if (fstat(fd, &st) != 0) {  // (denied by a sandbox: no identity to check the file by later)
+        int err = errno;
         ::close(fd);
+        unlink(candidate);  // ours, just made: an empty file would only confuse
+        errno = err;
         break;
       }
       dev_ = st.st_dev;

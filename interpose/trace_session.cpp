@@ -264,11 +264,11 @@ bool open_trace(uint64_t t) {
     cfg = Config{};
     status = kOff;
     say_if_another_copy_stood_down();
-    bool configured = load_config(&cfg, long(getpid()));
+    bool configured = load_config(&cfg, process_id());
     if (configured) configure_stacks(cfg);
     if (configured && cfg.null_sink) {
       status = kNullSink;
-    } else if (configured && g_file.open(cfg, long(getpid()), long(getppid()))) {
+    } else if (configured && g_file.open(cfg, process_id(), long(getppid()))) {
       write_process_record(t);
       write_stack_config(t);
       write_torch_config(t);
@@ -377,7 +377,7 @@ __attribute__((noinline)) void record_slow(const Event& e) {
 
 void mark_quick_exit(int status) {
   if (g_status.load(std::memory_order_acquire) != kOpen) return;
-  if (g_file.owner_pid() != uint64_t(getpid())) return;  // a vfork child: touch nothing
+  if (g_file.owner_pid() != uint64_t(process_id())) return;  // a vfork child: touch nothing
   OwnWork own;
   HookScope scope;
   uint64_t t = now_ns();
@@ -415,7 +415,7 @@ __attribute__((destructor)) void mark_clean_exit() {
   if (g_status.load(std::memory_order_acquire) != kOpen) return;
   // A child made by the raw fork system call (no atfork handler ran: it still holds the parent's
   // trace) must not mark the parent's live trace closed, nor remove its summary.
-  if (g_file.owner_pid() != uint64_t(getpid())) return;
+  if (g_file.owner_pid() != uint64_t(process_id())) return;
   OwnWork own;
   HookScope scope;
   uint64_t t = now_ns();

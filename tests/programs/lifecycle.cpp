@@ -7,6 +7,8 @@
 //                  N allocations of 4 KiB, then SIGKILL / abort() / SIGSEGV / _exit(0)
 //   exit-code N    one allocation, then exit with status N
 //   quick-exit N   N allocations of 4 KiB, then _Exit(3): no exit handlers, a status of its own
+//   no-getpid      prints its pid, then a seccomp filter makes getpid fail (EPERM), then 1 MiB
+//   no-fstatat     the same with newfstatat (every stat and fstat of glibc 2.33+) failing
 //   std-quick-exit 1 MiB, then quick_exit(6) (its at_quick_exit handler frees it first)
 //   vfork-exit     1 MiB, a vfork child that calls _exit(0) at once, then 3 MiB and a normal exit
 //   release-last   1 MiB in the primary context, then its last cuDevicePrimaryCtxRelease
@@ -31,6 +33,8 @@
 //   raw-fork-alloc 1 MiB, a child of syscall(SYS_fork) that allocates 2 MiB and leaves with
 //                  _exit(0), then 3 MiB: the child's allocation is the child's, not the parent's
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,6 +45,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -192,6 +199,22 @@ int main(int argc, char** argv) {
     if (getenv("LD_PRELOAD") && access(summary.c_str(), F_OK) != 0) return 5;
     alloc(3 << 20);
     return WIFEXITED(st) && WEXITSTATUS(st) == 4 ? 0 : 1;
+  }
+  if (mode == "no-getpid" || mode == "no-fstatat") {  // a sandbox that denies a system call (seccomp)
+    printf("%d\n", int(getpid()));
+    fflush(stdout);
+    const unsigned denied = mode == "no-getpid" ? SYS_getpid : SYS_newfstatat;
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, denied, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog = {sizeof filter / sizeof filter[0], filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) return 90;
+    if (mode == "no-getpid" && syscall(SYS_getpid) != -1) return 91;  // the filter works
+    alloc(1 << 20);
+    return 0;
   }
   if (mode == "std-quick-exit") {
     static CUdeviceptr kept;
