@@ -251,6 +251,11 @@ __attribute__((noinline, cold)) void forked_without_handlers() {
   after_fork_in_child();  // (re-arms the marker)
 }
 
+// Before anything is recorded (driver events and PyTorch's block records alike).
+inline void reset_if_forked_without_handlers() {
+  if (__builtin_expect(g_fork_marker && *g_fork_marker == 0, 0)) forked_without_handlers();
+}
+
 format::FileHeader* open_header() {
   return g_status.load(std::memory_order_acquire) == kOpen ? g_file.header() : nullptr;
 }
@@ -326,7 +331,7 @@ namespace {
 
 // The trace status an event may be recorded under, or -1 when it is not recorded.
 inline int status_for(const Event& e) {
-  if (__builtin_expect(g_fork_marker && *g_fork_marker == 0, 0)) forked_without_handlers();
+  reset_if_forked_without_handlers();
   int status = g_status.load(std::memory_order_acquire);
   if (status == kOpen) return status;
   if (status == kOff) return -1;
@@ -387,6 +392,7 @@ void mark_quick_exit(int status) {
 }
 
 void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, uint64_t caller_ip, int max_native) {
+  reset_if_forked_without_handlers();  // (these records never open a trace: the child's next event does)
   int status = g_status.load(std::memory_order_acquire);
   if ((status != kOpen && status != kNullSink) || n < 0 || n >= kMaxVarintFields) return;
   uint64_t frames[kMaxCaptureSlots];

@@ -72,6 +72,18 @@ __attribute__((noinline)) static void hold_second_site() {
   asm volatile("" ::: "memory");
 }
 
+// A child that allocates 8 KiB under a 10 s alarm and exits 0 (1: the call failed); killed by
+// the alarm when it hangs.
+static pid_t fork_child_that_allocates() {
+  pid_t c = fork();
+  if (c == 0) {
+    alarm(10);
+    CUdeviceptr p;
+    _exit(cuMemAlloc(&p, 8192) == CUDA_SUCCESS ? 0 : 1);
+  }
+  return c;
+}
+
 // fork-first US: another thread makes the process's first memory call (which opens the trace and
 // sets up the unwinder) while this one forks US microseconds later; the child allocates, under a
 // 10 s alarm, and the exit status says how it ended (0; 1 a failed call; 2 killed: it hung).
@@ -88,12 +100,7 @@ static int fork_first(long delay_us) {
       },
       nullptr);
   if (delay_us) usleep(useconds_t(delay_us));
-  pid_t c = fork();
-  if (c == 0) {
-    alarm(10);
-    CUdeviceptr p;
-    _exit(cuMemAlloc(&p, 8192) == CUDA_SUCCESS ? 0 : 1);
-  }
+  pid_t c = fork_child_that_allocates();
   int st = 0;
   waitpid(c, &st, 0);
   pthread_join(t, nullptr);
@@ -122,12 +129,7 @@ static int fork_in_walk(bool after_first) {
       },
       nullptr);
   while (phase.load() != 1) usleep(1000);
-  pid_t c = fork();
-  if (c == 0) {
-    alarm(10);
-    CUdeviceptr p;
-    _exit(cuMemAlloc(&p, 8192) == CUDA_SUCCESS ? 0 : 1);
-  }
+  pid_t c = fork_child_that_allocates();
   int st = 0;
   waitpid(c, &st, 0);
   phase.store(2);
