@@ -185,8 +185,27 @@ namespace {
 // Stacks are symbolized once, for what the report shows; then every OOM is judged.
 void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt, size_t top, TraceReport* rep) {
   Symbolizer sym(stacks, opt);
+  // Threads by name; the main thread as "main"; a name a thread only inherited from the main one
+  // (the executable's, at most 15 characters: Python's threads, most threads of C programs) says
+  // nothing and is left out.
+  const uint32_t main_tid = uint32_t(rep->process.pid);
+  const std::string& exe = rep->process.exe;
+  const std::string inherited = exe.substr(exe.rfind('/') + 1).substr(0, 15);
+  auto main_it = stacks.threads.find(main_tid);
+  const std::string main_name = main_it == stacks.threads.end() ? inherited : main_it->second.name;
+  auto name = [&](std::vector<ThreadShare>& threads) {
+    for (ThreadShare& t : threads) {
+      if (t.tid == main_tid) t.name = "main";
+      else if (auto it = stacks.threads.find(t.tid);
+               it != stacks.threads.end() && it->second.name != main_name && it->second.name != inherited)
+        t.name = it->second.name;
+    }
+  };
   auto fill = [&](std::vector<SiteGroup>& v) {
-    for (SiteGroup& g : v) g.stack = sym.stack(g.stack_id);
+    for (SiteGroup& g : v) {
+      g.stack = sym.stack(g.stack_id);
+      name(g.threads);
+    }
   };
   for (DevicePeak& p : rep->peaks) fill(p.live_set);
   fill(rep->leaks);
@@ -194,7 +213,11 @@ void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt,
   fill(rep->sharing.imported);
   fill(rep->sharing.shared);
   fill(rep->sharing.multicast);
-  for (GrowthSite& g : rep->growth) g.site.stack = sym.stack(g.site.stack_id);
+  for (GrowthSite& g : rep->growth) {
+    g.site.stack = sym.stack(g.site.stack_id);
+    name(g.site.threads);
+  }
+  for (TorchGrowth& g : rep->torch.growth) name(g.threads);
   for (LargeAllocation& a : rep->allocations.largest) a.stack = a.stack_id ? sym.stack(a.stack_id) : std::vector<Frame>{};
   fill(rep->live_at.live_set);
   for (const Snapshot& s : rep->snapshots.at)
@@ -205,7 +228,11 @@ void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt,
     if (auto t = stacks.threads.find(o.tid); t != stacks.threads.end() && is_autograd_thread(t->second.name))
       o.autograd_thread = t->second.name;
     fill(o.top_holders);
-    for (GrowthSite& g : o.grew_before) g.site.stack = sym.stack(g.site.stack_id);
+    for (GrowthSite& g : o.grew_before) {
+      g.site.stack = sym.stack(g.site.stack_id);
+      name(g.site.threads);
+    }
+    for (TorchGrowth& g : o.torch_info.grew_before) name(g.threads);
     judge_oom(o);
   }
   finish_torch(stacks, sym, top, rep);  // PyTorch's terms, where PyTorch was seen

@@ -163,6 +163,7 @@ __attribute__((always_inline)) inline void LiveState::account(const AllocInfo& a
                            std::find(changed_.begin(), changed_.end(), a.device) == changed_.end()))
     changed_.push_back(a.device);
   SiteBytes& s = sites_.at(a.site);
+  threads_.change(a.site, a.tid, int(sign), a.size, s.bytes);
   s.bytes += delta;
   uint64_t before = s.count;
   s.count += uint64_t(sign);
@@ -205,13 +206,13 @@ __attribute__((always_inline)) inline uint32_t LiveState::attrs_of(const AllocIn
   uint32_t hint = a.site < site_attrs_.size() ? site_attrs_[a.site] : 0;
   if (hint) {
     const AllocAttrs& k = attrs_[hint - 1];
-    if (k.context == a.context && k.pool == a.pool && k.kind == a.kind) return hint - 1;
+    if (k.context == a.context && k.pool == a.pool && k.kind == a.kind && k.tid == a.tid) return hint - 1;
   }
   return new_attrs(a);
 }
 
 uint32_t LiveState::new_attrs(const AllocInfo& a) {
-  const AllocAttrs k{a.context, a.pool, a.kind};
+  const AllocAttrs k{a.context, a.pool, a.kind, a.tid};
   auto [it, inserted] = attrs_index_.try_emplace(k, uint32_t(attrs_.size()));
   // (a row index needs 31 bits: more distinct contexts and pools than that share the last row)
   if (inserted) {
@@ -544,6 +545,7 @@ void LiveState::apply(const Record& r) {
     a.device = r.device;
     a.kind = op.kind;
     a.bucket = bucket_of(op.kind);
+    a.tid = r.tid;
     return a;
   };
   const Effect fx = effect_of(op, r);

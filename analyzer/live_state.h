@@ -18,6 +18,7 @@
 #include "accounting.h"
 #include "address_map.h"
 #include "pod_array.h"
+#include "thread_shares.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
@@ -42,17 +43,22 @@ struct Alloc {
   void set_slot_flag(bool u) { attrs_used = (attrs_used & ~1u) | uint32_t(u); }
 };
 
-// What many live allocations share: their context, pool and kind, once per distinct three.
+// What many live allocations share: their context, pool, kind and thread (the one that allocated),
+// once per distinct four (the thread fits in what was padding).
 struct AllocAttrs {
   uint64_t context = 0;
   uint64_t pool = 0;  // Async: the pool (or 0 for the device's current pool)
   MemKind kind = MemKind::None;
-  bool operator==(const AllocAttrs& o) const { return context == o.context && pool == o.pool && kind == o.kind; }
+  uint32_t tid = 0;
+  bool operator==(const AllocAttrs& o) const {
+    return context == o.context && pool == o.pool && kind == o.kind && tid == o.tid;
+  }
   template <typename H>
   friend H AbslHashValue(H h, const AllocAttrs& a) {
-    return H::combine(std::move(h), a.context, a.pool, uint8_t(a.kind));
+    return H::combine(std::move(h), a.context, a.pool, uint8_t(a.kind), a.tid);
   }
 };
+static_assert(sizeof(AllocAttrs) == 24);
 
 // Everything about one live allocation (LiveState::info), for the readers of the live set.
 struct AllocInfo {
@@ -64,6 +70,7 @@ struct AllocInfo {
   int32_t device = -1;
   MemKind kind = MemKind::None;
   Bucket bucket = Bucket::Device;
+  uint32_t tid = 0;  // the thread that allocated it
 };
 
 struct SiteKey {
@@ -110,6 +117,14 @@ class SiteTable {
   }
   SiteBytes& at(uint32_t i) { return rows_[i].b; }
   const Rows& rows() const { return rows_; }
+  // The row of `k`, or kNone.
+  static constexpr uint32_t kNone = 0xffffffffu;
+  uint32_t find_row(const SiteKey& k) const {
+    const uint32_t* head = head_of(k.stack);
+    for (uint32_t r = head ? *head : 0; r; r = rows_[r - 1].next)
+      if (rows_[r - 1].key == k) return r - 1;
+    return kNone;
+  }
   const SiteBytes* find(const SiteKey& k) const {
     const uint32_t* head = head_of(k.stack);
     for (uint32_t r = head ? *head : 0; r; r = rows_[r - 1].next)
@@ -251,10 +266,13 @@ class LiveState {
     return find_other_device(device);
   }
   const SiteTable::Rows& sites() const { return sites_.rows(); }
+  const SiteTable& site_table() const { return sites_; }
   // The rows of sites() with live allocations (count > 0), in no particular order: what a
   // checkpoint or a peak snapshot reads, so that their cost follows the live sites rather than
   // every stack the trace ever had (a trace where each event has a new stack has millions).
   const PodArray<uint32_t>& held_sites() const { return held_; }
+  // Who holds each row of sites(), thread by thread (thread_shares.h).
+  const ThreadShares& thread_shares() const { return threads_; }
   const SiteBytes* site(const SiteKey& k) const { return sites_.find(k); }
   const AllocMap& live() const { return live_; }
   // Whether looking up live() misses the caches (then feed_all prefetches a few records ahead).
@@ -267,7 +285,7 @@ class LiveState {
   AllocInfo info(const Alloc& a) const {
     const AllocAttrs& c = attrs_[a.attrs()];
     const SiteKey& k = sites_.rows()[a.site].key;
-    return AllocInfo{a.size, c.context, c.pool, k.stack, a.site, k.device, c.kind, k.bucket};
+    return AllocInfo{a.size, c.context, c.pool, k.stack, a.site, k.device, c.kind, k.bucket, c.tid};
   }
   const AllocMap& vmm_handles() const { return handles_; }
   const absl::flat_hash_map<uint64_t, MulticastState>& multicasts() const { return multicasts_; }
@@ -378,7 +396,8 @@ class LiveState {
   absl::flat_hash_map<int, int32_t> other_;              // the same for devices outside -1..1023
   int last_device_ = -2, last_slot_ = -1;
   uint64_t device_all_ = 0, imported_all_ = 0, imported_max_ = 0;
-  PodArray<AllocAttrs> attrs_;                       // distinct (context, pool, kind)
+  PodArray<AllocAttrs> attrs_;                       // distinct (context, pool, kind, thread)
+  ThreadShares threads_;
   absl::flat_hash_map<AllocAttrs, uint32_t> attrs_index_;  // -> its row in attrs_
   PodArray<uint32_t> site_attrs_;  // site row -> the row of attrs_ its last allocation had + 1 (0 = none)
   SiteTable sites_;

@@ -193,6 +193,12 @@ nlohmann::json meta_json(const Record& r, uint64_t base_ns) {
   return j;
 }
 
+nlohmann::json threads_json(const std::vector<ThreadShare>& threads) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ThreadShare& t : threads) out.push_back({{"tid", t.tid}, {"name", t.name}, {"bytes", t.bytes}});
+  return out;
+}
+
 nlohmann::json stack_json(const std::vector<Frame>& frames) {
   nlohmann::json out = nlohmann::json::array();
   for (const Frame& f : frames) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "symbolizer.h"
+#include "torch_model.h"
 #include "trace_reader.h"
 
 namespace vt::analyzer {
@@ -36,5 +37,7 @@ nlohmann::json meta_json(const Record& r, uint64_t base_ns = 0);
 nlohmann::json process_json(const ProcessInfo& p);
 // A symbolized stack: [{function, file, line, module, python, inlined}], innermost first.
 nlohmann::json stack_json(const std::vector<Frame>& frames);
+// Who allocated a group: [{"tid", "name", "bytes"}], biggest first.
+nlohmann::json threads_json(const std::vector<ThreadShare>& threads);
 
 }  // namespace vt::analyzer

@@ -14,8 +14,10 @@ namespace {
 using nlohmann::json;
 
 json group_json(const SiteGroup& g) {
-  return {{"bytes", g.bytes}, {"count", g.count}, {"share", g.share}, {"kind", g.kind},
-          {"device", g.device}, {"stack", stack_json(g.stack)}};
+  json j = {{"bytes", g.bytes}, {"count", g.count}, {"share", g.share}, {"kind", g.kind},
+            {"device", g.device}, {"stack", stack_json(g.stack)}};
+  if (!g.threads.empty()) j["threads"] = threads_json(g.threads);  // (only when several threads allocated)
+  return j;
 }
 
 json groups_json(const std::vector<SiteGroup>& v) {
@@ -32,6 +34,7 @@ json growth_json(const std::vector<GrowthSite>& v) {
     j["new_highs"] = g.new_highs;
     j["first_t_ns"] = g.first_t_ns;
     j["last_t_ns"] = g.last_t_ns;
+    if (!g.site.threads.empty()) j["threads_at_site"] = g.threads_at_site;
     a.push_back(j);
   }
   return a;
@@ -89,6 +92,7 @@ json leaks_json(const TraceReport& r) {
   json j = {{"bytes", r.leak_bytes}, {"count", r.leak_count}, {"end", r.end}, {"groups", groups_json(r.leaks)},
             {"teardown", {{"bytes", r.teardown_bytes}, {"count", r.teardown_count}, {"groups", groups_json(r.teardown)}}},
             {"growth", growth_json(r.growth)}};
+  if (r.torch_segment_growth) j["growth_pytorch_segments_not_listed"] = r.torch_segment_growth;
   if (const TorchCacheAtExit& c = r.torch_cache_at_exit; c.known)
     j["pytorch_cache"] = {{"reserved_bytes", c.reserved_bytes}, {"segments", c.segments},
                           {"allocated_bytes", c.allocated_bytes}, {"cached_bytes", c.cached_bytes()},

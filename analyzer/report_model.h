@@ -21,6 +21,9 @@ struct SiteGroup {  // memory grouped by call stack
   std::string kind;  // bucket name
   int device = -1;
   std::vector<Frame> stack;
+  // Who allocated them, biggest first, when more than one thread of the process allocated (leaks,
+  // growth: for growth, each thread's own growth there); empty otherwise.
+  std::vector<ThreadShare> threads;
 };
 
 struct KernelRef {  // a kernel recorded by CUPTI
@@ -81,6 +84,7 @@ struct GrowthSite {
   uint64_t growth_bytes = 0;
   int new_highs = 0;       // checkpoints at which it reached a new high
   uint64_t first_t_ns = 0, last_t_ns = 0;
+  uint32_t threads_at_site = 0;  // with site.threads: the threads that allocated there
 };
 
 struct Cause {
@@ -357,6 +361,7 @@ struct TraceReport {
   uint64_t teardown_bytes = 0, teardown_count = 0;  // freed only by context teardown
   std::vector<SiteGroup> teardown;
   std::vector<GrowthSite> growth;
+  uint64_t torch_segment_growth = 0;  // growing sites left out: PyTorch's segments (its reserved memory)
   Fragmentation fragmentation;
   std::vector<OomReport> ooms;
   std::vector<RegionReport> regions;

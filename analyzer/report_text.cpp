@@ -57,6 +57,7 @@ void groups(std::ostringstream& o, const std::vector<SiteGroup>& all, bool nativ
   for (const SiteGroup& g : v) {
     o << "  #" << ++i << "  " << format_bytes(g.bytes) << " in " << count(g.count, "allocation") << " (" << pct(g.share)
       << ", " << e(memory_kind(g.kind)) << (g.device >= 0 ? ", GPU " + std::to_string(g.device) : "") << ")\n";
+    if (!g.threads.empty()) o << "      allocated on " << e(threads_words(g.threads)) << "\n";
     stack_lines(o, g.stack, "      ", native);
   }
   if (v.empty()) o << "  (none)\n";
@@ -324,9 +325,13 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
       o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", a new high at "
         << count(g.new_highs, "sampling checkpoint") << " between " << secs(r, g.first_t_ns) << " and "
         << secs(r, g.last_t_ns) << "\n";
+      if (!g.site.threads.empty()) o << "      grew on " << e(growth_threads_words(g.site.threads, g.threads_at_site)) << "\n";
       stack_lines(o, g.site.stack, "      ", native);
     }
     if (r.growth.empty()) o << "  (none)\n";
+    if (r.torch_segment_growth)
+      o << "  not listed: " << count(r.torch_segment_growth, "call site")
+        << " of PyTorch's segments (its reserved memory, which follows its tensors: the PYTORCH section's tensor lines say what grew)\n";
   }
   if (section.empty() || section == "frag") {
     const Fragmentation& f = r.fragmentation;

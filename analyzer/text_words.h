@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "byte_size.h"
 #include "report_model.h"
 
 namespace vt::analyzer {
@@ -31,6 +32,27 @@ inline std::string secs(const TraceReport& r, uint64_t t) {
     snprintf(b, sizeof b, "%.*f s", span < 100000000000ull ? 3 : span < 1000000000000ull ? 2 : 1, since / 1e9);
   }
   return b;
+}
+
+// Who allocated a group (SiteGroup::threads): "thread 4242 (worker-7)", or "3 threads: 4242
+// (worker-7) 200 MiB, 4243 100 MiB, ..." (the biggest 3); "" for none. Names unescaped.
+inline std::string threads_words(const std::vector<ThreadShare>& threads) {
+  auto one = [](const ThreadShare& t) { return std::to_string(t.tid) + (t.name.empty() ? "" : " (" + t.name + ")"); };
+  if (threads.empty()) return "";
+  if (threads.size() == 1) return "thread " + one(threads[0]);
+  std::string s = std::to_string(threads.size()) + " threads:";
+  for (size_t i = 0; i < threads.size() && i < 3; ++i)
+    s += std::string(i ? ", " : " ") + one(threads[i]) + " " + format_bytes(threads[i].bytes);
+  if (threads.size() > 3) s += ", ...";
+  return s;
+}
+
+// A growth's threads: threads_words, and "(1 of the 32 threads that allocated there)".
+inline std::string growth_threads_words(const std::vector<ThreadShare>& threads, uint32_t at_site) {
+  std::string s = threads_words(threads);
+  if (at_site > threads.size())
+    s += " (" + std::to_string(threads.size()) + " of the " + std::to_string(at_site) + " threads that allocated there)";
+  return s;
 }
 
 // "1 allocation", "2 allocations".

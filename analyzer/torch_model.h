@@ -14,6 +14,16 @@ namespace vt::analyzer {
 
 struct SiteGroup;  // report_model.h
 
+// Of a group's bytes (report_model.h's SiteGroup, a growth), what one thread allocated.
+struct ThreadShare {
+  uint32_t tid = 0;
+  uint64_t bytes = 0;
+  std::string name;  // the thread's name as the trace recorded it ("" when none)
+};
+
+// `from`'s shares added to `to`'s (groups merged by line), biggest first.
+void add_thread_shares(std::vector<ThreadShare>& to, const std::vector<ThreadShare>& from);
+
 // One device at one instant, as torch.cuda.memory_stats() counts it.
 struct TorchFigures {
   uint64_t allocated = 0;           // live blocks: allocated_bytes.all.current
@@ -56,6 +66,8 @@ struct TorchGrowth {
   uint64_t first_t_ns = 0, last_t_ns = 0;
   uint64_t kept_bytes = 0;       // of the growth, what it kept across iterations (its floor's rise; metrics.md)
   uint64_t freed_meanwhile = 0;  // bytes other lines allocated and gave back on that device while it grew
+  std::vector<ThreadShare> threads;  // whose own tensors there grew (their growth), when several threads allocated
+  uint32_t threads_at_site = 0;      // with threads: the threads that allocated tensors there
 };
 
 // PyTorch's OutOfMemoryError: the figures of its message, what we saw, and why it did not fit.

@@ -8,6 +8,7 @@
 #include "byte_size.h"
 #include "oom_verdict.h"
 #include "record_json.h"
+#include "text_words.h"
 #include "torch_verdict.h"
 #include "user_frames.h"
 
@@ -52,10 +53,16 @@ json view_json(const TorchView& v) {
 
 json growth_json(const std::vector<TorchGrowth>& v) {
   json a = json::array();
-  for (const TorchGrowth& g : v)
-    a.push_back({{"line", user_line(g.stack)}, {"device", g.device}, {"bytes", g.bytes}, {"growth_bytes", g.growth_bytes},
-                 {"count", g.count}, {"new_highs", g.new_highs}, {"first_t_ns", g.first_t_ns}, {"last_t_ns", g.last_t_ns},
-                 {"kept_bytes", g.kept_bytes}, {"freed_meanwhile_bytes", g.freed_meanwhile}, {"stack", stack_json(g.stack)}});
+  for (const TorchGrowth& g : v) {
+    json j = {{"line", user_line(g.stack)}, {"device", g.device}, {"bytes", g.bytes}, {"growth_bytes", g.growth_bytes},
+              {"count", g.count}, {"new_highs", g.new_highs}, {"first_t_ns", g.first_t_ns}, {"last_t_ns", g.last_t_ns},
+              {"kept_bytes", g.kept_bytes}, {"freed_meanwhile_bytes", g.freed_meanwhile}, {"stack", stack_json(g.stack)}};
+    if (!g.threads.empty()) {  // (only when several threads allocated)
+      j["threads"] = threads_json(g.threads);
+      j["threads_at_site"] = g.threads_at_site;
+    }
+    a.push_back(j);
+  }
   return a;
 }
 
@@ -261,7 +268,7 @@ void torch_text(std::ostringstream& o, const TorchReport& t, std::string (*secs)
     for (const TorchGrowth& g : t.growth)
       o << "    +" << format_bytes(g.kept_bytes) << " kept (up to " << format_bytes(g.bytes) << ", " << g.count
         << " tensors live at the end, a new high at " << g.new_highs << " sampling checkpoints)  "
-        << esc(line_or_none(g.stack)) << "\n";
+        << esc(line_or_none(g.stack)) << (g.threads.empty() ? "" : ", on " + esc(growth_threads_words(g.threads, g.threads_at_site))) << "\n";
   }
 }
 

@@ -89,6 +89,7 @@ void by_line(std::vector<SiteGroup>& groups, Symbolizer& sym, size_t top) {
     } else {
       out[it->second].bytes += g.bytes;
       out[it->second].count += g.count;
+      add_thread_shares(out[it->second].threads, g.threads);
     }
   }
   for (SiteGroup& g : out) g.share = total ? double(g.bytes) / double(total) : 0;

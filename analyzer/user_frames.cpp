@@ -98,6 +98,15 @@ std::string user_stack_key(const std::vector<Frame>& stack, bool all) {
   return k;
 }
 
+void add_thread_shares(std::vector<ThreadShare>& to, const std::vector<ThreadShare>& from) {
+  for (const ThreadShare& f : from) {
+    auto it = std::find_if(to.begin(), to.end(), [&](const ThreadShare& t) { return t.tid == f.tid; });
+    if (it == to.end()) to.push_back(f);
+    else it->bytes += f.bytes;
+  }
+  std::stable_sort(to.begin(), to.end(), [](const ThreadShare& a, const ThreadShare& b) { return a.bytes > b.bytes; });
+}
+
 std::vector<SiteGroup> merge_shown(const std::vector<SiteGroup>& groups, bool all) {
   if (all) return groups;
   std::vector<SiteGroup> out;
@@ -112,6 +121,7 @@ std::vector<SiteGroup> merge_shown(const std::vector<SiteGroup>& groups, bool al
       out[it->second].bytes += g.bytes;
       out[it->second].count += g.count;
       out[it->second].share += g.share;
+      add_thread_shares(out[it->second].threads, g.threads);
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const SiteGroup& a, const SiteGroup& b) { return a.bytes > b.bytes; });

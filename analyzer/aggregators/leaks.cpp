@@ -33,22 +33,40 @@ void count_live(const LiveState& live, std::vector<GrowthSite>& sites) {
   }
 }
 
+ThreadSiteSnapshot device_threads(const LiveState& live) {
+  return thread_snapshot(live.thread_shares(), live.sites(), live.held_sites().data(), live.held_sites().size());
+}
+
+// A growth's threads, named at symbolizing.
+std::vector<ThreadShare> shares_of(const GrowthHit& h) {
+  std::vector<ThreadShare> out;
+  for (const ThreadGrowth& t : h.threads) out.push_back({t.tid, t.growth, ""});
+  return out;
+}
+
 }  // namespace
 
-void LeakAggregator::checkpoint(const LiveState& live, uint64_t now) { checkpoints_.add(now, device_sites(live)); }
+void LeakAggregator::checkpoint(const LiveState& live, uint64_t now) {
+  checkpoints_.add(now, device_sites(live), device_threads(live));
+}
 
 std::vector<GrowthSite> LeakAggregator::growth(const LiveState* now_state, uint64_t now, uint64_t min_bytes) const {
   std::vector<uint64_t> times = checkpoints_.times();
   std::vector<const SiteSnapshot*> snaps;
   for (const auto& s : checkpoints_.snapshots()) snaps.push_back(&s);
+  std::vector<const ThreadSiteSnapshot*> threads;
+  for (const auto& s : checkpoints_.thread_snapshots()) threads.push_back(&s);
   SiteSnapshot current;
+  ThreadSiteSnapshot current_threads;
   if (now_state) {
     current = device_sites(*now_state);
+    current_threads = device_threads(*now_state);
     snaps.push_back(&current);
+    threads.push_back(&current_threads);
     times.push_back(now);
   }
   std::vector<GrowthSite> out;
-  for (const GrowthHit& h : growing_sites(snaps, min_bytes)) {
+  for (const GrowthHit& h : growing_sites(snaps, threads, min_bytes)) {
     GrowthSite g;
     g.site.stack_id = h.key.stack;
     g.site.device = h.key.device;
@@ -58,6 +76,9 @@ std::vector<GrowthSite> LeakAggregator::growth(const LiveState* now_state, uint6
     g.new_highs = h.new_highs;
     g.first_t_ns = times[h.first_high];
     g.last_t_ns = times[h.last_high];
+    g.site.threads = shares_of(h);
+    if (!h.threads.empty() && now_state)
+      g.threads_at_site = now_state->thread_shares().threads_at(now_state->site_table().find_row(h.key));
     out.push_back(g);
   }
   return out;
@@ -77,6 +98,7 @@ void LeakAggregator::finish(const LiveState& live, const AllocatorAtExit& cache,
   std::vector<SiteGroup> groups;
   if (!cache.known) {
     groups = site_groups(live.sites(), 0, false);
+    attach_threads(groups, live.site_table(), live.thread_shares());
   } else {
     // The caching allocator's segments leave the driver-level rows; its live tensors come instead.
     absl::flat_hash_map<SiteKey, SiteBytes> cached;
@@ -91,7 +113,9 @@ void LeakAggregator::finish(const LiveState& live, const AllocatorAtExit& cache,
       if (r.b.bytes || r.b.count) rows.push_back(r);
     }
     groups = site_groups(rows, 0, false);
+    attach_threads(groups, live.site_table(), live.thread_shares());
     std::vector<SiteGroup> tensors = site_groups(cache.tensors, 0, false);
+    if (cache.tensor_table && cache.tensor_threads) attach_threads(tensors, *cache.tensor_table, *cache.tensor_threads);
     for (SiteGroup& g : tensors) g.kind = "tensor";
     groups.insert(groups.end(), tensors.begin(), tensors.end());
     std::stable_sort(groups.begin(), groups.end(), [](const SiteGroup& a, const SiteGroup& b) { return a.bytes > b.bytes; });
@@ -121,7 +145,16 @@ void LeakAggregator::finish(const LiveState& live, const AllocatorAtExit& cache,
   if (rep->teardown.size() > top) rep->teardown.resize(top);
   uint64_t peak_bytes = rep->peaks.empty() ? 0 : rep->peaks[0].bytes;
   rep->growth = growth(nullptr, 0, std::max<uint64_t>(1 << 20, peak_bytes / 100));
+  if (cache.known) {  // PyTorch's segments are its reserved memory: the tensor lines say what grew
+    auto segment = [&](const GrowthSite& g) { return cache.segment_stacks.count(g.site.stack_id) > 0; };
+    rep->torch_segment_growth = std::count_if(rep->growth.begin(), rep->growth.end(), segment);
+    rep->growth.erase(std::remove_if(rep->growth.begin(), rep->growth.end(), segment), rep->growth.end());
+  }
   count_live(live, rep->growth);
+  for (GrowthSite& g : rep->growth)
+    if (!g.site.threads.empty())
+      g.threads_at_site = live.thread_shares().threads_at(
+          live.site_table().find_row(SiteKey{g.site.stack_id, g.site.device, Bucket::Device}));
   if (rep->growth.size() > top) rep->growth.resize(top);
 }
 

@@ -10,6 +10,8 @@
 #include <functional>
 #include <vector>
 
+#include <absl/container/flat_hash_set.h>
+
 #include "aggregators/growth_rule.h"
 #include "live_state.h"
 #include "report_model.h"
@@ -23,6 +25,9 @@ struct AllocatorAtExit {
   std::vector<SiteTable::Row> segments;  // its live driver allocations, by the driver call's site
   std::vector<SiteTable::Row> tensors;   // its live blocks, by their site (bucket Device)
   uint64_t reserved = 0, segment_count = 0, allocated = 0;
+  const SiteTable* tensor_table = nullptr;  // the tensors' sites and who holds them (the allocator's own)
+  const ThreadShares* tensor_threads = nullptr;
+  absl::flat_hash_set<uint32_t> segment_stacks;  // where its segments were allocated (its reserved memory)
 };
 
 class LeakAggregator {

@@ -31,6 +31,18 @@ std::vector<SiteGroup> site_groups(const SiteTable::Row* rows, size_t n, int dev
   return out;
 }
 
+void attach_threads(std::vector<SiteGroup>& groups, const SiteTable& table, const ThreadShares& shares) {
+  if (!shares.several()) return;
+  for (SiteGroup& g : groups) {
+    Bucket bucket = Bucket::Device;
+    for (int b = 0; b < kBuckets; ++b)
+      if (g.kind == bucket_name(Bucket(b))) bucket = Bucket(b);
+    const uint32_t row = table.find_row(SiteKey{g.stack_id, g.device, bucket});
+    if (row == SiteTable::kNone) continue;
+    for (const auto& [tid, bytes] : shares.of(row, g.bytes)) g.threads.push_back({tid, std::min(bytes, g.bytes), ""});
+  }
+}
+
 std::map<std::string, uint64_t> bytes_by_kind(const std::array<uint64_t, kKindSlots>& kinds) {
   std::map<std::string, uint64_t> out;
   for (int k = 0; k < kKindSlots; ++k) {

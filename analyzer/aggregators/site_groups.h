@@ -23,6 +23,10 @@ inline std::vector<SiteGroup> site_groups(const std::vector<SiteTable::Row>& row
   return site_groups(rows.data(), rows.size(), device, device_bucket_only);
 }
 
+// Each group's threads (SiteGroup::threads) from the shares of `table`'s rows, when more than one
+// thread of the process allocated.
+void attach_threads(std::vector<SiteGroup>& groups, const SiteTable& table, const ThreadShares& shares);
+
 // Device-bucket bytes by op kind, by kind name, the kinds with memory only.
 std::map<std::string, uint64_t> bytes_by_kind(const std::array<uint64_t, kKindSlots>& kinds);
 std::map<std::string, uint64_t> bytes_by_kind(const LiveState& live, int device);

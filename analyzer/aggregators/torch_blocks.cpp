@@ -45,7 +45,7 @@ void TorchAggregator::on_record(const Record& r, const LiveState& live) {
       }
       if (!valid_) return;
       if (!tracking_) start_tracking(live);
-      on_block(r.t_ns, b);
+      on_block(r.t_ns, r.tid, b);
       return;
     }
     case format::kTagTorchOom: {
@@ -289,6 +289,7 @@ void TorchAggregator::remove_range(uint64_t lo, uint64_t hi, uint64_t t) {
 
 void TorchAggregator::make_torch(uint64_t owner_key, Owner& o, uint64_t t) {
   o.torch = true;
+  segment_stacks_.insert(o.stack);
   expandable_seen_ |= o.expandable;
   judge_fragmentation(t, o.device);  // PyTorch needed a new segment: what the others' free space was
   Dev& d = dev(o.device);
@@ -337,7 +338,7 @@ void TorchAggregator::next_bucket() {
   }
 }
 
-void TorchAggregator::on_block(uint64_t t, const TorchBlock& b) {
+void TorchAggregator::on_block(uint64_t t, uint32_t tid, const TorchBlock& b) {
   // A block in a new time bucket: the last one's highs go to the tensor timeline.
   if (!snap_next_) {
     snap_t0_ = t;
@@ -389,9 +390,10 @@ void TorchAggregator::on_block(uint64_t t, const TorchBlock& b) {
     d.inactive += inactive_of(g, lo) - before;  // (may wrap and come back: unsigned arithmetic)
     uint32_t row = sites_.row(SiteKey{b.stack, device, Bucket::Device});
     SiteBytes& s = sites_.at(row);
+    threads_.change(row, tid, +1, size, s.bytes);
     s.bytes += size;
     s.count++;
-    blocks_.emplace_hint(next, addr, Block{size, b.stack, row, t});
+    blocks_.emplace_hint(next, addr, Block{size, b.stack, row, tid, t});
     d.allocated += size;
     allocated_all_ += size;
     d.blocks++;
@@ -425,6 +427,7 @@ void TorchAggregator::on_block(uint64_t t, const TorchBlock& b) {
     g.blocks--;
     d.inactive += inactive_of(g, lo) - before;
     SiteBytes& s = sites_.at(it->second.site);
+    threads_.change(it->second.site, it->second.tid, -1, size, s.bytes);
     s.bytes -= std::min(s.bytes, size);
     s.count -= s.count ? 1 : 0;
     if (row_freed_.size() <= it->second.site) row_freed_.resize(size_t(it->second.site) + 1, 0);
@@ -481,7 +484,7 @@ void TorchAggregator::after_block(uint64_t t, int device, bool allocation) {
     for (const SiteTable::Row& row : sites_.rows())
       if (row.b.bytes) snap.emplace(row.key, row.b.bytes);
     size_t before = checkpoints_.times().size();
-    checkpoints_.add(t, std::move(snap));
+    checkpoints_.add(t, std::move(snap), thread_snapshot(threads_, sites_.rows(), nullptr, 0));
     std::vector<std::pair<int, uint64_t>> freed;
     for (const auto& [dv, dd] : devs_) freed.push_back({dv, dd.freed});
     freed_at_.push_back(std::move(freed));
@@ -557,6 +560,8 @@ TorchGrowth TorchAggregator::growth_of(const GrowthHit& h, const std::vector<con
   g.new_highs = h.new_highs;
   g.first_t_ns = times[h.first_high];
   g.last_t_ns = times[h.last_high];
+  for (const ThreadGrowth& th : h.threads) g.threads.push_back({th.tid, th.growth, ""});
+  if (!h.threads.empty()) g.threads_at_site = threads_.threads_at(sites_.find_row(h.key));
   const SiteBytes* sb = sites_.find(h.key);
   g.count = sb ? sb->count : 0;
   auto value = [&](size_t i) {
@@ -751,13 +756,17 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
   for (const SiteTable::Row& row : sites_.rows())
     if (row.b.bytes) now.emplace(row.key, row.b.bytes);
   series.push_back(&now);
+  std::vector<const ThreadSiteSnapshot*> threads;
+  for (const ThreadSiteSnapshot& s : checkpoints_.thread_snapshots()) threads.push_back(&s);
+  const ThreadSiteSnapshot now_threads = thread_snapshot(threads_, sites_.rows(), nullptr, 0);
+  threads.push_back(&now_threads);
   std::vector<uint64_t> times = checkpoints_.times();
   times.push_back(t);
   std::vector<std::pair<int, uint64_t>> now_freed;
   for (const auto& [dv, dd] : devs_) now_freed.push_back({dv, dd.freed});
   const SiteSnapshot now_site_freed = site_freed_now();
   uint64_t min_growth = std::max<uint64_t>(1 << 20, o.device_total / 1000);
-  for (const GrowthHit& h : growing_sites(series, min_growth)) {
+  for (const GrowthHit& h : growing_sites(series, threads, min_growth)) {
     if (h.key.device != o.device) continue;
     info.grew_before.push_back(growth_of(h, series, times, &now_freed, &now_site_freed));
     if (info.grew_before.size() == top_) break;
@@ -841,6 +850,10 @@ AllocatorAtExit TorchAggregator::at_exit(const LiveState& live) const {
   for (const auto& [key, b] : by_site) x.segments.push_back(SiteTable::Row{key, 0, b});
   for (const SiteTable::Row& row : sites_.rows())
     if (row.b.bytes || row.b.count) x.tensors.push_back(row);
+  x.tensor_table = &sites_;
+  x.tensor_threads = &threads_;
+  x.segment_stacks = segment_stacks_;
+  for (const SiteTable::Row& row : x.segments) x.segment_stacks.insert(row.key.stack);
   for (const auto& [device, d] : devs_) {
     x.reserved += d.reserved;
     x.segment_count += d.segments;
@@ -934,11 +947,13 @@ void TorchAggregator::finish(TraceReport* rep) {
   // The tensor sites that grew over the whole run.
   std::vector<const SiteSnapshot*> series;
   for (const SiteSnapshot& s : checkpoints_.snapshots()) series.push_back(&s);
+  std::vector<const ThreadSiteSnapshot*> threads;
+  for (const ThreadSiteSnapshot& s : checkpoints_.thread_snapshots()) threads.push_back(&s);
   uint64_t highest = 0;
   for (const TorchDevice& td : tr.devices) highest = std::max(highest, td.peak_allocated);
   // Only what was kept across iterations: a forward pass filling up and then freed is no growth.
   const uint64_t min_growth = std::max<uint64_t>(1 << 20, highest / 100);
-  for (const GrowthHit& h : growing_sites(series, min_growth)) {
+  for (const GrowthHit& h : growing_sites(series, threads, min_growth)) {
     TorchGrowth g = growth_of(h, series, checkpoints_.times(), nullptr, nullptr);
     if (g.kept_bytes < min_growth || g.freed_meanwhile < g.kept_bytes) continue;
     tr.growth.push_back(std::move(g));

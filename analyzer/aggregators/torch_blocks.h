@@ -102,6 +102,7 @@ class TorchAggregator {
     uint64_t size = 0;
     uint32_t stack = 0;
     uint32_t site = 0;  // row in sites_
+    uint32_t tid = 0;   // by this thread
     uint64_t t = 0;     // handed out then
   };
   struct SiteSnap {
@@ -140,7 +141,7 @@ class TorchAggregator {
 
   void start_tracking(const LiveState& live);
   void driver_event(const Record& r);
-  void on_block(uint64_t t, const TorchBlock& b);
+  void on_block(uint64_t t, uint32_t tid, const TorchBlock& b);
   void on_oom(uint64_t t, const TorchOom& o, const LiveState& live);
   void invalidate(uint64_t t, const std::string& why);
 
@@ -178,6 +179,8 @@ class TorchAggregator {
   std::map<uint64_t, Block> blocks_;           // live blocks by address
   std::map<int, Dev> devs_;
   SiteTable sites_;  // live tensor bytes per (stack, device)
+  ThreadShares threads_;  // and per thread
+  absl::flat_hash_set<uint32_t> segment_stacks_;  // where PyTorch's segments were allocated
   SiteCheckpoints checkpoints_;
   std::vector<std::vector<std::pair<int, uint64_t>>> freed_at_;  // per checkpoint: (device, Dev::freed)
   bool expandable_seen_ = false;

@@ -380,3 +380,43 @@ TEST_CASE("a demo-like OOM: the context is this process's, shown apart, and noth
   line = device_line(text_report(files[0]));
   CHECK(line.find("elsewhere: 512 MiB (up to 512 MiB of it may be this process's first context") != std::string::npos);
 }
+
+// 32 threads allocate at one line; one of them (worker-7) keeps every other allocation. Growth
+// and leaks are that thread's; the others' temporaries, overlapping more as threads start one
+// after another, are no growth (they made the line's total reach new highs before the
+// per-thread rule: docs/metrics.md, "growth").
+TEST_CASE("a leak in one of 32 threads is attributed to it, and concurrency is no growth") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("thread_leak"), "32", "200"}, {{"VRAMTRACE_OUTPUT", dir}}});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.out.find("leaker ");
+  REQUIRE(at != std::string::npos);
+  const uint64_t leaker = std::stoull(r.out.substr(at + 7));
+  auto files = e2e::files_in(dir);
+  REQUIRE(files.size() == 1);
+  json j = report(files[0]);
+  const json& growth = j["leaks"]["growth"];
+  REQUIRE(growth.size() == 1);  // the leak's line; not the scratch line, whose total rose as threads joined
+  CHECK(stack_has(growth[0]["stack"], "worker"));
+  REQUIRE(growth[0]["threads"].size() == 1);
+  CHECK(growth[0]["threads"][0]["tid"] == leaker);
+  CHECK(growth[0]["threads"][0]["name"] == "worker-7");
+  // Its own growth: what it kept (100 MiB), and the one it held at its highest checkpoint, if any;
+  // the line's growth counts the others' overlapping temporaries too.
+  const uint64_t own = growth[0]["threads"][0]["bytes"];
+  CHECK(own >= 100ull << 20);
+  CHECK(own <= 101ull << 20);
+  CHECK(growth[0]["growth_bytes"].get<uint64_t>() >= own);
+  CHECK(growth[0]["threads_at_site"] == 32);
+  const json& leaks = j["leaks"]["groups"];
+  REQUIRE(leaks.size() == 1);
+  CHECK(leaks[0]["bytes"] == 100ull << 20);  // 200 iterations, every other one kept, 1 MiB each
+  REQUIRE(leaks[0]["threads"].size() == 1);
+  CHECK(leaks[0]["threads"][0]["tid"] == leaker);
+  CHECK(leaks[0]["threads"][0]["bytes"] == 100ull << 20);
+  e2e::Result text = e2e::run_cli({"report", files[0]});
+  CHECK(text.out.find("grew on thread " + std::to_string(leaker) + " (worker-7) (1 of the 32 threads that allocated there)") !=
+        std::string::npos);
+  CHECK(text.out.find("allocated on thread " + std::to_string(leaker) + " (worker-7)") != std::string::npos);
+}

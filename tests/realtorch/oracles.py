@@ -109,6 +109,8 @@ def check_all(c, x):
         check_perfetto(c, x)
         if x.spec.get("gate"):
             check_gate(c, x)
+        if x.spec.get("one_thread_leaks"):
+            check_one_thread_leaks(c, x)
     check_ooms(c, x)
 
 
@@ -352,6 +354,26 @@ def check_leaks(c, x):
     else:
         c.fail(f"leaks {leaks['bytes']} bytes, of which tensors {tensors} (PyTorch's end allocated {end_allocated}), "
                f"device memory {device} (outside PyTorch: {outside_bytes(x)}; cache {cache['cached_bytes']})")
+
+
+def check_one_thread_leaks(c, x):
+    """One thread of 32 keeps its outputs: the growth is its line on it alone; the other threads'
+    temporaries at the same line (more of them at once as threads start) are no growth."""
+    with open(os.path.join(x.out, "leaker.json")) as f:
+        leaker = json.load(f)
+    growth = [(file_line(g["line"]), [t["tid"] for t in g.get("threads", [])], g.get("threads_at_site"))
+              for g in x.torch.get("growth", [])]
+    c.equal("the tensor lines that grew, their threads, and the threads that allocated there", growth,
+            [(leaker["line"], [leaker["tid"]], 32)])
+    c.equal("driver-level growth sites listed (PyTorch's segments are its reserved memory, not listed)",
+            len(x.report["leaks"]["growth"]), 0)
+    with open(os.path.join(x.out, "report.txt")) as f:
+        text = f.read()
+    want = f"on thread {leaker['tid']} (1 of the 32 threads that allocated there)"
+    if want in text:
+        c.ok(f"the text report says '{want}'")
+    else:
+        c.fail(f"the text report does not say '{want}'", text[-3000:])
 
 
 def check_gate(c, x):

@@ -11,6 +11,9 @@ ctest test. Fields:
                  (without vramtrace): PyTorch must accept it
   cublas_workspace  a matmul ran and nothing else is left: PyTorch's cuBLAS workspace is all that
                  is allocated at exit, and the leaks must name it apart
+  one_thread_leaks  the script writes leaker.json (the thread that keeps its outputs, and the line): the
+           tensor growth is that line alone, on that thread alone (1 of the 32 that allocated there),
+           and no driver-level growth is listed (PyTorch's segments are its reserved memory)
   gate     `vramtrace check` at PyTorch's own peaks (its last mark's) passes, 1 byte under fails,
            and --max-leak 0 passes: a clean run that allocates nothing after its last mark
 """
@@ -58,6 +61,8 @@ WORKLOADS = {
                                   verdict="live_set_too_large"),
     "oom_kept_alive": dict(script="oom_kept_alive.py", env={"FAKECUDA_TOTAL_BYTES": "3GiB"}, rc=1,
                            verdict="leak_growth"),
+    # Thirty-two threads, one keeps its outputs: growth is that thread's, concurrency is none.
+    "threads_one_leaks": dict(script="threads_one_leaks.py", one_thread_leaks=True),
     # torch.profiler(profile_memory=True) sees the same memory events with and without vramtrace.
     "profiler_memory": dict(script="profiler_memory.py", plain_too=True),
 }
