@@ -7,6 +7,18 @@
 // largest binary unit reached, "1.50 GiB", "12.0 KiB", "512 MiB", rounded half to even on the
 // exact value. BigInt arithmetic, so the rounding is exact; a Number is rounded to whole bytes
 // first (the page's means and axis ticks), a negative or non-number one counts as 0.
+// Who allocated a group (its "threads", as the text report's threads_words says it):
+// "thread 4242 (worker-7)", "3 threads: 4242 (worker-7) 200 MiB, ..."; with atSite (growth), also
+// "(1 of the 32 threads that allocated there)".
+function threadsText(threads, atSite) {
+  if (!threads || !threads.length) return '';
+  const one = (t) => String(t.tid) + (t.name ? ' (' + t.name + ')' : '');
+  let s = threads.length === 1 ? 'thread ' + one(threads[0]) :
+    threads.length + ' threads: ' + threads.slice(0, 3).map((t) => one(t) + ' ' + fmtBytes(t.bytes)).join(', ') + (threads.length > 3 ? ', ...' : '');
+  if (atSite && atSite > threads.length) s += ' (' + threads.length + ' of the ' + atSite + ' threads that allocated there)';
+  return s;
+}
+
 function fmtBytes(b) {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   let n = 0n;

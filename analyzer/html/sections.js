@@ -119,8 +119,13 @@ function fidelityBlock(f) {
       el('td', {class: 'num'}, bytes === null ? 'not known' : fmtBytes(bytes)), el('td', null, note || ''));
   const kinds = Object.keys(f.tracked_by_kind).map((k) => k + ' ' + fmtBytes(f.tracked_by_kind[k])).join(', ');
   const rest = f.unexplained_bytes;
-  const when = f.at_instant ? '' : ' (the nearest driver reading, ' + fmtSecs(Math.abs(f.offset_ns)) +
-      (f.offset_ns < 0 ? ' before' : ' after') + ', with the figures of then)';
+  // A reading taken away from the moment is labelled as what it is: when, and how much tracked
+  // memory changed between the two (the text report's words).
+  const dc = f.tracked_change_bytes || 0;
+  const change = dc ? 'tracked allocations changed by ' + (dc > 0 ? '+' : '-') + fmtBytes(Math.abs(dc)) + ' from the earlier to the later' :
+    'tracked allocations did not change between the two';
+  const when = f.at_instant ? '' : ' (no driver reading at this moment: the nearest was taken ' + fmtSecs(Math.abs(f.offset_ns)) +
+      (f.offset_ns < 0 ? ' before' : ' after') + ' it, and ' + change + '; the figures below are of then)';
   return [el('h4', null, 'Used on the GPU: ' + fmtBytes(f.used_bytes) + ' of ' + fmtBytes(f.total_bytes) + when),
     el('table', {class: 'groups fidelity'}, el('tbody', null,
         row('tracked allocations', f.tracked_bytes, kinds),
@@ -203,10 +208,15 @@ function leaksSection(ctx) {
           (L.pytorch_cache.cublas_workspace_bytes ? ', ' + fmtBytes(L.pytorch_cache.cublas_workspace_bytes) +
               ' its cuBLAS workspaces (kept for the process\u2019s life)' : '') +
           '; its other tensors still allocated are in the table above.') : null,
+      L.pytorch_host_cache && L.pytorch_host_cache.count ? el('p', {class: 'sub'}, 'Not counted as leaks: PyTorch\u2019s pinned host memory cache ' +
+          '(its CachingHostAllocator keeps pinned blocks until exit) holds ' + fmtBytes(L.pytorch_host_cache.bytes) + ' in ' +
+          plural(L.pytorch_host_cache.count, 'allocation') + '.') : null,
       L.teardown.bytes ? [el('h3', null, 'Released only by context teardown: ' + fmtBytes(L.teardown.bytes) + ' in ' +
           plural(L.teardown.count, 'allocation')), groupsTable(ctx, L.teardown.groups, '/leaks/teardown/groups')] : null,
       el('h3', null, 'Growth: call sites whose live memory kept rising'),
       groupsTable(ctx, L.growth, '/leaks/growth', {growth: true, empty: 'No call site kept growing.', shareLabel: 'share'}),
+      L.growth_pytorch_segments_not_listed ? el('p', {class: 'sub'}, 'Not listed: ' + plural(L.growth_pytorch_segments_not_listed, 'call site') +
+          ' of PyTorch\u2019s segments (its reserved memory, which follows its tensors: the tensor lines in the PyTorch section say what grew).') : null,
       sharingBlock(ctx));
 }
 
@@ -275,7 +285,11 @@ function oomCard(ctx, o, i, first) {
           el('span', {class: 'score'}, ' score ' + c.score.toFixed(2))),
       el('div', {class: 'summary'}, c.summary),
       el('div', {class: 'evidence'}, Object.keys(c.evidence).map((k) => el('span', {class: 'ev'}, k.replace(/_/g, ' ') + ': ' + evidenceValue(k, c.evidence[k])))))));
-  const others = o.nvml ? [el('h4', null, 'Other processes on the GPU (NVML)'), o.other_processes.length ?
+  const blind = o.nvml_blind ? el('p', {class: 'sub'}, 'NVML cannot see this process (no row has its pid: a container\u2019s PID ' +
+      'namespace): it names no other process for sure; what the driver shows used beyond this process\u2019s memory, caches and ' +
+      'contexts is elsewhere.') : null;
+  const others = o.nvml ? [blind, el('h4', null, o.nvml_blind ? 'NVML\u2019s rows (pids of another namespace, this process\u2019s own possibly among them)' :
+      'Other processes on the GPU (NVML)'), o.other_processes.length ?
     el('table', {class: 'groups'}, el('thead', null, el('tr', null, el('th', null, 'pid'), el('th', null, 'name'), el('th', null, 'memory'))),
         el('tbody', null, o.other_processes.map((g) => el('tr', null, el('td', {class: 'num'}, String(g.pid)), el('td', null, g.name || '?'),
             el('td', {class: 'num'}, fmtBytes(g.bytes)))))) : el('p', {class: 'none'}, 'none')] : null;

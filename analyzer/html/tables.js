@@ -56,6 +56,8 @@ function groupsTable(ctx, list, path, opts) {
   // Growth rows carry a site's highest live bytes and its rise, not a count or a share.
   const head = opts.growth ? ['#', 'highest', 'grew by', 'new highs (checkpoints)', 'from \u2192 to', 'memory', 'GPU'] :
     ['#', 'bytes', 'allocations', opts.shareLabel || 'share', 'memory', 'GPU'];
+  const threads = list.some((g) => g.threads && g.threads.length);  // (only when several threads allocated)
+  if (threads) head.push(opts.growth ? 'grew on' : 'allocated on');
   head.push('allocated at (click for the stack)');
   const table = el('table', {class: 'groups' + (opts.cls ? ' ' + opts.cls : '')},
       el('thead', null, el('tr', null, head.map((h) => el('th', null, h)))));
@@ -69,8 +71,9 @@ function groupsTable(ctx, list, path, opts) {
     } else {
       cells.push(el('td', {class: 'num'}, fmtCount(g.count)), el('td', {class: 'share'}, shareBar(g.share), ' ', fmtPct(g.share)));
     }
-    cells.push(el('td', null, memoryKind(g.kind)), el('td', {class: 'num'}, g.device >= 0 ? String(g.device) : '-'),
-        el('td', {class: 'site-cell'}, siteCell(g.stack, labels[i], omittedEntries(ctx, path + '/' + i + '/stack'))));
+    cells.push(el('td', null, memoryKind(g.kind)), el('td', {class: 'num'}, g.device >= 0 ? String(g.device) : '-'));
+    if (threads) cells.push(el('td', null, threadsText(g.threads, g.threads_at_site)));
+    cells.push(el('td', {class: 'site-cell'}, siteCell(g.stack, labels[i], omittedEntries(ctx, path + '/' + i + '/stack'))));
     body.appendChild(el('tr', null, cells));
   });
   if (more && more.entries) {

@@ -7,14 +7,30 @@
 //    libffi or installed-library rows;
 //  - with several OOMs the last (the one the program ended with) comes first, with its true
 //    number when the page's limit left OOMs out between;
-//  - PyTorch's cache flushes (num_alloc_retries) are counted as the text report counts them.
+//  - PyTorch's cache flushes (num_alloc_retries) are counted as the text report counts them;
+//  - a driver reading taken away from the moment says so, with how much tracked memory changed;
+//    an NVML that cannot see the process is said; PyTorch's pinned host cache is not a leak;
+//  - a leak or growth names its threads as the text report does.
 // Usage: node torch_page_test.js
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const vm = require('vm');
 
-const ctx = {window: {addEventListener() {}}, document: {}, console};
+// A DOM just large enough for el(): nodes with children and text.
+class Node {
+  constructor(tag) { this.tag = tag; this.children = []; this.attrs = {}; }
+  appendChild(c) { this.children.push(c); return c; }
+  setAttribute(k, v) { this.attrs[k] = v; }
+  addEventListener() {}
+  get textContent() { return this.text !== undefined ? this.text : this.children.map((c) => c.textContent).join(''); }
+}
+const document = {
+  createElement: (tag) => new Node(tag),
+  createElementNS: (ns, tag) => new Node(tag),
+  createTextNode: (text) => Object.assign(new Node('#text'), {text}),
+};
+const ctx = {window: {addEventListener() {}}, document, Node, console};
 vm.createContext(ctx);
 for (const f of ['core.js', 'format.js', 'timeline.js', 'icicle.js', 'tables.js', 'torch.js', 'sections.js'])
   vm.runInContext(fs.readFileSync(path.join(__dirname, '../../analyzer/html', f), 'utf8'), ctx, {filename: f});
@@ -120,6 +136,26 @@ function traceCtx(report) {
   const c = traceCtx({trace: {}, ooms});
   check('the page\'s last OOM is the trace\'s last', [ctx.oomNumber(c, 48), ctx.oomNumber(c, 49)], [49, 500]);
   vm.runInContext('VT.data = {omitted: {}};', ctx);
+}
+
+// ---- driver readings, NVML, the pinned host cache, threads --------------------------------------
+{
+  const text = (nodes) => [].concat(nodes).filter((n) => n).map((n) => n.textContent).join(' ');
+  const f = {at_instant: false, offset_ns: -209800000, tracked_change_bytes: 1008 * MiB, used_bytes: 512 * MiB,
+    total_bytes: 16384 * MiB, tracked_by_kind: {}, tracked_bytes: 0, unexplained_bytes: 0, unexplained_share: 0};
+  const away = text(ctx.fidelityBlock(f));
+  check('a reading away from the moment says so, and how much tracked memory changed',
+      [away.includes('no driver reading at this moment'), away.includes('changed by +1008 MiB')], [true, true]);
+  check('a reading at the moment says nothing of the kind', text(ctx.fidelityBlock(Object.assign({}, f, {at_instant: true}))).includes('nearest'), false);
+  check('one thread', ctx.threadsText([{tid: 4242, name: 'worker-7', bytes: 3}], 32),
+      'thread 4242 (worker-7) (1 of the 32 threads that allocated there)');
+  check('several threads, the biggest three', ctx.threadsText([{tid: 1, name: 'main', bytes: 4 * MiB}, {tid: 2, name: '', bytes: 2 * MiB},
+    {tid: 3, name: '', bytes: MiB}, {tid: 4, name: '', bytes: 1}]), '4 threads: 1 (main) 4.00 MiB, 2 2.00 MiB, 3 1.00 MiB, ...');
+  const c = traceCtx({trace: {}, ooms: [], leaks: {bytes: 0, count: 0, end: 'clean_exit', groups: [], growth: [],
+    teardown: {bytes: 0, count: 0, groups: []}, pytorch_host_cache: {bytes: 64 * MiB, count: 3}, growth_pytorch_segments_not_listed: 2}});
+  const leaks = text(ctx.leaksSection(c));
+  check('the pinned host cache is said apart from the leaks', leaks.includes('pinned host memory cache') && leaks.includes('64.0 MiB'), true);
+  check('PyTorch\'s segments left out of the growth are said', leaks.includes('Not listed: 2 call sites of PyTorch'), true);
 }
 
 console.log(failed ? `${failed} failures, ${passed} passed` : `PASS ${passed} checks (tensor states, user frames, OOM order, cache flushes)`);
