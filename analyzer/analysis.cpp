@@ -70,6 +70,13 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     }
     return;
   }
+  if (r.tag == format::kTagNote) {  // the recorder's own notes (its Python status is said elsewhere)
+    std::string text;
+    if (decode_note(r, &text) && text.rfind("Python frames", 0) != 0 && notes_.size() < 8 &&
+        std::find(notes_.begin(), notes_.end(), text) == notes_.end())
+      notes_.push_back(std::move(text));
+    return;
+  }
   if (r.tag == format::kTagLookup) {  // the recorder's lookup safety net
     lookups_.on_record(r);
     return;
@@ -160,6 +167,7 @@ void AnalysisPass::finish(TraceReport* rep) {
   rep->first_t_ns = first_t_;
   rep->last_t_ns = last_t_;
   rep->unmatched_frees = live_.unmatched_frees();
+  for (const std::string& n : notes_) rep->problems.push_back("the recorder: " + n);
   regions_.finish(last_t_, live_.device_bytes_all(), rep);
   peaks_.finish(opt_.top, rep);
   graphs_finish(live_, rep);

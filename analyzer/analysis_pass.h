@@ -69,6 +69,7 @@ class AnalysisPass {
   FragmentationAggregator fragmentation_;
   TorchAggregator torch_;
   LookupAggregator lookups_;
+  std::vector<std::string> notes_;  // the recorder's notes (kTagNote), at most 8 distinct
   AllocationStatsAggregator allocations_;
   LiveAtAggregator live_at_;
   SnapshotAggregator snapshots_;

@@ -215,6 +215,13 @@ bool decode_region(const Record& r, RegionMark* out) {
   return true;
 }
 
+bool decode_note(const Record& r, std::string* text) {
+  fmt::NoteRecord rec;
+  if (!fmt::decode<fmt::NoteSchema>(r.payload, r.payload_len, &rec)) return false;
+  *text = std::string(rec.text);
+  return true;
+}
+
 bool decode_gpu_processes(const Record& r, GpuProcessList* out) {
   Bytes b(r.payload, r.payload_len);
   fmt::GpuProcessesRecord head;

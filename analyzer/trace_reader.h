@@ -191,6 +191,8 @@ struct RegionMark {
   std::string name;
 };
 // False when the payload is cut short or the kind is one this reader does not know.
+// A recorder's note (kTagNote): its text.
+bool decode_note(const Record& r, std::string* text);
 bool decode_region(const Record& r, RegionMark* out);
 
 // A process on a device, as NVML listed it right after a failed allocation, or as the recorder's

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "loaded_symbol.h"
 #include "own_work.h"
@@ -79,34 +80,29 @@ void configure_native_stacks(int depth) {
 }
 
 namespace {
-// The walk, out of line: its 2 KiB frame (and the prologue that sets it up) is only paid for when
-// stacks are on (-17 instructions per event with VRAMTRACE_STACK_DEPTH=0, callgrind).
+// The walk, out of line: only paid for when stacks are on. It unwinds straight into `out` (room for
+// max + kOwnFrames: native_stack.h) and drops our own frames in place: no second buffer on the
+// program's stack (a 2 KiB one was, docs/security.md "Stack use").
 __attribute__((noinline)) int walk(uint64_t* out, int max, uint64_t caller_ip, int depth) {
-  // Room for our own frames (hook, recorder) on top of the requested depth.
-  constexpr int kOwnFrames = 8;
-  void* ips[kMaxStackDepth + kOwnFrames];
   int want = depth + kOwnFrames;
   if (want > max + kOwnFrames) want = max + kOwnFrames;
-  int n = unw_backtrace(ips, want);
+  static_assert(sizeof(void*) == sizeof(uint64_t));
+  int n = unw_backtrace(reinterpret_cast<void**>(out), want);
   int skip = -1;
   for (int i = 0; i < n && i < 2 * kOwnFrames && caller_ip; ++i)
-    if (reinterpret_cast<uint64_t>(ips[i]) == caller_ip) {
+    if (out[i] == caller_ip) {
       skip = i;
       break;
     }
   if (skip < 0) {
     skip = 0;
-    while (skip < n) {
-      uint64_t ip = reinterpret_cast<uint64_t>(ips[skip]);
-      if (ip < g_self_lo || ip >= g_self_hi) break;
-      ++skip;
-    }
+    while (skip < n && out[skip] >= g_self_lo && out[skip] < g_self_hi) ++skip;
   }
   int count = n - skip;
   if (count > depth) count = depth;
   if (count > max) count = max;
-  for (int i = 0; i < count; ++i) out[i] = reinterpret_cast<uint64_t>(ips[skip + i]);
-  return count;
+  if (skip && count > 0) memmove(out, out + skip, size_t(count) * sizeof *out);
+  return count < 0 ? 0 : count;
 }
 }  // namespace
 

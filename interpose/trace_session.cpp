@@ -41,11 +41,14 @@
 #include "native_stack.h"
 #include "python_frames.h"
 #include "stack_capture.h"
+#include "stack_room.h"
 #include "stack_index.h"
 #include <sys/prctl.h>
 #include "lookup_gaps.h"
 #include "meta_records.h"
 #include "torch_hooks.h"
+
+extern "C" void vt_run_on_stack(void (*fn)(void*), void* arg, void* top);
 
 namespace vt {
 
@@ -260,35 +263,67 @@ format::FileHeader* open_header() {
   return g_status.load(std::memory_order_acquire) == kOpen ? g_file.header() : nullptr;
 }
 
+// Opening, under g_open_mu: run on a stack of ours (open_stack()), not the caller's.
+void open_locked(void* arg) {
+  const uint64_t t = *static_cast<uint64_t*>(arg);
+  int status = g_status.load();
+  if (status != kNotOpen) return;
+  static Config cfg;  // (4 KiB: static under g_open_mu, like the process record's buffers)
+  cfg = Config{};
+  status = kOff;
+  say_if_another_copy_stood_down();
+  bool configured = load_config(&cfg, process_id());
+  if (configured) configure_stacks(cfg);
+  if (configured && cfg.null_sink) {
+    status = kNullSink;
+  } else if (configured && g_file.open(cfg, process_id(), long(getppid()))) {
+    write_process_record(t);
+    write_stack_config(t);
+    write_torch_config(t);
+    write_lookup_records(t);  // the lookups made before the trace opened (cudart's init)
+    open_shm_summary(g_file.path());
+    start_gpu_process_sampler();
+    cupti::start(cfg.kernels, cfg.cupti_memory, t);
+    flush_pending_regions(t);
+    write_device_records(t);
+    write_held(t);
+    status = kOpen;
+  }
+  g_status.store(status, std::memory_order_release);
+  if (status == kOpen) count_lost_events(0);  // what was lost before the header existed
+}
+
+// The stack opening runs on: opening takes ~12 KiB (configuration, the file, CUPTI's load), too
+// much for a program thread with a small stack whose call is the process's first. Mapped once,
+// with a guard page below, kept for the process's life (and its children's); nullptr when it
+// cannot be mapped (then the caller's stack). Under g_open_mu.
+constexpr size_t kOpenStack = 512 << 10, kGuard = 4096;
+void* open_stack() {
+  static void* top = nullptr;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    void* p = mmap(nullptr, kOpenStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) {
+      if (mprotect(p, kGuard, PROT_NONE) == 0) top = static_cast<char*>(p) + kGuard + kOpenStack;
+      else munmap(p, kOpenStack + kGuard);
+    }
+  }
+  return top;
+}
+
 bool open_trace(uint64_t t) {
   OwnWork own;  // file creation, config messages, CUPTI start: no cancellation, no SIGPIPE
   pthread_mutex_lock(&g_open_mu);
-  int status = g_status.load();
-  if (status == kNotOpen) {
-    static Config cfg;  // (4 KiB: static under g_open_mu, like the process record's buffers)
-    cfg = Config{};
-    status = kOff;
-    say_if_another_copy_stood_down();
-    bool configured = load_config(&cfg, process_id());
-    if (configured) configure_stacks(cfg);
-    if (configured && cfg.null_sink) {
-      status = kNullSink;
-    } else if (configured && g_file.open(cfg, process_id(), long(getppid()))) {
-      write_process_record(t);
-      write_stack_config(t);
-      write_torch_config(t);
-      write_lookup_records(t);  // the lookups made before the trace opened (cudart's init)
-      open_shm_summary(g_file.path());
-      start_gpu_process_sampler();
-      cupti::start(cfg.kernels, cfg.cupti_memory, t);
-      flush_pending_regions(t);
-      write_device_records(t);
-      write_held(t);
-      status = kOpen;
-    }
-    g_status.store(status, std::memory_order_release);
-    if (status == kOpen) count_lost_events(0);  // what was lost before the header existed
+  if (g_status.load() == kNotOpen) {
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (void* top = open_stack()) vt_run_on_stack(open_locked, &t, top);
+    else open_locked(&t);
+#else
+    open_locked(&t);
+#endif
   }
+  const int status = g_status.load();
   pthread_mutex_unlock(&g_open_mu);
   if (status == kOpen) await_first_gpu_process_lists();  // contexts made before the trace opened
   return status == kOpen || status == kNullSink;
@@ -377,6 +412,10 @@ __attribute__((noinline)) void record_slow(const Event& e) {
   int status = status_for(e);
   if (status < 0) return;
   if (!stacks_wanted()) return record_captured(status, e, nullptr, 0);
+  if (__builtin_expect(!unwind_room_ok(), 0)) {  // a small alternate signal stack, a small thread stack
+    if (status == kOpen) note_short_stack(e.t_ns);
+    return record_captured(status, e, nullptr, 0);
+  }
   record_unwound(status, e, e.caller_ip ? e.caller_ip : reinterpret_cast<uint64_t>(__builtin_return_address(0)));
 }
 
@@ -395,6 +434,16 @@ void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, 
   reset_if_forked_without_handlers();  // (these records never open a trace: the child's next event does)
   int status = g_status.load(std::memory_order_acquire);
   if ((status != kOpen && status != kNullSink) || n < 0 || n >= kMaxVarintFields) return;
+  if (__builtin_expect(!unwind_room_ok(), 0)) {  // (as record_slow)
+    if (status == kNullSink) return;
+    if (status == kOpen) note_short_stack(t);
+    describe_thread(t);
+    uint64_t v[kMaxVarintFields];
+    memcpy(v, fields, size_t(n) * sizeof *v);
+    v[n] = 0;
+    encode_varint_record(tag, t, v, n + 1);
+    return;
+  }
   uint64_t frames[kMaxCaptureSlots];
   if (max_native < 0) max_native = 0;
   int cap = max_native < kMaxCaptureSlots - kMaxPythonFrames ? max_native + kMaxPythonFrames : kMaxCaptureSlots;

@@ -427,14 +427,46 @@ TEST_CASE("a full /dev/shm: the traced program and its forked child run as they 
   CHECK(e2e::files_in(dir).size() == 2);  // the parent's and the child's traces
 }
 
-TEST_CASE("the first memory call, which opens the trace, fits a 24 KiB thread stack") {
+TEST_CASE("the first memory call, which opens the trace, fits a 16 KiB thread stack") {
   // It needed ~50 KiB (the process record's and the path's buffers were on the stack): a thread
-  // with Python's smallest stack (32 KiB) died of SIGSEGV at its first allocation.
-  for (long kib : {24L, 32L, 48L}) {
+  // with Python's smallest stack (32 KiB) died of SIGSEGV at its first allocation. Then ~14 KiB
+  // (opening, then unwinding): a 16 KiB thread (glibc's PTHREAD_STACK_MIN) died. Opening now runs
+  // on a stack of ours, and unwinding only where there is room (stack_room.h).
+  for (long kib : {16L, 20L, 24L, 32L, 48L}) {
     INFO(kib << " KiB");
     Traced t = traced({e2e::program("lifecycle"), "small-stack", std::to_string(kib)});
     CHECK(t.result.exit_code == 0);  // (139: SIGSEGV)
     CHECK(t.files.size() == 1);
+  }
+}
+
+// A signal handler on a small alternate stack (glibc's SIGSTKSZ is 8 KiB) that allocates: the hook
+// needed ~14 KiB there to unwind and crashed into the guard page below the stack (or, on a malloc'd
+// one, wrote into the heap). Without the room, the event is recorded without a stack, and the
+// trace says so; with it, as usual.
+TEST_CASE("a signal handler allocating on a small alternate stack: recorded without a stack, no overflow") {
+  for (long kib : {8L, 12L, 16L, 64L}) {
+    INFO(kib << " KiB");
+    Traced t = traced({e2e::program("lifecycle"), "altstack-alloc", std::to_string(kib)});
+    INFO(t.result.err);
+    CHECK(t.result.exit_code == 0);  // (139: SIGSEGV, the guard page)
+    REQUIRE(t.files.size() == 1);
+    e2e::Trace tr = e2e::load(t.files[0]);
+    CHECK(alloc_sizes(tr) == std::vector<uint64_t>{1 << 20, 2 << 20});
+    const vt::analyzer::Record* handler = nullptr;
+    const vt::analyzer::Record* main_alloc = nullptr;
+    for (const auto& e : tr.events)
+      if (e.op && std::string(e.op->name) == "cuMemAlloc_v2") (e.size == 1 << 20 ? handler : main_alloc) = &e;
+    REQUIRE(handler);
+    REQUIRE(main_alloc);
+    CHECK(main_alloc->stack != 0);
+    const bool room = kib >= 64;
+    CHECK((handler->stack != 0) == room);
+    CHECK(tr.metadata.count(vt::format::kTagNote) == (room ? 0u : 1u));
+    if (!room) {
+      e2e::Result r = e2e::run_cli({"report", t.files[0]});
+      CHECK(r.out.find("note: the recorder: events recorded without a stack: too little stack was left") != std::string::npos);
+    }
   }
 }
 

@@ -25,6 +25,8 @@
 //   main-exit      1 MiB, then the main thread leaves with pthread_exit(): the process ends with
 //                  status 0 once its last thread has (a thread of ours must not keep it alive)
 //   small-stack KIB the first memory call on a thread with a KIB KiB stack
+//   altstack-alloc KIB  a signal handler on a KIB KiB alternate stack (a guard page below it)
+//                  allocates 1 MiB and frees it, then 2 MiB from main (exit 0; SIGSEGV: overflow)
 //   chdir-first DIR  chdir(DIR), then 1 MiB (the first memory call)
 //   clearenv-first   clearenv(), then 1 MiB
 //   fds-exhausted    every descriptor taken (RLIMIT_NOFILE 64), then 1 MiB
@@ -37,6 +39,7 @@
 #include <linux/seccomp.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -160,6 +163,30 @@ static int small_stack(long kib) {
   return 0;
 }
 
+// The alternate stack's handler: one allocation and its free (kept: the trace shows it).
+static void alloc_in_handler(int) {
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, 1 << 20));
+  CHECK(cuMemFree(p));
+}
+
+static int altstack_alloc(long kib) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE)), size = size_t(kib) << 10;
+  char* m = static_cast<char*>(mmap(nullptr, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (m == MAP_FAILED || mprotect(m, page, PROT_NONE) != 0) return 3;
+  stack_t ss{};
+  ss.ss_sp = m + page;
+  ss.ss_size = size;
+  if (sigaltstack(&ss, nullptr) != 0) return 3;
+  struct sigaction sa{};
+  sa.sa_handler = alloc_in_handler;
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGUSR1, &sa, nullptr);
+  raise(SIGUSR1);
+  alloc(2 << 20);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "none";
   long n = argc > 2 ? atol(argv[2]) : 0;
@@ -167,6 +194,7 @@ int main(int argc, char** argv) {
   setup();
   if (mode == "fork-first") return fork_first(n);
   if (mode == "small-stack") return small_stack(n);
+  if (mode == "altstack-alloc") return altstack_alloc(n);
   if (mode == "main-exit") {
     alloc(1 << 20);
     pthread_exit(nullptr);
