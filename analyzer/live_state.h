@@ -400,6 +400,8 @@ class LiveState {
   ThreadShares threads_;
   absl::flat_hash_map<AllocAttrs, uint32_t> attrs_index_;  // -> its row in attrs_
   PodArray<uint32_t> site_attrs_;  // site row -> the row of attrs_ its last allocation had + 1 (0 = none)
+  static constexpr int kAttrsCacheBits = 10;
+  std::array<uint32_t, 1 << kAttrsCacheBits> attrs_cache_{};  // by (site, thread): a row of attrs_ + 1
   SiteTable sites_;
   PodArray<uint32_t> held_;      // rows of sites_ with count > 0
   PodArray<uint32_t> held_pos_;  // row -> its index in held_ + 1 (0 = not held)

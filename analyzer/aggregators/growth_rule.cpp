@@ -6,20 +6,10 @@
 
 namespace vt::analyzer {
 
-ThreadSiteSnapshot thread_snapshot(const ThreadShares& shares, const SiteTable::Rows& rows, const uint32_t* candidates,
-                                   size_t n) {
+ThreadSiteSnapshot thread_snapshot(const ThreadShares& shares, const SiteTable::Rows& rows) {
   ThreadSiteSnapshot out;
-  out.tid = shares.first_tid();
   if (!shares.several()) return out;
   out.one_thread = false;
-  const size_t count = candidates ? n : rows.size();
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t r = candidates ? candidates[i] : uint32_t(i);
-    const SiteTable::Row& row = rows[r];
-    uint32_t tid = 0;
-    if (row.key.bucket == Bucket::Device && row.b.bytes && shares.one_owner(r, &tid))
-      out.bytes.emplace(ThreadSiteKey{row.key, tid}, row.b.bytes);
-  }
   shares.for_each_shared([&](uint32_t r, uint32_t tid, uint64_t bytes) {
     if (bytes && r < rows.size() && rows[r].key.bucket == Bucket::Device) out.bytes.emplace(ThreadSiteKey{rows[r].key, tid}, bytes);
   });
@@ -75,7 +65,8 @@ bool series_grows(const std::vector<uint64_t>& v, GrowthHit* out) {
 }  // namespace
 
 std::vector<GrowthHit> growing_sites(const std::vector<const SiteSnapshot*>& snaps,
-                                     const std::vector<const ThreadSiteSnapshot*>& threads, uint64_t min_bytes) {
+                                     const std::vector<const ThreadSiteSnapshot*>& threads, const FirstOwner& first_owner,
+                                     uint64_t min_bytes) {
   std::vector<GrowthHit> out;
   const size_t k = snaps.size();
   if (k < 4) return out;
@@ -105,14 +96,19 @@ std::vector<GrowthHit> growing_sites(const std::vector<const SiteSnapshot*>& sna
       series.resize(k, 0);
       series[i] = b;
     };
+    std::vector<uint32_t> owner(out.size(), 0);
+    std::vector<bool> owned(out.size(), false);
+    for (size_t h = 0; h < out.size(); ++h) owned[h] = first_owner && first_owner(out[h].key, &owner[h]);
     for (size_t i = 0; i < k; ++i) {
-      if (threads[i]->one_thread) {  // every site's bytes are that thread's
-        for (size_t h = 0; h < out.size(); ++h)
-          if (auto it = snaps[i]->find(out[h].key); it != snaps[i]->end() && it->second) put(h, threads[i]->tid, i, it->second);
-        continue;
-      }
+      std::vector<bool> split(out.size(), false);  // the site has entries here: several threads by then
       for (const auto& [key, b] : threads[i]->bytes)
-        if (auto it = hit_of.find(key.site); it != hit_of.end()) put(it->second, key.tid, i, b);
+        if (auto it = hit_of.find(key.site); it != hit_of.end()) {
+          put(it->second, key.tid, i, b);
+          split[it->second] = true;
+        }
+      for (size_t h = 0; h < out.size(); ++h)  // one owner so far: the site's bytes are its first thread's
+        if (!split[h] && owned[h])
+          if (auto it = snaps[i]->find(out[h].key); it != snaps[i]->end() && it->second) put(h, owner[h], i, it->second);
     }
     std::vector<GrowthHit> kept;
     for (size_t h = 0; h < out.size(); ++h) {

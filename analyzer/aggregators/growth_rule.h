@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -30,18 +31,18 @@ struct ThreadSiteKey {
     return H::combine(std::move(h), k.site, k.tid);
   }
 };
-// Sites' bytes thread by thread at one checkpoint. While one thread has allocated (most programs)
-// nothing is kept: every site's bytes are that thread's.
+// Sites' bytes thread by thread at one checkpoint, kept only for the sites more than one thread
+// had allocated at by then: a site without entries holds its first thread's bytes (its one owner
+// so far). While one thread has allocated in the process (most programs) nothing is kept.
 struct ThreadSiteSnapshot {
   bool one_thread = true;
-  uint32_t tid = 0;  // that thread (while one_thread)
   absl::flat_hash_map<ThreadSiteKey, uint64_t> bytes;
 };
+// The first thread that allocated at a site (false: not known).
+using FirstOwner = std::function<bool(const SiteKey&, uint32_t*)>;
 
-// The threads' checkpoint of a site table's device-bucket rows: `rows` with `shares`, the rows
-// to look at (with bytes) listed in `candidates` (n of them; nullptr: every row).
-ThreadSiteSnapshot thread_snapshot(const ThreadShares& shares, const SiteTable::Rows& rows, const uint32_t* candidates,
-                                   size_t n);
+// The threads' checkpoint of a site table's device-bucket rows (`rows` with `shares`).
+ThreadSiteSnapshot thread_snapshot(const ThreadShares& shares, const SiteTable::Rows& rows);
 
 class SiteCheckpoints {
  public:
@@ -76,11 +77,13 @@ struct GrowthHit {
 
 // A site grows when it reached a new high at 3 or more checkpoints spread over at least a third
 // of them, by at least min_bytes above where it started. Needs 4 checkpoints. Where the series
-// has threads (`threads`, one per checkpoint, or none: one thread), a site's hit stands only when the
+// has threads (`threads`, one per checkpoint, or none: one thread; `first_owner` for the sites
+// without entries), a site's hit stands only when the
 // threads whose own bytes there grew by the same rule (any amount) grew by min_bytes together;
 // they are its `threads`. Biggest growth first, ties by stack id then device (hash order changes
 // from run to run).
 std::vector<GrowthHit> growing_sites(const std::vector<const SiteSnapshot*>& series,
-                                     const std::vector<const ThreadSiteSnapshot*>& threads, uint64_t min_bytes);
+                                     const std::vector<const ThreadSiteSnapshot*>& threads, const FirstOwner& first_owner,
+                                     uint64_t min_bytes);
 
 }  // namespace vt::analyzer

@@ -34,7 +34,7 @@ void count_live(const LiveState& live, std::vector<GrowthSite>& sites) {
 }
 
 ThreadSiteSnapshot device_threads(const LiveState& live) {
-  return thread_snapshot(live.thread_shares(), live.sites(), live.held_sites().data(), live.held_sites().size());
+  return thread_snapshot(live.thread_shares(), live.sites());
 }
 
 // A growth's threads, named at symbolizing.
@@ -50,7 +50,8 @@ void LeakAggregator::checkpoint(const LiveState& live, uint64_t now) {
   checkpoints_.add(now, device_sites(live), device_threads(live));
 }
 
-std::vector<GrowthSite> LeakAggregator::growth(const LiveState* now_state, uint64_t now, uint64_t min_bytes) const {
+std::vector<GrowthSite> LeakAggregator::growth(const LiveState& live, const LiveState* now_state, uint64_t now,
+                                               uint64_t min_bytes) const {
   std::vector<uint64_t> times = checkpoints_.times();
   std::vector<const SiteSnapshot*> snaps;
   for (const auto& s : checkpoints_.snapshots()) snaps.push_back(&s);
@@ -66,7 +67,10 @@ std::vector<GrowthSite> LeakAggregator::growth(const LiveState* now_state, uint6
     times.push_back(now);
   }
   std::vector<GrowthSite> out;
-  for (const GrowthHit& h : growing_sites(snaps, threads, min_bytes)) {
+  FirstOwner owner = [&live](const SiteKey& k, uint32_t* tid) {
+    return live.thread_shares().first_owner(live.site_table().find_row(k), tid);
+  };
+  for (const GrowthHit& h : growing_sites(snaps, threads, owner, min_bytes)) {
     GrowthSite g;
     g.site.stack_id = h.key.stack;
     g.site.device = h.key.device;
@@ -85,7 +89,7 @@ std::vector<GrowthSite> LeakAggregator::growth(const LiveState* now_state, uint6
 }
 
 std::vector<GrowthSite> LeakAggregator::grew_before(const LiveState& live, uint64_t now, uint64_t min_bytes) const {
-  std::vector<GrowthSite> out = growth(&live, now, min_bytes);
+  std::vector<GrowthSite> out = growth(live, &live, now, min_bytes);
   count_live(live, out);
   return out;
 }
@@ -144,7 +148,7 @@ void LeakAggregator::finish(const LiveState& live, const AllocatorAtExit& cache,
   }
   if (rep->teardown.size() > top) rep->teardown.resize(top);
   uint64_t peak_bytes = rep->peaks.empty() ? 0 : rep->peaks[0].bytes;
-  rep->growth = growth(nullptr, 0, std::max<uint64_t>(1 << 20, peak_bytes / 100));
+  rep->growth = growth(live, nullptr, 0, std::max<uint64_t>(1 << 20, peak_bytes / 100));
   if (cache.known) {  // PyTorch's segments are its reserved memory: the tensor lines say what grew
     auto segment = [&](const GrowthSite& g) { return cache.segment_stacks.count(g.site.stack_id) > 0; };
     rep->torch_segment_growth = std::count_if(rep->growth.begin(), rep->growth.end(), segment);

@@ -46,7 +46,7 @@ class LeakAggregator {
 
  private:
   void checkpoint(const LiveState& live, uint64_t now);
-  std::vector<GrowthSite> growth(const LiveState* now_state, uint64_t now, uint64_t min_bytes) const;
+  std::vector<GrowthSite> growth(const LiveState& live, const LiveState* now_state, uint64_t now, uint64_t min_bytes) const;
 
   SiteCheckpoints checkpoints_;  // device-bucket bytes per site
 };

@@ -25,7 +25,7 @@ class PeakAggregator {
   PeakAggregator& operator=(const PeakAggregator&) = delete;
 
   // After each applied event.
-  void after(uint64_t t) {
+  __attribute__((always_inline)) void after(uint64_t t) {
     for (int device : live_.changed()) {
       const DeviceTotals* totals = live_.find_device(device);
       uint64_t v = totals->bytes[int(Bucket::Device)];

@@ -49,7 +49,7 @@ class TimelineAggregator {
   explicit TimelineAggregator(size_t points) : points_(points) {}
   // After each applied event: a point for every bucket of every device the event changed (a
   // series starts at its first non-zero value).
-  void after(uint64_t t, const LiveState& live) {
+  __attribute__((always_inline)) void after(uint64_t t, const LiveState& live) {
     for (int device : live.changed()) {
       if (device != series_device_) {
         series_of_ = &series_[device];  // std::map: the pointer stays valid

@@ -484,7 +484,7 @@ void TorchAggregator::after_block(uint64_t t, int device, bool allocation) {
     for (const SiteTable::Row& row : sites_.rows())
       if (row.b.bytes) snap.emplace(row.key, row.b.bytes);
     size_t before = checkpoints_.times().size();
-    checkpoints_.add(t, std::move(snap), thread_snapshot(threads_, sites_.rows(), nullptr, 0));
+    checkpoints_.add(t, std::move(snap), thread_snapshot(threads_, sites_.rows()));
     std::vector<std::pair<int, uint64_t>> freed;
     for (const auto& [dv, dd] : devs_) freed.push_back({dv, dd.freed});
     freed_at_.push_back(std::move(freed));
@@ -548,6 +548,10 @@ SiteSnapshot TorchAggregator::site_freed_now() const {
 // its floor rose, from where it started to the lowest it went after its last drop before its
 // last high; a forward pass still filling up when the device ran out is no such thing. Without
 // any drop, all its growth. freed_meanwhile: the other lines' churn while it grew (below).
+FirstOwner TorchAggregator::first_owner() const {
+  return [this](const SiteKey& k, uint32_t* tid) { return threads_.first_owner(sites_.find_row(k), tid); };
+}
+
 TorchGrowth TorchAggregator::growth_of(const GrowthHit& h, const std::vector<const SiteSnapshot*>& series,
                                        const std::vector<uint64_t>& times,
                                        const std::vector<std::pair<int, uint64_t>>* now_freed,
@@ -758,7 +762,7 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
   series.push_back(&now);
   std::vector<const ThreadSiteSnapshot*> threads;
   for (const ThreadSiteSnapshot& s : checkpoints_.thread_snapshots()) threads.push_back(&s);
-  const ThreadSiteSnapshot now_threads = thread_snapshot(threads_, sites_.rows(), nullptr, 0);
+  const ThreadSiteSnapshot now_threads = thread_snapshot(threads_, sites_.rows());
   threads.push_back(&now_threads);
   std::vector<uint64_t> times = checkpoints_.times();
   times.push_back(t);
@@ -766,7 +770,7 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
   for (const auto& [dv, dd] : devs_) now_freed.push_back({dv, dd.freed});
   const SiteSnapshot now_site_freed = site_freed_now();
   uint64_t min_growth = std::max<uint64_t>(1 << 20, o.device_total / 1000);
-  for (const GrowthHit& h : growing_sites(series, threads, min_growth)) {
+  for (const GrowthHit& h : growing_sites(series, threads, first_owner(), min_growth)) {
     if (h.key.device != o.device) continue;
     info.grew_before.push_back(growth_of(h, series, times, &now_freed, &now_site_freed));
     if (info.grew_before.size() == top_) break;
@@ -953,7 +957,7 @@ void TorchAggregator::finish(TraceReport* rep) {
   for (const TorchDevice& td : tr.devices) highest = std::max(highest, td.peak_allocated);
   // Only what was kept across iterations: a forward pass filling up and then freed is no growth.
   const uint64_t min_growth = std::max<uint64_t>(1 << 20, highest / 100);
-  for (const GrowthHit& h : growing_sites(series, threads, min_growth)) {
+  for (const GrowthHit& h : growing_sites(series, threads, first_owner(), min_growth)) {
     TorchGrowth g = growth_of(h, series, checkpoints_.times(), nullptr, nullptr);
     if (g.kept_bytes < min_growth || g.freed_meanwhile < g.kept_bytes) continue;
     tr.growth.push_back(std::move(g));

@@ -200,6 +200,7 @@ class TorchAggregator {
   std::vector<uint64_t> row_freed_seen_;  // row_freed_ at the last checkpoint
   SiteSnapshot site_freed_changes();
   SiteSnapshot site_freed_now() const;
+  FirstOwner first_owner() const;  // for growing_sites: a tensor site's first thread
   TorchGrowth growth_of(const GrowthHit& h, const std::vector<const SiteSnapshot*>& series, const std::vector<uint64_t>& times,
                         const std::vector<std::pair<int, uint64_t>>* now_freed, const SiteSnapshot* now_site_freed) const;
   std::vector<TorchMark> marks_;

@@ -70,29 +70,30 @@ Series series(size_t k, uint32_t n_threads, F bytes) {
 TEST_CASE("growth rule: more threads holding their temporaries at once is no growth") {
   // 8 threads join one after another; each holds 2 MiB of temporaries whenever it runs.
   Series s = series(16, 8, [](uint32_t t, size_t i) { return i >= 2 * t ? 2 * kMiB : 0; });
-  CHECK(growing_sites(s.site_ptrs(), {}, kMiB).size() == 1);  // the site's total alone reads as growth
-  CHECK(growing_sites(s.site_ptrs(), s.thread_ptrs(), kMiB).empty());
+  CHECK(growing_sites(s.site_ptrs(), {}, nullptr, kMiB).size() == 1);  // the site's total alone reads as growth
+  CHECK(growing_sites(s.site_ptrs(), s.thread_ptrs(), nullptr, kMiB).empty());
 }
 
 TEST_CASE("growth rule: a site's growth is attributed to the thread whose own bytes grew") {
   // Thread 100 keeps 1 MiB more at each checkpoint; threads 101-103 churn 0 or 4 MiB.
   Series s = series(12, 4, [](uint32_t t, size_t i) { return t == 0 ? i * kMiB : (i + t) % 2 ? 4 * kMiB : 0; });
-  auto hits = growing_sites(s.site_ptrs(), s.thread_ptrs(), kMiB);
+  auto hits = growing_sites(s.site_ptrs(), s.thread_ptrs(), nullptr, kMiB);
   REQUIRE(hits.size() == 1);
   REQUIRE(hits[0].threads.size() == 1);
   CHECK(hits[0].threads[0].tid == 100);
   CHECK(hits[0].threads[0].growth == 11 * kMiB);
 }
 
-TEST_CASE("growth rule: checkpoints taken while one thread allocated count as that thread's") {
-  // One thread grows alone for 6 checkpoints (nothing kept per thread then), then a second one
-  // starts churning: the first's series runs through both parts.
+TEST_CASE("growth rule: checkpoints taken while one thread allocated at a site count as its first thread's") {
+  // One thread grows alone at the site for 6 checkpoints (no entries for it then: one owner), then
+  // a second one starts churning there: the first's series runs through both parts.
   Series s = series(12, 2, [](uint32_t t, size_t i) { return t == 0 ? (i + 1) * kMiB : i >= 6 && i % 2 ? kMiB : 0; });
-  for (size_t i = 0; i < 6; ++i) {
-    s.threads[i] = ThreadSiteSnapshot{};
-    s.threads[i].tid = 100;
-  }
-  auto hits = growing_sites(s.site_ptrs(), s.thread_ptrs(), kMiB);
+  for (size_t i = 0; i < 6; ++i) s.threads[i].bytes.clear();
+  FirstOwner first = [](const SiteKey& k, uint32_t* tid) {
+    *tid = 100;
+    return k == kSite;
+  };
+  auto hits = growing_sites(s.site_ptrs(), s.thread_ptrs(), first, kMiB);
   REQUIRE(hits.size() == 1);
   REQUIRE(hits[0].threads.size() == 1);
   CHECK(hits[0].threads[0].tid == 100);
