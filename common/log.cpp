@@ -90,28 +90,48 @@ void write_line(const OwnWork& own, const char* text) {
   if (!borrowed) close(fd);
 }
 
-// True when another process of this `vramtrace run` has already claimed `text`.
-bool said_in_this_run(const char* text) {
+// This `vramtrace run`'s private directory (kOnceDirPattern) into dir[128]; false without one.
+bool run_dir(char (&dir)[128]) {
   const char* session = getenv("VRAMTRACE_SESSION");
   size_t n = session ? strlen(session) : 0;
   bool plain = n > 0 && n < 64;
   for (size_t i = 0; plain && i < n; ++i)
     plain = (session[i] >= '0' && session[i] <= '9') || (session[i] >= 'a' && session[i] <= 'z') ||
             (session[i] >= 'A' && session[i] <= 'Z') || session[i] == '-';
-  bool said = false;
-  char dir[128];
   struct stat st;
   // Only run's own directory: ours, private, not a symlink.
-  if (plain && snprintf(dir, sizeof dir, kOnceDirPattern, session) < int(sizeof dir) && lstat(dir, &st) == 0 &&
-      S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0) {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a of the line
-    for (const char* p = text; *p; ++p) h = (h ^ uint8_t(*p)) * 1099511628211ull;
-    char name[160];
-    snprintf(name, sizeof name, "%s/%016llx", dir, static_cast<unsigned long long>(h));
-    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) close(fd);
-    said = fd < 0 && errno == EEXIST;
+  return plain && snprintf(dir, sizeof dir, kOnceDirPattern, session) < int(sizeof dir) && lstat(dir, &st) == 0 &&
+         S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0;
+}
+
+// Claims the file `prefix` + FNV-1a of `text` in the run's directory, writing `text` into it when
+// `keep`: false when another process claimed it first (or there is no directory).
+bool claim_in_run(const char* prefix, const char* text, bool keep, bool* claimed_before) {
+  char dir[128];
+  *claimed_before = false;
+  if (!run_dir(dir)) return false;
+  uint64_t h = 1469598103934665603ull;
+  for (const char* p = text; *p; ++p) h = (h ^ uint8_t(*p)) * 1099511628211ull;
+  char name[180];
+  snprintf(name, sizeof name, "%s/%s%016llx", dir, prefix, static_cast<unsigned long long>(h));
+  int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *claimed_before = errno == EEXIST;
+    return false;
   }
+  if (keep) {
+    size_t len = strlen(text);
+    ssize_t w = write(fd, text, len);
+    (void)w;
+  }
+  close(fd);
+  return true;
+}
+
+// True when another process of this `vramtrace run` has already claimed `text`.
+bool said_in_this_run(const char* text) {
+  bool said = false;
+  claim_in_run("", text, false, &said);
   return said;
 }
 
@@ -125,6 +145,12 @@ void log_line(const char* fmt, ...) {
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
   write_line(own, text);
+}
+
+void leave_run_note(const char* text) {
+  OwnWork own;
+  bool before = false;
+  claim_in_run(kRunNotePrefix, text, true, &before);
 }
 
 void log_line_once_per_run(const char* fmt, ...) {

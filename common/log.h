@@ -19,4 +19,10 @@ void log_line(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_line_once_per_run(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 inline constexpr char kOnceDirPattern[] = "/dev/shm/.vramtrace-run.%s";  // %s: the session id
+
+// A sentence for `vramtrace run` to say when the command has ended and no trace was written (a
+// library opened out of the hooks' reach): a file kRunNotePrefix* in that directory holding it,
+// once per distinct text. Without the directory (LD_PRELOAD alone), nothing.
+inline constexpr char kRunNotePrefix[] = "note.";
+void leave_run_note(const char* text);
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "clock.h"
+#include "log.h"
 #include "meta_records.h"
 #include "recorder.h"
 #include "recorder_internal.h"
@@ -123,6 +124,14 @@ void note_isolated_open(const char* file, int mode, bool other_namespace) {
   o.mode = mode;
   o.other_namespace = other_namespace;
   o.ready.store(true, std::memory_order_release);
+  // For `vramtrace run` when no trace gets written (every CUDA call was made from there): the
+  // library and why the hooks cannot reach it. The LD_AUDIT module hands DEEPBIND ones the hooks.
+  if (other_namespace || !g_audit_attached.load(std::memory_order_acquire)) {
+    char note[kOpenPathMax + 96];
+    snprintf(note, sizeof note, "%s (%s)", o.path,
+             other_namespace ? "opened with dlmopen into another namespace" : "opened with RTLD_DEEPBIND");
+    leave_run_note(note);
+  }
   HookScope scope;
   if (!scope.nested_in_our_work() && recording()) write_open(i, now_ns());
 }

@@ -231,8 +231,16 @@ int run_command(const RunOptions& opt, int* killed_by_signal) {
   }
   std::vector<RunTrace> traces = out.scan_dir.empty() ? std::vector<RunTrace>{} : traces_of_session(out.scan_dir, session);
   if (traces.empty()) {
+    std::string why = out.scan_dir.empty() ? "" : no_trace_reason(out.scan_dir);
+    if (why == kNoMemoryCall) {  // the libraries opened out of the hooks' reach may have made them
+      std::string libs;
+      for (const std::string& n : said_once.notes()) libs += (libs.empty() ? "" : ", ") + analyzer::terminal_escape(n);
+      if (!libs.empty())
+        why = "no CUDA memory call reached vramtrace; libraries out of the hooks' reach were opened, and any made "
+              "from them are not recorded: " + libs + " (docs/interception.md, \"Known gaps\")";
+    }
     error_line(out.scan_dir.empty() ? "no trace listed: %p in the output directory hides where the traces went"
-                                    : "no trace written: " + no_trace_reason(out.scan_dir));
+                                    : "no trace written: " + why);
   } else {
     std::cerr << "vramtrace: " << traces.size() << " trace file" << (traces.size() > 1 ? "s" : "") << ":\n";
     for (const RunTrace& t : traces) std::cerr << "  " << analyzer::terminal_escape(t.path) << trace_note(t) << "\n";

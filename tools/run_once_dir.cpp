@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -63,6 +64,27 @@ RunOnceDir::RunOnceDir(const std::string& session) {
   char p[128];
   if (snprintf(p, sizeof p, kOnceDirPattern, session.c_str()) >= int(sizeof p)) return;
   if (mkdir(p, 0700) == 0) path_ = p;  // an existing one is someone else's: not ours to use or remove
+}
+
+std::vector<std::string> RunOnceDir::notes() const {
+  std::vector<std::string> out;
+  if (path_.empty()) return out;
+  DIR* d = opendir(path_.c_str());
+  if (!d) return out;
+  const size_t prefix = strlen(kRunNotePrefix);
+  while (dirent* e = readdir(d)) {
+    if (strncmp(e->d_name, kRunNotePrefix, prefix) != 0 || out.size() >= 16) continue;
+    int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) continue;
+    struct stat st;
+    char buf[4096];
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf) : -1;
+    close(fd);
+    if (n > 0) out.emplace_back(buf, size_t(n));
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 RunOnceDir::~RunOnceDir() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace vt::cli {
 
@@ -14,6 +15,8 @@ class RunOnceDir {
   ~RunOnceDir();
   RunOnceDir(const RunOnceDir&) = delete;
   RunOnceDir& operator=(const RunOnceDir&) = delete;
+  // The notes the run's processes left (common/log.h, leave_run_note), sorted.
+  std::vector<std::string> notes() const;
 
  private:
   std::string path_;  // empty when it could not be made

@@ -180,7 +180,7 @@ std::string no_trace_reason(const std::string& scan_dir) {
   struct rlimit lim;
   if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < kFirstWindow + (64u << 10))
     return "the file size limit (ulimit -f, " + std::to_string(uint64_t(lim.rlim_cur)) + " bytes) is below a trace's first MiB";
-  return "the program made no CUDA memory call";
+  return kNoMemoryCall;
 }
 
 }  // namespace vt::cli

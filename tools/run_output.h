@@ -27,5 +27,7 @@ bool tracing_disabled();
 // Why a finished run left no trace in `scan_dir`, as precisely as can be told from outside: a
 // full file system, a file size limit too small, tracing disabled, else no CUDA memory call.
 std::string no_trace_reason(const std::string& scan_dir);
+// Its answer when nothing else explains it.
+inline constexpr char kNoMemoryCall[] = "the program made no CUDA memory call";
 
 }  // namespace vt::cli

@@ -192,3 +192,21 @@ TEST_CASE("a program built with TSan or ASan starts and is traced: its runtime's
   // tests/CMakeLists.txt builds them where the compiler can (gcc and clang on x86-64 and aarch64).
   REQUIRE(found > 0);
 }
+
+// A program whose every CUDA call is made from a library dlmopen'ed into another namespace: no
+// trace can be written, and `vramtrace run` said "the program made no CUDA memory call" (it made
+// four). It names the library and why its calls were not recorded.
+TEST_CASE("vramtrace run names the library out of reach when no trace could be written") {
+  std::string dir = e2e::temp_dir();
+  e2e::Spec s{{e2e::cli(), "run", "-o", dir, "--", e2e::program("isolated_open"), "namespace-only"}, {}};
+  s.preload = false;
+  e2e::Result r = e2e::run(s);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("plugin_init_and_alloc 0") != std::string::npos);
+  CHECK(e2e::files_in(dir).empty());
+  CHECK(r.err.find("no trace written: no CUDA memory call reached vramtrace; libraries out of the hooks' reach were "
+                   "opened, and any made from them are not recorded: libvt_isolated_plugin.so (opened with dlmopen into another "
+                   "namespace)") != std::string::npos);
+  CHECK(r.err.find("the program made no CUDA memory call") == std::string::npos);
+}

@@ -8,6 +8,8 @@
 //   plain      dlopen(RTLD_NOW), and dlmopen(LM_ID_BASE): the plugin's allocations are hooked
 //   namespace  dlmopen(LM_ID_NEWLM), and dlmopen(LM_ID_BASE); the plugin is not called
 //   many       RTLD_DEEPBIND under 18 spellings of the plugin's path (the recorder keeps 16)
+//   namespace-only  dlmopen(LM_ID_NEWLM), and the plugin makes every CUDA call of the program
+//              (the driver's start, a context, 8 MiB): no trace can be written
 // Prints "name value" lines; exits 2 on a failed open or call.
 #include <cuda.h>
 #include <dlfcn.h>
@@ -96,6 +98,11 @@ int main(int argc, char** argv) {
     open_or_die(dlmopen(LM_ID_NEWLM, kPlugin, RTLD_NOW | RTLD_LOCAL), "dlmopen LM_ID_NEWLM");
     open_or_die(dlmopen(LM_ID_BASE, kPlugin, RTLD_NOW), "dlmopen LM_ID_BASE");
     own_allocation();
+  } else if (mode == "namespace-only") {
+    void* plugin = open_or_die(dlmopen(LM_ID_NEWLM, kPlugin, RTLD_NOW | RTLD_LOCAL), "dlmopen LM_ID_NEWLM");
+    int r = sym<int (*)(size_t)>(plugin, "plugin_init_and_alloc")(8 << 20);
+    printf("plugin_init_and_alloc %d\n", r);
+    if (r != 0) _exit(2);
   } else if (mode == "many") {
     std::string dir = plugin_dir();
     for (int i = 0; i < 18; ++i) {
@@ -106,7 +113,7 @@ int main(int argc, char** argv) {
     }
     own_allocation();
   } else {
-    fprintf(stderr, "usage: isolated_open deepbind|plain|namespace|many\n");
+    fprintf(stderr, "usage: isolated_open deepbind|plain|namespace|namespace-only|many\n");
     return 2;
   }
   printf("done 1\n");

@@ -18,3 +18,15 @@ int plugin_alloc_dlsym(size_t bytes) {
   dlclose(lib);
   return r;
 }
+
+/* Everything from here: the driver's start, a context and an allocation (a program whose only
+ * CUDA calls are the plugin's, in another namespace). */
+int plugin_init_and_alloc(size_t bytes) {
+  CUdevice dev;
+  CUcontext ctx;
+  CUdeviceptr p;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
+      cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+    return -1;
+  return (int)cuMemAlloc(&p, bytes);
+}
