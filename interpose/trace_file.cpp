@@ -214,6 +214,17 @@ void TraceFile::release_old_window(uint64_t index) {
   if (uint8_t* old = windows_[index - kKeptWindows].load(std::memory_order_relaxed)) madvise(old, kWindowSize, MADV_DONTNEED);
 }
 
+// The descriptor is not kept between windows: the mappings hold the file, and the next window
+// (each MiB of trace) reopens it by its absolute path, with owned_fd's identity check. A kept one
+// was in every traced process's table: a child's own listing of its descriptors (CPython's
+// test_pass_fds_redirected) found it, and under RLIMIT_NOFILE 4 it took the program's third file.
+void TraceFile::let_go_of_fd() {
+  if (fd_ < 0) return;
+  struct stat st;
+  if (fstat(fd_, &st) == 0 && same_file(st, dev_, ino_)) ::close(fd_);
+  fd_ = -1;
+}
+
 uint8_t* TraceFile::window(uint64_t index) {
   if (index >= kMaxWindows) {
     if (!failed_.exchange(true)) stop("trace file %s reached its size limit%s; tracing stopped, the program continues", "");
@@ -253,6 +264,7 @@ uint8_t* TraceFile::window(uint64_t index) {
           w = static_cast<uint8_t*>(m);
           windows_[index].store(w, std::memory_order_release);
           release_old_window(index);
+          let_go_of_fd();
         } else {
           err = errno;
         }

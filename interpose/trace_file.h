@@ -56,6 +56,7 @@ class TraceFile {
   static constexpr uint32_t kMaxWindows = 1u << 18;  // 256 GiB of trace
   static constexpr uint64_t kKeptWindows = 4;  // the newest windows stay in memory (see release_old_window)
   uint8_t* window(uint64_t index);
+  void let_go_of_fd();  // (window(): the descriptor is closed once the window is mapped)
   void release_old_window(uint64_t index);
   bool create_file(const char* path, long pid);
   // Our file's descriptor, verified (or reopened); -1 with errno set when the file is lost.

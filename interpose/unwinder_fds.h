@@ -6,7 +6,10 @@
 // write, close, open, msync and syscall are redirected here through libunwind's own GOT entries (no
 // other library is touched): the pipe is moved near the top of the usual descriptor range,
 // remembered by inode, and read, written or closed only while it still is that pipe; every call
-// is made as a raw system call, so no cancellation point runs while we unwind.
+// is made as a raw system call, so no cancellation point runs while we unwind. Where the kernel
+// allows process_vm_readv on the process itself (nearly everywhere), there is no pipe at all:
+// the one-byte check the pipe made is made that way (unwinder_fds.cpp), and libunwind holds no
+// descriptor.
 #pragma once
 
 namespace vt {

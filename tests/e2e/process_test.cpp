@@ -440,6 +440,33 @@ TEST_CASE("the first memory call, which opens the trace, fits a 16 KiB thread st
   }
 }
 
+// Descriptors: libunwind's memory check held a pipe (two descriptors) for the process's life; it
+// is made without one now (interpose/unwinder_fds.h). The trace file's stays (moved high).
+TEST_CASE("traced, the program holds one descriptor of ours: the trace file's, not libunwind's pipe") {
+  e2e::Spec plain{{e2e::program("lifecycle"), "fds-held"}, {}};
+  plain.preload = false;
+  e2e::Result untraced = e2e::run(plain);
+  Traced t = traced({e2e::program("lifecycle"), "fds-held"});
+  INFO(untraced.out << t.result.out << t.result.err);
+  REQUIRE(untraced.exit_code == 0);
+  REQUIRE(t.result.exit_code == 0);
+  const int before = std::stoi(untraced.out.substr(untraced.out.find("fds ") + 4));
+  const int after = std::stoi(t.result.out.substr(t.result.out.find("fds ") + 4));
+  CHECK(after - before <= 2);  // the trace file, and NVML's device node in the simulated driver's sampler at most
+  CHECK(t.files.size() == 1);
+}
+
+// Under RLIMIT_NOFILE 4 the trace's descriptor took the program's third file (fopen failed).
+TEST_CASE("under RLIMIT_NOFILE 4 the program still opens its own file, and the trace is complete") {
+  Traced t = traced({e2e::program("lifecycle"), "nofile-4"});
+  INFO(t.result.err);
+  CHECK(t.result.exit_code == 0);  // (4: fopen failed)
+  REQUIRE(t.files.size() == 1);
+  e2e::Trace tr = e2e::load(t.files[0]);
+  CHECK(alloc_sizes(tr) == std::vector<uint64_t>{1 << 20, 2 << 20});
+  CHECK(tr.info.closed_cleanly);
+}
+
 // A signal handler on a small alternate stack (glibc's SIGSTKSZ is 8 KiB) that allocates: the hook
 // needed ~14 KiB there to unwind and crashed into the guard page below the stack (or, on a malloc'd
 // one, wrote into the heap). Without the room, the event is recorded without a stack, and the

@@ -25,6 +25,10 @@
 //   main-exit      1 MiB, then the main thread leaves with pthread_exit(): the process ends with
 //                  status 0 once its last thread has (a thread of ours must not keep it alive)
 //   small-stack KIB the first memory call on a thread with a KIB KiB stack
+//   fds-held       1 MiB, then the descriptors open from 3 up (prints "fds N"): vramtrace's are the
+//                  trace file's, libunwind's pipe is none
+//   nofile-4       RLIMIT_NOFILE 4 (one free descriptor), 1 MiB (the first call: the trace opens), then fopen of
+//                  /dev/null must work (exit 0; 4: it failed, a descriptor of ours took its place)
 //   altstack-alloc KIB  a signal handler on a KIB KiB alternate stack (a guard page below it)
 //                  allocates 1 MiB and frees it, then 2 MiB from main (exit 0; SIGSEGV: overflow)
 //   chdir-first DIR  chdir(DIR), then 1 MiB (the first memory call)
@@ -195,6 +199,28 @@ int main(int argc, char** argv) {
   if (mode == "fork-first") return fork_first(n);
   if (mode == "small-stack") return small_stack(n);
   if (mode == "altstack-alloc") return altstack_alloc(n);
+  if (mode == "fds-held") {
+    alloc(1 << 20);
+    alloc(1 << 20);  // (unwound twice: libunwind's memory check has run)
+    int count = 0;
+    for (int fd = 3; fd < 1024; ++fd)
+      if (fcntl(fd, F_GETFD) >= 0) ++count;
+    printf("fds %d\n", count);
+    return 0;
+  }
+  if (mode == "nofile-4") {  // (4 when only 0-2 are open; one more per descriptor inherited)
+    int lowest = dup(0);
+    if (lowest < 0) return 3;
+    close(lowest);
+    struct rlimit lim = {rlim_t(lowest) + 1, rlim_t(lowest) + 1};
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) return 3;
+    alloc(1 << 20);
+    FILE* f = fopen("/dev/null", "r");
+    if (!f) return 4;
+    fclose(f);
+    alloc(2 << 20);
+    return 0;
+  }
   if (mode == "main-exit") {
     alloc(1 << 20);
     pthread_exit(nullptr);
