@@ -17,6 +17,7 @@
 #include "activity.h"
 #include "python_lines.h"
 #include "regular_file.h"
+#include "shared_symbols.h"
 
 namespace vt::analyzer {
 
@@ -194,14 +195,22 @@ void Symbolizer::index_modules() {
   }
 }
 
-Symbolizer::ModuleDebug* Symbolizer::module_for(uint64_t address) {
+long Symbolizer::module_index(uint64_t address) {
   if (indexed_ != store_.modules.size()) index_modules();  // first use, or the store grew
   auto it = std::upper_bound(segments_.begin(), segments_.end(), address,
                              [](uint64_t a, const Segment& s) { return a < s.lo; });
-  if (it == segments_.begin()) return nullptr;
+  if (it == segments_.begin()) return -1;
   --it;
-  if (address >= it->hi) return nullptr;
-  size_t best = it->module;
+  if (address >= it->hi) return -1;
+  return long(it->module);
+}
+
+Symbolizer::ModuleDebug* Symbolizer::module_for(uint64_t address) {
+  long index = module_index(address);
+  return index < 0 ? nullptr : open_module(size_t(index));
+}
+
+Symbolizer::ModuleDebug* Symbolizer::open_module(size_t best) {
   auto& slot = modules_[best];
   if (slot) return slot.get();
   slot = std::make_unique<ModuleDebug>();
@@ -254,7 +263,21 @@ std::vector<Frame> Symbolizer::native(uint64_t address) {
   // Return addresses point after the call: look up the call instruction itself (and its module:
   // a call that ends a library returns to the first byte past it).
   uint64_t pc = address > 0 ? address - 1 : 0;
-  ModuleDebug* md = module_for(pc);
+  // Another trace of this process (a job's ranks, a directory of runs) may have named this place
+  // of the same build already: no module opened, no DWARF read again (shared_symbols.h).
+  const long index = module_index(pc);
+  const ModuleInfo* known = index >= 0 ? &store_.modules[size_t(index)] : nullptr;
+  if (known && !known->build_id.empty()) {
+    if (shared_symbols_lookup(known->build_id, address - known->bias, &out)) {
+      for (Frame& f : out) {
+        f.module = known->path;
+        f.offset = address - known->bias;
+      }
+      address_cache_[address] = out;
+      return out;
+    }
+  }
+  ModuleDebug* md = index < 0 ? nullptr : open_module(size_t(index));
   Frame base;
   base.function = "??";
   if (md) {
@@ -321,6 +344,7 @@ std::vector<Frame> Symbolizer::native(uint64_t address) {
   }
   if (out.empty()) out.push_back(base);
   address_cache_[address] = out;
+  if (md && md->mod && known && !known->build_id.empty()) shared_symbols_store(known->build_id, address - known->bias, out);
   return out;
 }
 

@@ -54,7 +54,10 @@ class Symbolizer {
     uint64_t lo, hi;
     size_t module;
   };
+  // The module record covering `address` (an index into store_.modules), or -1.
+  long module_index(uint64_t address);
   ModuleDebug* module_for(uint64_t address);
+  ModuleDebug* open_module(size_t index);
   void index_modules();
   std::vector<Frame> python_frame(uint64_t frame);
 
