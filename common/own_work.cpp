@@ -107,6 +107,9 @@ bool start_helper_thread(void* (*fn)(void*), void* arg) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  // 2 MiB of stack, not the default 8 (RLIMIT_STACK): loading NVML or libcupti needs far less, and
+  // the address space is the program's (one under RLIMIT_AS met ours; docs/security.md).
+  pthread_attr_setstacksize(&attr, 2u << 20);
   g_helpers.fetch_add(1, std::memory_order_acq_rel);  // (before it runs: never counted short)
   const bool started = pthread_create(&thread, &attr, run_helper, start) == 0;
   if (!started) {

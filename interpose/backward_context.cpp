@@ -142,10 +142,10 @@ int borrow_backward_frames(uint64_t* out, int max) {
 }
 
 void forget_backward_context() {
-  for (Slot& s : g_slots) {
-    s.owner.store(0);
-    s.seq.store(0);
-    s.n.store(0);
+  for (Slot& s : g_slots) {  // (stores only where needed: each page stored to is copied into the child)
+    if (s.owner.load()) s.owner.store(0);
+    if (s.seq.load()) s.seq.store(0);
+    if (s.n.load()) s.n.store(0);
   }
   g_published.store(0);
   t_slot = nullptr;

@@ -85,7 +85,9 @@ bool release_deferred_queue() {
 
 void forget_deferred_events() {
   t_deferred = nullptr;
-  for (DeferredQueue& q : g_pool) q.owned.store(0, std::memory_order_relaxed);
+  // (a store only where one is needed: writing a page the child never used copies or allocates it)
+  for (DeferredQueue& q : g_pool)
+    if (q.owned.load(std::memory_order_relaxed)) q.owned.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace vt

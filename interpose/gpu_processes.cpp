@@ -259,7 +259,8 @@ void forget_gpu_process_sampler() {
   g_watched.store(0);  // (CUDA does not work in a forked child until it makes its own)
   g_answered.store(0);
   g_gave_up.store(false);
-  for (LastList& l : g_last) l = LastList{};
+  for (LastList& l : g_last)
+    if (l.written || l.others_bytes || l.others_rows) l = LastList{};
 }
 
 }  // namespace vt

@@ -93,11 +93,14 @@ bool sample_graph_pool(int32_t device, uint64_t* reserved, uint64_t* used, bool*
 }
 
 void forget_graph_state() {
-  for (auto& slot : g_capture_slots) slot.store(0, std::memory_order_relaxed);
-  g_capture_gate.store(0, std::memory_order_relaxed);
+  auto zero = [](auto& a) {  // (only where needed: a page stored to is copied into the child)
+    if (a.load(std::memory_order_relaxed)) a.store(0, std::memory_order_relaxed);
+  };
+  for (auto& slot : g_capture_slots) zero(slot);
+  zero(g_capture_gate);
   for (auto& p : g_pool) {
-    p.reserved.store(0, std::memory_order_relaxed);
-    p.used.store(0, std::memory_order_relaxed);
+    zero(p.reserved);
+    zero(p.used);
   }
 }
 

@@ -80,14 +80,17 @@ void reset_peak(int row) {
 
 void forget_in_child() {
   Counters& c = g_counters;
-  auto clear = [](CounterSet& s) {
+  auto zero = [](auto& a) {  // (only where needed: a page stored to is copied into the child)
+    if (a.load(std::memory_order_relaxed)) a.store(0, std::memory_order_relaxed);
+  };
+  auto clear = [&](CounterSet& s) {
     for (auto& r : s.bytes)
-      for (auto& b : r) b.store(0, std::memory_order_relaxed);
-    s.dirty.store(0, std::memory_order_relaxed);
+      for (auto& b : r) zero(b);
+    zero(s.dirty);
   };
   clear(c.shared);
   for (CounterSet& s : c.sets) clear(s);
-  for (auto& p : c.peak) p.store(0, std::memory_order_relaxed);
+  for (auto& p : c.peak) zero(p);
   c.owner.store(this_thread(), std::memory_order_relaxed);  // the one thread the child has
 }
 

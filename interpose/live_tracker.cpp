@@ -714,15 +714,19 @@ void forget_live_state() {
   g_vmm.lock.clear();
   g_vmm.clear();
   g_pools_lock.clear();
-  for (PoolSlot& p : g_pools) p.pool.store(0);
+  for (PoolSlot& p : g_pools)
+    if (p.pool.load(std::memory_order_relaxed)) p.pool.store(0);
   g_pool_slots.store(0);
-  for (CurrentSlot& c : g_current) c.pool.store(0);
+  for (CurrentSlot& c : g_current)
+    if (c.pool.load(std::memory_order_relaxed)) c.pool.store(0);
   g_current_slots.store(0);
   g_imports_seen.store(false);
   live::forget_in_child();
-  for (auto& g : g_graph_reserved) g.store(0);
+  for (auto& g : g_graph_reserved)
+    if (g.load(std::memory_order_relaxed)) g.store(0);
   std::atomic<int64_t>* s = __atomic_load_n(&g_sites, __ATOMIC_ACQUIRE);
-  if (s)
+  // (zeroed by the kernel: its own mapping; storing to each copied 512 KiB into every forked child)
+  if (s && madvise(s, kTrackedStacks * sizeof *s, MADV_DONTNEED) != 0)
     for (uint32_t i = 0; i < kTrackedStacks; ++i) s[i].store(0);
 }
 

@@ -72,6 +72,7 @@ class TraceFile {
   std::atomic<bool> failed_{false};
   pthread_mutex_t grow_mu_ = PTHREAD_MUTEX_INITIALIZER;
   static std::atomic<uint8_t*> windows_[kMaxWindows];
+  std::atomic<uint64_t> windows_high_{0};  // the highest window added (under grow_mu_)
 };
 
 }  // namespace vt
