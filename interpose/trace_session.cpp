@@ -226,6 +226,12 @@ void after_fork_in_child() {
   g_generation.fetch_add(1);
   if (g_fork_marker) *g_fork_marker = 1;
   g_status.store(g_stood_down ? kOff : kNotOpen);
+  // Forked inside our own work: a signal handler that interrupted a hook of this thread called
+  // fork (we never do). The child's hooks would take themselves for that handler's nested calls
+  // and queue their events for a scope that never resumes there (the child leaves with _exit, or
+  // from the handler): its events were lost. The state that work held was the parent's, reset
+  // above: the child records as any thread outside our work.
+  if (t_phase == kPhaseOurs) t_phase = kPhaseNone;
 }
 
 // Registered when the library loads, before any of our locks can be taken: a fork while another

@@ -290,6 +290,35 @@ TEST_CASE("allocations of a signal handler that interrupts a hook are recorded")
   }
 }
 
+// A signal handler that interrupts vramtrace's own work (FAKECUDA_RAISE: inside a hook, before its
+// driver call) forks; the child allocates and leaves with _exit. Its hooks took themselves for the
+// handler's nested calls and queued their events for a scope that never resumed: lost.
+TEST_CASE("a child forked by a signal handler that interrupted our work records its own events") {
+  for (std::string where : {"cuCtxGetCurrent:5", "cuMemAlloc_v2:3"}) {
+    INFO(where);
+    std::string dir = e2e::temp_dir();
+    e2e::Result r = e2e::run({{e2e::program("hostile"), "handler-fork", "pairs", "20"},
+                              {{"VRAMTRACE_OUTPUT", dir}, {"FAKECUDA_RAISE", where}}});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);  // (8: the child failed)
+    std::vector<std::string> files = e2e::files_in(dir);
+    REQUIRE(files.size() == 2);  // the parent's and the child's
+    int children = 0;
+    for (const std::string& f : files) {
+      e2e::Trace t = e2e::load(f);
+      int odd = 0;
+      for (const auto& e : t.events)
+        if (e.op && std::string(e.op->name) == "cuMemAlloc_v2" && e.size == 12345) ++odd;
+      if (odd) {
+        ++children;
+        CHECK(odd == 3);
+        CHECK(t.info.closed_cleanly);
+      }
+    }
+    CHECK(children == 1);
+  }
+}
+
 TEST_CASE("what does not fit the queue of a handler that interrupts our work is counted as lost") {
   // One signal, inside the work of the hook that makes the 500th cuCtxGetCurrent call (acquires
   // ask for the context, frees do not: 300 x 4 calls make 600 asks); the handler then makes 80

@@ -16,6 +16,8 @@
 //                    call (one pair), then reaches pthread_testcancel()
 //   cancel T N       T threads with a pending cancel make N pairs each, then pthread_testcancel()
 //   signals T N      T threads make N pairs each while another thread keeps sending them SIGUSR1
+//   handler-fork     the first SIGUSR1's handler forks a child that allocates 3 x 12345 bytes and
+//                    leaves with _exit(0) (the parent's handler waits for it; exit 8 if it failed)
 //   handler-pairs N  each SIGUSR1 makes the handler run N cuMemAlloc_v2 + cuMemFree_v2 pairs
 //                    (default 1; SIGUSR1 may also come from FAKECUDA_RAISE)
 //   lose-trace       renames every file in $VRAMTRACE_OUTPUT (a directory) to <name>.lost
@@ -29,6 +31,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -87,8 +90,23 @@ void call_through_jit(long pairs) {
 #endif
 }
 
+std::atomic<bool> g_handler_fork{false};
+
 void on_usr1(int) {
   int saved = errno;
+  if (g_handler_fork.exchange(false)) {  // once: a child that allocates 3 x 12345 bytes and leaves
+    pid_t child = fork();
+    if (child == 0) {
+      for (int i = 0; i < 3; ++i) {
+        CUdeviceptr p;
+        if (cuMemAlloc(&p, 12345) != CUDA_SUCCESS) _exit(7);
+      }
+      _exit(0);
+    }
+    int status = 0;
+    if (child > 0) waitpid(child, &status, 0);
+    if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) _exit(8);
+  }
   int n = g_handler_pairs.load(std::memory_order_relaxed);
   for (int i = 0; i < n; ++i) {
     CUdeviceptr p;
@@ -319,6 +337,8 @@ int main(int argc, char** argv) {
     } else if (step == "signals") {
       run_signals(atoi(arg(1)), atoi(arg(2)));
       i += 2;
+    } else if (step == "handler-fork") {
+      g_handler_fork.store(true);
     } else if (step == "handler-pairs") {
       g_handler_pairs.store(atoi(arg(1)));
       i += 1;
