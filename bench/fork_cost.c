@@ -1,6 +1,6 @@
 /* The cost of a fork in a traced process (docs/security.md, "Threads, forks and a second copy"):
  * a context and 1 MiB (the trace opens), then one fork whose child prints its private dirty memory
- * (what the fork handlers copied), then 20 fork + _exit + waitpid, timed. bench/run_fork_cost.sh
+ * (what the fork handlers copied), then 20 fork + _exit + waitpid, timed. bench/run_process_costs.sh
  * runs it untraced and traced. */
 #include <stdio.h>
 #include <string.h>

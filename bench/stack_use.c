@@ -1,7 +1,7 @@
 /* How much of the program's stack the hook takes (docs/security.md, "Stack use"): threads with a
  * painted 256 KiB stack make no call, one call, 50 calls, or the process's first call (which opens
  * the trace: argument "first"); each prints the bytes of its stack that were touched. The driver
- * is found at run time (libcuda.so.1 on LD_LIBRARY_PATH). bench/run_stack_use.sh compares traced
+ * is found at run time (libcuda.so.1 on LD_LIBRARY_PATH). bench/run_process_costs.sh compares traced
  * (stacks on and off) with untraced. */
 #define _GNU_SOURCE
 #include <pthread.h>
