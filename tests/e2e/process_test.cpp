@@ -440,6 +440,21 @@ TEST_CASE("the first memory call, which opens the trace, fits a 16 KiB thread st
   }
 }
 
+// The fork handlers stored to every window slot (2 MiB), per-stack counter (512 KiB) and queue
+// header: each page they wrote was copied into every forked child (3 MiB, ~2 ms a fork).
+TEST_CASE("a fork's handlers copy little into the child") {
+  e2e::Spec plain{{e2e::program("lifecycle"), "fork-dirty"}, {}};
+  plain.preload = false;
+  e2e::Result untraced = e2e::run(plain);
+  Traced t = traced({e2e::program("lifecycle"), "fork-dirty"});
+  INFO(untraced.out << t.result.out << t.result.err);
+  REQUIRE(untraced.exit_code == 0);
+  REQUIRE(t.result.exit_code == 0);
+  const long before = std::stol(untraced.out.substr(untraced.out.find("dirty ") + 6));
+  const long after = std::stol(t.result.out.substr(t.result.out.find("dirty ") + 6));
+  CHECK(after - before < 512);  // KiB (it was ~3,000)
+}
+
 // Descriptors: libunwind's memory check held a pipe (two descriptors) for the process's life; it
 // is made without one now (interpose/unwinder_fds.h). The trace file's stays (moved high).
 TEST_CASE("traced, the program holds one descriptor of ours: the trace file's, not libunwind's pipe") {

@@ -29,6 +29,8 @@
 //                  trace file's, libunwind's pipe is none
 //   nofile-4       RLIMIT_NOFILE 4 (one free descriptor), 1 MiB (the first call: the trace opens), then fopen of
 //                  /dev/null must work (exit 0; 4: it failed, a descriptor of ours took its place)
+//   fork-dirty     1 MiB, then a fork whose child prints "dirty N": its private dirty KiB (what the
+//                  fork handlers wrote: each page stored to is copied into the child)
 //   altstack-alloc KIB  a signal handler on a KIB KiB alternate stack (a guard page below it)
 //                  allocates 1 MiB and frees it, then 2 MiB from main (exit 0; SIGSEGV: overflow)
 //   chdir-first DIR  chdir(DIR), then 1 MiB (the first memory call)
@@ -56,6 +58,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "workload.h"
@@ -199,6 +202,24 @@ int main(int argc, char** argv) {
   if (mode == "fork-first") return fork_first(n);
   if (mode == "small-stack") return small_stack(n);
   if (mode == "altstack-alloc") return altstack_alloc(n);
+  if (mode == "fork-dirty") {
+    alloc(1 << 20);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      FILE* f = fopen("/proc/self/smaps_rollup", "r");
+      char line[256];
+      long kib = -1;
+      while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Private_Dirty:", 14) == 0) kib = atol(line + 14);
+      printf("dirty %ld\n", kib);
+      fflush(stdout);
+      _exit(kib < 0 ? 3 : 0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
+  }
   if (mode == "fds-held") {
     alloc(1 << 20);
     alloc(1 << 20);  // (unwound twice: libunwind's memory check has run)
