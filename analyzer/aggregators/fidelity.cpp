@@ -30,6 +30,10 @@ FidelityAggregator::Reading FidelityAggregator::read(const LiveState& live, int 
 
 void FidelityAggregator::reading(int device, const Reading& x) {
   Dev& d = devs_[device];
+  if (d.before_is_last) {
+    d.before = d.last;
+    d.before_is_last = false;
+  }
   d.last = x;
   if (d.peak && !d.after.valid) d.after = x;
 }
@@ -44,13 +48,17 @@ void FidelityAggregator::on_failed(const Record& r, const LiveState& live, bool 
 void FidelityAggregator::after(const Record& r, const LiveState& live) {
   for (int device : live.changed()) {
     const DeviceTotals* t = live.find_device(device);
-    Dev& d = devs_[device];
+    if (device != dev_key_) {
+      dev_ = &devs_[device];
+      dev_key_ = device;
+    }
+    Dev& d = *dev_;
     if (t->bytes[int(Bucket::Device)] > d.peak) {
       d.peak = t->bytes[int(Bucket::Device)];
       d.peak_t = r.t_ns;
       d.peak_version = t->version;
-      d.before = d.last;
-      d.after = Reading{};
+      d.before_is_last = true;
+      d.after.valid = false;
     }
   }
   uint64_t free = 0;
@@ -158,16 +166,17 @@ void FidelityAggregator::finish(TraceReport* rep) const {
     auto it = devs_.find(p.device);
     if (it == devs_.end()) continue;
     const Dev& d = it->second;
+    const Reading& before = d.before_peak();
     // The reading at the peak's state, else the nearest one in time.
     const Reading* pick = nullptr;
     bool exact = false;
     if (d.after.valid && d.after.version == d.peak_version) {
       pick = &d.after;
       exact = true;
-    } else if (d.before.valid && d.after.valid) {
-      pick = d.peak_t - d.before.t <= d.after.t - d.peak_t ? &d.before : &d.after;
-    } else if (d.before.valid || d.after.valid) {
-      pick = d.before.valid ? &d.before : &d.after;
+    } else if (before.valid && d.after.valid) {
+      pick = d.peak_t - before.t <= d.after.t - d.peak_t ? &before : &d.after;
+    } else if (before.valid || d.after.valid) {
+      pick = before.valid ? &before : &d.after;
     }
     if (!pick) continue;
     p.fidelity = explain(*pick, d.peak_t, exact, rep->kernels);

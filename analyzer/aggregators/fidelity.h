@@ -45,6 +45,10 @@ class FidelityAggregator {
   struct Dev {
     uint64_t peak = 0, peak_t = 0, peak_version = 0;
     Reading last, before, after;  // the latest reading; those before and after the peak
+    // `before` is `last` (not copied at each new peak: a slowly growing run reaches one every few
+    // events, and a Reading is ~330 bytes); copied when `last` is about to be replaced.
+    bool before_is_last = false;
+    const Reading& before_peak() const { return before_is_last ? last : before; }
   };
   struct Nvml {
     uint64_t t = 0, bytes = 0;
@@ -60,6 +64,8 @@ class FidelityAggregator {
 
   uint64_t own_pid_;
   std::map<int, Dev> devs_;
+  int dev_key_ = -2;        // the device of dev_ (events come device by device: no map lookup each)
+  Dev* dev_ = nullptr;      // (std::map: the pointer stays valid)
   std::map<int, std::vector<Nvml>> nvml_;
   std::map<int, std::vector<Correction>> corrections_;
   std::vector<Reading> ooms_;  // one per OOM, in order
