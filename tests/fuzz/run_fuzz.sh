@@ -35,42 +35,11 @@ esac
 
 mkdir -p "$out"
 bin=$out/reader_fuzz
-srcs=(
-  "$here/reader_fuzz.cpp"
-  "$repo/analyzer/trace_reader.cpp"
-  "$repo/analyzer/symbolizer.cpp"
-  "$repo/format/python_lines.cpp"
-  "$repo/format/file_header.cpp"
-  "$repo/common/byte_size.cpp"
-  "$repo/analyzer/record_json.cpp"
-  "$repo/analyzer/analysis.cpp"
-  "$repo/analyzer/live_state.cpp"
-  "$repo/analyzer/activity.cpp"
-  "$repo/analyzer/activity_stream.cpp"
-  "$repo/analyzer/oom_verdict.cpp"
-  "$repo/analyzer/report_json.cpp"
-  "$repo/analyzer/report_text.cpp"
-  "$repo/analyzer/report_summary.cpp"
-  "$repo/analyzer/terminal_escape.cpp"
-  "$repo/analyzer/regular_file.cpp"
-  "$repo/analyzer/compare.cpp"
-  "$repo/analyzer/gate.cpp"
-  "$repo/analyzer/folded.cpp"
-  "$repo/analyzer/perfetto_export.cpp"
-  "$repo/analyzer/output_file.cpp"
-  "$repo/analyzer/live_writer.cpp"
-  "$repo/analyzer/job.cpp"
-  "$repo/analyzer/job_parallel.cpp"
-  "$repo/analyzer/job_summaries.cpp"
-  "$repo/analyzer/perfetto_stacks.cpp"
-  "$repo/analyzer/torch_records.cpp"
-  "$repo/analyzer/torch_render.cpp"
-  "$repo/analyzer/torch_verdict.cpp"
-  "$repo/analyzer/user_frames.cpp"
-  "$repo/analyzer/cuda_result.cpp"
-  "$repo/analyzer/stack_frames.cpp"
-  "$repo"/analyzer/aggregators/*.cpp
-)
+srcs=("$here/reader_fuzz.cpp")
+while read -r line; do  # tests/fuzz/reader_sources.txt: one list for this script and CMake
+  case $line in '#'* | '') continue ;; esac
+  for f in "$repo"/$line; do srcs+=("$f"); done
+done < "$here/reader_sources.txt"
 # CUresult names, generated from the toolkit's cuda.h as the CMake build does (analyzer/CMakeLists.txt).
 cuda_h=${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}/include/cuda.h
 cmake -DCUDA_H="$cuda_h" -DOUT="$out/cuda_result_names.inc" -P "$repo/analyzer/cuda_result_names.cmake" ||
