@@ -369,7 +369,9 @@ long traced_max_rss_kib(long iterations, const std::string& dir) {
 
 TEST_CASE("a long traced run does not grow: the trace's written windows leave the process's memory") {
   // Every 1 MiB window of the trace stayed mapped and resident: 8.6 bytes per event, 82 MiB at
-  // 10 M events. 400,000 events against 4,000,000 (a 32 MiB trace): the same peak, within 2 MiB.
+  // 10 M events. 400,000 events against 4,000,000 (a 32 MiB trace): the same peak, within the 4
+  // windows kept resident (TraceFile::kKeptWindows, 4 MiB: the small run's whole 3 MiB trace
+  // fits in them; 2 MiB was too tight under a loaded CI machine's writeback: +2,092 KiB once).
   std::string a = e2e::temp_dir(), b = e2e::temp_dir();
   long small = traced_max_rss_kib(200000, a);
   long large = traced_max_rss_kib(2000000, b);
@@ -378,7 +380,7 @@ TEST_CASE("a long traced run does not grow: the trace's written windows leave th
   REQUIRE(small > 0);
   REQUIRE(large > 0);
   INFO("peak RSS " << small << " KiB at 400k events, " << large << " KiB at 4M");
-  CHECK(large - small < 2048);  // (before: +28 MiB)
+  CHECK(large - small < 4096);  // (before: +28 MiB)
 }
 
 TEST_CASE("a sandbox that denies getpid: the trace is still named and stamped with the process's pid") {
