@@ -1,7 +1,8 @@
 """Thirty-two threads run the same step; one of them keeps each step's output "for later", the
-others let theirs go. The threads start one after another, so more of them hold their
-temporaries at once as the run goes on: the line's total rises, but only the one thread's own
-tensors grow. The report must name the line and that thread, and no other line or segment."""
+others let theirs go. The threads step together (a barrier per step: under a loaded machine a
+thread left alone ran its steps in one burst, and its growth no longer spanned the run), so
+all of them hold temporaries at the same line while only the one thread's own tensors grow.
+The report must name the line and that thread, and no other line or segment."""
 import json
 import os
 import threading
@@ -21,9 +22,13 @@ def step(x):
     return torch.relu(x @ w)  # every thread's temporaries, and the kept outputs
 
 
+STEPS = 60
+barrier = threading.Barrier(32)
+
+
 def worker(n):
-    time.sleep(n * 0.003)
-    for _ in range(60):
+    for _ in range(STEPS):
+        barrier.wait()
         x = torch.randn(64, 512, device="cuda")
         y = step(x)
         if n == LEAKER:
@@ -32,7 +37,7 @@ def worker(n):
         time.sleep(0.0005)
     if n == LEAKER and os.environ.get("VT_RT_OUT"):
         with open(os.path.join(os.environ["VT_RT_OUT"], "leaker.json"), "w") as f:
-            json.dump({"tid": threading.get_native_id(), "line": "threads_one_leaks.py:21"}, f)
+            json.dump({"tid": threading.get_native_id(), "line": f"threads_one_leaks.py:{step.__code__.co_firstlineno + 1}"}, f)
 
 
 threads = [threading.Thread(target=worker, args=(n,)) for n in range(32)]
