@@ -57,6 +57,9 @@ def run_suite(python, modules, env, out):
 
 
 def main():
+    if len(sys.argv) < 2 or not os.path.isfile(os.path.join(sys.argv[1], "lib", "libvramtrace.so")):
+        print("usage: run.py BUILD [MODULE...]  (BUILD: a build tree with lib/libvramtrace.so)", file=sys.stderr)
+        return 2
     build = os.path.abspath(sys.argv[1])
     modules = sys.argv[2:] or MODULES
     python = find_python()
