@@ -1,9 +1,7 @@
 // See native_stack.h.
 #include "native_stack.h"
 
-#define UNW_LOCAL_ONLY
 #include <dlfcn.h>
-#include <libunwind.h>
 #include <link.h>
 #include <pthread.h>
 
@@ -12,6 +10,7 @@
 
 #include "loaded_symbol.h"
 #include "own_work.h"
+#include "unwinder_library.h"
 
 namespace vt {
 
@@ -65,13 +64,15 @@ void configure_native_stacks(int depth) {
   if (depth > kMaxStackDepth) depth = kMaxStackDepth;
   if (depth < 0) depth = 0;
   if (!loader_list_usable()) depth = 0;  // a forked child whose list lock stayed held: unwinding walks it
+  const Unwinder* unw = unwinder();
+  if (!unw) depth = 0;  // libunwind could not be opened (unwinder_library.h): the trace notes why
   if (g_self_hi == 0 && depth > 0) dl_iterate_phdr(find_self, reinterpret_cast<void*>(&configure_native_stacks));
   if (!g_unw_ready.load(std::memory_order_acquire)) {
     OwnWork own(true);  // no handler of this thread may fork (and wait for g_unw_mu) in there
     pthread_mutex_lock(&g_unw_mu);
     if (!g_unw_ready.load(std::memory_order_relaxed)) {
       // Per-thread caches of unwind info: no lock shared between threads while unwinding.
-      unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+      if (unw) unw->use_per_thread_caches();
       g_unw_ready.store(true, std::memory_order_release);
     }
     pthread_mutex_unlock(&g_unw_mu);
@@ -87,7 +88,7 @@ __attribute__((noinline)) int walk(uint64_t* out, int max, uint64_t caller_ip, i
   int want = depth + kOwnFrames;
   if (want > max + kOwnFrames) want = max + kOwnFrames;
   static_assert(sizeof(void*) == sizeof(uint64_t));
-  int n = unw_backtrace(reinterpret_cast<void**>(out), want);
+  int n = unwinder()->backtrace(reinterpret_cast<void**>(out), want);
   int skip = -1;
   for (int i = 0; i < n && i < 2 * kOwnFrames && caller_ip; ++i)
     if (out[i] == caller_ip) {

@@ -20,6 +20,7 @@
 #include "python_frames.h"
 #include "recorder_internal.h"
 #include "stack_index.h"
+#include "unwinder_library.h"
 #include "meta_records.h"
 
 namespace vt {
@@ -32,6 +33,14 @@ using format::kPythonOff, format::kPythonOn, format::kPythonRefused;  // the con
 
 std::atomic<const char*> g_python_why{""};
 
+// One line of ours in the trace (a note record: reports show it as "note: the recorder: ...").
+void write_note(const char* text) {
+  uint8_t buf[320];
+  format::PayloadWriter p(buf, sizeof buf);
+  format::encode<format::NoteSchema>(p, format::NoteRecord{format::Text(text, strnlen(text, 256))});
+  write_meta(format::kTagNote, p.data(), p.size(), now_ns());
+}
+
 // The walker's later verdicts (its self-check on the main thread): one line in the trace (a note
 // record) and, when frames go off, one on stderr. Runs on a Python thread, never under our locks.
 void python_status_changed(bool on, const char* why) {
@@ -40,13 +49,8 @@ void python_status_changed(bool on, const char* why) {
     g_python_state.store(kPythonRefused);
     log_line_once_per_run("Python frames off: %s", why);
   }
-  char text[320];
-  int n = snprintf(text, sizeof text, "Python frames %s: %s", on ? "on" : "off", why);
-  if (n <= 0) return;
-  uint8_t buf[sizeof text];
-  format::PayloadWriter p(buf, sizeof buf);
-  format::encode<format::NoteSchema>(p, format::NoteRecord{format::Text(text, strnlen(text, sizeof text))});
-  write_meta(format::kTagNote, p.data(), p.size(), now_ns());
+  char text[256];
+  if (snprintf(text, sizeof text, "Python frames %s: %s", on ? "on" : "off", why) > 0) write_note(text);
 }
 
 // Per thread, what makes its repeated Python stacks cheap (issue 14): the walker's memo of frames
@@ -106,6 +110,12 @@ __attribute__((constructor)) void find_python_early() {
 
 void configure_stacks(const Config& cfg) {
   configure_native_stacks(cfg.stack_depth);
+  if (cfg.stack_depth > 0 && !unwinder()) {
+    char text[256];
+    snprintf(text, sizeof text, "native stacks off: %s", unwinder_error() ? unwinder_error() : "no unwinder");
+    log_line_once_per_run("%s", text);
+    write_note(text);
+  }
   if (!cfg.python) {
     g_python_state.store(kPythonOff);
   } else if (g_python_state.load() == kPythonRefused) {

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "loaded_symbol.h"
+#include "unwinder_library.h"
 
 namespace vt {
 
@@ -172,12 +173,6 @@ constexpr uint32_t kJumpSlot = R_X86_64_JUMP_SLOT, kGlobDat = R_X86_64_GLOB_DAT;
 constexpr uint32_t kJumpSlot = R_AARCH64_JUMP_SLOT, kGlobDat = R_AARCH64_GLOB_DAT;
 #endif
 
-bool is_libunwind(const char* path) {
-  const char* base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  return strncmp(base, "libunwind.so", 12) == 0;
-}
-
 // Rewrites the GOT slots of one object's relocations [rel, rel + size) that name a redirected
 // function. The slot's page may be RELRO (read-only after start-up): made writable for the store.
 int patch(dl_phdr_info* info, const ElfW(Rela)* rel, size_t size, const ElfW(Sym)* symtab, const char* strtab) {
@@ -206,8 +201,11 @@ int patch(dl_phdr_info* info, const ElfW(Rela)* rel, size_t size, const ElfW(Sym
   return patched;
 }
 
+// Only the copy we opened (unwinder_library.h), by where it is mapped: a libunwind of the program's
+// own is the program's business.
 int patch_libunwind(dl_phdr_info* info, size_t, void* found) {
-  if (!info->dlpi_name || !is_libunwind(info->dlpi_name)) return 0;
+  const Unwinder* ours = unwinder();
+  if (!ours || info->dlpi_addr != ours->base) return 0;
   const ElfW(Dyn)* dyn = nullptr;
   for (int p = 0; p < info->dlpi_phnum; ++p)
     if (info->dlpi_phdr[p].p_type == PT_DYNAMIC)

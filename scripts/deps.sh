@@ -4,7 +4,8 @@
 #   build (default)  what building and the demo need;
 #   test             that and what only the tests need (a browser, clang's fuzzing runtime,
 #                    Node.js for the shared byte-size cases, pytest, tmux, zsh, valgrind,
-#                    man, venv/pip and the static compression libraries for the wheel test).
+#                    man, venv/pip, and patchelf and the static compression libraries for the
+#                    wheel).
 # It asks before using sudo (not root, at a terminal); elsewhere it needs VRAMTRACE_DEPS_YES=1
 # (CI sets it) or it stops with the command to run.
 set -euo pipefail
@@ -12,7 +13,7 @@ build_packages=(cmake make g++ libabsl-dev nlohmann-json3-dev catch2 libcli11-de
                 libbenchmark-dev python3 pkgconf
                 debian-archive-keyring)  # (the demo's real PyTorch is fetched from Debian, verified with it)
 test_packages=(clang libclang-rt-14-dev chromium nodejs python3-pytest tmux zsh valgrind groff-base man-db
-               python3-venv python3-pip python3-setuptools python3-wheel libbz2-dev zlib1g-dev liblzma-dev)
+               python3-venv python3-pip patchelf libbz2-dev zlib1g-dev liblzma-dev)
 packages=("${build_packages[@]}")
 [ "${VT_DEPS:-build}" = test ] && packages+=("${test_packages[@]}")
 missing=()

@@ -479,6 +479,30 @@ TEST_CASE("traced, the program holds no descriptor of ours: not the trace file's
   CHECK(t.files.size() == 1);
 }
 
+// libunwind.so.8 exports GCC's unwinder ABI (_Unwind_RaiseException, ...) without versions; linked
+// by libvramtrace.so it sat in the global scope ahead of libgcc_s, and every C++ exception of a
+// library opened later (a Python extension: PyTorch) went through libunwind's copy. Opened with
+// RTLD_LOCAL (interpose/unwinder_library.h), it serves our stacks only.
+TEST_CASE("traced, C++ exceptions of a library opened later go through libgcc_s, as untraced") {
+  const std::string thrower = e2e::program("libexception_thrower.so");
+  e2e::Spec untraced;
+  untraced.argv = {e2e::program("exception_scope"), thrower};
+  untraced.preload = false;
+  e2e::Result u = e2e::run(untraced);
+  INFO(u.err);
+  REQUIRE(u.exit_code == 0);
+  CHECK(u.out.find("libgcc_s.so.1\ncaught 7") != std::string::npos);
+  Traced t = traced({e2e::program("exception_scope"), thrower});
+  INFO(t.result.err);
+  REQUIRE(t.result.exit_code == 0);
+  CHECK(t.result.out == u.out);  // (it was "unwinder .../libunwind.so.8")
+  REQUIRE(t.files.size() == 1);
+  e2e::Trace tr = e2e::load(t.files[0]);
+  bool stacked = false;
+  for (const auto& e : tr.events) stacked |= e.op && std::string(e.op->name) == "cuMemAlloc_v2" && e.stack != 0;
+  CHECK(stacked);  // the unwinder ran before the exception was thrown
+}
+
 // Under RLIMIT_NOFILE 4 the trace's descriptor took the program's third file (fopen failed).
 TEST_CASE("under RLIMIT_NOFILE 4 the program still opens its own file, and the trace is complete") {
   Traced t = traced({e2e::program("lifecycle"), "nofile-4"});
