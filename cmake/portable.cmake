@@ -3,9 +3,8 @@
 #   - the CLI links libstdc++, Abseil and elfutils (with zlib, liblzma, libbz2) statically and
 #     needs only glibc and libgcc_s.so.1 (which glibc itself loads for thread cancellation);
 #     libgcc stays shared because its static unwinder calls _dl_find_object (glibc 2.35);
-#   - libvramtrace.so needs glibc and libunwind.so.8 (+ liblzma.so.5): Debian's libunwind.a is
-#     not position-independent, so the wheel carries both shared libraries beside
-#     libvramtrace.so, found through its RUNPATH $ORIGIN.
+#   - libvramtrace.so needs glibc; it opens libunwind at run time (RTLD_LOCAL): the copy carried
+#     beside it under a name of its own, with liblzma (cmake/carried_libraries.cmake).
 # Nothing here may use a glibc symbol newer than 2.34 (tests/packaging/ldd_check.sh checks the
 # symbol versions): no std::random_device (libstdc++'s calls arc4random, 2.36; the static
 # libstdc++ still links it in, so tools/glibc_compat.cpp defines arc4random from getrandom).
@@ -19,6 +18,7 @@ endif()
 # elfutils for the analyzer: the pkg-config targets by default, their static archives when portable.
 set(VT_ELFUTILS_LIBS PkgConfig::LIBDW PkgConfig::LIBELF)
 if(VRAMTRACE_PORTABLE)
+  include(${CMAKE_CURRENT_LIST_DIR}/carried_libraries.cmake)
   set(VT_ELFUTILS_LIBS "")
   foreach(lib dw elf z lzma bz2)
     find_library(VT_STATIC_${lib} NAMES lib${lib}.a REQUIRED)
@@ -55,7 +55,4 @@ function(vt_make_portable)
   target_link_options(vramtrace_cli PRIVATE -static-libstdc++)
   target_sources(vramtrace_cli PRIVATE ${PROJECT_SOURCE_DIR}/tools/glibc_compat.cpp)  # arc4random (2.36)
   set_target_properties(vramtrace PROPERTIES BUILD_RPATH "\$ORIGIN" INSTALL_RPATH "\$ORIGIN")
-  # libunwind's own liblzma.so.5 would be searched without our RUNPATH (a RUNPATH covers only the
-  # object's own needs): named here too, it is loaded from beside libvramtrace.so first.
-  target_link_libraries(vramtrace PRIVATE "-Wl,--push-state,--no-as-needed" lzma "-Wl,--pop-state")
 endfunction()

@@ -33,12 +33,14 @@ using format::kPythonOff, format::kPythonOn, format::kPythonRefused;  // the con
 
 std::atomic<const char*> g_python_why{""};
 
+bool g_unwinder_missing = false;  // stacks were asked for, libunwind could not be opened
+
 // One line of ours in the trace (a note record: reports show it as "note: the recorder: ...").
-void write_note(const char* text) {
+void write_note(const char* text, uint64_t t = now_ns()) {
   uint8_t buf[320];
   format::PayloadWriter p(buf, sizeof buf);
   format::encode<format::NoteSchema>(p, format::NoteRecord{format::Text(text, strnlen(text, 256))});
-  write_meta(format::kTagNote, p.data(), p.size(), now_ns());
+  write_meta(format::kTagNote, p.data(), p.size(), t);
 }
 
 // The walker's later verdicts (its self-check on the main thread): one line in the trace (a note
@@ -110,12 +112,8 @@ __attribute__((constructor)) void find_python_early() {
 
 void configure_stacks(const Config& cfg) {
   configure_native_stacks(cfg.stack_depth);
-  if (cfg.stack_depth > 0 && !unwinder()) {
-    char text[256];
-    snprintf(text, sizeof text, "native stacks off: %s", unwinder_error() ? unwinder_error() : "no unwinder");
-    log_line_once_per_run("%s", text);
-    write_note(text);
-  }
+  g_unwinder_missing = cfg.stack_depth > 0 && !unwinder();
+  if (g_unwinder_missing) log_line_once_per_run("native stacks off: %s", unwinder_error());
   if (!cfg.python) {
     g_python_state.store(kPythonOff);
   } else if (g_python_state.load() == kPythonRefused) {
@@ -192,6 +190,11 @@ void write_stack_config(uint64_t t) {
   format::PayloadWriter p(buf, sizeof buf);
   format::encode<format::ConfigSchema>(p, r);
   write_meta(format::kTagConfig, p.data(), p.size(), t);
+  if (g_unwinder_missing) {
+    char text[256];
+    snprintf(text, sizeof text, "native stacks off: %s", unwinder_error());
+    write_note(text, t);
+  }
 }
 
 }  // namespace vt

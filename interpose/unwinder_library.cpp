@@ -42,7 +42,7 @@ __attribute__((constructor(102))) void open_at_load() { open_unwinder(); }
 }  // namespace
 
 const Unwinder* unwinder() { return g_open ? &g_unwinder : nullptr; }
-const char* unwinder_error() { return g_error[0] ? g_error : nullptr; }
+const char* unwinder_error() { return g_error[0] ? g_error : "libunwind was not opened"; }
 
 void open_unwinder() {
   if (g_open) return;

@@ -19,7 +19,7 @@ struct Unwinder {
 // The unwinder once opened; null when it could not be (native stacks are then off, and
 // unwinder_error() says why).
 const Unwinder* unwinder();
-// Why it could not be opened (dlerror's line), or null.
+// Why it could not be opened (dlerror's line).
 const char* unwinder_error();
 // Opens it, at load (our constructor, before unwinder_fds.cpp patches its descriptors' calls).
 // Nothing of libunwind runs here: its first call opens its pipe (native_stack.cpp makes it).

@@ -2,8 +2,9 @@
 # Stages what tests/gpu/device_run.sh runs on the lent GPU machine, which has no network and no
 # -dev packages (../shared/knowledge/gpu-machine.md), into build-gpu/ (git-ignored, carried):
 #   bin/vramtrace                 the portable CLI: glibc (and libgcc_s) only
-#   lib/libvramtrace.so, lib/libvramtrace_audit.so, and the libunwind.so.8 and liblzma.so.5 the
-#                                 library loads, beside it (RUNPATH $ORIGIN)
+#   lib/libvramtrace.so, lib/libvramtrace_audit.so, and the libunwind and liblzma copies the
+#                                 library opens, beside it under names of their own (as in the
+#                                 wheel: cmake/carried_libraries.cmake)
 #   tests/programs/               lookup_dynamic, driver_figures (glibc and libstdc++)
 #   tests/realtorch/lib/          libvt_outside.so (the library of oom_outside.py)
 #   bench/gen_trace               for the job-scaling measurement
@@ -11,8 +12,7 @@
 #                                 alloc_shared, pool_release, kernels, kernels_shared, async_pairs
 #   STAGED                        the commit, the date and what was checked
 # Then it checks the rules: every binary needs nothing but glibc, libstdc++/libgcc_s (programs),
-# the CUDA driver and runtime the machine has, and what the folder ships in lib/ (gen_trace finds
-# libunwind there through LD_LIBRARY_PATH); no glibc symbol newer than
+# the CUDA driver and runtime the machine has, and what the folder ships in lib/; no glibc symbol newer than
 # 2.34 in the CLI and library; the folder under 32 MiB. Last it prints the one device call.
 #   scripts/gpu_stage.sh          (VT_GPU_PORTABLE_BUILD names the portable build folder: default
 #                                  build-gpu-work/, configured as the wheel's)
@@ -40,9 +40,8 @@ rm -rf "$stage"
 mkdir -p "$stage"/{bin,lib,tests/programs,tests/realtorch/lib,bench,gpu}
 cp "$work/bin/vramtrace" "$stage/bin/"
 cp "$work/lib/libvramtrace.so" "$work/lib/libvramtrace_audit.so" "$stage/lib/"
-# What libvramtrace.so loads besides glibc, beside it under its soname (as the wheel carries them).
-ldd "$stage/lib/libvramtrace.so" | awk '$3 ~ /^\// && $1 ~ /^(libunwind|liblzma)/ {print $1, $3}' |
-  while read -r soname path; do cp "$(realpath "$path")" "$stage/lib/$soname"; done
+# The libraries libvramtrace.so carries, as the wheel does.
+while read -r lib; do [[ $lib == libvramtrace* ]] || cp "$work/lib/$lib" "$stage/lib/"; done <"$work/wheel_libraries.txt"
 cp build/tests/programs/lookup_dynamic build/tests/programs/driver_figures "$stage/tests/programs/"
 cp build/tests/realtorch/lib/libvt_outside.so "$stage/tests/realtorch/lib/"
 cp build/bench/gen_trace "$stage/bench/"
@@ -59,7 +58,7 @@ cu async_pairs async_pairs.cu -cudart static
 strip --strip-unneeded "$stage"/bin/* "$stage"/lib/*.so* "$stage"/tests/programs/* "$stage"/bench/* 2>/dev/null || true
 
 # The rules.
-tests/packaging/ldd_check.sh "$stage/bin/vramtrace" "$stage/lib/libvramtrace.so" >&2 || die "ldd rules (above)"
+tests/packaging/binary_rules.sh "$stage/bin/vramtrace" "$stage/lib" >&2 || die "binary rules (above)"
 allowed='^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|libstdc\+\+\.so\.6|libcuda\.so\.1|libcudart\.so\.13)$'
 for f in "$stage"/lib/libvramtrace_audit.so "$stage"/tests/programs/* "$stage"/tests/realtorch/lib/* "$stage"/bench/* "$stage"/gpu/*; do
   for d in $(ldd "$f" 2>/dev/null | awk '{print $1}'); do
@@ -82,7 +81,7 @@ size=$(du -sb "$stage" | cut -f1)
 {
   echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!build-gpu' || echo ' (with uncommitted changes)')"
   echo "staged $(date -u +%FT%TZ) on $(uname -m), $(ldd --version | head -n 1)"
-  echo "$((size >> 10)) KiB; the CLI and library pass tests/packaging/ldd_check.sh; $(ls "$stage/gpu" | tr '\n' ' ')"
+  echo "$((size >> 10)) KiB; the CLI and library pass tests/packaging/binary_rules.sh; $(ls "$stage/gpu" | tr '\n' ' ')"
 } >"$stage/STAGED"
 say "$stage: $((size >> 10)) KiB, $(find "$stage" -type f | wc -l) files, the rules hold"
 cat <<EOF
