@@ -45,6 +45,8 @@ done
 grep -q "^Tag: py3-none-$tag$" <<<"$($py -c "import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); print(z.read([n for n in z.namelist() if n.endswith('/WHEEL')][0]).decode())" "$whl")" ||
   fail "the WHEEL file's tag differs from the file name's"
 
+grep -qF "pip install $(basename "$whl")" "$repo/README.md" || fail "README.md's quick start does not name this wheel ($(basename "$whl"))"
+
 # The tag against the binaries' real needs.
 mkdir "$work/unpacked" && (cd "$work/unpacked" && $py -m zipfile -e "$whl" .) || fail "cannot unpack the wheel"
 "$here/binary_rules.sh" "$work/unpacked/vramtrace/bin/vramtrace" "$work/unpacked/vramtrace/lib" "$tag" || exit 1
