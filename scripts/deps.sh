@@ -13,7 +13,7 @@ build_packages=(cmake make g++ libabsl-dev nlohmann-json3-dev catch2 libcli11-de
                 libbenchmark-dev python3 pkgconf
                 debian-archive-keyring)  # (the demo's real PyTorch is fetched from Debian, verified with it)
 test_packages=(clang libclang-rt-14-dev chromium nodejs python3-pytest tmux zsh valgrind groff-base man-db
-               python3-venv python3-pip patchelf libbz2-dev zlib1g-dev liblzma-dev)
+               python3-venv python3-pip python3-yaml patchelf libbz2-dev zlib1g-dev liblzma-dev)
 packages=("${build_packages[@]}")
 [ "${VT_DEPS:-build}" = test ] && packages+=("${test_packages[@]}")
 missing=()

@@ -9,7 +9,8 @@
 #     the reason the tag gives, and on a newer one (trixie's 2.41) the CLI and libvramtrace.so work
 #     (2.34 and 2.35 themselves: no Debian release has them; not tried);
 #   - `pip install --no-index` puts it into a fresh venv; `vramtrace` and `python -m vramtrace` trace
-#     a program on the simulated device and report it; the pytest plugin registers by its entry point.
+#     a program on the simulated device and report it; the pytest plugin registers by its entry point;
+#   - docs/ci.md's GitHub Actions recipe runs with it (ci_recipe_test.sh).
 # Usage: wheel_test.sh BUILD_DIR (for the simulated driver and the test programs).
 set -uo pipefail
 build=$(realpath "${1:?usage: wheel_test.sh BUILD_DIR}")
@@ -96,6 +97,10 @@ grep -q "1 trace file" "$work/log" || fail "python -m vramtrace run wrote no tra
 grep -q "@pytest.mark.limit_vram" "$work/log" || fail "the plugin is not registered (no limit_vram marker)"
 "$work/venv/bin/python" -m pytest --help > "$work/log" 2>&1
 grep -q -- "--vram-report" "$work/log" || fail "the plugin's --vram-report option is missing"
+
+# docs/ci.md's GitHub Actions recipe with this wheel.
+unset VRAMTRACE_OUTPUT
+"$here/ci_recipe_test.sh" "$whl" "$build" "$repo" || exit 1
 
 # Other glibc versions, each started with its own loader (tests/packaging/debian_libc.sh).
 if old=$("$here/debian_libc.sh" bullseye 2>"$work/log"); then
