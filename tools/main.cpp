@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "output_file.h"
 #include "perfetto_export.h"
+#include "torch_snapshot.h"
 #include "doctor.h"
 #include "cli_docs.h"
 #include "usage.h"
@@ -90,13 +91,26 @@ int main(int argc, char** argv) {
   double counter_us = 100, min_slice_us = 0;
   vt::cli::ExportOptions exp;
   CLI::App* export_cmd = app.add_subcommand(
-      "export", "convert a trace: --perfetto OUT.json (ui.perfetto.dev, chrome://tracing) or --folded OUT "
-                "(flamegraph.pl, speedscope)");
+      "export", "convert a trace: --perfetto OUT.json (ui.perfetto.dev, chrome://tracing), --folded OUT "
+                "(flamegraph.pl, speedscope) or --torch-snapshot OUT.pickle (pytorch.org/memory_viz)");
   export_cmd->add_option("trace", trace, "trace file")->required();
   auto* perfetto_opt = export_cmd->add_option("--perfetto", perfetto_out, "write Chrome trace-event JSON to this file");
   auto* folded_opt = export_cmd->add_option("--folded", exp.output,
                                             "write the peak's (or with --leaks the leaks') stacks, folded; - for stdout");
   perfetto_opt->excludes(folded_opt);
+  std::string snapshot_out;
+  bool torch_only = false;
+  auto* snapshot_opt = export_cmd->add_option(
+      "--torch-snapshot", snapshot_out,
+      "write PyTorch's memory snapshot, the pickle of torch.cuda.memory._dump_snapshot (pytorch.org/memory_viz, "
+      "torch.cuda._memory_viz), every action of the run, with the process's memory outside PyTorch as segments of its own");
+  snapshot_opt->excludes(perfetto_opt)->excludes(folded_opt);
+  export_cmd->add_flag("--torch-only", torch_only, "--torch-snapshot: PyTorch's segments and blocks only");
+  std::string snapshot_stacks = "all";
+  export_cmd->add_option("--stacks", snapshot_stacks,
+                         "--torch-snapshot: the frames of each entry, as _record_memory_history(stacks=...): all (Python, "
+                         "then native) or python")
+      ->capture_default_str()->check(CLI::IsMember({"all", "python"}));
   auto* leaks_flag = export_cmd->add_flag("--leaks", exp.leaks, "--folded: the stacks of what was never freed, not the peak's live set");
   export_cmd->add_flag("--native", exp.native, "--folded: every frame (default: the user's frames, machinery left out)");
   export_cmd->add_flag("--driver", exp.driver,
@@ -311,6 +325,30 @@ int main(int argc, char** argv) {
     return vt::cli::dump_command(trace, dump);
   }
   if (*info_cmd) return vt::cli::info_command(trace);
+  for (const char* o : {"--torch-only", "--stacks"})
+    if (*export_cmd && export_cmd->count(o) && snapshot_out.empty()) {
+      vt::cli::error_line(std::string("export: ") + o + " is an option of --torch-snapshot");
+      return 2;
+    }
+  if (*export_cmd && !snapshot_out.empty()) {
+    for (const char* o : {"--counter-interval-us", "--alloc-threshold", "--min-slice-us", "--no-stacks", "--leaks", "--native",
+                          "--top", "--driver"})
+      if (export_cmd->count(o)) {
+        vt::cli::error_line(std::string("export: ") + o + " is not an option of --torch-snapshot");
+        return 2;
+      }
+    vt::analyzer::TorchSnapshotOptions snap;
+    snap.torch_only = torch_only;
+    snap.native = snapshot_stacks == "all";
+    snap.symbolizer = perfetto.symbolizer;
+    snap.symbolizer.warn = vt::cli::symbol_options("", {}).warn;
+    std::string err;
+    vt::analyzer::TorchSnapshotStats stats;
+    int rc = vt::analyzer::export_torch_snapshot_file(trace, snapshot_out, snap, &err, &stats);
+    vt::cli::name_problems(trace, stats.problems, {});
+    if (rc) vt::cli::error_line(err);
+    return rc ? vt::cli::kExitUsage : vt::cli::kExitOk;
+  }
   if (*export_cmd) {  // each format's own options, refused with the other (they were ignored)
     const bool folded = !exp.output.empty();
     for (const char* o : folded ? std::vector<const char*>{"--counter-interval-us", "--alloc-threshold", "--min-slice-us", "--no-stacks"}
@@ -327,7 +365,7 @@ int main(int argc, char** argv) {
     return vt::cli::export_command(exp);
   }
   if (*export_cmd && perfetto_out.empty()) {
-    vt::cli::error_line("export: say what to write: --perfetto OUT.json or --folded OUT");
+    vt::cli::error_line("export: say what to write: --perfetto OUT.json, --folded OUT or --torch-snapshot OUT.pickle");
     return 2;
   }
   if (*export_cmd) {
