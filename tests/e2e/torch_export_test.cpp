@@ -157,3 +157,90 @@ TEST_CASE("export --folded: PyTorch's tensors at its allocated peak by the user'
   CHECK(e2e::run_cli({"export", "--folded", "-", "--driver", "--leaks", trace}).exit_code == 2);
   CHECK(e2e::run_cli({"export", "--perfetto", e2e::temp_dir() + "/x.json", "--driver", trace}).exit_code == 2);
 }
+
+namespace {
+
+// `vramtrace export --torch-snapshot` of `trace` with `args`, loaded by Python's pickle and given
+// back as JSON (tuples become lists).
+json snapshot(const std::string& trace, std::vector<std::string> args = {}) {
+  std::string out = e2e::temp_dir() + "/snapshot.pickle";
+  std::vector<std::string> cmd = {"export", "--torch-snapshot", out, trace};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  e2e::Result r = e2e::run_cli(cmd);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  e2e::Spec py;
+  py.argv = {"python3", "-c", "import json, pickle, sys; print(json.dumps(pickle.load(open(sys.argv[1], 'rb'))))", out};
+  py.preload = false;
+  e2e::Result p = e2e::run(py);
+  INFO(p.err);
+  REQUIRE(p.exit_code == 0);
+  return json::parse(p.out);
+}
+
+std::vector<std::string> actions(const json& s) {
+  std::vector<std::string> out;
+  for (const auto& e : s["device_traces"][0]) out.push_back(e["action"].get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+// The crafted PyTorch run as PyTorch's snapshot: segment A with the weight and a free piece at the
+// end, B's segment_alloc / segment_free around its tensor (empty_cache), the user's frames.
+TEST_CASE("export --torch-snapshot: PyTorch's segments, blocks and actions, Python frames first") {
+  std::string trace = torch_trace(e2e::temp_dir());
+  json s = snapshot(trace);
+  REQUIRE(s["segments"].size() == 1);
+  const json& a = s["segments"][0];
+  CHECK(a["address"] == A);
+  CHECK(a["total_size"] == 20 * MiB);
+  CHECK(a["allocated_size"] == 8 * MiB);
+  CHECK(a["segment_type"] == "large");
+  REQUIRE(a["blocks"].size() == 2);
+  CHECK(a["blocks"][0] == json({{"address", A}, {"size", 8 * MiB}, {"requested_size", 8 * MiB}, {"state", "active_allocated"},
+                                {"frames", a["blocks"][0]["frames"]}}));
+  CHECK(a["blocks"][0]["frames"][0]["filename"] == "/usr/lib/python3/dist-packages/torch/nn/modules/linear.py");
+  CHECK(a["blocks"][0]["frames"][1] == json({{"name", "build"}, {"filename", "/src/train.py"}, {"line", 12}}));
+  CHECK(a["blocks"][1]["state"] == "inactive");
+  CHECK(a["blocks"][1]["size"] == 12 * MiB);
+  CHECK(actions(s) == std::vector<std::string>{"segment_alloc", "alloc", "alloc", "free_requested", "free_completed",
+                                               "segment_alloc", "alloc", "free_requested", "free_completed", "segment_free"});
+  CHECK(s["device_traces"][0][6]["size"] == 64 * MiB);
+  CHECK(s["device_traces"][0][6]["frames"][1]["name"] == "big");
+  CHECK(s["vramtrace"]["block_layer"] == true);
+  // Frames: the same stack's list is one object in the pickle, equal wherever it appears.
+  CHECK(s["device_traces"][0][0]["frames"] == s["device_traces"][0][1]["frames"]);
+}
+
+// Without PyTorch's block layer (raw CUDA, JAX, CuPy): each device allocation a segment with one
+// block, said so; --torch-only leaves nothing.
+TEST_CASE("export --torch-snapshot: a trace without PyTorch gives each allocation a segment, and says so") {
+  crafted::CraftedTrace t;
+  t.process({"./app"}, "/usr/bin/app");
+  t.device(0, 16ull << 30, "GPU");
+  t.thread(100, "app", true);
+  t.alloc(A, 3 * MiB);
+  t.alloc(B, 5 * MiB);
+  t.free(A);
+  std::string trace = e2e::temp_dir() + "/raw.trace";
+  t.write(trace);
+  json s = snapshot(trace);
+  REQUIRE(s["segments"].size() == 1);
+  CHECK(s["segments"][0]["address"] == B);
+  CHECK(s["segments"][0]["total_size"] == 5 * MiB);
+  CHECK(s["segments"][0]["blocks"].size() == 1);
+  CHECK(s["segments"][0]["blocks"][0]["state"] == "active_allocated");
+  CHECK(s["segments"][0]["vramtrace_owner"] == "unknown (no stack)");
+  CHECK(actions(s) == std::vector<std::string>{"segment_alloc", "alloc", "segment_alloc", "alloc", "free_requested",
+                                               "free_completed", "segment_free"});
+  CHECK(s["vramtrace"]["block_layer"] == false);
+  CHECK(s["vramtrace"]["note"].get<std::string>().find("without PyTorch's block records") != std::string::npos);
+  json only = snapshot(trace, {"--torch-only"});
+  CHECK(only["segments"].empty());
+  CHECK(only["device_traces"].empty());
+  // Options of the other formats are refused, and these are refused without --torch-snapshot.
+  CHECK(e2e::run_cli({"export", "--torch-snapshot", e2e::temp_dir() + "/x.pickle", "--leaks", trace}).exit_code == 2);
+  CHECK(e2e::run_cli({"export", "--perfetto", e2e::temp_dir() + "/x.json", "--torch-only", trace}).exit_code == 2);
+  CHECK(e2e::run_cli({"export", "--torch-snapshot", e2e::temp_dir() + "/x.pickle", "--stacks", "cpp", trace}).exit_code == 2);
+}
