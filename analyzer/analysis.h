@@ -21,6 +21,13 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
 // more than its first 8 bytes, never blocking.
 bool trace_file_name(const std::string& name);
 
+// The traces of a directory by that rule, sorted by path; `why` is set for one that cannot even be
+// opened as a regular file. False with one line in *error when the directory cannot be listed.
+struct JobEntry {
+  std::string path, why;
+};
+bool list_job_entries(const std::string& dir, std::vector<JobEntry>* out, std::string* error);
+
 // Analyses every trace in a directory. A trace that cannot be read at all goes to
 // out->unreadable (path, and the reason in `damage`); the others to out->traces. Returns false
 // with one line in *error only when the directory cannot be listed or holds no trace at all.

@@ -56,24 +56,28 @@ bool trace_entry(const std::string& path, const std::string& name, std::string* 
 
 }  // namespace
 
-bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* out, std::string* error) {
+bool list_job_entries(const std::string& dir, std::vector<JobEntry>* out, std::string* error) {
   DIR* d = opendir(dir.c_str());
   if (!d) {
     *error = dir + ": cannot open directory: " + strerror(errno);
     return false;
   }
-  struct Entry {
-    std::string path, why;  // why: set when it cannot even be opened as a regular file
-  };
-  std::vector<Entry> entries;
+  out->clear();
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    Entry en{dir + (dir.empty() || dir.back() != '/' ? "/" : "") + name, {}};
-    if (trace_entry(en.path, name, &en.why)) entries.push_back(std::move(en));
+    JobEntry en{dir + (dir.empty() || dir.back() != '/' ? "/" : "") + name, {}};
+    if (trace_entry(en.path, name, &en.why)) out->push_back(std::move(en));
   }
   closedir(d);
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.path < b.path; });
+  std::sort(out->begin(), out->end(), [](const JobEntry& a, const JobEntry& b) { return a.path < b.path; });
+  return true;
+}
+
+bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* out, std::string* error) {
+  using Entry = JobEntry;
+  std::vector<Entry> entries;
+  if (!list_job_entries(dir, &entries, error)) return false;
   if (entries.empty()) {
     if (opt.accept_summaries) {  // no traces: per-rank JSON summaries made on each rank's node?
       std::string why;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "symbolizer.h"
+#include "torch_snapshot.h"
 
 namespace vt::analyzer {
 struct JobReport;  // report_model.h
@@ -69,6 +70,9 @@ struct ExportOptions {
   bool native = false;
 };
 int export_command(const ExportOptions& opt);
+// `vramtrace export --torch-snapshot OUT TRACE` (cmd_torch_snapshot.cpp): a trace, or a job
+// directory into the directory OUT, one pickle per trace.
+int torch_snapshot_command(const std::string& input, const std::string& output, const analyzer::TorchSnapshotOptions& opt);
 
 struct CheckOptions {
   std::string input, max_peak, max_leak, baseline;

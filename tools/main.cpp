@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   CLI::App* export_cmd = app.add_subcommand(
       "export", "convert a trace: --perfetto OUT.json (ui.perfetto.dev, chrome://tracing), --folded OUT "
                 "(flamegraph.pl, speedscope) or --torch-snapshot OUT.pickle (pytorch.org/memory_viz)");
-  export_cmd->add_option("trace", trace, "trace file")->required();
+  export_cmd->add_option("trace", trace, "trace file (--torch-snapshot: or a job directory)")->required();
   auto* perfetto_opt = export_cmd->add_option("--perfetto", perfetto_out, "write Chrome trace-event JSON to this file");
   auto* folded_opt = export_cmd->add_option("--folded", exp.output,
                                             "write the peak's (or with --leaks the leaks') stacks, folded; - for stdout");
@@ -342,12 +342,7 @@ int main(int argc, char** argv) {
     snap.native = snapshot_stacks == "all";
     snap.symbolizer = perfetto.symbolizer;
     snap.symbolizer.warn = vt::cli::symbol_options("", {}).warn;
-    std::string err;
-    vt::analyzer::TorchSnapshotStats stats;
-    int rc = vt::analyzer::export_torch_snapshot_file(trace, snapshot_out, snap, &err, &stats);
-    vt::cli::name_problems(trace, stats.problems, {});
-    if (rc) vt::cli::error_line(err);
-    return rc ? vt::cli::kExitUsage : vt::cli::kExitOk;
+    return vt::cli::torch_snapshot_command(trace, snapshot_out, snap);
   }
   if (*export_cmd) {  // each format's own options, refused with the other (they were ignored)
     const bool folded = !exp.output.empty();

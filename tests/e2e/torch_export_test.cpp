@@ -5,6 +5,9 @@
 // allocated peak, each line ending at the user's line, and `--driver` for the driver's segments.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -243,4 +246,32 @@ TEST_CASE("export --torch-snapshot: a trace without PyTorch gives each allocatio
   CHECK(e2e::run_cli({"export", "--torch-snapshot", e2e::temp_dir() + "/x.pickle", "--leaks", trace}).exit_code == 2);
   CHECK(e2e::run_cli({"export", "--perfetto", e2e::temp_dir() + "/x.json", "--torch-only", trace}).exit_code == 2);
   CHECK(e2e::run_cli({"export", "--torch-snapshot", e2e::temp_dir() + "/x.pickle", "--stacks", "cpp", trace}).exit_code == 2);
+}
+
+// A job directory: one pickle per trace into the output directory (made 0700), other files passed over.
+TEST_CASE("export --torch-snapshot of a job directory writes one pickle per trace") {
+  std::string job = e2e::temp_dir();
+  torch_trace(job);  // torch.trace
+  crafted::CraftedTrace t;
+  t.process({"./app"}, "/usr/bin/app");
+  t.device(0, 16ull << 30, "GPU");
+  t.alloc(A, 3 * MiB);
+  t.write(job + "/rank1.trace");
+  {
+    std::ofstream readme(job + "/README");
+    readme << "not a trace\n";
+  }
+  std::string out = e2e::temp_dir() + "/snapshots";
+  e2e::Result r = e2e::run_cli({"export", "--torch-snapshot", out, job});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == out + "/rank1.pickle\n" + out + "/torch.pickle\n");
+  CHECK(e2e::files_in(out).size() == 2);
+  struct stat st;
+  REQUIRE(stat(out.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  e2e::Spec py;
+  py.argv = {"python3", "-c", "import pickle, sys; print(len(pickle.load(open(sys.argv[1], 'rb'))['segments']))", out + "/rank1.pickle"};
+  py.preload = false;
+  CHECK(e2e::run(py).out == "1\n");
 }
