@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -26,6 +27,7 @@ namespace {
 namespace fmt = format;
 
 constexpr uint64_t kSmallSegment = 2ull << 20;  // PyTorch's small pool allocates 2 MiB segments
+constexpr uint64_t kSmallBlock = 1ull << 20;    // and holds blocks of 1 MiB or less
 
 // A driver allocation with an address and a size of its own: what can hold PyTorch's blocks, and
 // what is exported as memory outside PyTorch.
@@ -76,9 +78,14 @@ class Exporter {
   Exporter(const TorchSnapshotOptions& opt, TorchSnapshotStats* stats) : opt_(opt), stats_(*stats) {}
 
   bool pass1(TraceReader& r) {
-    std::map<uint64_t, DriverAlloc> live;
+    std::map<uint64_t, DriverAlloc> live, reserved;
     while (const Record* next = r.next()) {
       const Record& rec = *next;
+      if (rec.is_event() && rec.op && rec.result == 0 && rec.op->kind == MemKind::VmmReservation) {
+        if (rec.op->action == Action::Acquire && rec.size > 0) reserved[rec.addr] = DriverAlloc{rec.size, rec.t_ns, rec.device, 0, false};
+        else if (rec.op->action == Action::Release) reserved.erase(rec.addr);
+        continue;
+      }
       if (rec.is_event()) {
         if (!rec.op || rec.result != 0 || !is_allocation_kind(rec.op->kind)) continue;
         if (rec.op->action == Action::Acquire && rec.size > 0) {
@@ -95,6 +102,12 @@ class Exporter {
         if (it != live.end() && !it->second.torch) {
           it->second.torch = true;
           torch_segments_.insert(SegmentKey{it->first, it->second.t_ns});
+        } else if (it == live.end()) {  // an expandable segment: a VMM reservation PyTorch maps into
+          auto res = containing(reserved, b.addr, uint64_t(b.size));
+          if (res != reserved.end() && !res->second.torch) {
+            res->second.torch = true;
+            torch_reservations_[SegmentKey{res->first, res->second.t_ns}] = {b.device, uint64_t(b.size) <= kSmallBlock};
+          }
         }
       } else if (rec.tag == fmt::kTagTorchConfig) {
         decode_torch_config(rec, &config_);
@@ -112,6 +125,7 @@ class Exporter {
     monotonic_ = p.start_monotonic_ns;
     while (const Record* next = r.next()) {
       const Record& rec = *next;
+      if (rec.is_event() && rec.op && rec.result == 0 && vmm(rec)) continue;
       if (rec.is_event()) {
         if (!rec.op || rec.result != 0 || !is_allocation_kind(rec.op->kind)) continue;
         if (rec.op->action == Action::Acquire && rec.size > 0) {
@@ -141,7 +155,8 @@ class Exporter {
         if (!decode_torch_block(rec, &b)) continue;
         if (b.size > 0) {
           blocks_[b.addr] = Block{uint64_t(b.size), b.stack, b.device};
-          if (containing(live_, b.addr, uint64_t(b.size)) == live_.end()) stats_.blocks_without_segment++;
+          if (containing(live_, b.addr, uint64_t(b.size)) == live_.end() && !in_expandable(b.addr, uint64_t(b.size)))
+            stats_.blocks_without_segment++;
           action(b.device, "alloc", b.addr, uint64_t(b.size), rec.t_ns, b.stack, false);
         } else {
           auto it = blocks_.find(b.addr);
@@ -160,6 +175,7 @@ class Exporter {
       *error = "cannot create a temporary file for the actions (TMPDIR)";
       return false;
     }
+    for (auto& [dev, list] : lists_) flush_pending(dev);
     for (auto& [dev, list] : lists_) {
       list.writer->end();
       list.writer->flush_only();
@@ -215,7 +231,63 @@ class Exporter {
   }
 
  private:
+  // PyTorch's expandable segments: a VMM reservation it maps into and unmaps from (its segment_map
+  // and segment_unmap actions); a mapping into anyone else's reservation is memory outside
+  // PyTorch, as a cuMemAlloc would be. True when the record was one of these.
+  bool vmm(const Record& rec) {
+    if (rec.op->kind == MemKind::VmmReservation) {
+      if (rec.op->action == Action::Acquire && rec.size > 0) {
+        auto t = torch_reservations_.find(SegmentKey{rec.addr, rec.t_ns});
+        Reservation& res = reservations_[rec.addr];
+        res = Reservation{rec.size, t != torch_reservations_.end(), 0, false, rec.stack, {}};
+        if (res.torch) res.device = t->second.first, res.small = t->second.second;
+      } else if (rec.op->action == Action::Release) {
+        reservations_.erase(rec.addr);
+      }
+      return true;
+    }
+    if (rec.op->kind != MemKind::VmmMapping || rec.size == 0) return false;
+    Reservation* res = reservation_of(rec.addr, rec.size);
+    if (!res || !res->torch) return false;  // outside PyTorch: exported as an allocation
+    if (rec.op->action == Action::Acquire) {
+      res->mapped[rec.addr] = rec.size;
+      action(res->device, "segment_map", rec.addr, rec.size, rec.t_ns, rec.stack, false);
+    } else if (rec.op->action == Action::Release) {
+      res->mapped.erase(rec.addr);
+      action(res->device, "segment_unmap", rec.addr, rec.size, rec.t_ns, rec.stack, false);
+    }
+    return true;
+  }
+
+  struct Reservation {
+    uint64_t size = 0;
+    bool torch = false;
+    int device = 0;
+    bool small = false;  // PyTorch's small pool (blocks of 1 MiB or less)
+    uint32_t stack = 0;
+    std::map<uint64_t, uint64_t> mapped;  // start -> bytes
+  };
+
+  Reservation* reservation_of(uint64_t addr, uint64_t size) {
+    auto it = reservations_.upper_bound(addr);
+    if (it == reservations_.begin()) return nullptr;
+    --it;
+    return addr + size <= it->first + it->second.size ? &it->second : nullptr;
+  }
+
+  bool in_expandable(uint64_t addr, uint64_t size) {
+    Reservation* res = reservation_of(addr, size);
+    return res && res->torch;
+  }
+
+  struct Pending {
+    bool on = false;
+    const char* what = "";
+    uint64_t addr = 0, size = 0, t_ns = 0;
+    uint32_t stack = 0;
+  };
   struct List {
+    Pending pending;  // a segment_map / segment_unmap that the next page may extend
     std::unique_ptr<std::fstream> file;
     std::unique_ptr<PickleWriter> writer;
     absl::flat_hash_map<uint32_t, uint32_t> memo;  // stack id -> memo index of its frame list
@@ -240,9 +312,36 @@ class Exporter {
     return (realtime_ + (t_ns >= monotonic_ ? t_ns - monotonic_ : 0)) / 1000;
   }
 
+  // PyTorch maps (or unmaps) the pages one request needs in one segment_map (segment_unmap); the
+  // driver sees one cuMemMap per page: adjacent ones in a row are one action.
   void action(int device, const char* what, uint64_t addr, uint64_t size, uint64_t t_ns, uint32_t stack, bool outside,
               uint64_t device_free = 0, bool oom = false) {
     if (device < 0) device = 0;
+    List& l = list(device);
+    const bool vmm = !strcmp(what, "segment_map") || !strcmp(what, "segment_unmap");
+    Pending& p = l.pending;
+    if (vmm && p.on && !strcmp(p.what, what) && (p.addr + p.size == addr || addr + size == p.addr)) {
+      p.addr = std::min(p.addr, addr);
+      p.size += size;
+      return;
+    }
+    flush_pending(device);
+    if (vmm) {
+      p = Pending{true, what, addr, size, t_ns, stack};
+      return;
+    }
+    write_action(device, what, addr, size, t_ns, stack, outside, device_free, oom);
+  }
+
+  void flush_pending(int device) {
+    Pending& p = list(device).pending;
+    if (!p.on) return;
+    p.on = false;
+    write_action(device, p.what, p.addr, p.size, p.t_ns, p.stack, false, 0, false);
+  }
+
+  void write_action(int device, const char* what, uint64_t addr, uint64_t size, uint64_t t_ns, uint32_t stack, bool outside,
+                    uint64_t device_free, bool oom) {
     List& l = list(device);
     PickleWriter& w = *l.writer;
     w.begin_dict();
@@ -311,81 +410,117 @@ class Exporter {
     return "unknown";
   }
 
+  // A segment as the snapshot shows it: a cudaMalloc'd one, an expandable one (its mapped ranges),
+  // or memory outside PyTorch (one block).
+  struct SegmentView {
+    int device = 0;
+    uint64_t address = 0, total = 0;
+    bool outside = false, expandable = false, small = false;
+    uint32_t stack = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (start, bytes) that hold its blocks
+  };
+
   void segments(PickleWriter& w) {
+    std::vector<SegmentView> views;
+    for (const auto& [addr, a] : live_) {
+      if (!a.torch && opt_.torch_only) continue;
+      SegmentView v;
+      v.device = a.device, v.address = addr, v.total = a.size, v.outside = !a.torch, v.stack = a.stack;
+      v.small = a.size <= kSmallSegment;
+      v.ranges = {{addr, a.size}};
+      views.push_back(std::move(v));
+    }
+    for (const auto& [addr, res] : reservations_) {
+      if (!res.torch || res.mapped.empty()) continue;
+      SegmentView v;
+      v.device = res.device, v.address = res.mapped.begin()->first, v.expandable = true, v.small = res.small;
+      v.stack = res.stack;
+      for (const auto& [lo, bytes] : res.mapped) {  // contiguous mappings are one span of blocks
+        if (!v.ranges.empty() && v.ranges.back().first + v.ranges.back().second == lo) v.ranges.back().second += bytes;
+        else v.ranges.emplace_back(lo, bytes);
+        v.total += bytes;
+      }
+      views.push_back(std::move(v));
+    }
+    std::sort(views.begin(), views.end(),
+              [](const SegmentView& x, const SegmentView& y) { return std::tie(x.device, x.address) < std::tie(y.device, y.address); });
     w.begin_list();
-    std::vector<std::pair<std::pair<int, uint64_t>, const DriverAlloc*>> order;
-    for (const auto& [addr, a] : live_)
-      if (a.torch || !opt_.torch_only) order.push_back({{a.device, addr}, &a});
-    std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    for (const auto& [key, a] : order) {
-      const uint64_t base = key.second;
-      w.begin_dict();
-      w.string("device");
-      w.integer(a->device);
-      w.string("address");
-      w.unsigned_integer(base);
-      w.string("total_size");
-      w.unsigned_integer(a->size);
-      uint64_t used = 0;
-      std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool>> pieces;  // (addr, size, stack, allocated)
-      if (a->torch) {
-        uint64_t at = base;
-        for (auto it = blocks_.lower_bound(base); it != blocks_.end() && it->first < base + a->size; ++it) {
+    for (const SegmentView& v : views) segment(w, v);
+    w.end();
+  }
+
+  void segment(PickleWriter& w, const SegmentView& v) {
+    uint64_t used = 0;
+    std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool>> pieces;  // (addr, size, stack, allocated)
+    if (v.outside) {
+      pieces.emplace_back(v.address, v.total, v.stack, true);
+      used = v.total;
+      stats_.outside_segments++;
+    } else {
+      for (const auto& [lo, bytes] : v.ranges) {  // live blocks and the free pieces between them
+        uint64_t at = lo, hi = lo + bytes;
+        for (auto it = blocks_.lower_bound(lo); it != blocks_.end() && it->first < hi; ++it) {
           if (it->first > at) pieces.emplace_back(at, it->first - at, 0, false);
           pieces.emplace_back(it->first, it->second.size, it->second.stack, true);
           used += it->second.size;
           at = it->first + it->second.size;
         }
-        if (at < base + a->size) pieces.emplace_back(at, base + a->size - at, 0, false);
-      } else {
-        pieces.emplace_back(base, a->size, a->stack, true);
-        used = a->size;
-        stats_.outside_segments++;
+        if (at < hi) pieces.emplace_back(at, hi - at, 0, false);
       }
-      for (const char* k : {"allocated_size", "active_size", "requested_size"}) {
-        w.string(k);
-        w.unsigned_integer(used);
-      }
-      w.string("stream");
-      w.integer(0);
-      w.string("segment_type");
-      w.string(a->size <= kSmallSegment ? "small" : "large");
-      w.string("segment_pool_id");
-      w.tuple_begin();
-      w.integer(0);
-      w.integer(0);
-      w.tuple_end(2);
-      w.string("is_expandable");
-      w.boolean(false);
+    }
+    w.begin_dict();
+    w.string("device");
+    w.integer(v.device);
+    w.string("address");
+    w.unsigned_integer(v.address);
+    w.string("total_size");
+    w.unsigned_integer(v.total);
+    for (const char* k : {"allocated_size", "active_size", "requested_size"}) {
+      w.string(k);
+      w.unsigned_integer(used);
+    }
+    w.string("stream");
+    w.integer(0);
+    w.string("segment_type");
+    w.string(v.small ? "small" : "large");
+    w.string("segment_pool_id");
+    w.tuple_begin();
+    w.integer(0);
+    w.integer(0);
+    w.tuple_end(2);
+    w.string("is_expandable");
+    w.boolean(v.expandable);
+    w.string("frames");
+    frames_inline(w, v.stack, v.outside);
+    if (v.outside) {
+      w.string("vramtrace_owner");
+      w.string(owner(v.stack));
+    }
+    w.string("blocks");
+    w.begin_list();
+    for (const auto& [addr, size, stack, allocated] : pieces) {
+      w.begin_dict();
+      w.string("address");
+      w.unsigned_integer(addr);
+      w.string("size");
+      w.unsigned_integer(size);
+      w.string("requested_size");
+      w.unsigned_integer(allocated ? size : 0);
+      w.string("state");
+      w.string(allocated ? "active_allocated" : "inactive");
       w.string("frames");
-      frames_inline(w, a->stack, !a->torch);
-      if (!a->torch) {
-        w.string("vramtrace_owner");
-        w.string(owner(a->stack));
-      }
-      w.string("blocks");
-      w.begin_list();
-      for (const auto& [addr, size, stack, allocated] : pieces) {
-        w.begin_dict();
-        w.string("address");
-        w.unsigned_integer(addr);
-        w.string("size");
-        w.unsigned_integer(size);
-        w.string("requested_size");
-        w.unsigned_integer(allocated ? size : 0);
-        w.string("state");
-        w.string(allocated ? "active_allocated" : "inactive");
-        w.string("frames");
-        if (allocated) frames_inline(w, stack, !a->torch);
-        else w.begin_list(), w.end();
+      if (allocated) {
+        frames_inline(w, stack, v.outside);
+      } else {
+        w.begin_list();
         w.end();
-        stats_.blocks++;
       }
       w.end();
-      w.end();
-      stats_.segments++;
+      stats_.blocks++;
     }
     w.end();
+    w.end();
+    stats_.segments++;
   }
 
   // Frames in the main pickle (its memo is its own: the device lists' indices live in theirs).
@@ -423,6 +558,8 @@ class Exporter {
   TorchSnapshotStats& stats_;
   Symbolizer* sym_ = nullptr;
   std::set<SegmentKey> torch_segments_;
+  std::map<SegmentKey, std::pair<int, bool>> torch_reservations_;  // (device, small pool), from pass 1
+  std::map<uint64_t, Reservation> reservations_;
   TorchConfig config_;
   uint64_t realtime_ = 0, monotonic_ = 0;
   std::map<uint64_t, DriverAlloc> live_;

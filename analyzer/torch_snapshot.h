@@ -7,7 +7,8 @@
 //     every other live device allocation of the process as a segment of its own holding one
 //     block, its first frame naming its owner ("<outside PyTorch: libnccl.so.2>");
 //   - device_traces: per device, every action in order, without PyTorch's ring-buffer cap:
-//     segment_alloc / segment_free (PyTorch's cudaMalloc and cudaFree), alloc, free_requested +
+//     segment_alloc / segment_free (PyTorch's cudaMalloc and cudaFree), segment_map /
+//     segment_unmap (its expandable segments: adjacent pages in a row are one action), alloc, free_requested +
 //     free_completed (one after the other: the hook sees the free), oom; memory outside PyTorch as
 //     segment_alloc + alloc and free_requested + free_completed + segment_free;
 //   - frames: the Python frames first (innermost first), then the native ones, as PyTorch's
@@ -39,7 +40,7 @@ struct TorchSnapshotOptions {
 struct TorchSnapshotStats {
   bool block_layer = false;  // the trace has PyTorch's block records
   uint64_t actions = 0, segments = 0, blocks = 0, outside_segments = 0, stacks = 0;
-  uint64_t blocks_without_segment = 0;  // blocks in memory not allocated by cuMemAlloc (expandable segments)
+  uint64_t blocks_without_segment = 0;  // blocks in no segment the trace knows (should stay 0)
   std::vector<std::string> problems;    // the reader's
 };
 

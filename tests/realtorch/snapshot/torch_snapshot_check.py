@@ -19,7 +19,9 @@ sys.path.insert(0, os.path.dirname(HERE))
 import oracles  # noqa: E402
 from run import program_env, read_env  # noqa: E402
 
-ACTIONS = {"segment_alloc", "segment_free", "alloc", "free_requested", "free_completed", "oom"}
+ACTIONS = {"segment_alloc", "segment_free", "segment_map", "segment_unmap", "alloc", "free_requested", "free_completed", "oom"}
+# The allocator's two ways to get memory: cudaMalloc'd segments, and expandable segments (VMM).
+CONFIGS = {"segments": {}, "expandable": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}
 
 
 def round_size(n):  # PyTorch's CUDACachingAllocator round_size (no roundup_power2_divisions)
@@ -28,14 +30,22 @@ def round_size(n):  # PyTorch's CUDACachingAllocator round_size (no roundup_powe
 
 def main(build):
     rt = read_env(build)
-    out = os.path.join(build, "tests", "realtorch", "out", "torch_snapshot")
+    status = 0
+    for name, conf in CONFIGS.items():
+        status |= check(build, rt, name, conf)
+    return status
+
+
+def check(build, rt, name, conf):
+    out = os.path.join(build, "tests", "realtorch", "out", "torch_snapshot", name)
     os.makedirs(out, exist_ok=True)
     for f in os.listdir(out):
         os.unlink(os.path.join(out, f))
-    checks = oracles.Checks("torch_snapshot")
+    checks = oracles.Checks("torch_snapshot " + name)
     vt = os.path.join(build, "bin", "vramtrace")
     theirs_path = os.path.join(out, "pytorch.pickle")
     env = program_env(build, rt, out, {}, False)
+    env.update(conf)
     env["VT_OUTSIDE_BYTES"] = str(48 << 20)
     p = subprocess.run([vt, "run", "-o", out + "/", "--", rt["VT_RT_PYTHON"], os.path.join(HERE, "snapshot_workload.py"),
                         theirs_path], env=env, capture_output=True, text=True, timeout=300)
@@ -71,7 +81,7 @@ def main(build):
         live_blocks = {b["address"]: b["size"] for g in theirs["segments"] for b in g["blocks"] if b["state"] != "inactive"}
         bad = []
         for o, t in zip(o_list, t_list):
-            if t["action"].startswith("segment"):
+            if t["action"].startswith("segment_"):
                 want = {t["size"]}
             elif t["action"] == "oom":
                 want = {round_size(t["size"]), t["size"]}
