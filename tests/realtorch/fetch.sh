@@ -6,6 +6,8 @@
 # builds may set up at once).
 #
 #   tests/realtorch/fetch.sh            -> prints the python3.13 launcher's path
+#   tests/realtorch/fetch.sh --newest-memory-viz -> prints the path of the newest PyTorch's
+#                                        torch/cuda/_memory_viz.py (sid's python3-torch)
 #   tests/realtorch/fetch.sh --newest   -> prints a folder with the libraries of the newest PyTorch in
 #                                          sid (a CPU build: libc10, libtorch_cpu, libtorch_python)
 #
@@ -20,6 +22,7 @@ cache=${VRAMTRACE_TORCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vramtrace/realtor
 mode=${VT_REALTORCH_CUDA_LIBS:-stub}
 newest=0
 [[ ${1:-} == --newest ]] && newest=1
+[[ ${1:-} == --newest-memory-viz ]] && newest=2
 mkdir -p "$cache"
 exec 9>"$cache/lock"
 flock 9
@@ -60,6 +63,24 @@ download() {
     fail "apt-get download failed: $(grep -E '^E:' "$log" | tail -n 1)"
 }
 
+if ((newest == 2)); then
+  # The newest PyTorch's torch.cuda._memory_viz (pure Python, the standard library only): the
+  # snapshot export's second reader (tests/realtorch/snapshot/torch_snapshot_check.py).
+  out=$cache/newest-memory-viz
+  if [[ ! -f $out/_memory_viz.py ]]; then
+    apt_for sid
+    download "$cache/debs-sid" python3-torch
+    rm -rf "$out" && mkdir -p "$out"
+    deb=$(ls "$cache/debs-sid"/python3-torch_*.deb | head -n 1)
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$out" --wildcards --no-anchored '*/torch/cuda/_memory_viz.py'
+    found=$(find "$out" -name _memory_viz.py | head -n 1)
+    [[ -n $found ]] || fail "python3-torch has no torch/cuda/_memory_viz.py"
+    mv "$found" "$out/_memory_viz.py"
+    dpkg-deb -f "$deb" Package Version | sed 's/^[^:]*: //' | paste -sd' ' >"$out/version.txt"
+  fi
+  echo "$out/_memory_viz.py"
+  exit 0
+fi
 if ((newest)); then
   out=$cache/newest
   if [[ ! -f $out/.done ]]; then

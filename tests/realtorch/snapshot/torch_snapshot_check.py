@@ -110,19 +110,38 @@ def check(build, rt, name, conf):
     names = {e["action"] for e in full["device_traces"][0]}
     checks.equal("outside PyTorch: its actions are in the timeline", {"segment_alloc", "alloc"} <= names, True)
 
-    # PyTorch's own reader.
-    viz = subprocess.run([rt["VT_RT_PYTHON"], "-c", VIZ, ours_path, theirs_path, full_path, out], env=env,
+    # PyTorch's own reader: 2.6's (the PyTorch that ran), and the newest in Debian (sid's, a file of
+    # the standard library only).
+    viz = subprocess.run([rt["VT_RT_PYTHON"], "-c", VIZ, ours_path, theirs_path, full_path, out, ""], env=env,
                          capture_output=True, text=True, timeout=300)
-    checks.equal("torch.cuda._memory_viz reads the export: segments() lines equal PyTorch's, trace_plot/segment_plot write",
+    checks.equal("torch.cuda._memory_viz (2.6) reads the export: segments() lines equal PyTorch's, trace_plot/segment_plot write",
                  viz.returncode, 0, detail=viz.stdout + viz.stderr)
+    newest = subprocess.run([os.path.join(os.path.dirname(HERE), "fetch.sh"), "--newest-memory-viz"], capture_output=True,
+                            text=True, timeout=600)
+    if newest.returncode == 0:
+        module = newest.stdout.strip()
+        version = open(os.path.join(os.path.dirname(module), "version.txt")).read().strip()
+        viz = subprocess.run([rt["VT_RT_PYTHON"], "-c", VIZ, ours_path, theirs_path, full_path, out, module], env=env,
+                             capture_output=True, text=True, timeout=300)
+        checks.equal(f"{version}'s _memory_viz reads the export: segments() lines equal PyTorch 2.6's snapshot, plots write",
+                     viz.returncode, 0, detail=viz.stdout + viz.stderr)
+    elif os.environ.get("VRAMTRACE_REQUIRE_REAL_TORCH") == "1":
+        checks.fail("the newest PyTorch's _memory_viz could not be fetched", detail=newest.stderr)
+    else:
+        checks.gap("the newest PyTorch's _memory_viz: not tried (sid cannot be reached)")
     return checks.finish()
 
 
 # Run with the real PyTorch: the flame lines of segments() (sizes of a block's <gaps> line, PyTorch's
 # rounding, counted back into the line before it), and the HTML pages its plots write.
 VIZ = r"""
-import pickle, sys, os
-from torch.cuda import _memory_viz as mv
+import importlib.util, pickle, sys, os
+if sys.argv[5]:  # another PyTorch's module, loaded from its file
+    spec = importlib.util.spec_from_file_location("memory_viz_other", sys.argv[5])
+    mv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mv)
+else:
+    from torch.cuda import _memory_viz as mv
 ours, theirs, full = (pickle.load(open(p, "rb")) for p in sys.argv[1:4])
 def lines(s):
     out = {}
@@ -142,7 +161,7 @@ if a != b:
 for name, s in (("ours", ours), ("full", full)):
     for plot, html in (("trace_plot", mv.trace_plot(s)), ("segment_plot", mv.segment_plot(s))):
         assert "snapshot.pickle" in html and len(html) > 1000, plot
-        open(os.path.join(sys.argv[4], name + "-" + plot + ".html"), "w").write(html)
+        open(os.path.join(sys.argv[4], name + ("-other-" if sys.argv[5] else "-") + plot + ".html"), "w").write(html)
 print(len(a), "flame lines equal")
 """
 
