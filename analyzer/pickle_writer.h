@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "utf8.h"
+
 namespace vt::analyzer {
 
 class PickleWriter {
@@ -71,12 +73,14 @@ class PickleWriter {
     byte(0);
     done();
   }
-  // UTF-8 text (the caller's bytes must be UTF-8: pickle decodes them strictly).
-  void string(std::string_view s) {
+  // Text: pickle decodes it strictly as UTF-8, so bytes that are not (a file name from the trace)
+  // become U+FFFD rather than make the whole pickle unreadable.
+  void string(std::string_view text) {
+    std::string fixed = valid_utf8(text);
     start();
     byte('X');  // BINUNICODE: 4-byte length
-    le(s.size(), 4);
-    buf_.append(s.data(), s.size());
+    le(fixed.size(), 4);
+    buf_.append(fixed);
     done();
   }
   // A tuple of the `n` (1 to 3) values written just before, inside the current container: call

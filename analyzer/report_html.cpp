@@ -4,6 +4,7 @@
 #include "report_html.h"
 
 #include "terminal_escape.h"
+#include "utf8.h"
 
 #include <algorithm>
 #include <map>
@@ -27,20 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-// Length of the valid UTF-8 sequence at s[i], 0 when invalid (overlong, surrogate, > U+10FFFF).
-size_t utf8_len(const std::string& s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-  if (!n || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((b(i + k) & 0xc0) != 0x80) return 0;
-  if (n == 3 && ((c == 0xe0 && b(i + 1) < 0xa0) || (c == 0xed && b(i + 1) >= 0xa0))) return 0;
-  if (n == 4 && ((c == 0xf0 && b(i + 1) < 0x90) || (c == 0xf4 && b(i + 1) >= 0x90))) return 0;
-  return n;
-}
-
 // Valid UTF-8 of at most about `max` bytes: invalid bytes become U+FFFD, a cut adds "…".
 std::string clean(const std::string& s, size_t max = kHtmlMaxString) {
   std::string out;
@@ -50,7 +37,8 @@ std::string clean(const std::string& s, size_t max = kHtmlMaxString) {
       out += "\xe2\x80\xa6";
       break;
     }
-    size_t n = utf8_len(s, i);
+    uint32_t cp;
+    size_t n = utf8_at(s, i, &cp);
     if (n) out.append(s, i, n), i += n;
     else out += "\xef\xbf\xbd", ++i;
   }

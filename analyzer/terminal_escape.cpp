@@ -1,6 +1,8 @@
 // See terminal_escape.h.
 #include "terminal_escape.h"
 
+#include "utf8.h"
+
 #include <cstdint>
 #include <cstdio>
 
@@ -8,37 +10,6 @@ namespace vt::analyzer {
 
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i] and its code point; 0 when it is not one
-// (overlong forms, surrogates and code points above U+10FFFF are invalid).
-size_t utf8_at(std::string_view s, size_t i, uint32_t* cp) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  size_t n;
-  uint32_t v;
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  } else if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-    v = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    v = c & 0x0f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    v = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (s.size() - i < n) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xc0) != 0x80) return 0;
-    v = v << 6 | (b(i + k) & 0x3f);
-  }
-  if ((n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10ffff)) || (v >= 0xd800 && v <= 0xdfff)) return 0;
-  *cp = v;
-  return n;
-}
 
 bool invisible_control(uint32_t cp) {
   return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||

@@ -550,6 +550,10 @@ class Exporter {
                    "cudaMallocAsync backend, or the layer off): each device allocation is a segment with one block");
     w.string("outside_pytorch");
     w.boolean(!opt_.torch_only);
+    w.string("problems");  // the reader's: a trace cut short exports what was written before the cut
+    w.begin_list();
+    for (const std::string& p : stats_.problems) w.string(p);
+    w.end();
     w.end();
   }
 

@@ -128,3 +128,14 @@ TEST_CASE("pickle writer: a fragment written apart is one value of another pickl
   CHECK(check.size() > 3000);
   CHECK(check.find("], 'after']") != std::string::npos);
 }
+
+TEST_CASE("pickle writer: bytes that are not UTF-8 (a file name from a trace) become U+FFFD, the pickle stays readable") {
+  std::ostringstream out;
+  vt::analyzer::PickleWriter w(out);
+  w.begin_list();
+  w.string(std::string("/src/\xff\xfe.py"));
+  w.string(std::string("ok \xc3\xa9 \xed\xa0\x80 end"));  // a surrogate: invalid in UTF-8
+  w.end();
+  REQUIRE(w.finish());
+  CHECK(python_repr(out.str()) == "['/src/\xef\xbf\xbd\xef\xbf\xbd.py', 'ok \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd end']");
+}
