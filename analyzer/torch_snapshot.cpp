@@ -15,6 +15,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "live_state.h"
 #include "output_file.h"
 #include "pickle_writer.h"
 #include "torch_records.h"
@@ -123,8 +124,14 @@ class Exporter {
     const ProcessInfo& p = r.process();
     realtime_ = p.start_realtime_ns;
     monotonic_ = p.start_monotonic_ns;
+    for (const DeviceInfo& d : p.devices) driver_.set_device_total(d.ordinal, d.total_bytes);
     while (const Record* next = r.next()) {
       const Record& rec = *next;
+      if (rec.tag == fmt::kTagDevice) {  // a device's memory, for a context measured without `before`
+        DeviceInfo d;
+        if (decode_device_payload(rec.payload, rec.payload_len, &d)) driver_.set_device_total(d.ordinal, d.total_bytes);
+      }
+      if (rec.is_event() && !opt_.torch_only) driver_.apply(rec);  // contexts, code, graph pools (rule 14, 8)
       if (rec.is_event() && rec.op && rec.result == 0 && vmm(rec)) continue;
       if (rec.is_event()) {
         if (!rec.op || rec.result != 0 || !is_allocation_kind(rec.op->kind)) continue;
@@ -386,6 +393,12 @@ class Exporter {
     w.end(index);
   }
 
+  static void driver_frames(PickleWriter& w, const char* what) {
+    w.begin_list();
+    frame(w, std::string("<outside PyTorch: ") + what + ">", 0, "the CUDA driver");
+    w.end();
+  }
+
   static void frame(PickleWriter& w, const std::string& file, int line, const std::string& name) {
     w.begin_dict();
     w.string("name");
@@ -416,6 +429,7 @@ class Exporter {
     int device = 0;
     uint64_t address = 0, total = 0;
     bool outside = false, expandable = false, small = false;
+    const char* driver = nullptr;  // the driver's own memory (driver_segments): what it is
     uint32_t stack = 0;
     std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (start, bytes) that hold its blocks
   };
@@ -444,9 +458,33 @@ class Exporter {
     }
     std::sort(views.begin(), views.end(),
               [](const SegmentView& x, const SegmentView& y) { return std::tie(x.device, x.address) < std::tie(y.device, y.address); });
+    if (!opt_.torch_only) driver_segments(views);
     w.begin_list();
     for (const SegmentView& v : views) segment(w, v);
     w.end();
+  }
+
+  // The device memory no allocation holds, that the driver keeps for this process: its contexts,
+  // its modules and kernels (measured around their creation: format/accounting.h, rule 14) and
+  // the CUDA graph pool (rule 8), one segment each per device at the end of the trace, so that a
+  // viewer's total is the process's device memory. They have no address: theirs are made up,
+  // below 4 GiB (no GPU allocation of a 64-bit process lives there), one after the other.
+  void driver_segments(std::vector<SegmentView>& views) {
+    uint64_t at = 1ull << 20;
+    for (const DeviceTotals& d : driver_.devices()) {
+      if (d.device < 0) continue;
+      const std::pair<const char*, int64_t> parts[] = {
+          {"CUDA contexts", int64_t(driver_.code_bytes(d.device, CodeCategory::Context))},
+          {"CUDA modules and kernels", int64_t(driver_.code_bytes(d.device, CodeCategory::Module))},
+          {"CUDA graph pool", int64_t(d.graph_reserved)}};
+      for (const auto& [what, bytes] : parts) {
+        if (bytes <= 0) continue;
+        SegmentView v;
+        v.device = d.device, v.address = at, v.total = uint64_t(bytes), v.outside = true, v.driver = what;
+        at += (uint64_t(bytes) + (2ull << 20) - 1) & ~((2ull << 20) - 1);
+        views.push_back(std::move(v));
+      }
+    }
   }
 
   void segment(PickleWriter& w, const SegmentView& v) {
@@ -491,10 +529,11 @@ class Exporter {
     w.string("is_expandable");
     w.boolean(v.expandable);
     w.string("frames");
-    frames_inline(w, v.stack, v.outside);
+    if (v.driver) driver_frames(w, v.driver);
+    else frames_inline(w, v.stack, v.outside);
     if (v.outside) {
       w.string("vramtrace_owner");
-      w.string(owner(v.stack));
+      w.string(v.driver ? std::string("the CUDA driver: ") + v.driver : owner(v.stack));
     }
     w.string("blocks");
     w.begin_list();
@@ -509,7 +548,9 @@ class Exporter {
       w.string("state");
       w.string(allocated ? "active_allocated" : "inactive");
       w.string("frames");
-      if (allocated) {
+      if (allocated && v.driver) {
+        driver_frames(w, v.driver);
+      } else if (allocated) {
         frames_inline(w, stack, v.outside);
       } else {
         w.begin_list();
@@ -564,6 +605,7 @@ class Exporter {
   std::set<SegmentKey> torch_segments_;
   std::map<SegmentKey, std::pair<int, bool>> torch_reservations_;  // (device, small pool), from pass 1
   std::map<uint64_t, Reservation> reservations_;
+  LiveState driver_;  // the replay, for the driver's own memory at the end
   TorchConfig config_;
   uint64_t realtime_ = 0, monotonic_ = 0;
   std::map<uint64_t, DriverAlloc> live_;

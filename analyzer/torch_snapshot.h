@@ -5,7 +5,8 @@
 //   - segments: PyTorch's segments live at the end of the trace, each with its blocks (the live
 //     ones `active_allocated`, the free pieces between them `inactive`), and, unless torch_only,
 //     every other live device allocation of the process as a segment of its own holding one
-//     block, its first frame naming its owner ("<outside PyTorch: libnccl.so.2>");
+//     block, its first frame naming its owner ("<outside PyTorch: libnccl.so.2>"), and the
+//     driver's own memory (contexts, modules, the graph pool) a segment each;
 //   - device_traces: per device, every action in order, without PyTorch's ring-buffer cap:
 //     segment_alloc / segment_free (PyTorch's cudaMalloc and cudaFree), segment_map /
 //     segment_unmap (its expandable segments: adjacent pages in a row are one action), alloc, free_requested +

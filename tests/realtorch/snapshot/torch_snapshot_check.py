@@ -7,7 +7,8 @@ oom; addresses and segment sizes equal, an alloc's size PyTorch's block size whe
 the request), the same Python frames (file, line) for every alloc; PyTorch's torch.cuda._memory_viz
 reads the export and its segments() flame lines equal those of PyTorch's own snapshot (the
 rounding PyTorch shows as <gaps> counted back into its block). Without --torch-only, memory a
-library took from the driver itself (libvt_outside.so, 48 MiB) is one more segment, labelled.
+library took from the driver itself (libvt_outside.so, 48 MiB) is one more segment, labelled, and
+so is the driver's context (the size vramtrace's report gives it).
     torch_snapshot_check.py BUILD     one line per check (ok / FAIL), exit 1 on any FAIL"""
 import os
 import pickle
@@ -100,11 +101,16 @@ def check(build, rt, name, conf):
     checks.equal("time_us never goes back", all(a["time_us"] <= b["time_us"] for a, b in zip(o_list, o_list[1:])), True)
     checks.equal("the pickle says what the hook cannot see", "rounded" in ours["vramtrace"]["note"], True)
 
-    # Memory outside PyTorch: one more segment, labelled, only without --torch-only.
-    outside = [g for g in full["segments"] if "vramtrace_owner" in g]
-    checks.equal("outside PyTorch: the library's 48 MiB as a segment of its own",
-                 [(g["total_size"], g["vramtrace_owner"], g["blocks"][0]["frames"][0]["filename"]) for g in outside],
-                 [(48 << 20, "libvt_outside.so", "<outside PyTorch: libvt_outside.so>")])
+    # Memory outside PyTorch, only without --torch-only: the library's 48 MiB as a segment of its
+    # own, and the driver's own memory (its context here) as vramtrace's report counts it at the OOM.
+    rep = subprocess.run([vt, "report", trace, "--format", "json"], capture_output=True, text=True, timeout=300)
+    import json
+    contexts = json.loads(rep.stdout)["ooms"][0]["fidelity"]["contexts_bytes"] if rep.returncode == 0 else None
+    outside = sorted((g["vramtrace_owner"], g["total_size"], g["blocks"][0]["frames"][0]["filename"])
+                     for g in full["segments"] if "vramtrace_owner" in g)
+    checks.equal("outside PyTorch: the library's 48 MiB and the driver's contexts (the report's figure), labelled", outside,
+                 sorted([("libvt_outside.so", 48 << 20, "<outside PyTorch: libvt_outside.so>"),
+                         ("the CUDA driver: CUDA contexts", contexts, "<outside PyTorch: CUDA contexts>")]))
     checks.equal("outside PyTorch: PyTorch's segments unchanged beside it",
                  [g["address"] for g in full["segments"] if "vramtrace_owner" not in g], [g["address"] for g in theirs["segments"]])
     names = {e["action"] for e in full["device_traces"][0]}
