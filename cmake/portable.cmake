@@ -1,14 +1,15 @@
 # VRAMTRACE_PORTABLE: binaries that run on another distribution than the one that built them (the
-# GPU machine is often another one): what `pip wheel .` builds (setup.py) and tests/packaging checks.
+# GPU machine is often another one): what `pip wheel .` builds (wheel/backend/cmake_build.py) and
+# tests/packaging checks.
 #   - the CLI links libstdc++, Abseil and elfutils (with zlib, liblzma, libbz2) statically and
 #     needs only glibc and libgcc_s.so.1 (which glibc itself loads for thread cancellation);
 #     libgcc stays shared because its static unwinder calls _dl_find_object (glibc 2.35);
 #   - libvramtrace.so needs glibc; it opens libunwind at run time (RTLD_LOCAL): the copy carried
 #     beside it under a name of its own, with liblzma (cmake/carried_libraries.cmake).
-# Nothing here may use a glibc symbol newer than 2.34 (tests/packaging/ldd_check.sh checks the
+# Nothing here may use a glibc symbol newer than 2.34 (tests/packaging/binary_rules.sh checks the
 # symbol versions): no std::random_device (libstdc++'s calls arc4random, 2.36; the static
 # libstdc++ still links it in, so tools/glibc_compat.cpp defines arc4random from getrandom).
-# Off by default (setup.py turns it on); sanitized builds never are (the sanitizers' runtimes
+# Off by default (the wheel's build backend turns it on); sanitized builds never are (the sanitizers' runtimes
 # want the shared libstdc++).
 option(VRAMTRACE_PORTABLE "Link the CLI statically (glibc and libgcc_s only) and give libvramtrace.so RUNPATH $ORIGIN" OFF)
 if(VRAMTRACE_PORTABLE AND VRAMTRACE_SANITIZE)
