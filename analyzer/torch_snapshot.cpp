@@ -61,10 +61,15 @@ std::map<uint64_t, DriverAlloc>::iterator containing(std::map<uint64_t, DriverAl
   return addr + size <= it->first + it->second.size ? it : m.end();
 }
 
+// The folder of the temporary files (TMPDIR, else /tmp).
+std::string temporary_dir() {
+  const char* dir = getenv("TMPDIR");
+  return dir && *dir ? dir : "/tmp";
+}
+
 // A temporary file, removed from its folder as soon as it is open: nothing is left behind.
 std::unique_ptr<std::fstream> temporary_file() {
-  const char* dir = getenv("TMPDIR");
-  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/vramtrace-snapshot.XXXXXX";
+  std::string path = temporary_dir() + "/vramtrace-snapshot.XXXXXX";
   int fd = mkstemp(path.data());
   if (fd < 0) return nullptr;
   auto f = std::make_unique<std::fstream>(path, std::ios::in | std::ios::out | std::ios::binary | std::ios::trunc);
@@ -179,7 +184,7 @@ class Exporter {
       }
     }
     if (!tmp_ok_) {
-      *error = "cannot create a temporary file for the actions (TMPDIR)";
+      *error = "cannot create a temporary file for the actions in " + temporary_dir() + " (TMPDIR chooses another folder)";
       return false;
     }
     for (auto& [dev, list] : lists_) flush_pending(dev);

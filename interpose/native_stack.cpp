@@ -19,6 +19,7 @@ std::atomic<int> g_native_depth{0};
 namespace {
 
 uint64_t g_self_lo = 0, g_self_hi = 0;  // libvramtrace's mapped range, trimmed from stacks
+int (*g_backtrace)(void**, int) = nullptr;  // unw_backtrace of the copy we opened (unwinder_library.h)
 
 int find_self(dl_phdr_info* info, size_t, void* data) {
   uint64_t probe = reinterpret_cast<uint64_t>(data);
@@ -66,6 +67,7 @@ void configure_native_stacks(int depth) {
   if (!loader_list_usable()) depth = 0;  // a forked child whose list lock stayed held: unwinding walks it
   const Unwinder* unw = unwinder();
   if (!unw) depth = 0;  // libunwind could not be opened (unwinder_library.h): the trace notes why
+  else __atomic_store_n(&g_backtrace, unw->backtrace, __ATOMIC_RELEASE);  // (the walk's one load, as a PLT slot's)
   if (g_self_hi == 0 && depth > 0) dl_iterate_phdr(find_self, reinterpret_cast<void*>(&configure_native_stacks));
   if (!g_unw_ready.load(std::memory_order_acquire)) {
     OwnWork own(true);  // no handler of this thread may fork (and wait for g_unw_mu) in there
@@ -88,7 +90,9 @@ __attribute__((noinline)) int walk(uint64_t* out, int max, uint64_t caller_ip, i
   int want = depth + kOwnFrames;
   if (want > max + kOwnFrames) want = max + kOwnFrames;
   static_assert(sizeof(void*) == sizeof(uint64_t));
-  int n = unwinder()->backtrace(reinterpret_cast<void**>(out), want);
+  int (*backtrace)(void**, int) = __atomic_load_n(&g_backtrace, __ATOMIC_ACQUIRE);
+  if (!backtrace) return 0;
+  int n = backtrace(reinterpret_cast<void**>(out), want);
   int skip = -1;
   for (int i = 0; i < n && i < 2 * kOwnFrames && caller_ip; ++i)
     if (out[i] == caller_ip) {

@@ -18,7 +18,7 @@
 #                                  build-gpu-work/, configured as the wheel's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/deps.sh
+VT_DEPS=${VT_DEPS:-test} source scripts/deps.sh  # (patchelf and the static compression libraries of the portable build)
 stage=build-gpu
 work=${VT_GPU_PORTABLE_BUILD:-build-gpu-work}
 nvcc=${NVCC:-$CUDAToolkit_ROOT/bin/nvcc}

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -246,6 +247,17 @@ TEST_CASE("export --torch-snapshot: a trace without PyTorch gives each allocatio
   CHECK(e2e::run_cli({"export", "--torch-snapshot", e2e::temp_dir() + "/x.pickle", "--leaks", trace}).exit_code == 2);
   CHECK(e2e::run_cli({"export", "--perfetto", e2e::temp_dir() + "/x.json", "--torch-only", trace}).exit_code == 2);
   CHECK(e2e::run_cli({"export", "--torch-snapshot", e2e::temp_dir() + "/x.pickle", "--stacks", "cpp", trace}).exit_code == 2);
+  // No room for the actions' temporary files: one line naming the folder, no output left.
+  std::string out = e2e::temp_dir() + "/x.pickle";
+  e2e::Spec no_tmp;
+  no_tmp.argv = {e2e::cli(), "export", "--torch-snapshot", out, trace};
+  no_tmp.env = {{"TMPDIR", "/nonexistent-vramtrace-tmp"}};
+  no_tmp.preload = false;
+  e2e::Result r = e2e::run(no_tmp);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "vramtrace: cannot create a temporary file for the actions in /nonexistent-vramtrace-tmp (TMPDIR chooses "
+                 "another folder)\n");
+  CHECK(access(out.c_str(), F_OK) != 0);
 }
 
 // A job directory: one pickle per trace into the output directory (made 0700), other files passed over.

@@ -48,6 +48,16 @@ grep -q "^Tag: py3-none-$tag$" <<<"$($py -c "import zipfile,sys; z=zipfile.ZipFi
 
 grep -qF "pip install $(basename "$whl")" "$repo/README.md" || fail "README.md's quick start does not name this wheel ($(basename "$whl"))"
 
+# The sdist (PEP 517's build_sdist): the tracked files and PKG-INFO, no build output.
+$py -c "import sys; sys.path.insert(0, '$repo/wheel/backend'); import pep517_hooks; print(pep517_hooks.build_sdist('$work/sdist'))" \
+  > "$work/log" 2>&1 || fail "build_sdist failed"
+sdist=$work/sdist/$(tail -1 "$work/log")
+listing=$($py -c "import sys, tarfile; print('\n'.join(tarfile.open(sys.argv[1]).getnames()))" "$sdist") || fail "the sdist is not a tar.gz"
+for f in pyproject.toml PKG-INFO wheel/backend/pep517_hooks.py CMakeLists.txt interpose/unwinder_library.cpp; do
+  grep -qx "vramtrace-[0-9.]*/$f" <<<"$listing" || fail "the sdist lacks $f"
+done
+! grep -qE '^vramtrace-[0-9.]*/(build|build-wheel|build-python)/' <<<"$listing" || fail "the sdist carries build output"
+
 # The tag against the binaries' real needs.
 mkdir "$work/unpacked" && (cd "$work/unpacked" && $py -m zipfile -e "$whl" .) || fail "cannot unpack the wheel"
 "$here/binary_rules.sh" "$work/unpacked/vramtrace/bin/vramtrace" "$work/unpacked/vramtrace/lib" "$tag" || exit 1

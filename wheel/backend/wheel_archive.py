@@ -26,7 +26,7 @@ def dist_info_files(tag, pure):
 def write(directory, tag, files, pure=False):
     """Writes the wheel into `directory`: files is [(name in the wheel, path on disk)]. Returns its
     file name. Timestamps are SOURCE_DATE_EPOCH's when set (reproducible builds)."""
-    name = "%s-%s-py3-none-%s.whl" % (project.NAME, project.version(), tag.split("-")[-1])
+    name = "%s-%s-py3-none-%s.whl" % (project.NAME, project.version(), tag)
     info = "%s-%s.dist-info" % (project.NAME, project.version())
     stamp = time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH", time.time())))[:6]
     if stamp[0] < 1980:
