@@ -14,6 +14,7 @@
 
 #include "analysis.h"
 #include "report_render.h"
+#include "verdicts.h"
 
 namespace vt::analyzer {
 
@@ -153,6 +154,13 @@ std::string nonce() {
   return n;
 }
 
+// Each OOM verdict's label, from the verdict table (verdicts.h): {"fragmentation": "...", ...}.
+json verdict_labels() {
+  json labels = json::object();
+  for (const Verdict& v : verdicts()) labels[v.code] = v.label;
+  return labels;
+}
+
 std::string page(const std::string& title, const json& data) {
   std::string n = nonce();
   std::string out;
@@ -173,6 +181,7 @@ std::string page(const std::string& title, const json& data) {
   out += "<script type=\"application/json\" id=\"vt-data\">";
   out += script_safe_json(data);
   out += "</script>\n<script nonce=\"" + n + "\">\n";
+  out += "const VERDICT_TEXT = " + script_safe_json(verdict_labels()) + ";\n";  // format.js's verdictText
   for (size_t i = 0; i < html_assets::kJsCount; ++i) out += html_assets::kJs[i];
   out += "</script>\n</body>\n</html>\n";
   return out;

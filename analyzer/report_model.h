@@ -88,7 +88,7 @@ struct GrowthSite {
 };
 
 struct Cause {
-  std::string code;  // request_exceeds_device, other_processes, leak_growth, live_set_too_large, fragmentation
+  std::string code;  // a verdict of the table (verdicts.h)
   double score = 0;  // 0..1+, higher = more to blame
   std::string summary;
   std::map<std::string, uint64_t> evidence;

@@ -148,16 +148,8 @@ function frameColor(f) {
   return 'hsl(' + hue + ',75%,' + (60 + hashHue(fn) % 14) + '%)';
 }
 
-const VERDICT_TEXT = {
-  request_exceeds_device: 'the request is larger than the device',
-  other_processes: 'other processes hold the memory',
-  leak_growth: 'memory kept growing (a leak)',
-  live_set_too_large: 'the live set is too large',
-  fragmentation: 'free memory is cached or fragmented',
-  graph_pool: 'CUDA graphs hold the memory',
-  pool_limit: 'the pool reached its maxSize',
-  outside_pytorch: 'memory of this process outside PyTorch',
-};
+// VERDICT_TEXT (code -> label) is written into the page ahead of these scripts from the verdict
+// table (analyzer/verdicts.cpp), the one place a verdict is defined.
 function verdictText(code) {
   return VERDICT_TEXT[code] || code || '';
 }
