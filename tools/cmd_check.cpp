@@ -5,6 +5,8 @@
 // them cannot answer. The limits themselves are judged by analyzer/gate.h.
 #include <iostream>
 
+#include <CLI/CLI.hpp>
+#include "usage.h"
 #include "analysis.h"
 #include "byte_size.h"
 #include "terminal_escape.h"
@@ -94,6 +96,43 @@ int check_command(const CheckOptions& opt) {
   }
   if (damage_fails) return 2;
   return v.empty() ? 0 : 1;
+}
+
+void add_check_command(CLI::App& app, Commands& out) {
+  auto check = std::make_shared<CheckOptions>();
+  CLI::App* c = app.add_subcommand("check", "a CI gate: exit 1 when the peak, leaks, OOMs or growth break a limit");
+  c->add_option("trace", check->input, "trace file, or a directory of traces")->required();
+  c->add_option("--max-peak", check->max_peak,
+                "largest allowed peak of device memory as the driver saw it (e.g. 4GiB, 512MB, 1073741824); "
+                "for PyTorch: its reserved plus memory outside it")
+      ->check(not_empty());
+  c->add_option("--max-allocated", check->max_allocated,
+                "largest allowed PyTorch peak allocated (max_memory_allocated: live tensors); exit 2 on a trace "
+                "without PyTorch's block figures")
+      ->check(not_empty());
+  c->add_option("--max-reserved", check->max_reserved,
+                "largest allowed PyTorch peak reserved (max_memory_reserved: its cached segments); exit 2 on a "
+                "trace without PyTorch's block figures")
+      ->check(not_empty());
+  c->add_option("--max-leak", check->max_leak,
+                "largest allowed memory left allocated at the end (for PyTorch: its tensors, not its caches)")
+      ->check(not_empty());
+  c->add_flag("--no-oom", check->no_oom, "fail on any failed allocation");
+  c->add_option("--baseline", check->baseline, "trace or directory to compare with")->check(not_empty());
+  c->add_option("--max-peak-growth", check->max_peak_growth, "allowed peak growth over the baseline, percent")
+      ->check(finite_in(0, 1e9));
+  c->add_option("--max-site-growth", check->max_site_growth, "allowed growth of any call site's peak share, percent")
+      ->check(finite_in(0, 1e9));
+  c->add_option("--max-allocated-growth", check->max_allocated_growth,
+                "allowed growth of PyTorch's peak allocated over the baseline, percent")
+      ->check(finite_in(0, 1e9));
+  c->add_option("--max-reserved-growth", check->max_reserved_growth,
+                "allowed growth of PyTorch's peak reserved over the baseline, percent")
+      ->check(finite_in(0, 1e9));
+  c->add_flag("--json", check->json, "print the result as JSON");
+  c->add_flag("--allow-damaged", check->allow_damaged,
+              "judge damaged traces on what could be read (else a damaged or unreadable trace fails with exit 2)");
+  out.push_back({c, [check](const Invocation&) { return check_command(*check); }});
 }
 
 }  // namespace vt::cli

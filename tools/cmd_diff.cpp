@@ -4,6 +4,7 @@
 // now is shown, and named.
 #include <iostream>
 
+#include <CLI/CLI.hpp>
 #include "analysis.h"
 #include "terminal_escape.h"
 #include "commands.h"
@@ -70,6 +71,18 @@ int diff_command(const DiffOptions& opt) {
     text += analyzer::diff_text(d, opt.top ? opt.top : 30);
   }
   return write_out(text, opt.output.empty() ? "-" : opt.output, {opt.base, opt.now});
+}
+
+void add_diff_command(CLI::App& app, Commands& out) {
+  auto diff = std::make_shared<DiffOptions>();
+  CLI::App* c = app.add_subcommand("diff", "what changed between two runs, per call site");
+  c->add_option("base", diff->base, "baseline trace or directory")->required();
+  c->add_option("new", diff->now, "new trace or directory")->required();
+  c->add_option("--format", diff->format, "text or json")->capture_default_str();
+  c->add_option("--top", diff->top, "call sites listed (default: text 30, JSON all)")->check(CLI::Range(1, 100000));
+  c->add_option("-o,--output", diff->output, "write to this file instead of stdout");
+  c->add_flag("--native", diff->native, "tell sites apart by every frame (default: by the frames the report shows)");
+  out.push_back({c, [diff](const Invocation&) { return diff_command(*diff); }});
 }
 
 }  // namespace vt::cli

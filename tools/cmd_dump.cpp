@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include "aggregators/lookups.h"
 #include "analysis.h"
 #include "commands.h"
@@ -168,6 +169,29 @@ int info_command(const std::string& trace) {
   report_problems(*reader);
   if (!std::cout) return stdout_failed();
   return 0;
+}
+
+void add_dump_commands(CLI::App& app, Commands& out) {
+  struct Options {
+    std::string trace;
+    DumpOptions dump;
+    bool no_stacks = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* dump = app.add_subcommand("dump", "print every event of a trace as one JSON object per line");
+  dump->add_option("trace", o->trace, "trace file")->required();
+  dump->add_flag("--meta", o->dump.with_meta, "also print the metadata records (process, devices, modules, threads, stacks, kernel activity, ...)");
+  dump->add_flag("--no-stacks", o->no_stacks, "leave out the symbolized call stacks");
+  dump->add_option("--sysroot", o->dump.sysroot, "prefix for the traced machine's library paths");
+  dump->add_option("--debug-dir", o->dump.debug_dirs, "directory with separate debug info (repeatable)");
+  out.push_back({dump, [o](const Invocation&) {
+                   o->dump.stacks = !o->no_stacks;
+                   return dump_command(o->trace, o->dump);
+                 }});
+  auto trace = std::make_shared<std::string>();
+  CLI::App* info = app.add_subcommand("info", "print a trace's process, devices and event counts as JSON");
+  info->add_option("trace", *trace, "trace file")->required();
+  out.push_back({info, [trace](const Invocation&) { return info_command(*trace); }});
 }
 
 }  // namespace vt::cli

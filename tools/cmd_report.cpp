@@ -4,8 +4,9 @@
 // summaries (docs/scale.md). HTML without -o goes to vramtrace-report.html when stdout is a
 // terminal (75 KB of markup helps nobody there), to stdout when it is redirected. `--at T` adds
 // the live set at T (or at a region mark, `--at mark:NAME`), with PyTorch's blocks then. `vramtrace summary` is the one-screen form.
-// `vramtrace export --folded OUT TRACE [--leaks]`.
 #include <unistd.h>
+
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -13,11 +14,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
+#include <tuple>
 
 #include "analysis.h"
 #include "terminal_escape.h"
 #include "commands.h"
-#include "folded.h"
 #include "job_parallel.h"
 #include "output_file.h"
 #include "report_html.h"
@@ -143,23 +145,51 @@ int summary_command(const ReportOptions& opt) {
   return write_out(text, opt.output.empty() ? "-" : opt.output, {opt.input});
 }
 
-int export_command(const ExportOptions& opt) {
-  analyzer::AnalysisOptions a;
-  a.top = opt.top;
-  a.symbols = symbol_options(opt.sysroot, opt.debug_dirs);
-  a.progress = true;
-  analyzer::JobReport job;
-  job.traces.resize(1);
-  analyzer::TraceReport& rep = job.traces[0];
-  std::string err;
-  if (!analyzer::analyze_trace(opt.input, a, &rep, &err)) {
-    error_line(err);
-    return kExitUsage;
+void add_report_commands(CLI::App& app, Commands& out) {
+  // report and its one-section forms share their options (one is given per run).
+  auto report = std::make_shared<ReportOptions>();
+  for (auto [name, section, help] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"report", "", "peak, leaks, fragmentation and OOM root cause of a trace or a directory of traces"},
+           {"peak", "peak", "the peak and who held it"},
+           {"leaks", "leaks", "what was never freed, and what kept growing"},
+           {"oom", "oom", "why each allocation failed, with remedies"},
+           {"frag", "frag", "fragmentation of VMM reservations, pools and caches"}}) {
+    CLI::App* c = app.add_subcommand(name, help);
+    c->add_option("trace", report->input, "trace file, or a directory of traces (a job)")->required();
+    c->add_option("--format", report->format, "text, json or html (a self-contained page)")->capture_default_str();
+    c->add_option("--top", report->top, "groups per list")->capture_default_str()->check(CLI::Range(1, 100000));
+    c->add_option("-o,--output", report->output, "write to this file instead of stdout");
+    c->add_option("--sysroot", report->sysroot, "prefix for the traced machine's library paths");
+    c->add_option("--debug-dir", report->debug_dirs, "directory with separate debug info (repeatable)");
+    c->add_flag("--native", report->native, "show every frame (default: the user's frames first, the interpreter, FFI, "
+                "dispatcher, libc and vramtrace frames folded)");
+    c->add_option("-j,--jobs", report->jobs, "a directory: traces analysed at once (default: the online CPUs; 1: one by one)")
+        ->check(CLI::Range(1u, 4096u));
+    if (section.empty() || section == "peak")
+      c->add_option("--at", report->at, "also what was live at this time since the start (12.5s, 250ms, 2m) or at a mark (mark:NAME, the first begin of the vramtrace region NAME)")
+          ->check([](const std::string& v) {
+            int64_t ns;
+            std::string why;
+            if (v.rfind("mark:", 0) == 0)
+              return v.size() > 5 ? std::string() : std::string("'mark:' needs a region name (mark:NAME)");
+            return parse_time(v, &ns, &why) ? std::string() : why + ", or mark:NAME";
+          });
+    out.push_back({c, [report, section = section](const Invocation&) {
+                     report->section = section;
+                     return report_command(*report);
+                   }});
   }
-  name_damage(job);
-  return write_out(opt.leaks ? analyzer::folded_leaks(rep, opt.native) : analyzer::folded_peak(rep, opt.native, opt.driver),
-                   opt.output,
-                   {opt.input});
+  auto summary = std::make_shared<ReportOptions>();
+  CLI::App* c = app.add_subcommand(
+      "summary", "one screen: peak and who held it, leaks, OOMs and verdicts, largest allocations, allocation sizes");
+  c->add_option("trace", summary->input, "trace file, or a directory of traces (a job)")->required();
+  c->add_option("--format", summary->format, "text or json")->capture_default_str();
+  summary->top = 5;
+  c->add_option("--top", summary->top, "largest allocations listed")->capture_default_str()->check(CLI::Range(1, 100000));
+  c->add_option("-o,--output", summary->output, "write to this file instead of stdout");
+  c->add_option("--sysroot", summary->sysroot, "prefix for the traced machine's library paths");
+  c->add_option("--debug-dir", summary->debug_dirs, "directory with separate debug info (repeatable)");
+  out.push_back({c, [summary](const Invocation&) { return summary_command(*summary); }});
 }
 
 }  // namespace vt::cli

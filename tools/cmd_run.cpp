@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+#include "usage.h"
 #include "commands.h"
 #include "env_config.h"
 #include "regular_file.h"
@@ -246,6 +248,39 @@ int run_command(const RunOptions& opt, int* killed_by_signal) {
     for (const RunTrace& t : traces) std::cerr << "  " << analyzer::terminal_escape(t.path) << trace_note(t) << "\n";
   }
   return code;
+}
+
+void add_run_command(CLI::App& app, Commands& out) {
+  auto run = std::make_shared<RunOptions>();
+  CLI::App* c = app.add_subcommand("run", "run a command with tracing: vramtrace run [-o PATH] -- CMD ARGS...");
+  c->footer("CMD runs with libvramtrace.so preloaded; its exit status is returned (killed by the same signal when one ended it).\n"
+            "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to vramtrace reach CMD.");
+  c->add_option("-o,--output", run->output, "trace file, pattern (%p = pid, %h = host) or directory (default: current directory)");
+  c->add_flag("--no-kernels", run->no_kernels, "record memory only: no kernel activity (CUPTI)");
+  c->add_flag("--no-cupti-memory", run->no_cupti_memory, "kernels without CUPTI's allocation records (MEMORY2): VRAMTRACE_CUPTI_MEMORY=0");
+  c->add_flag("--audit", run->audit,
+              "also load libvramtrace_audit.so (LD_AUDIT): libraries opened with RTLD_DEEPBIND get the hooks too");
+  c->prefix_command();
+  Command cmd{c, [run, c](const Invocation& inv) {
+                run->command = c->remaining();
+                if (!run->command.empty() && run->command[0].size() > 1 && run->command[0][0] == '-') {
+                  error_line("run: unknown option " + run->command[0] + " (usage: vramtrace run [-o PATH] -- CMD ARGS...)");
+                  return kExitUsage;
+                }
+                // A `--` after the command began is the command's own argument (`run prog a -- b`).
+                if (!run->command.empty() && inv.dashes) run->command.push_back("--");
+                run->command.insert(run->command.end(), inv.after_dashes.begin(), inv.after_dashes.end());
+                if (run->command.empty()) {
+                  error_line("run: no command given (usage: vramtrace run [-o PATH] -- CMD ARGS...)");
+                  return kExitUsage;
+                }
+                int killed_by = 0;
+                int code = run_command(*run, &killed_by);
+                if (killed_by) die_like_the_child(killed_by);  // (after run_command's clean-up)
+                return code;
+              }};
+  cmd.analyzes = false;
+  out.push_back(std::move(cmd));
 }
 
 }  // namespace vt::cli

@@ -9,6 +9,8 @@
 #include <iostream>
 #include <thread>
 
+#include <CLI/CLI.hpp>
+#include "usage.h"
 #include "commands.h"
 #include "top_snapshot.h"
 #include "tui/terminal.h"
@@ -63,6 +65,18 @@ int top_command(double interval, bool once) {
     std::cout << "\n";
     std::this_thread::sleep_for(std::chrono::duration<double>(interval));
   }
+}
+
+void add_top_command(CLI::App& app, Commands& out) {
+  struct Options {
+    double interval = 1.0;
+    bool once = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* c = app.add_subcommand("top", "live GPU memory per process, and the call sites of traced processes");
+  c->add_option("--interval", o->interval, "seconds between refreshes")->capture_default_str()->check(finite_in(0.1, 3600));
+  c->add_flag("--once", o->once, "print one snapshot and exit");
+  out.push_back({c, [o](const Invocation&) { return top_command(o->interval, o->once); }});
 }
 
 }  // namespace vt::cli

@@ -1,8 +1,16 @@
-// The subcommands of `vramtrace`. Each returns the process exit status.
+// The subcommands of `vramtrace`. Each cmd_*.cpp adds its own subcommand(s) and options to the
+// CLI11 app (add_*_command) and runs it once parsed; main.cpp only calls the list below in order
+// (the order --help, the man page and the completions list them) and dispatches. Each command
+// returns the process exit status (usage.h).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 #include "symbolizer.h"
 #include "torch_snapshot.h"
@@ -12,6 +20,34 @@ struct JobReport;  // report_model.h
 }
 
 namespace vt::cli {
+
+// What argv held beyond what CLI11 parses: for `run`, everything after the first "--".
+struct Invocation {
+  std::vector<std::string> after_dashes;
+  bool dashes = false;  // argv had that "--"
+};
+
+// One subcommand: its CLI11 node, and what runs when it is the one given.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int(const Invocation&)> run;
+  bool analyzes = true;  // reads traces (main then ignores SIGXFSZ and names a trace that shrank); false for run
+};
+using Commands = std::vector<Command>;
+
+// The registrations, one per cmd_*.cpp, in the order they are listed.
+void add_run_command(CLI::App& app, Commands& out);      // cmd_run.cpp
+void add_dump_commands(CLI::App& app, Commands& out);    // cmd_dump.cpp: dump, info
+void add_export_command(CLI::App& app, Commands& out);   // cmd_export.cpp: --perfetto, --folded, --torch-snapshot
+void add_report_commands(CLI::App& app, Commands& out);  // cmd_report.cpp: report, peak, leaks, oom, frag, summary
+void add_check_command(CLI::App& app, Commands& out);    // cmd_check.cpp
+void add_diff_command(CLI::App& app, Commands& out);     // cmd_diff.cpp
+void add_top_command(CLI::App& app, Commands& out);      // cmd_top.cpp
+void add_doctor_command(CLI::App& app, Commands& out);   // cmd_doctor.cpp
+inline constexpr void (*kCommandList[])(CLI::App&, Commands&) = {
+    add_run_command,   add_dump_commands, add_export_command, add_report_commands,
+    add_check_command, add_diff_command,  add_top_command,    add_doctor_command,
+};
 
 struct RunOptions {
   std::string output;  // file, pattern or directory; empty = current directory

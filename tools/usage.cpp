@@ -2,6 +2,9 @@
 #include "usage.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "trace_format.h"
 
@@ -51,6 +54,35 @@ std::string nearest_name(const std::string& typed, const std::vector<std::string
   // At most a third of the letters wrong (one in a short name): beyond that it is a guess.
   size_t allowed = std::max<size_t>(1, typed.size() / 3);
   return best_d <= allowed ? best : "";
+}
+
+CLI::Validator finite_in(double lo, double hi) {
+  char range[96];
+  snprintf(range, sizeof range, "a number from %g to %g", lo, hi);
+  std::string want = range;
+  return CLI::Validator(
+      [lo, hi, want](std::string& s) -> std::string {
+        char* end = nullptr;
+        double v = strtod(s.c_str(), &end);
+        if (s.empty() || !end || *end || !std::isfinite(v) || v < lo || v > hi) return "'" + s + "' is not " + want;
+        return "";
+      },
+      "NUMBER");
+}
+
+CLI::Validator count_check() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos)
+          return "'" + s + "' is not a whole number (0 to 10^19)";
+        return "";
+      },
+      "INTEGER");
+}
+
+CLI::Validator not_empty() {
+  return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "an empty value (an unset variable?)" : ""; },
+                        "");
 }
 
 }  // namespace vt::cli

@@ -29,4 +29,12 @@ class UsageFormatter : public CLI::Formatter {
 // when none is close enough to be what was meant.
 std::string nearest_name(const std::string& typed, const std::vector<std::string>& names);
 
+// Option checks the commands share. A finite number in [lo, hi] (CLI11's own range checks let
+// "nan" through, and "1e300" overflows the conversions after them).
+CLI::Validator finite_in(double lo, double hi);
+// A count: digits only ("-1" would wrap around to 2^64 - 1).
+CLI::Validator count_check();
+// Not empty: `--max-peak "$LIMIT"` with LIMIT unset must not turn a gate off.
+CLI::Validator not_empty();
+
 }  // namespace vt::cli
