@@ -252,7 +252,84 @@ json trace_json(const TraceReport& r) {
   return p;
 }
 
+// ---- the sections: one renderer each, in kSections' order (report_render.h) ----------------
+
+void peak_part(json& j, const TraceReport& r) {
+  j["peak"] = peak_json(r);
+  json regions = json::array();
+  for (const RegionReport& g : r.regions) {
+    json region = {{"name", g.name}, {"t_begin_ns", g.t_begin}, {"t_end_ns", g.t_end}, {"closed", g.closed},
+                   {"start_bytes", g.start_bytes}, {"end_bytes", g.end_bytes}, {"peak_bytes", g.peak_bytes},
+                   {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}, {"t_peak_ns", g.t_peak}};
+    // PyTorch's allocated bytes (its tensors) inside the region, or null without its block layer.
+    region["allocated"] = g.tensors ? json{{"start_bytes", g.tensor_start_bytes}, {"end_bytes", g.tensor_end_bytes},
+                                           {"peak_bytes", g.tensor_peak_bytes},
+                                           {"peak_above_start_bytes", g.tensor_peak_bytes - g.tensor_start_bytes},
+                                           {"t_peak_ns", g.t_tensor_peak}}
+                                    : json(nullptr);
+    regions.push_back(std::move(region));
+  }
+  j["regions"] = regions;
+  json phases = json::array();
+  for (const PhaseRow& p : r.phases)
+    phases.push_back({{"name", p.name}, {"count", p.count}, {"max_peak_bytes", p.max_peak_bytes},
+                      {"max_growth_bytes", p.max_growth_bytes}});
+  j["phases"] = phases;
+  if (r.live_at.asked) {
+    j["live_at"] = live_at_json(r.live_at);
+    if (r.torch.live_at_taken) j["live_at"]["torch"] = torch_live_at_json(r.torch.live_at);
+  }
+  if (!r.graphs.empty()) j["graphs"] = graphs_json(r.graphs);  // only with graphs
+}
+
+void leaks_part(json& j, const TraceReport& r) {
+  j["leaks"] = leaks_json(r);
+  if (r.sharing.present()) j["sharing"] = sharing_json(r.sharing);  // only with sharing
+}
+
+void frag_part(json& j, const TraceReport& r) { j["fragmentation"] = frag_json_with_torch(r); }
+
+void oom_part(json& j, const TraceReport& r) { j["ooms"] = ooms_json(r); }
+
+using SectionJson = void (*)(json&, const TraceReport&);
+constexpr std::pair<Section, SectionJson> kSectionJson[] = {
+    {Section::peak, peak_part}, {Section::leaks, leaks_part}, {Section::frag, frag_part}, {Section::oom, oom_part}};
+static_assert(std::size(kSectionJson) == std::size(kSections), "a JSON renderer for every section");
+
+// What only the whole report has: the timeline, snapshots, PyTorch's summary, the interception's
+// findings, allocation sizes and kernels.
+void whole_part(json& j, const TraceReport& r) {
+  json tl = json::array();
+  for (const TimelineSeries& s : r.timeline) tl.push_back({{"device", s.device}, {"kind", s.kind}, {"points", s.points}});
+  j["timeline"] = tl;
+  j["snapshots"] = snapshots_json(r.snapshots);
+  if (r.torch.present) j["torch"] = torch_json(r.torch);  // only where PyTorch was seen
+  // Only when something escaped the hooks.
+  if (r.interception.notable()) j["interception"] = interception_json(r.interception);
+  j["allocations"] = allocations_json(r.allocations);
+  const KernelRecording& k = r.kernels;
+  j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},
+                  {"coverage", {{"cupti_allocations", k.cupti_allocations}, {"matched", k.matched},
+                                {"fraction", k.coverage}, {"missed", k.missed}}}};
+  if (!k.activity_buffers.empty())  // traces whose recorder said how CUPTI's buffers were set up
+    j["kernels"]["buffers"] = {{"activity_buffers", k.activity_buffers}, {"device_buffers_per_context", k.device_buffers},
+                               {"device_buffer_bytes", k.device_buffer_bytes},
+                               {"device_bytes_per_context", k.device_buffers * k.device_buffer_bytes},
+                               {"lost_records", k.lost_records}, {"refused_buffers", k.refused_buffers}};
+}
+
 }  // namespace
+
+json report_json(const TraceReport& r, Sections sections) {
+  std::vector<TraceProblem> problems;
+  for (const std::string& m : r.damage) problems.push_back({r.path, r.unreadable, m});
+  json j = {{"schema", kReportSchema}, {"trace", trace_json(r)}, {"problems", problems_json(problems)}};
+  for (const auto& [id, render] : kSectionJson)
+    if (sections.has(id)) render(j, r);
+  if (sections.is_whole()) whole_part(j, r);
+  return j;
+}
+
 
 json problems_json(const std::vector<TraceProblem>& v) {
   json a = json::array();
@@ -273,69 +350,8 @@ json interception_json(const InterceptionReport& x) {
           {"cudart_unreached", x.cudart_unreached}, {"unhooked", gaps}, {"isolated_libraries", isolated}};
 }
 
-json report_json(const TraceReport& r, const std::string& section) {
-  std::vector<TraceProblem> problems;
-  for (const std::string& m : r.damage) problems.push_back({r.path, r.unreadable, m});
-  json j = {{"schema", kReportSchema}, {"trace", trace_json(r)}, {"problems", problems_json(problems)}};
-  if (section.empty() || section == "peak") {
-    j["peak"] = peak_json(r);
-    if (section.empty()) {
-      json tl = json::array();
-      for (const TimelineSeries& s : r.timeline) tl.push_back({{"device", s.device}, {"kind", s.kind}, {"points", s.points}});
-      j["timeline"] = tl;
-      j["snapshots"] = snapshots_json(r.snapshots);
-    }
-  }
-  if (section.empty() || section == "leaks") j["leaks"] = leaks_json(r);
-  if (section.empty() || section == "frag") j["fragmentation"] = frag_json_with_torch(r);
-  if (section.empty() || section == "oom") j["ooms"] = ooms_json(r);
-  if (section.empty() || section == "peak") {
-    json regions = json::array();
-    for (const RegionReport& g : r.regions) {
-      json region = {{"name", g.name}, {"t_begin_ns", g.t_begin}, {"t_end_ns", g.t_end}, {"closed", g.closed},
-                     {"start_bytes", g.start_bytes}, {"end_bytes", g.end_bytes}, {"peak_bytes", g.peak_bytes},
-                     {"peak_above_start_bytes", g.peak_bytes - g.start_bytes}, {"t_peak_ns", g.t_peak}};
-      // PyTorch's allocated bytes (its tensors) inside the region, or null without its block layer.
-      region["allocated"] = g.tensors ? json{{"start_bytes", g.tensor_start_bytes}, {"end_bytes", g.tensor_end_bytes},
-                                             {"peak_bytes", g.tensor_peak_bytes},
-                                             {"peak_above_start_bytes", g.tensor_peak_bytes - g.tensor_start_bytes},
-                                             {"t_peak_ns", g.t_tensor_peak}}
-                                      : json(nullptr);
-      regions.push_back(std::move(region));
-    }
-    j["regions"] = regions;
-    json phases = json::array();
-    for (const PhaseRow& p : r.phases)
-      phases.push_back({{"name", p.name}, {"count", p.count}, {"max_peak_bytes", p.max_peak_bytes},
-                        {"max_growth_bytes", p.max_growth_bytes}});
-    j["phases"] = phases;
-  }
-  if (section.empty() && r.torch.present) j["torch"] = torch_json(r.torch);  // only where PyTorch was seen
-  // Only when something escaped the hooks.
-  if (section.empty() && r.interception.notable()) j["interception"] = interception_json(r.interception);
-  if (r.live_at.asked && (section.empty() || section == "peak")) {
-    j["live_at"] = live_at_json(r.live_at);
-    if (r.torch.live_at_taken) j["live_at"]["torch"] = torch_live_at_json(r.torch.live_at);
-  }
-  if (section.empty()) j["allocations"] = allocations_json(r.allocations);
-  if ((section.empty() || section == "peak") && !r.graphs.empty()) j["graphs"] = graphs_json(r.graphs);  // only with graphs
-  if ((section.empty() || section == "leaks") && r.sharing.present()) j["sharing"] = sharing_json(r.sharing);  // only with sharing
-  if (section.empty()) {
-    const KernelRecording& k = r.kernels;
-    j["kernels"] = {{"recorded", k.recorded}, {"status", k.status}, {"kernels", k.kernels},
-                    {"coverage", {{"cupti_allocations", k.cupti_allocations}, {"matched", k.matched},
-                                  {"fraction", k.coverage}, {"missed", k.missed}}}};
-    if (!k.activity_buffers.empty())  // traces whose recorder said how CUPTI's buffers were set up
-      j["kernels"]["buffers"] = {{"activity_buffers", k.activity_buffers}, {"device_buffers_per_context", k.device_buffers},
-                                 {"device_buffer_bytes", k.device_buffer_bytes},
-                                 {"device_bytes_per_context", k.device_buffers * k.device_buffer_bytes},
-                                 {"lost_records", k.lost_records}, {"refused_buffers", k.refused_buffers}};
-  }
-  return j;
-}
-
 nlohmann::json summary_json(const TraceReport& r) {
-  nlohmann::json j = report_json(r, "none");
+  nlohmann::json j = report_json(r, Sections::none());
   j["schema"] = kSummarySchema;
   const DevicePeak* pk = r.peaks.empty() ? nullptr : &r.peaks[0];
   j["peak"] = {{"bytes", pk ? pk->bytes : 0}, {"device", pk ? pk->device : -1}, {"t_ns", pk ? pk->t_ns : 0}};
@@ -351,7 +367,7 @@ nlohmann::json summary_json(const TraceReport& r) {
 
 
 json job_summary_json(const JobReport& job) {
-  json j = job_json(job, "none");
+  json j = job_json(job, Sections::none());
   j["schema"] = kSummarySchema;
   json reports = json::array();
   for (const TraceReport& t : job.traces) reports.push_back(summary_json(t));
@@ -359,7 +375,7 @@ json job_summary_json(const JobReport& job) {
   return j;
 }
 
-json job_json(const JobReport& job, const std::string& section) {
+json job_json(const JobReport& job, Sections sections) {
   json ranks = json::array();
   for (const RankRow& row : job.ranks)
     ranks.push_back({{"rank", row.rank}, {"pid", row.pid}, {"host", row.host}, {"path", row.path},
@@ -370,7 +386,7 @@ json job_json(const JobReport& job, const std::string& section) {
   for (size_t i = 0; i < job.traces.size(); ++i) {
     const TraceReport& t = job.traces[i];
     // From summaries: each rank's own report, as its node wrote it (job_summaries.cpp).
-    traces.push_back(i < job.summaries.size() ? json::parse(job.summaries[i]) : report_json(t, section));
+    traces.push_back(i < job.summaries.size() ? json::parse(job.summaries[i]) : report_json(t, sections));
     damaged += t.damaged();
   }
   return {{"schema", kReportSchema},

@@ -210,12 +210,10 @@ void header(std::ostringstream& o, const TraceReport& r) {
   interception_lines(o, r.interception);
 }
 
-}  // namespace
+// ---- the sections: one renderer each, in kSections' order (report_render.h) ----------------
 
-std::string report_text(const TraceReport& r, const std::string& section, bool native) {
-  std::ostringstream o;
-  header(o, r);
-  if (r.live_at.asked && (section.empty() || section == "peak")) {
+void peak_text(std::ostringstream& o, const TraceReport& r, bool native) {
+  if (r.live_at.asked) {
     const LiveAt& l = r.live_at;
     o << "\nLIVE AT " << secs(r, l.t_ns);
     if (!l.mark.empty())
@@ -235,186 +233,204 @@ std::string report_text(const TraceReport& r, const std::string& section, bool n
     }
     groups(o, l.live_set, native);
   }
-  if (section.empty() || section == "peak") {
-    o << "\nPEAK\n";
-    if (r.peaks.empty()) o << "  no device memory was allocated\n";
-    for (const DevicePeak& p : r.peaks) {
-      o << "  GPU " << p.device << ": " << format_bytes(p.bytes) << " at " << secs(r, p.t_ns);
-      std::string kinds;
-      for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + format_bytes(v);
-      o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
-      activity_lines(o, p.activity, "  ");
-      fidelity_lines(o, p.fidelity, "  ", p.bytes);
-      groups(o, p.live_set, native);
-      if (p.left_out_sites)
-        o << "  ... and " << count(p.left_out_sites, "more call site") << " holding " << format_bytes(p.left_out_bytes)
-          << " (--top N shows more)\n";
-    }
-    if (!r.phases.empty()) {
-      o << "  memory by phase (top-level NVTX ranges):\n";
-      for (const PhaseRow& p : r.phases)
-        o << "    " << format_bytes(p.max_peak_bytes) << " peak  " << e(p.name) << " (" << p.count << "x, up to +"
-          << format_bytes(p.max_growth_bytes) << ")\n";
-    }
-    if (!r.regions.empty()) {
-      o << "  regions (peak device memory within each):\n";
-      for (const RegionReport& g : r.regions)
-        o << "    " << format_bytes(g.peak_bytes) << " (+" << format_bytes(g.peak_bytes - g.start_bytes) << " over its start)  "
-          << e(g.name) << (g.closed ? "" : "  [not ended]") << "\n";
-    }
-    if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << format_bytes(r.pinned_host_peak_bytes) << "\n";
-    if (r.managed_peak_bytes) o << "  managed memory peak: " << format_bytes(r.managed_peak_bytes) << "\n";
-    for (const GraphDevice& g : r.graphs) {
-      o << "  CUDA graphs on GPU " << g.device << ": graph pool " << format_bytes(g.pool_reserved_at_peak_bytes)
-        << " at the peak, up to " << format_bytes(g.pool_reserved_max_bytes) << " reserved; "
-        << format_bytes(g.pool_reserved_bytes) << " reserved (" << format_bytes(g.pool_used_bytes) << " used) at the end\n";
-      if (g.nodes)
-        o << "    " << count(g.nodes, "graph memory node") << " made (" << format_bytes(g.node_bytes)
-          << ", virtual: memory only while a graph holds it)"
-          << (g.captured ? ", " + count(g.captured, "allocation") + " of " + format_bytes(g.captured_bytes) +
-                               " captured from streams into CUDA graphs"
-                         : std::string())
-          << "\n";
-    }
+  o << "\nPEAK\n";
+  if (r.peaks.empty()) o << "  no device memory was allocated\n";
+  for (const DevicePeak& p : r.peaks) {
+    o << "  GPU " << p.device << ": " << format_bytes(p.bytes) << " at " << secs(r, p.t_ns);
+    std::string kinds;
+    for (const auto& [k, v] : p.by_kind) kinds += (kinds.empty() ? "" : ", ") + e(op_kind(k)) + " " + format_bytes(v);
+    o << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
+    activity_lines(o, p.activity, "  ");
+    fidelity_lines(o, p.fidelity, "  ", p.bytes);
+    groups(o, p.live_set, native);
+    if (p.left_out_sites)
+      o << "  ... and " << count(p.left_out_sites, "more call site") << " holding " << format_bytes(p.left_out_bytes)
+        << " (--top N shows more)\n";
   }
-  if ((section.empty() || section == "peak") && r.torch.present) torch_text(o, r.torch, secs, r, e);
-  if (section.empty() || section == "leaks") {
-    o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit"
-                        : r.partial      ? "live where the damaged trace stops"
-                        : r.end == "running" ? "live now: the process is still running"
-                                         : "live when the trace ended: the process was killed or crashed")
-      << "): " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation") << "\n";
-    groups(o, r.leaks, native);
-    if (const TorchCacheAtExit& c = r.torch_cache_at_exit; c.known && c.reserved_bytes)
-      o << "  not counted as leaks: PyTorch's caching allocator still reserved " << format_bytes(c.reserved_bytes) << " in "
-        << count(c.segments, "segment") << ", " << format_bytes(c.cached_bytes())
-        << " of it cached (free: empty_cache() would have released it; the exit gives it all back)"
-        << (c.workspace_bytes ? ", " + format_bytes(c.workspace_bytes) + " its cuBLAS workspaces (kept for the process's life)"
-                              : std::string())
-        << "; its other tensors still allocated are in the list above\n";
-    if (const TorchHostCacheAtExit& h = r.torch_host_cache_at_exit; h.count)
-      o << "  not counted as leaks: PyTorch's pinned host memory cache (its CachingHostAllocator keeps pinned blocks until "
-           "exit) holds "
-        << format_bytes(h.bytes) << " in " << count(h.count, "allocation") << "\n";
-    for (const GraphDevice& g : r.graphs)
-      if (g.pool_reserved_bytes)
-        o << "  not counted as leaks: GPU " << g.device << "'s CUDA graph pool still holds "
-          << format_bytes(g.pool_reserved_bytes) << " (freed with the graphs, or by cuDeviceGraphMemTrim)\n";
-    if (r.teardown_bytes)
-      o << "  released only by context teardown: " << format_bytes(r.teardown_bytes) << " in "
-        << count(r.teardown_count, "allocation") << "\n";
-    const SharingReport& sh = r.sharing;
-    if (sh.present()) {
-      o << "\nSHARING (memory of other processes is not this process's: no leak, not in its peak)\n";
-      o << "  imported: " << format_bytes(sh.imported_bytes) << " in " << count(sh.imported_count, "import")
-        << " still open at the end, at most " << format_bytes(sh.imported_max_bytes) << " at once\n";
-      if (!sh.imported.empty()) groups(o, sh.imported, native);
-      if (sh.exports)
-        o << "  exported: " << count(sh.shared_count, "allocation") << " of " << format_bytes(sh.shared_bytes)
-          << " shared with other processes (" << count(sh.exports, "export call") << ")\n";
-      if (!sh.shared.empty()) groups(o, sh.shared, native);
-      if (sh.multicast_objects)
-        o << "  multicast: " << count(sh.multicast_objects, "object") << " of " << format_bytes(sh.multicast_bytes)
-          << " created, " << sh.multicast_live << " left at the end with " << format_bytes(sh.multicast_bound_bytes)
-          << " bound\n    (no memory of their own: the memory bound to them is counted where it was created)\n";
-      if (!sh.multicast.empty()) groups(o, sh.multicast, native);
-    }
-    o << "\nGROWTH (call sites whose live bytes kept rising)\n";
-    for (const GrowthSite& g : r.growth) {
-      // (new highs are counted at the analysis's sampling checkpoints, not per iteration)
-      o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", a new high at "
-        << count(g.new_highs, "sampling checkpoint") << " between " << secs(r, g.first_t_ns) << " and "
-        << secs(r, g.last_t_ns) << "\n";
-      if (!g.site.threads.empty()) o << "      grew on " << e(growth_threads_words(g.site.threads, g.threads_at_site)) << "\n";
-      stack_lines(o, g.site.stack, "      ", native);
-    }
-    if (r.growth.empty()) o << "  (none)\n";
-    if (r.torch_segment_growth)
-      o << "  not listed: " << count(r.torch_segment_growth, "call site")
-        << " of PyTorch's segments (its reserved memory, which follows its tensors: the PYTORCH section's tensor lines say what grew)\n";
+  if (!r.phases.empty()) {
+    o << "  memory by phase (top-level NVTX ranges):\n";
+    for (const PhaseRow& p : r.phases)
+      o << "    " << format_bytes(p.max_peak_bytes) << " peak  " << e(p.name) << " (" << p.count << "x, up to +"
+        << format_bytes(p.max_growth_bytes) << ")\n";
   }
-  if (section.empty() || section == "frag") {
-    const Fragmentation& f = r.fragmentation;
-    o << "\nFRAGMENTATION\n";
-    if (f.vmm_reserved_bytes_max)
-      o << "  VMM: " << format_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << format_bytes(f.vmm_mapped_bytes_at_peak)
-        << " mapped at the peak (max " << format_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
-    for (const PoolFragmentation& p : f.pools) {
-      o << "  pool " << e(p.pool) << " (GPU " << p.device << "): footprint " << format_bytes(p.footprint_bytes) << ", live "
-        << format_bytes(p.live_bytes) << ", largest free gap " << format_bytes(p.largest_free_gap_bytes)
-        << ", fragmentation " << pct(p.fragmentation) << (p.worst_t_ns ? " at the end" : "") << "\n";
-      if (p.worst_t_ns)
-        o << "    at its worst (" << secs(r, p.worst_t_ns) << "): footprint " << format_bytes(p.worst_footprint_bytes)
-          << ", live " << format_bytes(p.worst_live_bytes) << ", largest free gap "
-          << format_bytes(p.worst_largest_free_gap_bytes) << ", fragmentation " << pct(p.worst_fragmentation) << "\n";
-    }
-    for (const CacheFlush& c : f.cache_flushes)
-      o << "  at " << secs(r, c.t_ns) << " a " << format_bytes(c.requested_bytes) << " request failed; "
-        << format_bytes(c.freed_bytes) << " of cached segments were freed and the retry "
-        << (c.retry_succeeded ? "succeeded" : "failed") << "\n";
-    const bool torch = r.torch.figures() && torch_frag_text(o, r.torch, secs, r);
-    if (!f.vmm_reserved_bytes_max && f.pools.empty() && f.cache_flushes.empty() && !torch) o << "  nothing to report\n";
+  if (!r.regions.empty()) {
+    o << "  regions (peak device memory within each):\n";
+    for (const RegionReport& g : r.regions)
+      o << "    " << format_bytes(g.peak_bytes) << " (+" << format_bytes(g.peak_bytes - g.start_bytes) << " over its start)  "
+        << e(g.name) << (g.closed ? "" : "  [not ended]") << "\n";
   }
-  if (section.empty() || section == "oom") {
-    o << "\nOUT OF MEMORY (" << count(r.ooms.size(), "failed allocation") << ")\n";
-    int i = 0;
-    for (const OomReport& x : r.ooms) {
-      o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << format_bytes(x.requested_bytes) << " on GPU "
-        << x.device << " failed: " << cuda_result_text(x.result) << "\n";
-      // This process's own caches and contexts and code are its own, not "elsewhere"
-      // (split_unattributed, oom_verdict.h).
-      o << "     GPU: " << format_bytes(x.device_free_bytes) << " free of " << format_bytes(x.device_total_bytes)
-        << "; this process: " << format_bytes(x.process_device_bytes) << " live";
-      if (x.own_cached_bytes)
-        o << ", " << format_bytes(x.own_cached_bytes) << " cached by its pools"
-          << (x.pool_largest_free_gap_bytes ? " (largest free gap " + format_bytes(x.pool_largest_free_gap_bytes) + ")" : "");
-      if (x.own_code_bytes)
-        o << ", " << format_bytes(x.own_code_bytes) << " contexts and code"
-          << (x.own_code_basis == "nvml" ? " (NVML's figure for it, less its live and cached memory)"
-              : x.code_not_own_bytes
-                  ? " (a context counted at most " + format_bytes(kContextBytesBound) + ": its cost, " +
-                        format_bytes(x.context_bytes) + ", took in other processes' memory NVML cannot show)"
-                  : "");
-      o << "; elsewhere: " << format_bytes(x.elsewhere_bytes);
-      if (x.elsewhere_unsure_bytes)
-        o << " (up to " << format_bytes(x.elsewhere_unsure_bytes)
-          << " of it may be this process's first context, measured only after it was made)";
-      o << "\n";
-      if (nvml_blind(x))
-        o << "     NVML cannot see this process (no row has its pid " << r.process.pid
-          << ": a container's PID namespace): it names no other process for sure; what the driver shows used beyond "
-             "this process's memory, caches and contexts is elsewhere\n";
-      if (x.nvml) {
-        o << "     " << (nvml_blind(x) ? "NVML's rows (pids of another namespace, this process's own possibly among them)"
-                                     : "other processes on the GPU (NVML)")
-          << ":" << (x.other_processes.empty() ? " none" : "") << "\n";
-        for (const GpuProcess& g : x.other_processes)
-          o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << format_bytes(g.bytes) << "\n";
-      }
-      fidelity_lines(o, x.fidelity, "     ", x.process_device_bytes);
-      activity_lines(o, x.activity, "     ");
-      if (x.torch) torch_oom_text(o, x, e);
-      o << "     requested at"
-        << (x.autograd_thread.empty() ? "" : " (in backward, on PyTorch's autograd thread " + e(x.autograd_thread) + ")")
-        << ":\n";
-      stack_lines(o, x.stack, "       ", native);
-      o << "     VERDICT: " << e(x.verdict) << "\n";
-      for (const Cause& c : x.causes) {
-        char score[16];
-        snprintf(score, sizeof score, "%.2f", c.score);
-        o << "       " << e(c.code) << " (" << score << "): " << e(c.summary) << "\n";
-      }
-      if (!x.torch) o << "     top holders:\n";  // (PyTorch's OOMs: its tensors by line, above)
-      size_t shown = 0;
-      for (const SiteGroup& g : merge_shown(x.top_holders, native)) {
-        if (x.torch || shown++ == 3) break;
-        o << "       " << format_bytes(g.bytes) << " in " << count(g.count, "allocation") << ":\n";
-        stack_lines(o, g.stack, "         ", native, 4);
-      }
-      o << "     what to do:\n";
-      for (const std::string& m : x.remedies) o << "       - " << e(m) << "\n";
-    }
+  if (r.pinned_host_peak_bytes) o << "  pinned host memory peak: " << format_bytes(r.pinned_host_peak_bytes) << "\n";
+  if (r.managed_peak_bytes) o << "  managed memory peak: " << format_bytes(r.managed_peak_bytes) << "\n";
+  for (const GraphDevice& g : r.graphs) {
+    o << "  CUDA graphs on GPU " << g.device << ": graph pool " << format_bytes(g.pool_reserved_at_peak_bytes)
+      << " at the peak, up to " << format_bytes(g.pool_reserved_max_bytes) << " reserved; "
+      << format_bytes(g.pool_reserved_bytes) << " reserved (" << format_bytes(g.pool_used_bytes) << " used) at the end\n";
+    if (g.nodes)
+      o << "    " << count(g.nodes, "graph memory node") << " made (" << format_bytes(g.node_bytes)
+        << ", virtual: memory only while a graph holds it)"
+        << (g.captured ? ", " + count(g.captured, "allocation") + " of " + format_bytes(g.captured_bytes) +
+                             " captured from streams into CUDA graphs"
+                       : std::string())
+        << "\n";
   }
+  if (r.torch.present) torch_text(o, r.torch, secs, r, e);
+}
+
+void leaks_text(std::ostringstream& o, const TraceReport& r, bool native) {
+  o << "\nLEAKS (" << (r.end == "clean_exit" ? "still allocated at exit"
+                      : r.partial      ? "live where the damaged trace stops"
+                      : r.end == "running" ? "live now: the process is still running"
+                                       : "live when the trace ended: the process was killed or crashed")
+    << "): " << format_bytes(r.leak_bytes) << " in " << count(r.leak_count, "allocation") << "\n";
+  groups(o, r.leaks, native);
+  if (const TorchCacheAtExit& c = r.torch_cache_at_exit; c.known && c.reserved_bytes)
+    o << "  not counted as leaks: PyTorch's caching allocator still reserved " << format_bytes(c.reserved_bytes) << " in "
+      << count(c.segments, "segment") << ", " << format_bytes(c.cached_bytes())
+      << " of it cached (free: empty_cache() would have released it; the exit gives it all back)"
+      << (c.workspace_bytes ? ", " + format_bytes(c.workspace_bytes) + " its cuBLAS workspaces (kept for the process's life)"
+                            : std::string())
+      << "; its other tensors still allocated are in the list above\n";
+  if (const TorchHostCacheAtExit& h = r.torch_host_cache_at_exit; h.count)
+    o << "  not counted as leaks: PyTorch's pinned host memory cache (its CachingHostAllocator keeps pinned blocks until "
+         "exit) holds "
+      << format_bytes(h.bytes) << " in " << count(h.count, "allocation") << "\n";
+  for (const GraphDevice& g : r.graphs)
+    if (g.pool_reserved_bytes)
+      o << "  not counted as leaks: GPU " << g.device << "'s CUDA graph pool still holds "
+        << format_bytes(g.pool_reserved_bytes) << " (freed with the graphs, or by cuDeviceGraphMemTrim)\n";
+  if (r.teardown_bytes)
+    o << "  released only by context teardown: " << format_bytes(r.teardown_bytes) << " in "
+      << count(r.teardown_count, "allocation") << "\n";
+  const SharingReport& sh = r.sharing;
+  if (sh.present()) {
+    o << "\nSHARING (memory of other processes is not this process's: no leak, not in its peak)\n";
+    o << "  imported: " << format_bytes(sh.imported_bytes) << " in " << count(sh.imported_count, "import")
+      << " still open at the end, at most " << format_bytes(sh.imported_max_bytes) << " at once\n";
+    if (!sh.imported.empty()) groups(o, sh.imported, native);
+    if (sh.exports)
+      o << "  exported: " << count(sh.shared_count, "allocation") << " of " << format_bytes(sh.shared_bytes)
+        << " shared with other processes (" << count(sh.exports, "export call") << ")\n";
+    if (!sh.shared.empty()) groups(o, sh.shared, native);
+    if (sh.multicast_objects)
+      o << "  multicast: " << count(sh.multicast_objects, "object") << " of " << format_bytes(sh.multicast_bytes)
+        << " created, " << sh.multicast_live << " left at the end with " << format_bytes(sh.multicast_bound_bytes)
+        << " bound\n    (no memory of their own: the memory bound to them is counted where it was created)\n";
+    if (!sh.multicast.empty()) groups(o, sh.multicast, native);
+  }
+  o << "\nGROWTH (call sites whose live bytes kept rising)\n";
+  for (const GrowthSite& g : r.growth) {
+    // (new highs are counted at the analysis's sampling checkpoints, not per iteration)
+    o << "  +" << format_bytes(g.growth_bytes) << " to " << format_bytes(g.site.bytes) << ", a new high at "
+      << count(g.new_highs, "sampling checkpoint") << " between " << secs(r, g.first_t_ns) << " and "
+      << secs(r, g.last_t_ns) << "\n";
+    if (!g.site.threads.empty()) o << "      grew on " << e(growth_threads_words(g.site.threads, g.threads_at_site)) << "\n";
+    stack_lines(o, g.site.stack, "      ", native);
+  }
+  if (r.growth.empty()) o << "  (none)\n";
+  if (r.torch_segment_growth)
+    o << "  not listed: " << count(r.torch_segment_growth, "call site")
+      << " of PyTorch's segments (its reserved memory, which follows its tensors: the PYTORCH section's tensor lines say what grew)\n";
+}
+
+void frag_text(std::ostringstream& o, const TraceReport& r, bool) {
+  const Fragmentation& f = r.fragmentation;
+  o << "\nFRAGMENTATION\n";
+  if (f.vmm_reserved_bytes_max)
+    o << "  VMM: " << format_bytes(f.vmm_reserved_bytes_at_peak) << " reserved, " << format_bytes(f.vmm_mapped_bytes_at_peak)
+      << " mapped at the peak (max " << format_bytes(f.vmm_reserved_bytes_max) << " reserved)\n";
+  for (const PoolFragmentation& p : f.pools) {
+    o << "  pool " << e(p.pool) << " (GPU " << p.device << "): footprint " << format_bytes(p.footprint_bytes) << ", live "
+      << format_bytes(p.live_bytes) << ", largest free gap " << format_bytes(p.largest_free_gap_bytes)
+      << ", fragmentation " << pct(p.fragmentation) << (p.worst_t_ns ? " at the end" : "") << "\n";
+    if (p.worst_t_ns)
+      o << "    at its worst (" << secs(r, p.worst_t_ns) << "): footprint " << format_bytes(p.worst_footprint_bytes)
+        << ", live " << format_bytes(p.worst_live_bytes) << ", largest free gap "
+        << format_bytes(p.worst_largest_free_gap_bytes) << ", fragmentation " << pct(p.worst_fragmentation) << "\n";
+  }
+  for (const CacheFlush& c : f.cache_flushes)
+    o << "  at " << secs(r, c.t_ns) << " a " << format_bytes(c.requested_bytes) << " request failed; "
+      << format_bytes(c.freed_bytes) << " of cached segments were freed and the retry "
+      << (c.retry_succeeded ? "succeeded" : "failed") << "\n";
+  const bool torch = r.torch.figures() && torch_frag_text(o, r.torch, secs, r);
+  if (!f.vmm_reserved_bytes_max && f.pools.empty() && f.cache_flushes.empty() && !torch) o << "  nothing to report\n";
+}
+
+void oom_text(std::ostringstream& o, const TraceReport& r, bool native) {
+  o << "\nOUT OF MEMORY (" << count(r.ooms.size(), "failed allocation") << ")\n";
+  int i = 0;
+  for (const OomReport& x : r.ooms) {
+    o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << format_bytes(x.requested_bytes) << " on GPU "
+      << x.device << " failed: " << cuda_result_text(x.result) << "\n";
+    // This process's own caches and contexts and code are its own, not "elsewhere"
+    // (split_unattributed, oom_verdict.h).
+    o << "     GPU: " << format_bytes(x.device_free_bytes) << " free of " << format_bytes(x.device_total_bytes)
+      << "; this process: " << format_bytes(x.process_device_bytes) << " live";
+    if (x.own_cached_bytes)
+      o << ", " << format_bytes(x.own_cached_bytes) << " cached by its pools"
+        << (x.pool_largest_free_gap_bytes ? " (largest free gap " + format_bytes(x.pool_largest_free_gap_bytes) + ")" : "");
+    if (x.own_code_bytes)
+      o << ", " << format_bytes(x.own_code_bytes) << " contexts and code"
+        << (x.own_code_basis == "nvml" ? " (NVML's figure for it, less its live and cached memory)"
+            : x.code_not_own_bytes
+                ? " (a context counted at most " + format_bytes(kContextBytesBound) + ": its cost, " +
+                      format_bytes(x.context_bytes) + ", took in other processes' memory NVML cannot show)"
+                : "");
+    o << "; elsewhere: " << format_bytes(x.elsewhere_bytes);
+    if (x.elsewhere_unsure_bytes)
+      o << " (up to " << format_bytes(x.elsewhere_unsure_bytes)
+        << " of it may be this process's first context, measured only after it was made)";
+    o << "\n";
+    if (nvml_blind(x))
+      o << "     NVML cannot see this process (no row has its pid " << r.process.pid
+        << ": a container's PID namespace): it names no other process for sure; what the driver shows used beyond "
+           "this process's memory, caches and contexts is elsewhere\n";
+    if (x.nvml) {
+      o << "     " << (nvml_blind(x) ? "NVML's rows (pids of another namespace, this process's own possibly among them)"
+                                   : "other processes on the GPU (NVML)")
+        << ":" << (x.other_processes.empty() ? " none" : "") << "\n";
+      for (const GpuProcess& g : x.other_processes)
+        o << "       pid " << g.pid << " " << (g.name.empty() ? "?" : e(g.name)) << ": " << format_bytes(g.bytes) << "\n";
+    }
+    fidelity_lines(o, x.fidelity, "     ", x.process_device_bytes);
+    activity_lines(o, x.activity, "     ");
+    if (x.torch) torch_oom_text(o, x, e);
+    o << "     requested at"
+      << (x.autograd_thread.empty() ? "" : " (in backward, on PyTorch's autograd thread " + e(x.autograd_thread) + ")")
+      << ":\n";
+    stack_lines(o, x.stack, "       ", native);
+    o << "     VERDICT: " << e(x.verdict) << "\n";
+    for (const Cause& c : x.causes) {
+      char score[16];
+      snprintf(score, sizeof score, "%.2f", c.score);
+      o << "       " << e(c.code) << " (" << score << "): " << e(c.summary) << "\n";
+    }
+    if (!x.torch) o << "     top holders:\n";  // (PyTorch's OOMs: its tensors by line, above)
+    size_t shown = 0;
+    for (const SiteGroup& g : merge_shown(x.top_holders, native)) {
+      if (x.torch || shown++ == 3) break;
+      o << "       " << format_bytes(g.bytes) << " in " << count(g.count, "allocation") << ":\n";
+      stack_lines(o, g.stack, "         ", native, 4);
+    }
+    o << "     what to do:\n";
+    for (const std::string& m : x.remedies) o << "       - " << e(m) << "\n";
+  }
+}
+
+using SectionText = void (*)(std::ostringstream&, const TraceReport&, bool native);
+constexpr std::pair<Section, SectionText> kSectionText[] = {
+    {Section::peak, peak_text}, {Section::leaks, leaks_text}, {Section::frag, frag_text}, {Section::oom, oom_text}};
+static_assert(std::size(kSectionText) == std::size(kSections), "a text renderer for every section");
+
+}  // namespace
+
+std::string report_text(const TraceReport& r, Sections sections, bool native) {
+  static_assert(kSectionText[0].first == kSections[0].id && kSectionText[1].first == kSections[1].id &&
+                    kSectionText[2].first == kSections[2].id && kSectionText[3].first == kSections[3].id,
+                "text renderers in kSections' order");
+  std::ostringstream o;
+  header(o, r);
+  for (const auto& [id, render] : kSectionText)
+    if (sections.has(id)) render(o, r, native);
   return o.str();
 }
 
@@ -453,11 +469,11 @@ std::string job_table_text(const JobReport& job) {
   return o.str();
 }
 
-std::string job_text(const JobReport& job, const std::string& section, bool native) {
+std::string job_text(const JobReport& job, Sections sections, bool native) {
   std::string o = job_table_text(job);
   if (!job.summaries.empty())  // the per-rank details live in the summaries themselves
     return o + "  (from per-rank summaries: each rank's report is its summary file; --format json gathers them)\n";
-  for (const TraceReport& t : job.traces) o += "\n" + report_text(t, section, native);
+  for (const TraceReport& t : job.traces) o += "\n" + report_text(t, sections, native);
   return o;
 }
 

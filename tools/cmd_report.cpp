@@ -100,14 +100,14 @@ int report_command(const ReportOptions& opt) {
   }
   auto json_text = [](const nlohmann::json& j) { return analyzer::json_text(j, 2) + "\n"; };
   if (is_job) {
-    text = opt.format == "json" ? json_text(analyzer::job_json(job, opt.section))
+    text = opt.format == "json" ? json_text(analyzer::job_json(job, opt.sections))
            : opt.format == "html" ? analyzer::job_html(job)
-                                  : analyzer::job_text(job, opt.section, opt.native);
+                                  : analyzer::job_text(job, opt.sections, opt.native);
   } else {
     const analyzer::TraceReport& rep = job.traces[0];
-    text = opt.format == "json" ? json_text(analyzer::report_json(rep, opt.section))
+    text = opt.format == "json" ? json_text(analyzer::report_json(rep, opt.sections))
            : opt.format == "html" ? analyzer::report_html(rep)
-                                  : analyzer::report_text(rep, opt.section, opt.native);
+                                  : analyzer::report_text(rep, opt.sections, opt.native);
   }
   std::string path = opt.output.empty() ? "-" : opt.output;
   if (opt.format == "html" && opt.output.empty() && isatty(STDOUT_FILENO)) path = kDefaultHtml;
@@ -148,12 +148,12 @@ int summary_command(const ReportOptions& opt) {
 void add_report_commands(CLI::App& app, Commands& out) {
   // report and its one-section forms share their options (one is given per run).
   auto report = std::make_shared<ReportOptions>();
-  for (auto [name, section, help] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"report", "", "peak, leaks, fragmentation and OOM root cause of a trace or a directory of traces"},
-           {"peak", "peak", "the peak and who held it"},
-           {"leaks", "leaks", "what was never freed, and what kept growing"},
-           {"oom", "oom", "why each allocation failed, with remedies"},
-           {"frag", "frag", "fragmentation of VMM reservations, pools and caches"}}) {
+  // `report` (every section), then one command per section (report_render.h, kSections).
+  std::vector<std::tuple<std::string, analyzer::Sections, std::string>> forms = {
+      {"report", analyzer::Sections::whole(),
+       "peak, leaks, fragmentation and OOM root cause of a trace or a directory of traces"}};
+  for (const analyzer::SectionInfo& s : analyzer::kSections) forms.push_back({s.name, analyzer::Sections::only(s.id), s.help});
+  for (const auto& [name, sections, help] : forms) {
     CLI::App* c = app.add_subcommand(name, help);
     c->add_option("trace", report->input, "trace file, or a directory of traces (a job)")->required();
     c->add_option("--format", report->format, "text, json or html (a self-contained page)")->capture_default_str();
@@ -165,7 +165,7 @@ void add_report_commands(CLI::App& app, Commands& out) {
                 "dispatcher, libc and vramtrace frames folded)");
     c->add_option("-j,--jobs", report->jobs, "a directory: traces analysed at once (default: the online CPUs; 1: one by one)")
         ->check(CLI::Range(1u, 4096u));
-    if (section.empty() || section == "peak")
+    if (sections.has(analyzer::Section::peak))
       c->add_option("--at", report->at, "also what was live at this time since the start (12.5s, 250ms, 2m) or at a mark (mark:NAME, the first begin of the vramtrace region NAME)")
           ->check([](const std::string& v) {
             int64_t ns;
@@ -174,8 +174,8 @@ void add_report_commands(CLI::App& app, Commands& out) {
               return v.size() > 5 ? std::string() : std::string("'mark:' needs a region name (mark:NAME)");
             return parse_time(v, &ns, &why) ? std::string() : why + ", or mark:NAME";
           });
-    out.push_back({c, [report, section = section](const Invocation&) {
-                     report->section = section;
+    out.push_back({c, [report, sections = sections](const Invocation&) {
+                     report->sections = sections;
                      return report_command(*report);
                    }});
   }

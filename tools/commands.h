@@ -12,6 +12,7 @@ namespace CLI {
 class App;
 }
 
+#include "report_render.h"
 #include "symbolizer.h"
 #include "torch_snapshot.h"
 
@@ -74,7 +75,7 @@ int info_command(const std::string& trace);
 
 struct ReportOptions {
   std::string input;    // a trace or a directory of traces
-  std::string section;  // "" (all), peak, leaks, oom, frag
+  analyzer::Sections sections = analyzer::Sections::whole();  // `report`: all; `peak`, `leaks`, ...: one
   std::string format = "text";
   std::string output;   // file; empty = stdout
   size_t top = 10;
