@@ -1,6 +1,8 @@
 // See record_json.h.
 #include "record_json.h"
 
+#include "record_registry.h"
+
 #include <cstdio>
 
 #include "accounting.h"
@@ -132,6 +134,22 @@ void put_rows(nlohmann::json& j, const Record& r, Count Head::*count, uint64_t m
   if (!ok) j["damaged"] = true;
 }
 
+// NVML's process list (kTagGpuProcesses): each process's memory, null where NVML could not tell.
+void gpu_processes_json(nlohmann::json& j, const Record& r) {
+  GpuProcessList list;
+  j["record"] = format::GpuProcessesSchema::kName;
+  if (!decode_gpu_processes(r, &list)) {
+    j["damaged"] = true;
+    return;
+  }
+  j["device"] = list.device;
+  j["processes"] = nlohmann::json::array();
+  for (const GpuProcess& g : list.processes)
+    j["processes"].push_back({{"pid", g.pid},
+                              {"name", g.name},
+                              {"bytes", g.bytes == kNvmlNotAvailable ? nlohmann::json() : nlohmann::json(g.bytes)}});
+}
+
 }  // namespace
 
 nlohmann::json meta_json(const Record& r, uint64_t base_ns) {
@@ -140,54 +158,21 @@ nlohmann::json meta_json(const Record& r, uint64_t base_ns) {
   j["t_ns"] = r.t_ns;
   j["tid"] = r.tid;
   switch (r.tag) {
-    case f::kTagProcess: put_record<f::ProcessSchema, f::ProcessRecord>(j, r, false); break;
-    case f::kTagDevice: put_record<f::DeviceSchema, f::DeviceRecord>(j, r, true); break;
-    case f::kTagEnd: put_record<f::EndSchema, f::EndRecord>(j, r, true); break;
-    case f::kTagNote: put_record<f::NoteSchema, f::NoteRecord>(j, r, true); break;
-    case f::kTagLookup: put_record<f::LookupSchema, f::LookupRecord>(j, r, true); break;
-    case f::kTagModule: put_record<f::ModuleSchema, f::ModuleRecord>(j, r, true); break;
-    case f::kTagPyCode: put_record<f::PyCodeSchema, f::PyCodeRecord>(j, r, true); break;
-    case f::kTagThread: put_record<f::ThreadSchema, f::ThreadRecord>(j, r, true); break;
-    case f::kTagConfig: put_record<f::ConfigSchema, f::ConfigRecord>(j, r, true); break;
-    case f::kTagRegion: put_record<f::RegionSchema, f::RegionRecord>(j, r, true); break;
-    case f::kTagPoolSync: put_record<f::PoolSyncSchema, f::PoolSyncRecord>(j, r, true); break;
-    case f::kTagTorchStatus: put_record<f::TorchStatusSchema, f::TorchStatusRecord>(j, r, true); break;
-    case f::kTagTorchConfig: put_record<f::TorchConfigSchema, f::TorchConfigRecord>(j, r, true); break;
-    case f::kTagKernel: put_record<f::KernelSchema, f::KernelRecord>(j, r, true, base_ns); break;
-    case f::kTagMemcpy: put_record<f::MemcpySchema, f::CopyRecord>(j, r, true, base_ns); break;
-    case f::kTagMemset: put_record<f::MemsetSchema, f::CopyRecord>(j, r, true, base_ns); break;
-    case f::kTagCuptiMemory: put_record<f::CuptiMemorySchema, f::CuptiMemoryRecord>(j, r, true, base_ns); break;
-    case f::kTagMemoryPool: put_record<f::PoolSchema, f::PoolRecord>(j, r, true, base_ns); break;
-    case f::kTagNvtx: put_record<f::NvtxSchema, f::NvtxRecord>(j, r, true, base_ns); break;
-    case f::kTagCuptiStatus: put_record<f::CuptiStatusSchema, f::CuptiStatusRecord>(j, r, true); break;
-    case f::kTagKernelName: put_record<f::KernelNameSchema, f::KernelNameRecord>(j, r, true); break;
-    case f::kTagStack:
-      put_rows<f::StackSchema, f::StackRecord, f::StackFrameSchema, f::StackFrameRow>(j, r, &f::StackRecord::frames,
-                                                                                     f::kMaxStackRecordFrames);
-      break;
-    case f::kTagStackDelta:
-      put_rows<f::StackDeltaSchema, f::StackDeltaRecord, f::StackDeltaFrameSchema, f::StackDeltaFrameRow>(
-          j, r, &f::StackDeltaRecord::fresh, f::kMaxStackRecordFrames);
-      break;
-    case f::kTagPoolUsage:
-      put_rows<f::PoolUsageSchema, f::PoolUsageRecord, f::PoolUsageRowSchema, f::PoolUsageRow>(
-          j, r, &f::PoolUsageRecord::count, f::kMaxPoolUsageRows);
-      break;
-    case format::kTagGpuProcesses: {
-      GpuProcessList list;
-      j["record"] = format::GpuProcessesSchema::kName;
-      if (!decode_gpu_processes(r, &list)) {
-        j["damaged"] = true;
-        break;
-      }
-      j["device"] = list.device;
-      j["processes"] = nlohmann::json::array();
-      for (const GpuProcess& g : list.processes)
-        j["processes"].push_back({{"pid", g.pid},
-                                  {"name", g.name},
-                                  {"bytes", g.bytes == kNvmlNotAvailable ? nlohmann::json() : nlohmann::json(g.bytes)}});
-      break;
-    }
+    // One case per record of the registry (format/record_registry.h). NVML's process list is its
+    // own: a process whose memory NVML could not tell is null, not 2^64 - 1.
+#define VT_JSON_RECORD(S, R, clock, by, damaged)                                                          \
+  case f::S::kTag:                                                                                    \
+    put_record<f::S, f::R>(j, r, f::DamagedShown::damaged == f::DamagedShown::Partial,                \
+                           f::RecordClock::clock == f::RecordClock::Chunk ? base_ns : 0);              \
+    break;
+#define VT_JSON_ROWS(S, R, RS, Row, count, max, by)                                                       \
+  case f::S::kTag:                                                                                    \
+    if constexpr (f::S::kTag != f::kTagGpuProcesses) put_rows<f::S, f::R, f::RS, f::Row>(j, r, &f::R::count, max); \
+    else gpu_processes_json(j, r);                                                                    \
+    break;
+    VT_FOR_EACH_RECORD(VT_JSON_RECORD, VT_JSON_ROWS)
+#undef VT_JSON_RECORD
+#undef VT_JSON_ROWS
     default: j["record"] = "unknown"; j["tag"] = r.tag;
   }
   return j;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "op_table.h"
+#include "record_registry.h"
 #include "stack_frames.h"
 #include "trace_format.h"
 
@@ -242,9 +243,7 @@ bool decode_stack_meta(const Record& r, StackStore* store);
 // Decodes the pending stack deltas whose base has arrived; false when some never found theirs.
 bool resolve_stack_deltas(StackStore* store);
 inline constexpr size_t kMaxPendingDeltas = 1u << 16;
-// The records decode_stack_meta reads.
-inline bool is_stack_meta(uint8_t tag) {
-  return (tag >= format::kTagStack && tag <= format::kTagConfig) || tag == format::kTagStackDelta;
-}
+// The records decode_stack_meta reads: those the record registry routes to the stack store.
+inline bool is_stack_meta(uint8_t tag) { return format::kReadBy[tag] == format::ReadBy::Stacks; }
 
 }  // namespace vt::analyzer

@@ -1,9 +1,8 @@
-// The metadata records (tags 0x80..0x89, 0x92, 0x97..0x99: trace_format.h) as typed structs, each with its
-// schema (schema.h): the one statement of its fields' order, wire kinds, JSON keys and the words
-// of docs/trace-format.md's "Metadata records" table. Written by interpose/ (trace_session.cpp,
-// stack_index.cpp, module_map.cpp, python_code_index.cpp, stack_capture.cpp, gpu_processes.cpp,
-// region_marks.cpp, lookup_gaps.cpp) with format::encode, read by analyzer/trace_reader.cpp and the
-// aggregators with format::decode.
+// The metadata records (trace_format.h's tags, the rows of record_registry.h that are neither
+// PyTorch's nor kernel activity) as typed structs, each with its schema (schema.h): the one
+// statement of its fields' order, wire kinds, JSON keys and the words of docs/trace-format.md's
+// "Metadata records" table. Written by interpose/ with format::encode, read by
+// analyzer/trace_reader.cpp and the aggregators with format::decode.
 // Strings are Text: the writer's buffers, or the reader's view of the mapped file.
 #pragma once
 

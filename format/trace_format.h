@@ -72,37 +72,31 @@ static_assert(sizeof(ChunkHeader) == 32);
 inline constexpr uint32_t kChunkPayload = kChunkSize - sizeof(ChunkHeader);
 
 // Record = tag (1 byte) + payload length (varint) + payload. Tags 1..127 are memory-operation
-// events whose tag is the op code from op_table.h; tags >= 0x80 are metadata (their payloads:
-// meta_records.h and activity_records.h).
+// events whose tag is the op code from op_table.h; tags >= 0x80 are metadata. A record's payload
+// is its schema's (meta_records.h, pytorch_records.h, activity_records.h), and every metadata
+// record is a row of the registry (record_registry.h): these are only the tag numbers.
 enum Tag : uint8_t {
-  kTagProcess = 0x80,  // argv (NUL-separated), exe path, driver version
-  kTagDevice = 0x81,   // ordinal, total bytes, name, uuid
-  kTagEnd = 0x82,      // clean close marker
-  kTagNote = 0x83,     // a message from the recorder (e.g. "tracing stopped: disk full")
-  kTagStack = 0x84,    // varint id, varint frame count, frames innermost first (varint each)
-  kTagModule = 0x85,   // varint load bias, varint start, varint end, string path, string build-id
-  kTagPyCode = 0x86,   // varint id, varint python minor, varint first line, string file,
-                       // string qualified name, string line table (raw co_linetable bytes)
-  kTagThread = 0x87,   // varint tid, varint flags (bit 0: has a Python thread state), string name
-  kTagConfig = 0x88,   // varint stack depth, varint python status, string python message
-  kTagGpuProcesses = 0x89,  // varint device, varint count, count x (varint pid, varint bytes, string name)
-  // 0x8A..0x91: kernel activity (CUPTI), see docs/trace-format.md
-  kTagRegion = 0x92,   // varint kind (kRegionBegin / kRegionEnd), string name
+  kTagProcess = 0x80,   // ProcessSchema
+  kTagDevice = 0x81,    // DeviceSchema
+  kTagEnd = 0x82,       // EndSchema: the clean close
+  kTagNote = 0x83,      // NoteSchema: a message from the recorder
+  kTagStack = 0x84,     // StackSchema + StackFrameSchema rows
+  kTagModule = 0x85,    // ModuleSchema
+  kTagPyCode = 0x86,    // PyCodeSchema
+  kTagThread = 0x87,    // ThreadSchema
+  kTagConfig = 0x88,    // ConfigSchema
+  kTagGpuProcesses = 0x89,  // GpuProcessesSchema + GpuProcessSchema rows (NVML's list)
+  // 0x8A..0x91: kernel activity (CUPTI): activity_format.h
+  kTagRegion = 0x92,        // RegionSchema
   // 0x93..0x96: PyTorch's caching allocator, the block layer (interpose/torch_hooks.cpp)
-  kTagTorchBlock = 0x93,   // varint device, varint address, zigzag size (+ handed out, - taken back),
-                           // varint total allocated, varint total reserved (after it), varint stack id
-  kTagTorchOom = 0x94,     // varint device, zigzag size, varint total allocated, varint total reserved,
-                           // varint device free, varint device total (0 0: unknown), varint stack id
-  kTagTorchStatus = 0x95,  // varint state (kTorchOn / kTorchOff), varint forwarded (1: to the real
-                           // function), string message (where it forwards to, or why it is off)
-  kTagTorchConfig = 0x96,  // string PYTORCH_CUDA_ALLOC_CONF, string PYTORCH_ALLOC_CONF,
-                           // string PYTORCH_NO_CUDA_MEMORY_CACHING (written at open when one is set)
-  kTagLookup = 0x97,       // varint kind (kLookupReached / kLookupGap / kLookupIsolatedOpen), string symbol, varint
-                           // category (kLookupCategory*), varint version, varint flags
-  kTagStackDelta = 0x98,   // a stack as a change of the writing thread's previous one (meta_records.h)
-  kTagPoolUsage = 0x99,    // varint device, varint count, count x (varint pool, varint location,
-                           // varint reserved, varint used): the device's pools right after a failure
-  kTagPoolSync = 0x9A,     // varint device: a synchronize there after a stream-ordered free (rule 15)
+  kTagTorchBlock = 0x93,    // TorchBlockSchema
+  kTagTorchOom = 0x94,      // TorchOomSchema
+  kTagTorchStatus = 0x95,   // TorchStatusSchema (state: kTorchOn / kTorchOff)
+  kTagTorchConfig = 0x96,   // TorchConfigSchema (written at open when a setting is set)
+  kTagLookup = 0x97,        // LookupSchema (kinds and categories below)
+  kTagStackDelta = 0x98,    // StackDeltaSchema + StackDeltaFrameSchema rows
+  kTagPoolUsage = 0x99,     // PoolUsageSchema + PoolUsageRowSchema rows: the pools right after a failure
+  kTagPoolSync = 0x9A,      // PoolSyncSchema: a synchronize after a stream-ordered free (rule 15)
 };
 inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
 // kTagLookup: the first lookup that reached vramtrace's cuGetProcAddress or dlsym (cudart's own

@@ -1,6 +1,6 @@
 // docs/trace-format.md's tables say what the code says: the event flags (trace_format.h), the op
-// table (op_table.h, op_fields.h) and the payload of every metadata and activity record (the
-// schemas of meta_records.h and activity_records.h). Each table is generated here and compared
+// table (op_table.h, op_fields.h) and the payload of every metadata, PyTorch and activity record
+// (the record registry, format/record_registry.h, with each record's schema). Each table is generated here and compared
 // cell by cell with the page; on a difference the test prints the table the page should hold.
 #include <catch2/catch.hpp>
 
@@ -15,6 +15,7 @@
 #include "meta_records.h"
 #include "op_table.h"
 #include "pytorch_records.h"
+#include "record_registry.h"
 
 namespace fmt = vt::format;
 
@@ -135,37 +136,14 @@ TEST_CASE("docs: the op table is op_table.h's") {
 }
 
 TEST_CASE("docs: every record's payload is its schema") {
-  std::vector<Row> want = {
-      record_row<fmt::ProcessSchema, fmt::ProcessRecord>(),
-      record_row<fmt::DeviceSchema, fmt::DeviceRecord>(),
-      record_row<fmt::EndSchema, fmt::EndRecord>(),
-      record_row<fmt::NoteSchema, fmt::NoteRecord>(),
-      record_with_rows<fmt::StackSchema, fmt::StackRecord, fmt::StackFrameSchema, fmt::StackFrameRow>(),
-      record_row<fmt::ModuleSchema, fmt::ModuleRecord>(),
-      record_row<fmt::PyCodeSchema, fmt::PyCodeRecord>(),
-      record_row<fmt::ThreadSchema, fmt::ThreadRecord>(),
-      record_row<fmt::ConfigSchema, fmt::ConfigRecord>(),
-      record_with_rows<fmt::GpuProcessesSchema, fmt::GpuProcessesRecord, fmt::GpuProcessSchema, fmt::GpuProcessRow>(),
-      record_row<fmt::RegionSchema, fmt::RegionRecord>(),
-      record_row<fmt::LookupSchema, fmt::LookupRecord>(),
-      record_with_rows<fmt::StackDeltaSchema, fmt::StackDeltaRecord, fmt::StackDeltaFrameSchema, fmt::StackDeltaFrameRow>(),
-      record_with_rows<fmt::PoolUsageSchema, fmt::PoolUsageRecord, fmt::PoolUsageRowSchema, fmt::PoolUsageRow>(),
-      record_row<fmt::PoolSyncSchema, fmt::PoolSyncRecord>(),
-      // the PyTorch block records table
-      record_row<fmt::TorchBlockSchema, fmt::TorchBlockRecord>(),
-      record_row<fmt::TorchOomSchema, fmt::TorchOomRecord>(),
-      record_row<fmt::TorchStatusSchema, fmt::TorchStatusRecord>(),
-      record_row<fmt::TorchConfigSchema, fmt::TorchConfigRecord>(),
-      // the kernel activity table
-      record_row<fmt::KernelSchema, fmt::KernelRecord>(),
-      record_row<fmt::MemcpySchema, fmt::CopyRecord>(),
-      record_row<fmt::MemsetSchema, fmt::CopyRecord>(),
-      record_row<fmt::CuptiMemorySchema, fmt::CuptiMemoryRecord>(),
-      record_row<fmt::PoolSchema, fmt::PoolRecord>(),
-      record_row<fmt::NvtxSchema, fmt::NvtxRecord>(),
-      record_row<fmt::CuptiStatusSchema, fmt::CuptiStatusRecord>(),
-      record_row<fmt::KernelNameSchema, fmt::KernelNameRecord>(),
-  };
+  // The registry's rows, in its order (the page's: metadata, PyTorch, kernel activity).
+  std::vector<Row> want;
+#define VT_DOC_RECORD(S, R, clock, by, damaged) want.push_back(record_row<fmt::S, fmt::R>());
+#define VT_DOC_ROWS(S, R, RS, Row, count, max, by) want.push_back(record_with_rows<fmt::S, fmt::R, fmt::RS, fmt::Row>());
+  VT_FOR_EACH_RECORD(VT_DOC_RECORD, VT_DOC_ROWS)
+#undef VT_DOC_RECORD
+#undef VT_DOC_ROWS
+
   // Every tag of the format is here once: 0x80..0x9A, no gap.
   std::vector<std::string> tags;
   for (const Row& r : want) tags.push_back(r[0]);
