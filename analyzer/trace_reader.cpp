@@ -303,7 +303,9 @@ void TraceReader::finish() {
   }
 }
 
-bool TraceReader::load(std::string* error) {
+// Opens the file (a regular file only: never a FIFO or a device) and checks its header: false,
+// with the reason in *error, for anything that is not a trace this version reads.
+bool TraceReader::open_checked(fmt::FileHeader* header, std::string* error) {
   // Never blocks: a FIFO or a device given as a trace is refused, not waited on.
   struct stat st;
   std::string why;
@@ -312,7 +314,7 @@ bool TraceReader::load(std::string* error) {
     *error = path_ + ": " + why;
     return false;
   }
-  fmt::FileHeader h;
+  fmt::FileHeader& h = *header;
   fmt::HeaderStatus status = fmt::read_header(fd_, &h, &size_);
   std::string bytes = std::to_string(size_) + " bytes";
   switch (status) {
@@ -339,6 +341,11 @@ bool TraceReader::load(std::string* error) {
                ")";  // (the field out of range)
       return false;
   }
+  return true;
+}
+
+// Maps the whole file read-only; its pages come and go as chunks are read (release()).
+bool TraceReader::map_file(const fmt::FileHeader& h, std::string* error) {
   void* m = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
   if (m == MAP_FAILED) {
     *error = path_ + ": cannot map: " + strerror(errno);
@@ -350,6 +357,11 @@ bool TraceReader::load(std::string* error) {
              "); records this version does not know were skipped",
          false);
 
+  return true;
+}
+
+// The process as the header tells it, and the notes its flags call for.
+void TraceReader::read_header_process(const fmt::FileHeader& h) {
   ProcessInfo& pi = process_;
   pi.version_major = h.version_major;
   pi.version_minor = h.version_minor;
@@ -378,6 +390,12 @@ bool TraceReader::load(std::string* error) {
          "while vramtrace was busy on their thread, or events after the recorder stopped writing): figures may be "
          "short by them", true);
 
+}
+
+// A cursor for every claimed chunk with records, after checking the file's shape against the
+// header (cut short, a cut chunk, corrupt chunks); false when not even the header slot is there.
+bool TraceReader::find_chunks(const fmt::FileHeader& h) {
+  ProcessInfo& pi = process_;
   // The file's shape: a trace cut short (a copy that stopped, a full disk on the way) must not
   // read as complete. The header fills its slot; the chunks the header counts must all be there.
   if (size_ < h.header_size) {
@@ -385,7 +403,7 @@ bool TraceReader::load(std::string* error) {
     note("the trace was cut inside its header (" + std::to_string(size_) + " of " + std::to_string(h.header_size) +
              " bytes): no records could be read",
          true);
-    return true;
+    return false;
   }
   // Chunks sit at fixed offsets; unclaimed ones are all zero. A chunk cut by the end of the file
   // keeps the records before the cut.
@@ -455,6 +473,12 @@ bool TraceReader::load(std::string* error) {
   }
   flush_released();
 
+  return true;
+}
+
+// The first chunk's process and device records, ahead of the stream (the analysis needs the
+// devices from the first event on).
+void TraceReader::read_first_chunk_meta() {
   // Process and device records are written first, into the first chunk claimed (index 0).
   // Damage found here is reported once, when the stream reaches it.
   for (const Cursor& c0 : cursors_) {
@@ -466,6 +490,10 @@ bool TraceReader::load(std::string* error) {
     quiet_ = false;
   }
 
+}
+
+// The chunks in the order the stream takes them up: by base time.
+void TraceReader::order_chunks() {
   pending_.resize(cursors_.size());
   for (uint32_t i = 0; i < cursors_.size(); ++i) pending_[i] = i;
   // Latest base first, so the earliest pending chunk is at the back.
@@ -473,6 +501,15 @@ bool TraceReader::load(std::string* error) {
     return cursors_[a].base_ns != cursors_[b].base_ns ? cursors_[a].base_ns > cursors_[b].base_ns : a > b;
   });
   next_pending_ns_ = pending_.empty() ? ~0ull : cursors_[pending_.back()].base_ns;
+}
+
+bool TraceReader::load(std::string* error) {
+  fmt::FileHeader h;
+  if (!open_checked(&h, error) || !map_file(h, error)) return false;
+  read_header_process(h);
+  if (!find_chunks(h)) return true;  // (said: a header cut short has nothing more to read)
+  read_first_chunk_meta();
+  order_chunks();
   return true;
 }
 

@@ -146,7 +146,14 @@ class TraceReader {
  private:
   struct Cursor;
   TraceReader() = default;
+  // load() runs these in order (trace_reader.cpp says what each does).
   bool load(std::string* error);
+  bool open_checked(format::FileHeader* header, std::string* error);
+  bool map_file(const format::FileHeader& h, std::string* error);
+  void read_header_process(const format::FileHeader& h);
+  bool find_chunks(const format::FileHeader& h);
+  void read_first_chunk_meta();
+  void order_chunks();
   bool advance(Cursor& c);  // decodes the cursor's next record into c.rec
   void release(const uint8_t* chunk_lo, const uint8_t* chunk_hi);  // drops a read chunk's pages
   void flush_released();  // the pages release() has gathered
