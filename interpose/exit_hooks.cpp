@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "load_steps.h"
 #include "loaded_symbol.h"
 #include "recorder.h"
 
@@ -27,7 +28,7 @@ std::atomic<int> g_quick_exit_status{0};
 using QuickExitFn = void (*)(int);
 std::atomic<QuickExitFn> g_real_quick_exit{nullptr};
 
-__attribute__((constructor)) void close_at_quick_exit() {
+void close_at_quick_exit() {
   // glibc's, found without a call (as loader_walks.cpp finds dl_iterate_phdr).
   g_real_quick_exit.store(reinterpret_cast<QuickExitFn>(vt::definition_after("quick_exit", _DYNAMIC)));
   at_quick_exit([] { vt::mark_quick_exit(g_quick_exit_status.load()); });
@@ -43,3 +44,8 @@ __attribute__((visibility("default"))) void quick_exit(int status) noexcept {
   leave(status);  // (no glibc quick_exit found: as it would end, without the handlers)
 }
 }
+
+// This file's load-time step(s), run in order by load_time.cpp.
+namespace vt::load_steps {
+void close_at_quick_exit() { ::close_at_quick_exit(); }
+}  // namespace vt::load_steps

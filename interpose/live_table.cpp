@@ -1,5 +1,6 @@
 // See live_table.h: the slow paths (a thread's first event, a new key, growing, waiting) and the
 // rare operations (a context's entries, fork).
+#include "load_steps.h"
 #include "live_table.h"
 
 #include <pthread.h>
@@ -64,7 +65,7 @@ void release_announce(void* p) {  // at thread exit; a hook after it takes a rec
   t_announce = nullptr;
 }
 
-__attribute__((constructor)) void make_announce_key() {
+void make_announce_key() {
   g_announce_key_ok = pthread_key_create(&g_announce_key, release_announce) == 0;
 }
 
@@ -331,3 +332,8 @@ void forget_threads_in_child() {
 }
 
 }  // namespace vt::live
+
+// This file's load-time step(s), run in order by load_time.cpp.
+namespace vt::load_steps {
+void make_announce_key() { vt::live::make_announce_key(); }
+}  // namespace vt::load_steps

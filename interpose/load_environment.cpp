@@ -1,4 +1,5 @@
 // See load_environment.h. Copied once, by a constructor, into static storage (no heap).
+#include "load_steps.h"
 #include "load_environment.h"
 
 #include <unistd.h>
@@ -21,7 +22,7 @@ int g_count = 0;
 char g_cwd[4096];
 bool g_cwd_known = false;
 
-__attribute__((constructor)) void remember_environment() {
+void remember_environment() {
   size_t used = 0;
   for (char** e = environ; e && *e && g_count < kMaxVars; ++e) {
     if (strncmp(*e, "VRAMTRACE_", 10) != 0) continue;
@@ -46,3 +47,8 @@ const char* loaded_env(const char* name) {
 }
 
 }  // namespace vt
+
+// This file's load-time step(s), run in order by load_time.cpp.
+namespace vt::load_steps {
+void remember_environment() { vt::remember_environment(); }
+}  // namespace vt::load_steps

@@ -16,6 +16,7 @@
 
 #include <atomic>
 
+#include "load_steps.h"
 #include "loaded_symbol.h"
 #include "native_stack.h"
 
@@ -72,7 +73,7 @@ void after_fork_in_child() {
   g_walks.store(t_walks, std::memory_order_relaxed);
 }
 
-__attribute__((constructor)) void count_walks_across_forks() {
+void count_walks_across_forks() {
   real_iterate();
   pthread_atfork(before_fork, nullptr, after_fork_in_child);
 }
@@ -90,3 +91,8 @@ extern "C" __attribute__((visibility("default"))) int dl_iterate_phdr(int (*call
   vt::Counted counted;
   return real(callback, data);
 }
+
+// This file's load-time step(s), run in order by load_time.cpp.
+namespace vt::load_steps {
+void count_walks_across_forks() { vt::count_walks_across_forks(); }
+}  // namespace vt::load_steps

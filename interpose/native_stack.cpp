@@ -1,4 +1,5 @@
 // See native_stack.h.
+#include "load_steps.h"
 #include "native_stack.h"
 
 #include <dlfcn.h>
@@ -55,7 +56,7 @@ namespace {
 // g_unw_mu). After it, unwinding with per-thread caches takes no lock of libunwind's.
 pthread_mutex_t g_unw_mu = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<bool> g_unw_ready{false};
-__attribute__((constructor)) void order_forks_after_unwinder_setup() {
+void order_forks_after_unwinder_setup() {
   pthread_atfork([] { pthread_mutex_lock(&g_unw_mu); }, [] { pthread_mutex_unlock(&g_unw_mu); },
                  [] { pthread_mutex_init(&g_unw_mu, nullptr); });
 }
@@ -117,3 +118,8 @@ int capture_native(uint64_t* out, int max, uint64_t caller_ip) {
 }
 
 }  // namespace vt
+
+// This file's load-time step(s), run in order by load_time.cpp.
+namespace vt::load_steps {
+void order_forks_after_unwinder_setup() { vt::order_forks_after_unwinder_setup(); }
+}  // namespace vt::load_steps

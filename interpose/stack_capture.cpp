@@ -1,4 +1,5 @@
 // See stack_capture.h.
+#include "load_steps.h"
 #include "stack_capture.h"
 
 #include <pthread.h>
@@ -94,7 +95,7 @@ PyThreadMemo* thread_memo() {
 
 // Finding the interpreter does dlsym lookups (the loader lock): done in our constructor, before
 // any hook can run under an allocator lock, as the walker's notes ask.
-__attribute__((constructor)) void find_python_early() {
+void find_python_early() {
   const char* py = getenv("VRAMTRACE_PYTHON");
   if (py && strcmp(py, "0") == 0) return;
   const char* why = "";
@@ -198,3 +199,8 @@ void write_stack_config(uint64_t t) {
 }
 
 }  // namespace vt
+
+// This file's load-time step(s), run in order by load_time.cpp.
+namespace vt::load_steps {
+void find_python_early() { vt::find_python_early(); }
+}  // namespace vt::load_steps

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "load_steps.h"
 #include "backward_context.h"
 #include "clock.h"
 #include "env_config.h"
@@ -183,7 +184,7 @@ void write_device_records(uint64_t t) {
 bool g_stood_down = false;
 
 volatile uint8_t* g_fork_marker = nullptr;  // see arm_fork_marker
-__attribute__((constructor(102))) void stand_down_behind_another_copy() {
+void stand_down_behind_another_copy() {
   if (!other_vramtrace(_DYNAMIC, true)) return;
   g_stood_down = true;
   g_status.store(kOff);
@@ -237,14 +238,14 @@ void after_fork_in_child() {
 // Registered when the library loads, before any of our locks can be taken: a fork while another
 // thread opens the trace or resolves the driver must leave the child with them free (registered
 // at the trace's opening, the handler came too late for a fork during that opening).
-__attribute__((constructor)) void handle_forks() { pthread_atfork(nullptr, nullptr, after_fork_in_child); }
+void handle_forks() { pthread_atfork(nullptr, nullptr, after_fork_in_child); }
 
 // A child of the raw fork or clone system call (sandboxes, some runtimes) runs no atfork handler:
 // it held the parent's trace and wrote its events into it under the parent's pid. One private
 // page marked MADV_WIPEONFORK reads 0 in every child, however it was made; the first event of
 // such a child finds it so and does what the handler would have (one load per event). Re-armed
 // after every fork; without the kernel's support (before 4.14) no page, no check.
-__attribute__((constructor)) void arm_fork_marker() {
+void arm_fork_marker() {
   int saved = errno;
   void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p != MAP_FAILED && madvise(p, 4096, MADV_WIPEONFORK) == 0) {
@@ -489,3 +490,10 @@ __attribute__((destructor)) void mark_clean_exit() {
 
 }  // namespace
 }  // namespace vt
+
+// This file's load-time step(s), run in order by load_time.cpp.
+namespace vt::load_steps {
+void stand_down_behind_another_copy() { vt::stand_down_behind_another_copy(); }
+void handle_forks() { vt::handle_forks(); }
+void arm_fork_marker() { vt::arm_fork_marker(); }
+}  // namespace vt::load_steps

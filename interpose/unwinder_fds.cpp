@@ -1,4 +1,5 @@
 // See unwinder_fds.h.
+#include "load_steps.h"
 #include "unwinder_fds.h"
 
 #include <elf.h>
@@ -246,7 +247,7 @@ bool guard_unwinder_descriptors() {
 
 namespace {
 // Before anything can unwind (libunwind opens its pipe at its first use).
-__attribute__((constructor(103))) void guard_at_load() {
+void guard_at_load() {
   if (other_vramtrace(_DYNAMIC, true)) return;  // another copy of ours, loaded first, does it
   int saved = errno;
   guard_unwinder_descriptors();
@@ -255,3 +256,8 @@ __attribute__((constructor(103))) void guard_at_load() {
 }  // namespace
 
 }  // namespace vt
+
+// This file's load-time step(s), run in order by load_time.cpp.
+namespace vt::load_steps {
+void guard_at_load() { vt::guard_at_load(); }
+}  // namespace vt::load_steps

@@ -1,4 +1,5 @@
 // See unwinder_library.h.
+#include "load_steps.h"
 #include "unwinder_library.h"
 
 #define UNW_LOCAL_ONLY
@@ -37,8 +38,6 @@ void set_error(const char* what) {
 
 void use_per_thread_caches() { g_set_caching(*g_local_space, UNW_CACHE_PER_THREAD); }
 
-__attribute__((constructor(102))) void open_at_load() { open_unwinder(); }
-
 }  // namespace
 
 const Unwinder* unwinder() { return g_open ? &g_unwinder : nullptr; }
@@ -67,3 +66,7 @@ void open_unwinder() {
 }
 
 }  // namespace vt
+
+namespace vt::load_steps {
+void open_unwinder() { vt::open_unwinder(); }
+}  // namespace vt::load_steps
