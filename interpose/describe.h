@@ -1,8 +1,10 @@
 // What each hooked function means for memory: one small overload per driver function fills the
 // Event's address, size and op-specific fields from the call's arguments and result. The hook
-// body that calls these is generic (hooks.cpp); this is the only per-function code. observe()
-// (after every real call, recorded or not) keeps graph_state.h's capture table; a describe()
-// may drop its event (a graph op that changed nothing).
+// body that calls these is generic (hooks.cpp); this is the only per-function and per-kind code:
+// describe() and prepare() (the event), observe() (after every real call, recorded or not: graph
+// capture state), follow_any_call() and follow_recorded_call() (the state that follows an op's
+// kind: contexts torn down, rule 15's pool bookkeeping). A describe() may drop its event (a graph
+// op that changed nothing).
 // Which fields each op fills, and what they hold, is the `fields` column of format/op_table.h
 // (the reader and docs/trace-format.md take it from there); each overload sets exactly those.
 #pragma once
@@ -13,6 +15,7 @@
 #include "driver_api.h"
 #include "event.h"
 #include "graph_state.h"
+#include "pool_sync.h"
 
 namespace vt {
 
@@ -748,6 +751,29 @@ inline void describe(Op<HookId::cuMemSetMemPool>, Event& e, CUresult, CUmemLocat
                      CUmemoryPool pool) {
   e.set_aux(u(pool));
   if (l) e.set_aux2(pool_location(*l, t));
+}
+
+// ---- What the recorder's own state follows, by the op's kind (after the real call) ----------
+// After every real call, recorded or not (beside observe(), below).
+template <HookId Id>
+inline void follow_any_call(CUresult r, bool nested_in_our_work) {
+  constexpr OpInfo op = kOps[int(Id)];
+  if constexpr (op.kind == MemKind::Context && op.action == Action::Release)
+    contexts_torn_down();  // a context may come back at this one's address, on another device
+  if constexpr (op.kind == MemKind::Sync)  // rule 15: pools may give memory back here
+    if (ok(r) && !nested_in_our_work) pools_synchronized();
+}
+// After a real call whose event is recorded: what only matters while recording (rule 15's
+// bookkeeping of what a synchronize may give back).
+template <HookId Id>
+inline void follow_recorded_call(CUresult r) {
+  constexpr OpInfo op = kOps[int(Id)];
+  if constexpr ((op.kind == MemKind::Async && op.action == Action::Release) || Id == HookId::cuMemPoolSetAttribute)
+    if (ok(r)) pool_memory_freed();  // a synchronize may now give memory back
+  if constexpr (op.kind == MemKind::Async && op.action == Action::Acquire)
+    if (ok(r)) stream_ordered_allocated();
+  if constexpr (Id == HookId::cuMemFree_v2 || Id == HookId::cuMemFree)  // (of stream-ordered memory too)
+    if (ok(r)) plain_memory_freed();
 }
 
 // observe() runs after every real call, recorded or not (tracing may be off): it keeps

@@ -19,7 +19,6 @@
 #include "gpu_processes.h"
 #include "lookup_gaps.h"
 #include "lookup_log.h"
-#include "pool_sync.h"
 #include "pool_usage.h"
 #include "recorder.h"
 #include "reentry_guard.h"
@@ -94,9 +93,7 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
     scope.real_call_end();
     *errno_after = *err;
     observe(Op<Id>{}, r, args...);
-    if constexpr (op.kind == MemKind::Context && op.action == Action::Release) contexts_torn_down();
-    if constexpr (op.kind == MemKind::Sync)  // rule 15: pools may give memory back here
-      if (r == CUDA_SUCCESS && !scope.nested_in_our_work()) pools_synchronized();
+    follow_any_call<Id>(r, scope.nested_in_our_work());
     return r;
   }
 
@@ -117,14 +114,8 @@ __attribute__((always_inline)) inline CUresult traced_call(void* caller, int* er
   scope.real_call_end();
   *errno_after = *err;
   observe(Op<Id>{}, r, args...);
-  if constexpr (op.kind == MemKind::Context && op.action == Action::Release)
-    contexts_torn_down();  // a context may come back at this one's address, on another device
-  if constexpr ((op.kind == MemKind::Async && op.action == Action::Release) || Id == HookId::cuMemPoolSetAttribute)
-    if (r == CUDA_SUCCESS) pool_memory_freed();  // a synchronize may now give memory back (rule 15)
-  if constexpr (op.kind == MemKind::Async && op.action == Action::Acquire)
-    if (r == CUDA_SUCCESS) stream_ordered_allocated();
-  if constexpr (Id == HookId::cuMemFree_v2 || Id == HookId::cuMemFree)  // (of stream-ordered memory too)
-    if (r == CUDA_SUCCESS) plain_memory_freed();
+  follow_any_call<Id>(r, scope.nested_in_our_work());
+  follow_recorded_call<Id>(r);
   if (op.action == Action::Acquire || op.action == Action::Control) e.t_ns = now_ns();  // (Control: an instant)
   e.result = int32_t(r);
   describe(Op<Id>{}, e, r, args...);
