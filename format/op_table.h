@@ -21,6 +21,21 @@
 //           do not need them never expand them, so this header needs cuda.h only where they are.
 //   fields  (addr, size, aux, aux2): what each optional field of the event holds (op_fields.h);
 //           interpose/describe.h fills exactly these
+//
+// How to add a hooked function (the recipe, as compiler-rt writes its interceptors'):
+//   1. A row below: the next free code (never reuse one; 0 for a Query), the export's exact name
+//      (an #undef in cuda_export_names.h when cuda.h maps the name to a newer export), its action
+//      and kind, its parameters as cuda.h declares them, and the event fields it fills.
+//   2. interpose/describe.h: a describe() overload filling exactly those fields (prepare() when an
+//      argument must be read before the call; observe() when a call teaches the hook something
+//      whether recorded or not; follow_*_call() only for a new kind's bookkeeping).
+//   3. interpose/memory_entry_points.txt: its category, when the symbol is not listed yet.
+//   4. docs/trace-format.md's op table: the row tests/unit/doc_tables_test.cpp prints for it.
+//   5. The simulated driver (tests/fakecuda/api_*.cpp, exports.map) implements it, and a program
+//      of tests/programs calls it (lookup_direct calls every op once: the `ops` golden trace).
+// Nothing else changes: the wrapper, its substitution, the op's code and name on the wire, the
+// reader, dump's JSON and the lookup-gap table all come from this list. A new MemKind also needs
+// its accounting rule (accounting.h) and its name (kind_name below).
 #pragma once
 
 #include <cstdint>

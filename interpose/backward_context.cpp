@@ -91,7 +91,34 @@ Slot* claim_slot() {
 
 }  // namespace
 
+namespace {
+
+// The frame borrower (stack_capture.h): one relaxed load when no thread is inside the engine.
+int borrow_backward_frames(uint64_t* out, int max) {
+  if (__builtin_expect(g_published.load(std::memory_order_relaxed) == 0, 1)) return 0;
+  if (!py::thread_has_state()) return 0;  // NCCL's and other C threads: not the engine's workers
+  Slot* only = nullptr;
+  for (Slot& s : g_slots)
+    if (s.n.load(std::memory_order_relaxed) > 0) {
+      if (only) return 0;  // two threads in the engine: this event could be for either
+      only = &s;
+    }
+  if (!only) return 0;
+  uint64_t seq = only->seq.load(std::memory_order_acquire);
+  if (seq & 1) return 0;  // being written: this event goes without, rather than wait
+  int n = only->n.load(std::memory_order_relaxed);
+  if (n <= 0 || only->generation.load(std::memory_order_relaxed) != g_generation.load(std::memory_order_relaxed))
+    return 0;
+  if (n > max) n = max;
+  for (int i = 0; i < n; ++i) out[i] = only->keys[i].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return only->seq.load(std::memory_order_relaxed) == seq ? n : 0;
+}
+
+}  // namespace
+
 void backward_enter() {
+  set_frame_borrower(borrow_backward_frames);  // (the same pointer every time: no order to keep)
   int depth = t_depth++;
   Frames own;  // (0.5 KiB, once per engine call)
   bool have = capture_own(&own);
@@ -117,28 +144,6 @@ void backward_leave() {
   publish(s, Frames{});
   t_slot = nullptr;
   s->owner.store(0, std::memory_order_release);
-}
-
-bool backward_frames_published() { return g_published.load(std::memory_order_relaxed) != 0; }
-
-int borrow_backward_frames(uint64_t* out, int max) {
-  if (!py::thread_has_state()) return 0;  // NCCL's and other C threads: not the engine's workers
-  Slot* only = nullptr;
-  for (Slot& s : g_slots)
-    if (s.n.load(std::memory_order_relaxed) > 0) {
-      if (only) return 0;  // two threads in the engine: this event could be for either
-      only = &s;
-    }
-  if (!only) return 0;
-  uint64_t seq = only->seq.load(std::memory_order_acquire);
-  if (seq & 1) return 0;  // being written: this event goes without, rather than wait
-  int n = only->n.load(std::memory_order_relaxed);
-  if (n <= 0 || only->generation.load(std::memory_order_relaxed) != g_generation.load(std::memory_order_relaxed))
-    return 0;
-  if (n > max) n = max;
-  for (int i = 0; i < n; ++i) out[i] = only->keys[i].load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return only->seq.load(std::memory_order_relaxed) == seq ? n : 0;
 }
 
 void forget_backward_context() {

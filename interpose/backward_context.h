@@ -4,7 +4,8 @@
 // and backward temporary. Their events would name no Python line, and an OOM in backward none of
 // the user's. The engine hook (autograd_engine_hook.cpp) publishes the calling thread's Python
 // frames as it enters the engine and takes them back as it leaves: by returning, or unwound by an
-// exception or a cancellation (its personality routine). capture_stack lends them to a thread with
+// exception or a cancellation (its personality routine). capture_stack lends them (through the frame
+// borrower this file registers) to a thread with
 // a thread state and no frames of its own while exactly one thread is inside the engine; with two
 // (backward run concurrently from two threads) a worker's event could be for either: it gets none.
 // Owns the publications: one slot per publishing thread, each a sequence lock with that thread as
@@ -22,12 +23,9 @@ void backward_enter();
 // or nothing once it left the outermost call. Pairs with backward_enter on the same thread.
 void backward_leave();
 
-// Whether any thread has frames published: one relaxed load (capture_stack asks when a thread has
-// no frames of its own).
-bool backward_frames_published();
-// On a thread with a Python thread state and no frames: the frames of the one thread inside the
-// engine (walker keys, innermost first) into out[0..max), or 0 (none, or more than one thread).
-int borrow_backward_frames(uint64_t* out, int max);
+// The first backward_enter registers this file's frame borrower with stack_capture.h
+// (set_frame_borrower): on a thread with a Python thread state and no frames, the frames of the one
+// thread inside the engine (walker keys, innermost first), or none (none, or more than one thread).
 
 // After fork: only the forking thread exists, and it is in no engine call of the child's.
 void forget_backward_context();

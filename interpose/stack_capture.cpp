@@ -11,7 +11,6 @@
 
 #include <atomic>
 
-#include "backward_context.h"
 #include "clock.h"
 #include "env_config.h"
 #include "log.h"
@@ -124,6 +123,12 @@ void configure_stacks(const Config& cfg) {
   }
 }
 
+namespace {
+std::atomic<FrameBorrower> g_borrower{nullptr};
+}  // namespace
+
+void set_frame_borrower(FrameBorrower borrower) { g_borrower.store(borrower, std::memory_order_relaxed); }
+
 int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) {
   int n = capture_native(frames, cap - kMaxPythonFrames, caller_ip);
   if (g_python_state.load(std::memory_order_relaxed) != kPythonOn) return n;
@@ -131,9 +136,11 @@ int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) {
   // by the walker in place: cheap to hash; code ids are only looked up for stacks seen first.
   PyThreadMemo* m = thread_memo();
   int k = py::capture_keys(frames + n, kMaxPythonFrames, m ? &m->keys : nullptr);
-  // No frames of its own: one of PyTorch's autograd workers gets those of the thread waiting
-  // in the engine for it (backward_context.h).
-  if (k == 0 && __builtin_expect(backward_frames_published(), 0)) k = borrow_backward_frames(frames + n, kMaxPythonFrames);
+  // No frames of its own: a registered borrower may lend some (PyTorch's autograd workers get those
+  // of the thread waiting in the engine for them: backward_context.h).
+  if (k == 0)
+    if (FrameBorrower b = g_borrower.load(std::memory_order_relaxed); __builtin_expect(b != nullptr, 0))
+      k = b(frames + n, kMaxPythonFrames);
   if (m) m->frames = frames, m->n = n + k, m->py_from = n;
   return n + k;
 }

@@ -24,6 +24,13 @@ inline constexpr int kMaxCaptureSlots = 256 + kMaxPythonFrames;
 // Returns the slot count written into frames[0..cap).
 int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip);
 
+// Where a thread with a Python thread state but no frames of its own gets some: a borrower writes
+// frame keys (innermost first) into out[0..max) and returns how many, 0 for none. One at a time;
+// backward_context.cpp registers PyTorch's autograd engine's (its workers borrow the frames of the
+// thread waiting in the engine). A relaxed pointer: capture_stack reads it only when it found none.
+using FrameBorrower = int (*)(uint64_t* out, int max);
+void set_frame_borrower(FrameBorrower borrower);
+
 // Dedups frames into an id, writing new stack, module and code records (0 for an empty stack).
 uint32_t stack_id(const uint64_t* frames, int n, uint64_t t);
 
