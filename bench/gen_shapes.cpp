@@ -18,7 +18,7 @@
 //                                record: the pool gives the freed block back with LIVE still live).
 //
 // Frames are addresses inside this program's text, so every frame symbolizes to a real function.
-// Stacks go through the recorder's stack index (interpose/stack_index.cpp), so the trace's bytes
+// Stacks go through the recorder's stack index (interpose/stacks/stack_index.cpp), so the trace's bytes
 // per event are what a traced program with these stacks would write.
 // One thread; the output is deterministic apart from timestamps.
 // Prints one line: events, stacks, seconds, bytes per event.
@@ -95,7 +95,7 @@ int as_written(const uint64_t* key, int n, uint64_t* out, uint64_t) {
 }
 
 // Through the recorder's own stack index: deduplicated, written whole or as a delta of this
-// thread's previous stack (interpose/stack_index.cpp), exactly as a traced program's stacks are.
+// thread's previous stack (interpose/stacks/stack_index.cpp), exactly as a traced program's stacks are.
 uint32_t g_max_stack = 0;  // the highest id handed out: the recorder's ids are dense from 1
 uint32_t write_stack(const uint64_t* frames, int n, uint64_t t) {
   uint32_t id = vt::intern_stack(frames, n, t, as_written);

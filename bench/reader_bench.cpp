@@ -1,4 +1,4 @@
-// Throughput of the trace reader (analyzer/trace_reader.h) over one trace, in one of three modes:
+// Throughput of the trace reader (analyzer/read/trace_reader.h) over one trace, in one of three modes:
 //   scan    next() over every record, counting events (the floor of any analysis)
 //   live    scan + a live-bytes map keyed by kind and address (acquire inserts, release erases), with the
 //           peak, as a leak or peak analysis would

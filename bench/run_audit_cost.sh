@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the optional LD_AUDIT module (interpose/audit_module.cpp) costs, in instructions
+# What the optional LD_AUDIT module (interpose/entry/audit_module.cpp) costs, in instructions
 # (callgrind, independent of load): (1) per hooked event, bench/run_hook_instructions.sh with and
 # without LD_AUDIT=libvramtrace_audit.so (glibc asks the module only when a symbol is bound, so
 # the hook path itself should not change); (2) at binding time, a Python start that imports eight

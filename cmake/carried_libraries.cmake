@@ -4,7 +4,7 @@
 # and liblzma-<hash>.so.5 (the first 8 hex digits of the file's SHA-256), sonames and libunwind's
 # DT_NEEDED changed to match, RUNPATH $ORIGIN. A process's own libunwind or liblzma is then never
 # taken for ours, nor ours for its. libvramtrace.so opens the copy with dlopen (its RUNPATH $ORIGIN
-# finds it: interpose/unwinder_library.h). Sets VT_UNWIND_LIBRARY (the name it opens) and writes
+# finds it: interpose/stacks/unwinder_library.h). Sets VT_UNWIND_LIBRARY (the name it opens) and writes
 # wheel_libraries.txt: the files of lib/ the wheel ships (the wheel's build backend reads it).
 find_program(VT_PATCHELF patchelf)
 if(NOT VT_PATCHELF)

@@ -1,6 +1,6 @@
 // Configuration read from the environment, once, when tracing starts (with the recorder's copy
 // of the environment it was loaded with as a fallback, and relative outputs resolved against the
-// directory the program started in: interpose/load_environment.h). Every bad value yields
+// directory the program started in: interpose/entry/load_environment.h). Every bad value yields
 // one clear line on stderr and tracing off; nothing here can crash the traced program.
 //
 //   VRAMTRACE_OUTPUT   trace path or directory (default: the current directory). In a path,

@@ -1,5 +1,5 @@
 // The slice of NVML's C API vramtrace calls, declared once because the CUDA toolkit ships no
-// nvml.h: the recorder (interpose/gpu_processes.cpp: who else holds a GPU at an OOM), `vramtrace
+// nvml.h: the recorder (interpose/device/gpu_processes.cpp: who else holds a GPU at an OOM), `vramtrace
 // top` (tools/gpu_info.cpp) and the doctor (doctor/probes/nvml_probe.cpp). Layouts follow nvml.h
 // (R470 and later); every function is looked up with dlsym. Header only, no heap: the recorder
 // includes it inside the traced process.

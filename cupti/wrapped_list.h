@@ -2,7 +2,7 @@
 // client (Kineto inside torch.profiler, JAX's profiler, a tool linked into the program) the
 // moment it starts: each is how a client begins a session. libvramtrace is LD_PRELOADed, so a
 // library that links libcupti (DT_NEEDED) binds these names to us; dlsym(handle, name) lookups
-// are swapped by name in interpose/dlsym_hook.cpp (vt::cupti::swap_dlsym). A wrapper first makes
+// are swapped by name in interpose/entry/dlsym_hook.cpp (vt::cupti::swap_dlsym). A wrapper first makes
 // vramtrace step aside (cupti/cupti_session.cpp), then forwards to the real function, found with
 // RTLD_NEXT, else in the libcupti we loaded, else in any loaded libcupti.
 //

@@ -1,8 +1,8 @@
 // The accounting rules, written once: for every event, what memory it makes live or frees, under
 // which key, on which device and in which bucket, and when a VMM release really frees. Used by
-// the two replays of the same events — the in-process live tracker (interpose/live_tracker.cpp:
+// the two replays of the same events — the in-process live tracker (interpose/live/live_tracker.cpp:
 // `vramtrace top`, the query API, the pytest plugin's limits) and the analyzer's replay
-// (analyzer/live_state.cpp: every report) — so that they cannot disagree; the data structures
+// (analyzer/replay/live_state.cpp: every report) — so that they cannot disagree; the data structures
 // differ (the tracker's are lock-light and heap-free on the hook path), the rules do not.
 // tests/unit/accounting_test.cpp replays the same sequences, fixed and random, through both and
 // compares every figure. Header-only: the preload library and the analyzer both include it.
@@ -124,7 +124,7 @@
 //     the device uses after it beyond what is accounted there already (tracked allocations and
 //     earlier costs): this includes other processes' memory at that moment (docs/metrics.md),
 //     so such a cost is marked (CodeCost::after_only): the OOM report keeps it apart from the
-//     measured ones (analyzer/oom_verdict.h, split_unattributed). The recorder asks NVML for the
+//     measured ones (analyzer/judge/oom_verdict.h, split_unattributed). The recorder asks NVML for the
 //     device's processes right after its first context: the first list within a second of the
 //     cost takes what it lists for other processes off it, and the cost is then measured
 //     (first_context_list; LiveState::other_processes_listed).
@@ -278,7 +278,7 @@ constexpr bool is_memory_key(uint64_t key) { return key != 0; }
 
 // ---- rule 4 ----
 
-// A CUmemLocation as the recorder writes it (interpose/describe.h): type << 32 | id, with the
+// A CUmemLocation as the recorder writes it (interpose/entry/describe.h): type << 32 | id, with the
 // CUmemLocationType values of cuda.h (describe.h checks them against it).
 inline constexpr uint32_t kLocationDevice = 1;            // CU_MEM_LOCATION_TYPE_DEVICE
 inline constexpr uint32_t kLocationHost = 2;              // CU_MEM_LOCATION_TYPE_HOST
@@ -414,7 +414,7 @@ constexpr uint64_t torn_down_context(HookId op, const E& e) {
 // ---- rule 8 ----
 
 // CU_GRAPH_NODE_TYPE_MEM_ALLOC and CU_GRAPH_NODE_TYPE_GRAPH, and the ownership bit a child graph
-// node's type word carries when the child was moved in (interpose/describe.h checks them against
+// node's type word carries when the child was moved in (interpose/entry/describe.h checks them against
 // cuda.h).
 inline constexpr uint64_t kGraphNodeMemAlloc = 10;
 inline constexpr uint64_t kGraphNodeGraph = 4;

@@ -1,5 +1,5 @@
 // The trace records of kernel activity (CUPTI), shared by the writer (cupti/) and the reader
-// (analyzer/activity.cpp). Owns: the tags 0x8A..0x91, the status kinds and codes, the
+// (analyzer/read/activity.cpp). Owns: the tags 0x8A..0x91, the status kinds and codes, the
 // enabled-kind bits; the records' fields are activity_records.h's. docs/trace-format.md ("Kernel
 // activity records", "CUPTI status") is the prose version.
 //

@@ -2,7 +2,7 @@
 // with its schema (schema.h): the one statement of the fields' order and wire kinds and of the
 // words in docs/trace-format.md's "Kernel activity records" table. Written by
 // cupti/activity_encoder.cpp and cupti/status_record.cpp with format::encode, read by
-// analyzer/activity.cpp with format::decode (the analyzer's KernelActivity, CopyActivity, ... are
+// analyzer/read/activity.cpp with format::decode (the analyzer's KernelActivity, CopyActivity, ... are
 // these structs). Times are absolute CLOCK_MONOTONIC ns; the wire carries them relative to the
 // trace's start (Wire::Time), durations as end - start (Wire::Duration).
 //

@@ -2,7 +2,7 @@
 // PyTorch's nor kernel activity) as typed structs, each with its schema (schema.h): the one
 // statement of its fields' order, wire kinds, JSON keys and the words of docs/trace-format.md's
 // "Metadata records" table. Written by interpose/ with format::encode, read by
-// analyzer/trace_reader.cpp and the aggregators with format::decode.
+// analyzer/read/trace_reader.cpp and the aggregators with format::decode.
 // Strings are Text: the writer's buffers, or the reader's view of the mapped file.
 #pragma once
 
@@ -69,7 +69,7 @@ VT_RECORD_SCHEMA(StackFrameSchema, kTagStack, "stack frame", VT_STACK_FRAME_FIEL
 inline constexpr uint32_t kMaxStackRecordFrames = 4096;  // a reader refuses more (writers: 256)
 
 // A stack written as a change of a base stack, the stack record the same thread wrote before it
-// (interpose/stack_index.cpp): base[0..inner) + `fresh` new frames + base[base_n - outer..base_n),
+// (interpose/stacks/stack_index.cpp): base[0..inner) + `fresh` new frames + base[base_n - outer..base_n),
 // innermost first. A new frame at position p is stored as zigzag(frame - reference), where the
 // reference is base[p] while p is inside the base's changed middle (p < base_n - outer), else the
 // new frame before it (0 for p = 0): a call site replaced by another in the same function costs a
@@ -241,7 +241,7 @@ inline constexpr uint64_t kMaxPoolUsageRows = 64;
 
 // A successful synchronize (cuCtxSynchronize*, cuStreamSynchronize*, cuEventSynchronize) in a
 // context of `device`, written only when a stream-ordered free or a release threshold change came
-// before it since the last one (interpose/pool_sync.h): where pools give memory above their release
+// before it since the last one (interpose/device/pool_sync.h): where pools give memory above their release
 // threshold back (format/accounting.h, rule 15).
 struct PoolSyncRecord {
   uint64_t device = 0;

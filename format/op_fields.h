@@ -75,7 +75,7 @@ inline constexpr FieldInfo kFieldInfo[] = {
 };
 inline const FieldInfo& field_info(Field f) { return kFieldInfo[int(f)]; }
 
-// A location word is type << 32 | id (interpose/describe.h); a pool's location also says
+// A location word is type << 32 | id (interpose/entry/describe.h); a pool's location also says
 // whether the pool makes managed memory (CU_MEM_ALLOCATION_TYPE_MANAGED, CUDA 13): this bit.
 inline constexpr uint64_t kLocationManaged = 1ull << 56;
 constexpr uint32_t location_type_of(uint64_t location) { return uint32_t(location >> 32) & 0xffffffu; }

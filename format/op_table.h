@@ -1,5 +1,5 @@
 // The one list of hooked driver functions, and what each one is on the wire. The exported
-// wrappers (interpose/hooks.cpp), the pointer substitution table, the trace's op codes, the
+// wrappers (interpose/entry/hooks.cpp), the pointer substitution table, the trace's op codes, the
 // reader's op names, the JSON field names of `vramtrace dump` and the op table of
 // docs/trace-format.md (checked by tests/unit/doc_tables_test.cpp) all come from this list.
 //
@@ -20,16 +20,16 @@
 //           signatures would have to be kept in the same order by hand. Users of the list that
 //           do not need them never expand them, so this header needs cuda.h only where they are.
 //   fields  (addr, size, aux, aux2): what each optional field of the event holds (op_fields.h);
-//           interpose/describe.h fills exactly these
+//           interpose/entry/describe.h fills exactly these
 //
 // How to add a hooked function (the recipe, as compiler-rt writes its interceptors'):
 //   1. A row below: the next free code (never reuse one; 0 for a Query), the export's exact name
 //      (an #undef in cuda_export_names.h when cuda.h maps the name to a newer export), its action
 //      and kind, its parameters as cuda.h declares them, and the event fields it fills.
-//   2. interpose/describe.h: a describe() overload filling exactly those fields (prepare() when an
+//   2. interpose/entry/describe.h: a describe() overload filling exactly those fields (prepare() when an
 //      argument must be read before the call; observe() when a call teaches the hook something
 //      whether recorded or not; follow_*_call() only for a new kind's bookkeeping).
-//   3. interpose/memory_entry_points.txt: its category, when the symbol is not listed yet.
+//   3. interpose/entry/memory_entry_points.txt: its category, when the symbol is not listed yet.
 //   4. docs/trace-format.md's op table: the row tests/unit/doc_tables_test.cpp prints for it.
 //   5. The simulated driver (tests/fakecuda/api_*.cpp, exports.map) implements it, and a program
 //      of tests/programs calls it (lookup_direct calls every op once: the `ops` golden trace).
@@ -258,7 +258,7 @@
     (CUarrayMapInfo * mapInfoList, unsigned int count, CUstream hStream), (mapInfoList, count, hStream), \
     (None, None, Count, Stream))                                                                    \
   /* The CUDA 2.x ABI (32-bit device pointers and sizes; cuda.h declares it only for the driver's */ \
-  /* own build: interpose/cuda_decls.h). The driver still exports it and cuGetProcAddress hands it */ \
+  /* own build: interpose/entry/cuda_decls.h). The driver still exports it and cuGetProcAddress hands it */ \
   /* out for versions below 3020 (cuMemHostRegister: below 6050, with the current ABI). */         \
   X(88, cuMemAlloc, Acquire, Device, (vt_CUdeviceptr_v1 * dptr, unsigned int bytesize), (dptr, bytesize), \
     (Ptr, Bytes, None, None))                                                                       \

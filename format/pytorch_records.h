@@ -1,8 +1,8 @@
 // The PyTorch block-layer records (tags 0x93..0x96: trace_format.h) as typed structs, each with
 // its schema (schema.h): the one statement of the fields' order and wire kinds and of the words
-// in docs/trace-format.md's "PyTorch block records" table. Written by interpose/torch_hooks.cpp
+// in docs/trace-format.md's "PyTorch block records" table. Written by interpose/torch/torch_hooks.cpp
 // (block and OOM records through the recorder's event path, which appends the stack id last;
-// status and config records with format::encode), read by analyzer/torch_records.cpp with
+// status and config records with format::encode), read by analyzer/read/torch_records.cpp with
 // format::decode.
 #pragma once
 

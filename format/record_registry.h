@@ -1,8 +1,8 @@
 // Every metadata record of the format (tags >= 0x80), one row each, in docs/trace-format.md's
 // order (its metadata, PyTorch and kernel activity tables). The one list from which come
-// `vramtrace dump`'s decoder (analyzer/record_json.cpp), the docs tables' check
+// `vramtrace dump`'s decoder (analyzer/render/record_json.cpp), the docs tables' check
 // (tests/unit/doc_tables_test.cpp, which also checks that every tag 0x80.. is here once) and the
-// reader's routing (analyzer/trace_reader.h, is_stack_meta). A record's fields, their order, wire
+// reader's routing (analyzer/read/trace_reader.h, is_stack_meta). A record's fields, their order, wire
 // kinds, JSON keys and doc words are its schema's (meta_records.h, pytorch_records.h,
 // activity_records.h); its tag is the schema's kTag (trace_format.h, activity_format.h).
 //

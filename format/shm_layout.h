@@ -1,5 +1,5 @@
 // The layout of the shared-memory summary of a traced process, and how a reader checks an entry,
-// shared by its writer (interpose/shm_summary.cpp) and its readers (`vramtrace top`, and the sweep
+// shared by its writer (interpose/record/shm_summary.cpp) and its readers (`vramtrace top`, and the sweep
 // a writer makes of stale entries). The summary holds live bytes per device and kind, peaks, the
 // call sites holding the most right now (stack ids: `top` symbolizes them from the trace file
 // named here). /dev/shm/vramtrace.<pid> (or .<pid>.<n> when that name is held by a live process

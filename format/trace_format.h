@@ -88,7 +88,7 @@ enum Tag : uint8_t {
   kTagGpuProcesses = 0x89,  // GpuProcessesSchema + GpuProcessSchema rows (NVML's list)
   // 0x8A..0x91: kernel activity (CUPTI): activity_format.h
   kTagRegion = 0x92,        // RegionSchema
-  // 0x93..0x96: PyTorch's caching allocator, the block layer (interpose/torch_hooks.cpp)
+  // 0x93..0x96: PyTorch's caching allocator, the block layer (interpose/torch/torch_hooks.cpp)
   kTagTorchBlock = 0x93,    // TorchBlockSchema
   kTagTorchOom = 0x94,      // TorchOomSchema
   kTagTorchStatus = 0x95,   // TorchStatusSchema (state: kTorchOn / kTorchOff)
@@ -105,7 +105,7 @@ inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
 // symbol is the path as given, flags the dlopen mode, version 1 for another namespace). A reader
 // that knows only kinds 1 and 2 skips kind 3.
 inline constexpr uint8_t kLookupReached = 1, kLookupGap = 2, kLookupIsolatedOpen = 3;
-// The categories of interpose/memory_entry_points.txt (none and lookup are never recorded).
+// The categories of interpose/entry/memory_entry_points.txt (none and lookup are never recorded).
 enum LookupCategory : uint8_t {
   kLookupCategoryNone = 0,
   kLookupCategoryAllocation = 1,
@@ -133,8 +133,8 @@ inline uint64_t python_frame(uint32_t code_id, uint32_t instr, bool entry) {
 }
 
 // Event payload: varint dt_ns, a flags byte, then the fields of each flag present, in bit order.
-// X(enumerator, bit, name, fields): the one statement of the event layout; interpose/recorder.cpp
-// (encode_event) writes and analyzer/trace_reader.cpp (advance) reads exactly this, by hand for
+// X(enumerator, bit, name, fields): the one statement of the event layout; interpose/record/recorder.cpp
+// (encode_event) writes and analyzer/read/trace_reader.cpp (advance) reads exactly this, by hand for
 // speed, and docs/trace-format.md's "Events" table is checked against it
 // (tests/unit/doc_tables_test.cpp).
 #define VT_FOR_EACH_EVENT_FLAG(X)                                                                         \

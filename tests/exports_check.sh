@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The preload library's exports (interpose/exports.map: dlsym, dlvsym, dlopen, dlmopen, dl_iterate_phdr, the cu*
+# The preload library's exports (interpose/entry/exports.map: dlsym, dlvsym, dlopen, dlmopen, dl_iterate_phdr, the cu*
 # driver hooks, the CUPTI wrappers, InitializeInjectionNvtx2, the vramtrace_* query API, PyTorch's hooks) are defined in libvramtrace.so
 # and nowhere else: a test binary or the CLI defining one would interpose on the process's own
 # dlsym or driver calls. Usage: exports_check.sh LIBVRAMTRACE BINARY...
@@ -8,7 +8,7 @@ lib=${1:?usage: exports_check.sh LIBVRAMTRACE BINARY...}
 shift
 # The names come from the map itself (its global section; a glob such as cu* becomes a pattern).
 set -f  # (the globs are the map's, never file names)
-map=$(dirname "$0")/../interpose/exports.map
+map=$(dirname "$0")/../interpose/entry/exports.map
 names=$(sed -n '/global:/,/local:/p' "$map" | sed 's|/\*.*\*/||' | tr -d ' \t;' | grep -vE '^(global:|local:|)$')
 pattern="^($(printf '%s\n' $names | sed 's/\*$/[A-Za-z0-9_]*/' | paste -sd'|'))$"
 exported() { nm --defined-only "$1" | awk '$2 ~ /^[TtWw]$/ {print $3}' | grep -E "$pattern" | sort -u; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The parallel job analysis (`vramtrace report DIR -j N`, analyzer/job_parallel.cpp) under
+# The parallel job analysis (`vramtrace report DIR -j N`, analyzer/job/job_parallel.cpp) under
 # ThreadSanitizer: builds the CLI in build-tsan/ with -DVRAMTRACE_SANITIZE=thread, writes a job
 # directory of RANKS traces with BUILD_DIR's bench/gen_trace (one of them cut short, one not a
 # trace at all, so the error paths run on the workers too), then runs the report with -j 1, 2 and

@@ -2,7 +2,7 @@
 // own line with actual vs allowed), 2 for usage errors, unreadable input, or a damaged or
 // unreadable trace (named on stderr and in --json's `problems`) unless --allow-damaged, and for a
 // limit on PyTorch's figures (--max-allocated, --max-reserved, their growth) that a trace without
-// them cannot answer. The limits themselves are judged by analyzer/gate.h.
+// them cannot answer. The limits themselves are judged by analyzer/judge/gate.h.
 #include <iostream>
 
 #include <CLI/CLI.hpp>

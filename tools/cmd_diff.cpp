@@ -1,6 +1,6 @@
 // `vramtrace diff BASE NEW [--format text|json] [--top N] [-o FILE] [--native]`: what changed
 // between two runs, per call site (sites as the user's frames show them unless --native). Two jobs
-// are compared rank with rank (analyzer/compare.h, matched_runs): the rank with the highest peak
+// are compared rank with rank (analyzer/judge/compare.h, matched_runs): the rank with the highest peak
 // now is shown, and named.
 #include <iostream>
 

@@ -1,6 +1,6 @@
 // `vramtrace export TRACE` in its three formats: --perfetto OUT.json (Chrome trace-event JSON,
-// analyzer/perfetto_export.h), --folded OUT (flame graph stacks of the peak or the leaks,
-// analyzer/folded.h) and --torch-snapshot OUT.pickle (PyTorch's memory snapshot,
+// analyzer/export/perfetto_export.h), --folded OUT (flame graph stacks of the peak or the leaks,
+// analyzer/export/folded.h) and --torch-snapshot OUT.pickle (PyTorch's memory snapshot,
 // cmd_torch_snapshot.cpp). Each format's own options are refused with another format.
 #include <CLI/CLI.hpp>
 

@@ -1,5 +1,5 @@
 // `vramtrace export --torch-snapshot OUT TRACE`: the trace as PyTorch's memory snapshot
-// (analyzer/torch_snapshot.h). TRACE a directory (a job): OUT is a directory (made, 0700, when it
+// (analyzer/export/torch_snapshot.h). TRACE a directory (a job): OUT is a directory (made, 0700, when it
 // does not exist) and each trace becomes OUT/<its name without .trace>.pickle, one line each.
 #include <sys/stat.h>
 

@@ -86,7 +86,7 @@ struct ReportOptions {
   std::string at;  // --at: the live set at this time since the start ("12.5s", "250ms")
 };
 int report_command(const ReportOptions& opt);
-// `vramtrace summary TRACE|DIR`: one screen per trace (analyzer/report_summary.cpp); the options
+// `vramtrace summary TRACE|DIR`: one screen per trace (analyzer/render/report_summary.cpp); the options
 // of report but --at and --format html.
 int summary_command(const ReportOptions& opt);
 
@@ -95,7 +95,7 @@ int summary_command(const ReportOptions& opt);
 bool parse_time(const std::string& text, int64_t* ns, std::string* why);
 
 // `vramtrace export --folded OUT TRACE [--leaks]`: the peak's (or the leaks') stacks in the
-// folded format of flame graph tools (analyzer/folded.h). OUT "-" is stdout.
+// folded format of flame graph tools (analyzer/export/folded.h). OUT "-" is stdout.
 struct ExportOptions {
   std::string input;
   std::string output;
@@ -131,7 +131,7 @@ int diff_command(const DiffOptions& opt);
 int top_command(double interval, bool once);
 
 // `text` to stdout ("-") or to the file `path`; exit status 2 with one line when it cannot be written.
-// Writes an output the user named (analyzer/output_file.h: "-" is stdout, a file is replaced only
+// Writes an output the user named (analyzer/io/output_file.h: "-" is stdout, a file is replaced only
 // once all of it was written, an input or a trace is never overwritten); one error line and
 // kExitUsage when it cannot.
 // A trace reader's notes on stderr, one line each; those that mean lost records ("damage") say

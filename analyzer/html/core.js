@@ -63,7 +63,7 @@ function loadData() {
   const node = document.getElementById('vt-data');
   return JSON.parse(node.textContent);
 }
-// The frames a person reads first (the text report's rule, analyzer/user_frames.h): the Python
+// The frames a person reads first (the text report's rule, analyzer/read/user_frames.h): the Python
 // frames when there are any, else those not marked `machinery` in the report JSON; a stack that
 // would show nothing is shown whole.
 function userFrames(stack) {

@@ -149,7 +149,7 @@ function frameColor(f) {
 }
 
 // VERDICT_TEXT (code -> label) is written into the page ahead of these scripts from the verdict
-// table (analyzer/verdicts.cpp), the one place a verdict is defined.
+// table (analyzer/judge/verdicts.cpp), the one place a verdict is defined.
 function verdictText(code) {
   return VERDICT_TEXT[code] || code || '';
 }

@@ -12,7 +12,7 @@ const ICICLE_CAP = 3000;
 const ROW = 20;
 
 // The frames of a stack the flame graph draws, innermost first. With `all`, every frame. Else
-// the user's own code, by the flags the analyzer puts on each frame (analyzer/user_frames.h:
+// the user's own code, by the flags the analyzer puts on each frame (analyzer/read/user_frames.h:
 // `library` on a Python frame of site-packages/dist-packages, torch's included, or the standard
 // library; `machinery` on the interpreter, ctypes/libffi, pybind11, torch's dispatcher, libc):
 // the Python frames that are not a library's; without any, the stack as the stack lists show it

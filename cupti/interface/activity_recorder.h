@@ -8,7 +8,7 @@
 
 namespace vt::cupti {
 
-// Called once when the trace opens (interpose/trace_session.cpp, open_trace), on the opening thread,
+// Called once when the trace opens (interpose/record/trace_session.cpp, open_trace), on the opening thread,
 // with the opening event's time `t`. `enabled` is Config::kernels (VRAMTRACE_KERNELS),
 // `memory_activity` Config::cupti_memory (VRAMTRACE_CUPTI_MEMORY: the MEMORY2 kind). Starts a
 // helper thread (signals blocked) that loads libcupti and then flushes it every 100 ms; never
@@ -18,7 +18,7 @@ namespace vt::cupti {
 // destructor would be too late (libcupti, loaded after us, is finalised before it).
 void start(bool enabled, bool memory_activity, uint64_t t);
 
-// For interpose/dlsym_hook.cpp: `found` is what dlsym(handle, name) returned for a name starting
+// For interpose/entry/dlsym_hook.cpp: `found` is what dlsym(handle, name) returned for a name starting
 // with "cupti"; returns our wrapper instead when `name` is one we watch (wrapped_list.h), and
 // remembers `found` as the function that wrapper forwards to. Otherwise returns `found`.
 void* swap_dlsym(const char* name, void* found);

@@ -1,7 +1,7 @@
 // CUDA arrays end to end: tests/programs/array_formats.cpp creates arrays of each family of
 // formats (plain, ...X4 with its channels in the format, block-compressed, YUV planes, sparse and
 // deferred-mapping) and prints what each took of the simulated driver's memory. The trace must
-// give each the bytes its texels need (interpose/describe.h), and the peak their sum.
+// give each the bytes its texels need (interpose/entry/describe.h), and the peak their sum.
 #include <catch2/catch.hpp>
 
 #include <map>

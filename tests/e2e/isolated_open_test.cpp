@@ -1,10 +1,10 @@
-// Libraries opened out of the hooks' reach (interpose/dlopen_stub.S): a dlopen with RTLD_DEEPBIND
+// Libraries opened out of the hooks' reach (interpose/entry/dlopen_stub.S): a dlopen with RTLD_DEEPBIND
 // or a dlmopen into another namespace is recorded by path, and the report says in its header that
 // their CUDA memory calls are missing. tests/programs/isolated_open.cpp opens a plugin that
 // allocates through a linked cuMemAlloc and through dlsym; with RTLD_DEEPBIND those allocations
 // really do bypass the hooks (so the warning is needed), with a plain dlopen they are recorded
 // (so the stub forwards faithfully: the plugin is found only through the caller's RUNPATH).
-// Under the LD_AUDIT module (interpose/audit_module.cpp) the RTLD_DEEPBIND plugin gets the hooks
+// Under the LD_AUDIT module (interpose/entry/audit_module.cpp) the RTLD_DEEPBIND plugin gets the hooks
 // after all; a library in another namespace still does not.
 #include <catch2/catch.hpp>
 

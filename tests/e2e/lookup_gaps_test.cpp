@@ -112,7 +112,7 @@ std::vector<Lookup> lookups_of(const std::string& program, nlohmann::json* trace
 }  // namespace
 
 TEST_CASE("every memory-relevant entry point handed out through cuGetProcAddress is hooked or a known gap") {
-  const auto table = read_table(std::string(VT_SOURCE_DIR) + "/interpose/memory_entry_points.txt");
+  const auto table = read_table(std::string(VT_SOURCE_DIR) + "/interpose/entry/memory_entry_points.txt");
   const auto known = read_list(std::string(VT_E2E_SOURCE_DIR) + "/known_unhooked.txt");
   for (const std::string& s : known) {
     INFO("known_unhooked.txt lists " << s);

@@ -312,7 +312,7 @@ TEST_CASE("an NVML that hangs in its init costs the program a second at most, wh
 }
 
 // The op table's `fields` column (format/op_table.h) is what the reader names each field by and
-// what docs/trace-format.md says; interpose/describe.h must set exactly those fields. Every event
+// what docs/trace-format.md says; interpose/entry/describe.h must set exactly those fields. Every event
 // sets no field its op does not list, and a successful one (with ordinary arguments, as here)
 // sets every field it lists.
 TEST_CASE("each event carries exactly the fields the op table lists for its op") {

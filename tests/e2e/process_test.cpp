@@ -470,7 +470,7 @@ TEST_CASE("a fork's handlers copy little into the child") {
 }
 
 // Descriptors: libunwind's memory check held a pipe (two descriptors) for the process's life, and
-// the trace file one more; libunwind's check needs none now (interpose/unwinder_fds.h) and the
+// the trace file one more; libunwind's check needs none now (interpose/stacks/unwinder_fds.h) and the
 // trace file is closed between windows (trace_file.cpp).
 TEST_CASE("traced, the program holds no descriptor of ours: not the trace file's, not libunwind's pipe") {
   Traced t;
@@ -482,7 +482,7 @@ TEST_CASE("traced, the program holds no descriptor of ours: not the trace file's
 // libunwind.so.8 exports GCC's unwinder ABI (_Unwind_RaiseException, ...) without versions; linked
 // by libvramtrace.so it sat in the global scope ahead of libgcc_s, and every C++ exception of a
 // library opened later (a Python extension: PyTorch) went through libunwind's copy. Opened with
-// RTLD_LOCAL (interpose/unwinder_library.h), it serves our stacks only.
+// RTLD_LOCAL (interpose/stacks/unwinder_library.h), it serves our stacks only.
 TEST_CASE("traced, C++ exceptions of a library opened later go through libgcc_s, as untraced") {
   const std::string thrower = e2e::program("libexception_thrower.so");
   e2e::Spec untraced;

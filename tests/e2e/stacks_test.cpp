@@ -154,7 +154,7 @@ TEST_CASE("VRAMTRACE_STACK_DEPTH=0 turns stacks off, a bad value turns tracing o
 
 TEST_CASE("a new call path per allocation: each stack reads back with its own path, written as deltas") {
   // 4^6 paths through six levels of branch0..branch3: 4,096 allocations, each from its own stack,
-  // consecutive ones differing in their innermost levels (interpose/stack_index.cpp writes them
+  // consecutive ones differing in their innermost levels (interpose/stacks/stack_index.cpp writes them
   // as deltas of the thread's previous stack; trace_reader.cpp rebuilds them).
   const int paths = 4096, depth = 6;
   std::string dir = e2e::temp_dir();

@@ -42,17 +42,20 @@ while read -r line; do  # tests/fuzz/reader_sources.txt: one list for this scrip
 done < "$here/reader_sources.txt"
 # CUresult names, generated from the toolkit's cuda.h as the CMake build does (analyzer/CMakeLists.txt).
 cuda_h=${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}/include/cuda.h
-cmake -DCUDA_H="$cuda_h" -DOUT="$out/cuda_result_names.inc" -P "$repo/analyzer/cuda_result_names.cmake" ||
+cmake -DCUDA_H="$cuda_h" -DOUT="$out/cuda_result_names.inc" -P "$repo/analyzer/render/cuda_result_names.cmake" ||
   { echo "fuzz: cannot generate the CUresult names from $cuda_h (set CUDA_HOME)" >&2; exit 2; }
 # Rebuild when any source or header it depends on is newer than the binary.
 stale=0
 if [ ! -x "$bin" ]; then
   stale=1
 else
-  for f in "${srcs[@]}" "$out/cuda_result_names.inc" "$repo"/analyzer/*.h "$repo"/analyzer/aggregators/*.h "$repo"/format/*.h "$repo"/common/*.h; do
+  for f in "${srcs[@]}" "$out/cuda_result_names.inc" "$repo"/analyzer/*.h "$repo"/analyzer/*/*.h "$repo"/format/*.h "$repo"/common/*.h; do
     if [ "$f" -nt "$bin" ]; then stale=1; break; fi
   done
 fi
+# The analyzer's folders, each on the include path (as analyzer/CMakeLists.txt puts them).
+analyzer_dirs=(-I"$repo/analyzer")
+for d in "$repo"/analyzer/*/; do analyzer_dirs+=(-I"${d%/}"); done
 # Abseil's hash maps (the analysis); Debian's libabsl-dev ships pkg-config files.
 absl_libs=$(pkg-config --libs absl_flat_hash_map absl_hash 2>/dev/null ||
   echo "-labsl_raw_hash_set -labsl_hash -labsl_city -labsl_low_level_hash -labsl_hashtablez_sampler -labsl_base")
@@ -60,7 +63,7 @@ if [ "$stale" = 1 ]; then
   echo "fuzz: building $bin with $cxx" >&2
   if ! "$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -DNDEBUG \
       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-      -I"$repo/analyzer" -I"$repo/format" -I"$repo/common" -I"$out" \
+      "${analyzer_dirs[@]}" -I"$repo/format" -I"$repo/common" -I"$out" \
       "${srcs[@]}" -ldw -lelf $absl_libs -pthread -o "$bin.tmp"; then
     echo "fuzz: build failed (clang with libFuzzer needed: apt-get install clang libclang-rt-dev or libclang-rt-14-dev)" >&2
     exit 2

@@ -53,7 +53,7 @@ $py -c "import sys; sys.path.insert(0, '$repo/wheel/backend'); import pep517_hoo
   > "$work/log" 2>&1 || fail "build_sdist failed"
 sdist=$work/sdist/$(tail -1 "$work/log")
 listing=$($py -c "import sys, tarfile; print('\n'.join(tarfile.open(sys.argv[1]).getnames()))" "$sdist") || fail "the sdist is not a tar.gz"
-for f in pyproject.toml PKG-INFO wheel/backend/pep517_hooks.py CMakeLists.txt interpose/unwinder_library.cpp; do
+for f in pyproject.toml PKG-INFO wheel/backend/pep517_hooks.py CMakeLists.txt interpose/stacks/unwinder_library.cpp; do
   grep -qx "vramtrace-[0-9.]*/$f" <<<"$listing" || fail "the sdist lacks $f"
 done
 ! grep -qE '^vramtrace-[0-9.]*/(build|build-wheel|build-python)/' <<<"$listing" || fail "the sdist carries build output"

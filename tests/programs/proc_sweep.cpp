@@ -52,7 +52,7 @@ int main() {
     }
   }
   // One allocation, so that a trace opens and keeps what the lookups were handed (its lookup
-  // records: interpose/lookup_gaps.h).
+  // records: interpose/entry/lookup_gaps.h).
   void *dev_get = nullptr, *retain = nullptr, *set_current = nullptr, *alloc = nullptr, *release = nullptr;
   get("cuDeviceGet", &dev_get, 12000, 0, &st);
   get("cuDevicePrimaryCtxRetain", &retain, 12000, 0, &st);

@@ -1,6 +1,6 @@
 // The accounting rules (format/accounting.h) as the two replays apply them: the in-process live
-// tracker (interpose/live_tracker.cpp, compiled into this test on its own) and the analyzer
-// (analyzer/live_state.cpp, and the report AnalysisPass makes of it). Every event sequence goes
+// tracker (interpose/live/live_tracker.cpp, compiled into this test on its own) and the analyzer
+// (analyzer/replay/live_state.cpp, and the report AnalysisPass makes of it). Every event sequence goes
 // through both, and after every event every figure the tracker has is compared with the
 // analyzer's: live bytes per device and bucket, of all devices, per call site, and the peak per
 // device; at the end the report's peaks, leaks and per-site leaks are compared with the tracker's.

@@ -1,4 +1,4 @@
-// AddressMap (analyzer/address_map.h) against std::unordered_map under random churn: inserts,
+// AddressMap (analyzer/replay/address_map.h) against std::unordered_map under random churn: inserts,
 // duplicate inserts, erases of present and absent keys, growth, and keys that collide.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// The recorder's per-thread context -> device cache (interpose/driver_api.h): the context is asked
+// The recorder's per-thread context -> device cache (interpose/entry/driver_api.h): the context is asked
 // for on every acquire, its device only when the context changed or a context was torn down
 // anywhere (a new context may come back at a destroyed one's address, on another device).
 #include <catch2/catch.hpp>

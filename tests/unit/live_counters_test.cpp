@@ -1,4 +1,4 @@
-// The live tracker's counters (interpose/live_counters.h) through their modes: exact while one
+// The live tracker's counters (interpose/live/live_counters.h) through their modes: exact while one
 // thread allocates, each thread's own counters once a second one does (no shared line written,
 // live figures still exact sums, the peak sampled at queries), and exact again for the rest of
 // the run after a reset, including a thread that added to its own counters as the mode changed.

@@ -1,4 +1,4 @@
-// The live tracker's lock-free map (interpose/live_table.h) on its own: growth from one table to
+// The live tracker's lock-free map (interpose/live/live_table.h) on its own: growth from one table to
 // the next while other threads insert and erase, frees from another thread than the allocating
 // one, a context's entries taken out during churn, and churn over ever new keys not growing the
 // table without end. Run under ThreadSanitizer too (docs/PERFORMANCE.md, "The live tracker

@@ -1,4 +1,4 @@
-// find_loaded_symbol (interpose/loaded_symbol.h): a definition in an object loaded RTLD_LOCAL,
+// find_loaded_symbol (interpose/entry/loaded_symbol.h): a definition in an object loaded RTLD_LOCAL,
 // through its GNU hash table and through a SysV-only one, the object to skip, absent names, and
 // load order.
 #include <dlfcn.h>

@@ -1,4 +1,4 @@
-// analyzer/pickle_writer.h read back by Python's own pickle (python3 on PATH): every value kind, the
+// analyzer/export/pickle_writer.h read back by Python's own pickle (python3 on PATH): every value kind, the
 // integer ranges each opcode covers, batches past 1000 items, the memo, a fragment embedded.
 #include <catch2/catch.hpp>
 #include <unistd.h>

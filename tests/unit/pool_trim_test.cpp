@@ -1,4 +1,4 @@
-// Rule 15's trim as the analyzer applies it (analyzer/live_state.cpp): a pool's footprint after
+// Rule 15's trim as the analyzer applies it (analyzer/replay/live_state.cpp): a pool's footprint after
 // a synchronize is its live allocations, computed from what changed since the last trim (or, past
 // PoolState::kMaxChanges changes, from a walk of the live allocations). Checked against a model
 // that keeps the pool's reserved memory page by page: after every event and every synchronize,

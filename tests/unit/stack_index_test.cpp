@@ -1,5 +1,5 @@
-// The recorder's stack index (interpose/stack_index.cpp) against the analyzer's decoder
-// (analyzer/trace_reader.cpp, decode_stack_meta): every stack it writes, whole or as a delta of
+// The recorder's stack index (interpose/stacks/stack_index.cpp) against the analyzer's decoder
+// (analyzer/read/trace_reader.cpp, decode_stack_meta): every stack it writes, whole or as a delta of
 // the thread's previous one, reads back frame for frame, in the file's order and out of it; a
 // delta whose base is missing is dropped, never misread; the table keeps deduplicating past its
 // first level; a fork's child starts with whole records. The recorder's writer is replaced by

@@ -1,4 +1,4 @@
-// The analyzer's flat stores keyed by stack id (analyzer/stack_frames.h, SiteTable in
+// The analyzer's flat stores keyed by stack id (analyzer/read/stack_frames.h, SiteTable in
 // live_state.h) and the wide varint read the stack records use (format/payload.h).
 #include <catch2/catch.hpp>
 

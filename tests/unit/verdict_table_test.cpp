@@ -1,4 +1,4 @@
-// The verdict table (analyzer/verdicts.cpp) is the one place a verdict is defined: every row has a
+// The verdict table (analyzer/judge/verdicts.cpp) is the one place a verdict is defined: every row has a
 // label and, for each judge that can name it, both a rule and remedies; the HTML page carries every
 // label; docs/metrics.md lists the codes and labels in the table's order, and its two score tables
 // (the driver-level judge's, then PyTorch's) consider the codes each judge has, in that order.

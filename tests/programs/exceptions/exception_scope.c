@@ -1,7 +1,7 @@
 // Prints which library unwinds the C++ exceptions of a library opened with RTLD_LOCAL after an
 // allocation was traced with its stack, then throws one. Traced, it must be libgcc_s, as untraced:
 // libunwind.so.8 exports the same _Unwind_* names, and when libvramtrace.so linked it, its copy sat
-// in the global scope ahead of libgcc_s (interpose/unwinder_library.h).
+// in the global scope ahead of libgcc_s (interpose/stacks/unwinder_library.h).
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-// See trace_reader.h. Decoding mirrors interpose/recorder.cpp; the format is format/trace_format.h,
+// See trace_reader.h. Decoding mirrors interpose/record/recorder.cpp; the format is format/trace_format.h,
 // payloads are read with format/payload.h.
 #include "trace_reader.h"
 

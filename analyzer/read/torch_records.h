@@ -1,5 +1,5 @@
 // The records of PyTorch's block layer (format/trace_format.h, 0x93..0x96; written by
-// interpose/torch_hooks.cpp), decoded into typed records, and their JSON form for `vramtrace dump`.
+// interpose/torch/torch_hooks.cpp), decoded into typed records, and their JSON form for `vramtrace dump`.
 #pragma once
 
 #include <cstdint>

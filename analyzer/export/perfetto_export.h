@@ -62,7 +62,7 @@ struct PerfettoStats {
 bool export_perfetto(const std::string& trace, std::ostream& out, const PerfettoOptions& opt, PerfettoStats* stats,
                      std::string* error);
 
-// The same into a file (analyzer/output_file.h: replaced only once all of it was written).
+// The same into a file (analyzer/io/output_file.h: replaced only once all of it was written).
 // Returns the process exit status.
 int export_perfetto_file(const std::string& trace, const std::string& out_path, const PerfettoOptions& opt,
                          std::string* error, PerfettoStats* stats = nullptr);

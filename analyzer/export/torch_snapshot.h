@@ -45,7 +45,7 @@ struct TorchSnapshotStats {
   std::vector<std::string> problems;    // the reader's
 };
 
-// Writes the snapshot of `trace` to `out_path` (analyzer/output_file.h: replaced once complete).
+// Writes the snapshot of `trace` to `out_path` (analyzer/io/output_file.h: replaced once complete).
 // Returns the exit status (0, or 2 with one line in *error).
 int export_torch_snapshot_file(const std::string& trace, const std::string& out_path, const TorchSnapshotOptions& opt,
                                std::string* error, TorchSnapshotStats* stats = nullptr);

@@ -1,5 +1,5 @@
 // The lookup safety net: which memory-relevant driver entry points a process was handed that are
-// not vramtrace's hooks (interpose/memory_entry_points.txt classifies every CUDA 13 entry point),
+// not vramtrace's hooks (interpose/entry/memory_entry_points.txt classifies every CUDA 13 entry point),
 // whether any lookup reached vramtrace at all, and which libraries were opened where no hook can
 // reach them (RTLD_DEEPBIND, dlmopen into another namespace: dlopen_stub.S). Each is recorded once per name and trace
 // (format/meta_records.h: LookupRecord); what was seen before the trace opened is written when it

@@ -1,4 +1,4 @@
-// The c10 profiler hooks libvramtrace.so exports (interpose/exports.map): libc10_cuda.so binds its
+// The c10 profiler hooks libvramtrace.so exports (interpose/entry/exports.map): libc10_cuda.so binds its
 // calls to c10::reportMemoryUsageToProfiler / reportOutOfMemoryToProfiler here, since a preloaded
 // library comes first. Only the shared library has them (never the recorder's objects, which test
 // binaries link): their bodies are torch_hooks.cpp's.
