@@ -2,10 +2,11 @@
 // an X-macro list of its fields in wire order, and everything else is derived from it:
 //   encode()        the writer (interpose/, cupti/): the record's payload, through PayloadWriter
 //   decode()        the reader (analyzer/): the payload back into the same typed record
-//   describe()      the "payload after dt" cell of docs/trace-format.md's tables (a unit test,
+//   doc_words()     the "payload after dt" cell of docs/trace-format.md's tables (a unit test,
 //                   tests/unit/doc_tables_test.cpp, fails when the page says something else)
 //   visit()         anything else that walks the fields by name (the JSON of `vramtrace dump`)
-// The records and their schemas: meta_records.h and activity_records.h.
+// The records and their schemas: meta_records.h, pytorch_records.h, activity_records.h; every
+// metadata record is a row of record_registry.h.
 //
 // A schema is declared with VT_RECORD_SCHEMA(Name, tag, "name", FIELDS), FIELDS(F) calling
 // F(wire, member, "json key", "words") once per field, in wire order. `wire` says how the field
@@ -172,7 +173,7 @@ bool decode(const uint8_t* payload, size_t len, R* out, uint64_t base_ns = 0) {
 
 // ---- the documentation ----
 
-class SchemaDescriber {
+class SchemaDocWords {
  public:
   template <Wire K, class T>
   void field(const T&, const char*, const char* words) {
@@ -186,9 +187,9 @@ class SchemaDescriber {
 
 // The fields as docs/trace-format.md lists them: "varint ordinal; varint total bytes; string name".
 template <class Schema, class R>
-std::string describe() {
+std::string doc_words() {
   R r{};
-  SchemaDescriber d;
+  SchemaDocWords d;
   Schema::visit(r, d);
   return d.text;
 }

@@ -356,7 +356,7 @@ static __attribute__((noinline)) void write_thread_record(uint32_t gen, uint64_t
 }
 
 // Before the thread's first event or layer record of a trace (inlined: a compare per event).
-static __attribute__((always_inline)) inline void describe_thread(uint64_t t) {
+static __attribute__((always_inline)) inline void write_thread_record_once(uint64_t t) {
   uint32_t gen = g_generation.load(std::memory_order_relaxed);
   if (__builtin_expect(t_described_generation != gen, 0)) write_thread_record(gen, t);
 }
@@ -392,7 +392,7 @@ inline int status_for(const Event& e) {
 __attribute__((always_inline)) inline void record_captured(int status, const Event& e, const uint64_t* frames, int n) {
   if (status == kNullSink) return;
   if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
-  describe_thread(e.t_ns);
+  write_thread_record_once(e.t_ns);
   if (n == 0) {  // no stack: the event as described (its stack is 0), without a copy
     encode_event(e);
     track_event(e);
@@ -444,7 +444,7 @@ void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, 
   if (__builtin_expect(!unwind_room_ok(), 0)) {  // (as record_slow)
     if (status == kNullSink) return;
     if (status == kOpen) note_short_stack(t);
-    describe_thread(t);
+    write_thread_record_once(t);
     uint64_t v[kMaxVarintFields];
     memcpy(v, fields, size_t(n) * sizeof *v);
     v[n] = 0;
@@ -456,7 +456,7 @@ void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, 
   int cap = max_native < kMaxCaptureSlots - kMaxPythonFrames ? max_native + kMaxPythonFrames : kMaxCaptureSlots;
   int depth = capture_stack(frames, cap, caller_ip);  // (the unwinder stops at cap - kMaxPythonFrames)
   if (status == kNullSink) return;
-  describe_thread(t);
+  write_thread_record_once(t);
   uint64_t v[kMaxVarintFields];
   memcpy(v, fields, size_t(n) * sizeof *v);
   v[n] = stack_id(frames, depth, t);

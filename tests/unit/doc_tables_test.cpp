@@ -97,14 +97,14 @@ std::string tag_hex(uint8_t tag) {
 
 template <class Schema, class R>
 Row record_row() {
-  std::string fields = fmt::describe<Schema, R>();
+  std::string fields = fmt::doc_words<Schema, R>();
   return {tag_hex(Schema::kTag), Schema::kName, fields.empty() ? "nothing" : fields};
 }
 // A record of a header and `n` rows.
 template <class Schema, class R, class RowSchema, class RowR>
 Row record_with_rows() {
   Row r = record_row<Schema, R>();
-  r[2] += "; n × (" + fmt::describe<RowSchema, RowR>() + ")";
+  r[2] += "; n × (" + fmt::doc_words<RowSchema, RowR>() + ")";
   return r;
 }
 
