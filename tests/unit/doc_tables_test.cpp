@@ -144,11 +144,12 @@ TEST_CASE("docs: every record's payload is its schema") {
 #undef VT_DOC_RECORD
 #undef VT_DOC_ROWS
 
-  // Every tag of the format is here once: 0x80..0x9A, no gap.
+  // Every tag of the format is in the registry once, from 0x80 with no gap (a record left out of
+  // the registry leaves one; the last tag is trace_format.h's kTagPoolSync or a later one).
   std::vector<std::string> tags;
   for (const Row& r : want) tags.push_back(r[0]);
   std::sort(tags.begin(), tags.end());
-  REQUIRE(tags.size() == 0x9B - 0x80);
+  REQUIRE(tags.size() >= size_t(fmt::kTagPoolSync - 0x80 + 1));
   for (size_t i = 0; i < tags.size(); ++i) CHECK(tags[i] == tag_hex(uint8_t(0x80 + i)));
   check_table({"tag", "name", "payload after dt"}, want);
 }
