@@ -294,7 +294,7 @@ void oom_part(json& j, const TraceReport& r) { j["ooms"] = ooms_json(r); }
 using SectionJson = void (*)(json&, const TraceReport&);
 constexpr std::pair<Section, SectionJson> kSectionJson[] = {
     {Section::peak, peak_part}, {Section::leaks, leaks_part}, {Section::frag, frag_part}, {Section::oom, oom_part}};
-static_assert(std::size(kSectionJson) == std::size(kSections), "a JSON renderer for every section");
+static_assert(in_section_order(kSectionJson), "a JSON renderer for every section, in kSections' order");
 
 // What only the whole report has: the timeline, snapshots, PyTorch's summary, the interception's
 // findings, allocation sizes and kernels.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "analysis.h"
 #include "report_model.h"
@@ -30,6 +31,16 @@ inline constexpr SectionInfo kSections[] = {
     {Section::frag, "frag", "fragmentation of VMM reservations, pools and caches"},
     {Section::oom, "oom", "why each allocation failed, with remedies"},
 };
+
+// True when `table` has one renderer per section, in kSections' order (each format's table is
+// checked with it at compile time: a new section without its renderer does not build).
+template <class Renderer, size_t N>
+constexpr bool in_section_order(const std::pair<Section, Renderer> (&table)[N]) {
+  if (N != sizeof kSections / sizeof kSections[0]) return false;
+  for (size_t i = 0; i < N; ++i)
+    if (table[i].first != kSections[i].id) return false;
+  return true;
+}
 
 // Which sections a render covers.
 class Sections {

@@ -419,14 +419,11 @@ void oom_text(std::ostringstream& o, const TraceReport& r, bool native) {
 using SectionText = void (*)(std::ostringstream&, const TraceReport&, bool native);
 constexpr std::pair<Section, SectionText> kSectionText[] = {
     {Section::peak, peak_text}, {Section::leaks, leaks_text}, {Section::frag, frag_text}, {Section::oom, oom_text}};
-static_assert(std::size(kSectionText) == std::size(kSections), "a text renderer for every section");
+static_assert(in_section_order(kSectionText), "a text renderer for every section, in kSections' order");
 
 }  // namespace
 
 std::string report_text(const TraceReport& r, Sections sections, bool native) {
-  static_assert(kSectionText[0].first == kSections[0].id && kSectionText[1].first == kSections[1].id &&
-                    kSectionText[2].first == kSections[2].id && kSectionText[3].first == kSections[3].id,
-                "text renderers in kSections' order");
   std::ostringstream o;
   header(o, r);
   for (const auto& [id, render] : kSectionText)
