@@ -6,13 +6,23 @@
 # ((traced 40000 - traced 20000) - (untraced 40000 - untraced 20000)) / 40000 events. The
 # worker thread's own count (callgrind --separate-threads) is exact and independent of load,
 # and of how callgrind names functions. docs/PERFORMANCE.md, "Cutting the hook's own work".
-# Usage: bench/run_hook_instructions.sh [--max N] [BUILD_DIR]   (exit 1 when above N)
+# With --depth D, the traced runs unwind D native frames per event (VRAMTRACE_STACK_DEPTH=D; the
+# worker's stacks are ~8 frames deep), and with --free-stacks frees too (VRAMTRACE_FREE_STACKS=1):
+# then the figure is also given per alloc/free pair (2 events).
+# Usage: bench/run_hook_instructions.sh [--max N] [--depth D] [--free-stacks] [BUILD_DIR]
+#        (exit 1 when the per-event figure is above N)
 set -euo pipefail
 max=""
-if [ "${1:-}" = --max ]; then
-  max=$2
-  shift 2
-fi
+depth=0
+free_stacks=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --max) max=$2; shift 2 ;;
+    --depth) depth=$2; shift 2 ;;
+    --free-stacks) free_stacks=1; shift ;;
+    *) break ;;
+  esac
+done
 build=$(realpath "${1:-build}")
 command -v valgrind >/dev/null || { echo "run_hook_instructions: valgrind is not installed" >&2; exit 2; }
 out=$(mktemp -d)
@@ -30,7 +40,8 @@ count() {  # count MODE N
   local f=$out/$1.$2
   if [ "$1" = traced ]; then
     mkdir -p "$out/traces"
-    env LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_STACK_DEPTH=0 VRAMTRACE_OUTPUT="$out/traces" \
+    env LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_STACK_DEPTH="$depth" VRAMTRACE_FREE_STACKS="$free_stacks" \
+      VRAMTRACE_OUTPUT="$out/traces" \
       valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
       "$build/tests/programs/threads" 1 "$2" >/dev/null 2>"$out/log" || { cat "$out/log" >&2; exit 2; }
   else
@@ -49,7 +60,7 @@ events = 40000
 untraced, traced = (u2 - u1) / events, (t2 - t1) / events
 added = traced - untraced
 print("instructions per event on the calling thread: untraced %.1f, traced %.1f, added by the hook %.1f"
-      % (untraced, traced, added))
+      " (%.0f per alloc/free pair)" % (untraced, traced, added, 2 * added))
 if mx and added > float(mx):
     print("run_hook_instructions: %.1f instructions per event is above the target of %s" % (added, mx), file=sys.stderr)
     sys.exit(1)

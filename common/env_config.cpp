@@ -99,6 +99,14 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
     }
     out->stack_depth = int(v);
   }
+  if (const char* f = config_env("VRAMTRACE_FREE_STACKS"); f && *f) {  // empty = unset
+    if (strcmp(f, "1") == 0) {
+      out->free_stacks = true;
+    } else if (strcmp(f, "0") != 0) {
+      complain(why_out, why_cap, "bad VRAMTRACE_FREE_STACKS '%s' (use 0 or 1)", f);
+      return false;
+    }
+  }
   if (const char* py = config_env("VRAMTRACE_PYTHON")) {
     if (strcmp(py, "0") == 0) {
       out->python = false;

@@ -9,6 +9,8 @@
 //   VRAMTRACE_SESSION  set by `vramtrace run`; recorded in each header to group a run's files.
 //   VRAMTRACE_DISABLE  1 = load but record nothing.
 //   VRAMTRACE_STACK_DEPTH  native frames per event (default 64, 0 = no stacks, at most 256).
+//   VRAMTRACE_FREE_STACKS  1 = frees get a stack too (default 0: a free's stack is rarely read,
+//                      and unwinding it cost as much as the allocation's).
 //   VRAMTRACE_PYTHON   0 = no Python frames (default: on when the process runs CPython).
 //   VRAMTRACE_KERNELS  0 = no kernel activity (default 1: CUPTI when a libcupti loads).
 //   VRAMTRACE_CUPTI_MEMORY  0 = CUPTI does not record allocations (MEMORY2; default 1): no
@@ -28,6 +30,7 @@ struct Config {
   char session[40] = {};
   bool null_sink = false;
   int stack_depth = 64;
+  bool free_stacks = false;  // VRAMTRACE_FREE_STACKS: driver-level frees unwound too
   bool python = true;
   bool kernels = true;  // VRAMTRACE_KERNELS: kernel activity through CUPTI (cupti/)
   bool cupti_memory = true;  // VRAMTRACE_CUPTI_MEMORY: CUPTI's MEMORY2 allocation records

@@ -51,7 +51,8 @@ void encode_event(const Event& e);  // recorder.cpp
 
 __attribute__((always_inline)) inline void record(const Event& e) {
   if (__builtin_expect(g_device_records.load(std::memory_order_acquire) == kDeviceRecordsDone &&
-                           t_described_generation == g_generation.load(std::memory_order_relaxed) && !stacks_wanted(),
+                           t_described_generation == g_generation.load(std::memory_order_relaxed) &&
+                           !stack_wanted_for(kOps[int(e.op)].action),
                        1)) {
     encode_event(e);
     track_event(e);
@@ -64,8 +65,10 @@ __attribute__((always_inline)) inline void record(const Event& e) {
 template <HookId Id>
 __attribute__((always_inline)) inline void record_op(const Event& e) {
   if constexpr (is_hot(Id)) {
+    // A free takes this path with stacks on too, unless VRAMTRACE_FREE_STACKS=1.
     if (__builtin_expect(g_device_records.load(std::memory_order_acquire) == kDeviceRecordsDone &&
-                             t_described_generation == g_generation.load(std::memory_order_relaxed) && !stacks_wanted(),
+                             t_described_generation == g_generation.load(std::memory_order_relaxed) &&
+                             !stack_wanted_for(kOps[int(Id)].action),
                          1)) {
       encode_event_inline(e);
       track_hot<Id>(e);

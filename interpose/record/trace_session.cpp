@@ -418,7 +418,7 @@ __attribute__((noinline)) void record_unwound(int status, const Event& e, uint64
 __attribute__((noinline)) void record_slow(const Event& e) {
   int status = status_for(e);
   if (status < 0) return;
-  if (!stacks_wanted()) return record_captured(status, e, nullptr, 0);
+  if (!stack_wanted_for(kOps[int(e.op)].action)) return record_captured(status, e, nullptr, 0);
   if (__builtin_expect(!unwind_room_ok(), 0)) {  // a small alternate signal stack, a small thread stack
     if (status == kOpen) note_short_stack(e.t_ns);
     return record_captured(status, e, nullptr, 0);

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "meta_records.h"
+#include "op_table.h"
 #include "native_stack.h"
 
 namespace vt {
@@ -41,6 +42,11 @@ inline bool python_frames_on() { return g_python_state.load(std::memory_order_re
 // False when no frames at all are captured (VRAMTRACE_STACK_DEPTH=0 and no Python frames): the
 // hook then skips the capture and the 2.5 KiB frame it needs.
 inline bool stacks_wanted() { return native_stack_depth() != 0 || python_frames_on(); }
+// Whether a driver-level free is unwound too (VRAMTRACE_FREE_STACKS=1; default: its stack is 0).
+extern std::atomic<bool> g_free_stacks;
+inline bool free_stacks_wanted() { return g_free_stacks.load(std::memory_order_relaxed) && stacks_wanted(); }
+// Whether an event of this action gets a stack.
+inline bool stack_wanted_for(Action a) { return a == Action::Release ? free_stacks_wanted() : stacks_wanted(); }
 
 // A one-line description of the stack configuration for the trace (kTagConfig).
 void write_stack_config(uint64_t t);
