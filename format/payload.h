@@ -80,8 +80,9 @@ class PayloadReader {
   PayloadReader(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
 
   // One, two and three bytes inline (most deltas, flags, sizes, stack ids and address deltas),
-  // the rest through get_varint: the reader decodes ~10^8 of these per second.
-  uint64_t varint() {
+  // the rest through get_varint: the reader decodes ~10^8 of these per second. Always inlined:
+  // GCC kept it out of line, a call 3.6 times per event (issue 43).
+  __attribute__((always_inline)) uint64_t varint() {
     if (p_ < end_ && *p_ < 0x80) return *p_++;
     if (end_ - p_ >= 2 && p_[1] < 0x80) {
       uint64_t v = uint64_t(p_[0] & 0x7f) | uint64_t(p_[1]) << 7;

@@ -150,7 +150,7 @@ inline uint64_t python_frame(uint32_t code_id, uint32_t instr, bool entry) {
   X(kEvSize, 4, "SIZE", "varint bytes")                                                                   \
   X(kEvAux, 5, "AUX", "varint, meaning per op (below)")                                                   \
   X(kEvAux2, 6, "AUX2", "varint, meaning per op (below)")                                                 \
-  X(kEvStack, 7, "STACK", "varint stack id (a `stack` record, below); absent when stacks are off")
+  X(kEvStack, 7, "STACK", "varint stack id (a `stack` record, below); absent when stacks are off, and on a driver-level free unless `VRAMTRACE_FREE_STACKS=1`")
 
 enum EventFlag : uint8_t {
 #define VT_EVENT_FLAG_ENUM(e, bit, name, fields) e = 1u << bit,
