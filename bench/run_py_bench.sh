@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The Python part of an event (issue 14 target: <= 300 ns at 32 frames): bench/py_event_bench.py
 # under libvramtrace.so (writing a trace, stacks on) with VRAMTRACE_PYTHON=1 and =0, interleaved
-# ROUNDS times; per event = (median with - median without) / 2. Then callgrind: instructions per
-# event inside the recorder (vt::record: walk, intern, encode, live tracker) with and without
-# Python frames, and the inclusive instructions of the walker, of stack interning and of the
-# native unwinder.
+# ROUNDS times; per allocation = median with - median without (a free carries no stack unless
+# VRAMTRACE_FREE_STACKS=1). Then callgrind: instructions per
+# alloc/free pair inside the recorder's stacked path (vt::record_slow: walk, intern, encode, live
+# tracker; a free takes it only with VRAMTRACE_FREE_STACKS=1) with and without Python frames, and
+# the inclusive instructions of the walker, of stack interning and of the native unwinder. A
+# callgrind figure of 0 (a function renamed or inlined away) stops the script with an error.
 # Usage: bench/run_py_bench.sh [BUILD_DIR] [PYTHON...]   (default: build; every CPython 3.10-3.15
 #        tests/python/pythons.sh finds)
 # Environment: PAIRS (default 200000), BATCHES (default 7), ROUNDS (default 3), CG_PAIRS (default
@@ -54,25 +56,29 @@ print(n)')
   done
   m_on=$(printf '%s\n' "${on[@]}" | median) m_off=$(printf '%s\n' "${off[@]}" | median)
   echo "   ns/pair with Python frames: ${on[*]} (median $m_on); without: ${off[*]} (median $m_off)"
-  awk -v a="$m_on" -v b="$m_off" 'BEGIN { printf "   Python part per event: %.0f ns\n", (a - b) / 2 }'
+  awk -v a="$m_on" -v b="$m_off" 'BEGIN { printf "   Python part per allocation (a free carries no stack): %.0f ns\n", a - b }'
   [ "$cg_pairs" -gt 0 ] && command -v valgrind >/dev/null || continue
-  # Instructions inside the recorder (vt::record: capture, intern, encode, live tracker; the
+  # Instructions inside the recorder (vt::record_slow: capture, intern, encode, live tracker; the
   # simulated driver and the interpreter excluded) at CG_PAIRS and 2 x CG_PAIRS pairs: the
   # difference is CG_PAIRS pairs' worth (start-up and the first events' records cancel out).
   for on in 1 0; do
     for k in 1 2; do
       rm -rf "$out/t" && mkdir "$out/t"
       VRAMTRACE_OUTPUT=$out/t VRAMTRACE_PYTHON=$on LD_PRELOAD=$lib valgrind --tool=callgrind --trace-children=yes \
-        --collect-atstart=no '--toggle-collect=vt::record(*' --callgrind-out-file="$out/cg.$on.$k" \
+        --collect-atstart=no '--toggle-collect=vt::record_slow(*' --callgrind-out-file="$out/cg.$on.$k" \
         "$py" "$here/py_event_bench.py" "$helper" loop $((k * cg_pairs)) >/dev/null 2>"$out/vg" ||
         { echo "   callgrind run failed: $(tail -2 "$out/vg")"; continue 3; }
     done
   done
   ir() { sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$1"; }
-  per_event() { awk -v a="$1" -v b="$2" -v n="$cg_pairs" 'BEGIN { printf "%.0f", (a - b) / (2 * n) }'; }
+  per_event() { awk -v a="$1" -v b="$2" -v n="$cg_pairs" 'BEGIN { printf "%.0f", (a - b) / n }'; }
   with=$(per_event "$(ir "$out/cg.1.2")" "$(ir "$out/cg.1.1")")
   without=$(per_event "$(ir "$out/cg.0.2")" "$(ir "$out/cg.0.1")")
-  echo "   callgrind, instructions per event in the recorder: $with with Python frames, $without without:" \
+  if [ "${with:-0}" -le 0 ] || [ "${without:-0}" -le 0 ]; then
+    echo "run_py_bench.sh: callgrind counted nothing in vt::record_slow ($with, $without): renamed or inlined?" >&2
+    exit 1
+  fi
+  echo "   callgrind, instructions per alloc/free pair in the recorder: $with with Python frames, $without without:" \
     "$((with - without)) for the Python part"
   fn_ir() {  # inclusive instructions of the first function matching $2 in callgrind file $1
     callgrind_annotate --inclusive=yes "$1" 2>/dev/null | grep -F "$2" | head -1 | awk '{ gsub(",", "", $1); print $1 + 0 }'
@@ -80,7 +86,7 @@ print(n)')
   for fn in 'vt::py::capture_keys(' 'vt::py::capture(' 'vt::stack_id(' 'vt::capture_native('; do
     for on in 1 0; do
       a=$(fn_ir "$out/cg.$on.2" "$fn") b=$(fn_ir "$out/cg.$on.1" "$fn")
-      [ -n "$a" ] && [ -n "$b" ] && echo "     $(per_event "$a" "$b") per event in ${fn%(} (inclusive), Python frames $([ $on = 1 ] && echo on || echo off)"
+      [ -n "$a" ] && [ -n "$b" ] && echo "     $(per_event "$a" "$b") per pair in ${fn%(} (inclusive), Python frames $([ $on = 1 ] && echo on || echo off)"
     done
   done
 done
