@@ -96,7 +96,7 @@ TEST_CASE("C and C++ call chains come back symbolized, inlined frames and late l
 // Frees are not unwound unless VRAMTRACE_FREE_STACKS=1 (docs/PERFORMANCE.md: unwinding a free cost
 // as much as its allocation, and its stack is rarely read): every free's stack is 0 by default,
 // every allocation has one; with the setting, frees have theirs (and their own call sites).
-TEST_CASE("frees carry no stack unless VRAMTRACE_FREE_STACKS=1; allocations always do") {
+TEST_CASE("frees carry no stack unless VRAMTRACE_FREE_STACKS=1, allocations always do") {
   for (const char* setting : {"", "1"}) {
     INFO("VRAMTRACE_FREE_STACKS=" << setting);
     std::string dir = e2e::temp_dir();
