@@ -107,7 +107,10 @@ TEST_CASE("frees carry no stack unless VRAMTRACE_FREE_STACKS=1, allocations alwa
     REQUIRE(reader);
     size_t frees = 0, frees_with = 0, allocs = 0, allocs_with = 0;
     while (const vt::analyzer::Record* rec = reader->next()) {
+      // The program's own allocations and frees (device and stream-ordered memory; not the
+      // context the driver makes for it).
       if (!rec->is_event() || !rec->op || rec->result != 0) continue;
+      if (rec->op->kind != vt::MemKind::Device && rec->op->kind != vt::MemKind::Async) continue;
       if (rec->op->action == vt::Action::Release) ++frees, frees_with += rec->stack != 0;
       if (rec->op->action == vt::Action::Acquire) ++allocs, allocs_with += rec->stack != 0;
     }
