@@ -6,19 +6,22 @@
 # ((traced 40000 - traced 20000) - (untraced 40000 - untraced 20000)) / 40000 events. The
 # worker thread's own count (callgrind --separate-threads) is exact and independent of load,
 # and of how callgrind names functions. docs/PERFORMANCE.md, "Cutting the hook's own work".
-# With --depth D, the traced runs unwind D native frames per event (VRAMTRACE_STACK_DEPTH=D; the
-# worker's stacks are ~8 frames deep), and with --free-stacks frees too (VRAMTRACE_FREE_STACKS=1):
-# then the figure is also given per alloc/free pair (2 events).
-# Usage: bench/run_hook_instructions.sh [--max N] [--depth D] [--free-stacks] [BUILD_DIR]
+# With --depth D, the traced runs unwind up to D native frames per event (VRAMTRACE_STACK_DEPTH=D;
+# the worker's stacks are 3 frames deep, --frames F adds F frames below its loop, for both the
+# untraced and traced runs), and with --free-stacks frees too (VRAMTRACE_FREE_STACKS=1). The
+# figure is also given per alloc/free pair (2 events).
+# Usage: bench/run_hook_instructions.sh [--max N] [--depth D] [--frames F] [--free-stacks] [BUILD_DIR]
 #        (exit 1 when the per-event figure is above N)
 set -euo pipefail
 max=""
 depth=0
+frames=0
 free_stacks=0
 while [ $# -gt 0 ]; do
   case $1 in
     --max) max=$2; shift 2 ;;
     --depth) depth=$2; shift 2 ;;
+    --frames) frames=$2; shift 2 ;;
     --free-stacks) free_stacks=1; shift ;;
     *) break ;;
   esac
@@ -43,10 +46,10 @@ count() {  # count MODE N
     env LD_PRELOAD="$build/lib/libvramtrace.so" VRAMTRACE_STACK_DEPTH="$depth" VRAMTRACE_FREE_STACKS="$free_stacks" \
       VRAMTRACE_OUTPUT="$out/traces" \
       valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
-      "$build/tests/programs/threads" 1 "$2" >/dev/null 2>"$out/log" || { cat "$out/log" >&2; exit 2; }
+      "$build/tests/programs/threads" 1 "$2" "$frames" >/dev/null 2>"$out/log" || { cat "$out/log" >&2; exit 2; }
   else
     valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
-      "$build/tests/programs/threads" 1 "$2" >/dev/null 2>"$out/log" || { cat "$out/log" >&2; exit 2; }
+      "$build/tests/programs/threads" 1 "$2" "$frames" >/dev/null 2>"$out/log" || { cat "$out/log" >&2; exit 2; }
   fi
   worker_total "$f"
 }

@@ -1,5 +1,8 @@
 // N threads allocate and free at once (cuMemAlloc and cuMemAllocAsync alternating); each keeps
 // (t+1) MiB live at the end. Prints nothing; the test checks exact per-thread counts and totals.
+// A third argument D runs each thread's loop D calls deeper (bench/run_hook_instructions.sh
+// --frames: the hook's cost with a stack of realistic depth).
+//   threads [threads=8] [iterations=1000] [extra frames=0]
 #include <pthread.h>
 
 #include <cstdlib>
@@ -10,8 +13,9 @@
 static CUcontext g_ctx;
 static int g_iterations;
 
-static void* worker(void* arg) {
-  long t = long(arg);
+static int g_extra_frames;
+
+static void* loop(long t) {
   CHECK(cuCtxSetCurrent(g_ctx));
   CUstream s;
   CHECK(cuStreamCreate(&s, 0));
@@ -31,9 +35,19 @@ static void* worker(void* arg) {
   return nullptr;
 }
 
+// One frame per level (the empty asm after the call keeps it from becoming a jump).
+__attribute__((noinline)) static void* deeper(long t, int levels) {
+  void* r = levels > 0 ? deeper(t, levels - 1) : loop(t);
+  asm volatile("" ::: "memory");
+  return r;
+}
+
+static void* worker(void* arg) { return g_extra_frames > 0 ? deeper(long(arg), g_extra_frames - 1) : loop(long(arg)); }
+
 int main(int argc, char** argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 8;
   g_iterations = argc > 2 ? atoi(argv[2]) : 1000;
+  g_extra_frames = argc > 3 ? atoi(argv[3]) : 0;
   CUdevice dev;
   CHECK(cuInit(0));
   CHECK(cuDeviceGet(&dev, 0));
