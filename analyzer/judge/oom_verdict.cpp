@@ -71,6 +71,21 @@ void split_unattributed(OomReport& o) {
   o.elsewhere_bytes = rest - o.own_code_bytes;
 }
 
+uint64_t nvml_others(const OomReport& o, std::string* named) {
+  named->clear();
+  if (!o.nvml) return 0;
+  uint64_t listed = 0;
+  for (const GpuProcess& g : o.other_processes) {
+    const bool known = g.bytes != kNvmlNotAvailable;  // (none in a MIG instance or unprivileged)
+    if (known) listed += g.bytes;
+    if (named->size() < 200)
+      *named += (named->empty() ? "" : ", ") + std::string("pid ") + std::to_string(g.pid) +
+                (g.name.empty() ? "" : " (" + g.name + ")") + " " + (known ? format_bytes(g.bytes) : "(memory not given)");
+  }
+  if (nvml_blind(o) && !named->empty()) *named += kNvmlBlindRows;
+  return listed;
+}
+
 Cause other_processes_cause(uint64_t others, uint64_t free_bytes, uint64_t request, double device_total,
                             const std::string& named, const char* request_key, const char* unnamed,
                             uint64_t unsure) {
@@ -107,19 +122,9 @@ void judge_oom(OomReport& o) {
   f.cached = o.own_cached_bytes;
   f.others = o.elsewhere_bytes;
   f.blind = nvml_blind(o);
-  if (o.nvml) {
-    uint64_t listed = 0;
-    for (const GpuProcess& g : o.other_processes) {
-      if (g.bytes != kNvmlNotAvailable) listed += g.bytes;
-      if (f.named.size() < 200)
-        f.named += (f.named.empty() ? "" : ", ") + std::string("pid ") + std::to_string(g.pid) +
-                   (g.name.empty() ? "" : " (" + g.name + ")") + " " + format_bytes(g.bytes);
-    }
-    if (!f.blind)  // NVML saw the other processes: trust it over the inference
-      used_nvml_total(listed, o, f.others, f.cached);
-    else if (!f.named.empty())
-      f.named += kNvmlBlindRows;
-  }
+  const uint64_t listed = nvml_others(o, &f.named);
+  if (o.nvml && !f.blind)  // NVML saw the other processes: trust it over the inference
+    used_nvml_total(listed, o, f.others, f.cached);
   for (const GrowthSite& g : o.grew_before) f.growth += g.growth_bytes;
   f.growth = std::min(f.growth, f.P);
   f.G = std::min(o.graph_pool_reserved_bytes, f.P);  // in P (format/accounting.h, rule 9)

@@ -47,6 +47,12 @@ inline constexpr const char* kNvmlBlindRows =
     " as NVML lists them, though it cannot see this process (its pids may be another namespace's, this process's "
     "own among them)";
 
+// NVML's other processes at the failure, one rule for both judges: *named lists them as the
+// verdicts say them ("pid 42 (python) 2.00 GiB, ...", at most ~200 characters, kNvmlBlindRows
+// after them when NVML cannot see this process; "" without NVML's list), and the result is what
+// they add up to (a process whose memory NVML could not tell adds nothing).
+uint64_t nvml_others(const OomReport& o, std::string* named);
+
 // The first remedy when other processes hold the memory (`named`: NVML's list, "" when none;
 // `blind`: NVML cannot see this process), one wording for the driver-level and PyTorch verdicts.
 std::string other_processes_remedy(uint64_t others, const std::string& named, bool blind);

@@ -225,19 +225,9 @@ void judge_torch_oom(OomReport& o) {
   f.others -= std::min(f.others, o.own_code_bytes);
   f.blind = nvml_blind(o);
   f.unsure = o.nvml ? 0 : std::min(o.elsewhere_unsure_bytes, f.others);
-  if (o.nvml) {
-    uint64_t listed = 0;
-    for (const GpuProcess& g : o.other_processes) {
-      listed += g.bytes;
-      if (f.named.size() < 200)
-        f.named += (f.named.empty() ? "" : ", ") + std::string("pid ") + std::to_string(g.pid) +
-                   (g.name.empty() ? "" : " (" + g.name + ")") + " " + format_bytes(g.bytes);
-    }
-    if (!f.blind)  // NVML sees this process: its list of the others bounds them
-      f.others = std::min(f.others, listed);
-    else if (!f.named.empty())
-      f.named += kNvmlBlindRows;
-  }
+  const uint64_t listed = nvml_others(o, &f.named);
+  if (o.nvml && !f.blind)  // NVML sees this process: its list of the others bounds them
+    f.others = std::min(f.others, listed);
   // Tensors kept alive across iterations: lines whose live bytes kept rising while the allocator
   // took back at least as much elsewhere (a loop that frees its temporaries but keeps something).
   for (const TorchGrowth& g : t.grew_before) {

@@ -119,6 +119,13 @@ TEST_CASE("frees carry no stack unless VRAMTRACE_FREE_STACKS=1, allocations alwa
     CHECK(allocs_with == allocs);
     CHECK(frees_with == (setting[0] ? frees : 0));
   }
+  // A bad value: one line, tracing off, the program's own run and status untouched.
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("threads"), "2", "20"}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_FREE_STACKS", "yes"}}});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("bad VRAMTRACE_FREE_STACKS 'yes' (use 0 or 1)") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(e2e::files_in(dir).empty());
 }
 
 TEST_CASE("stacks are written once and an unknown module keeps module+offset") {

@@ -279,6 +279,20 @@ TEST_CASE("oom split: PyTorch's verdict takes this process's contexts and code o
     CHECK(c->evidence.at("other_bytes") == 6 * GiB + 512 * MiB);
     CHECK(c->evidence.count("first_context_unsure_bytes") == 0);
   }
+  SECTION("NVML lists a process whose memory it cannot tell: it counts nothing, the others still bound") {
+    o.nvml = o.nvml_self = true;
+    o.nvml_self_bytes = 8 * GiB + 512 * MiB;
+    o.nvml_rows = {{4242, "self", 8 * GiB + 512 * MiB}, {7, "trainer", 4 * GiB}, {8, "mig", kNvmlNotAvailable}};
+    o.other_processes = {o.nvml_rows[1], o.nvml_rows[2]};
+    split_unattributed(o);
+    judge_torch_oom(o);
+    const Cause* c = nullptr;
+    for (const Cause& x : o.causes)
+      if (x.code == "other_processes") c = &x;
+    REQUIRE(c);
+    CHECK(c->evidence.at("other_bytes") == 4 * GiB);  // what NVML listed, not a wrapped sum
+    CHECK(c->summary.find("pid 8 (mig) (memory not given)") != std::string::npos);
+  }
   SECTION("a first context measured only after it stays among the others, said") {
     o.code_after_only_bytes = 512 * MiB;
     split_unattributed(o);
