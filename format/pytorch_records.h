@@ -30,6 +30,26 @@ struct TorchBlockRecord {
   F(Varint, stack, "stack", "stack")
 VT_RECORD_SCHEMA(TorchBlockSchema, kTagTorchBlock, "torch block", VT_TORCH_BLOCK_FIELDS);
 
+// A block handed out when the hook also saw the request (interpose/torch/request_probe.h): the
+// torch block's fields with the requested size PyTorch rounded into it (its `requested_size`).
+// Written instead of a torch block (size > 0) for that allocation; frees stay torch blocks.
+struct TorchAllocRecord {
+  uint32_t device = 0;
+  uint64_t address = 0;
+  uint64_t size = 0, requested = 0;
+  uint64_t total_allocated = 0, total_reserved = 0;
+  uint32_t stack = 0;
+};
+#define VT_TORCH_ALLOC_FIELDS(F)                                                                          \
+  F(Varint, device, "device", "device index (c10, = CUDA ordinal)")                                      \
+  F(Varint, address, "address", "address")                                                               \
+  F(Varint, size, "size", "size (the block's rounded size)")                                             \
+  F(Varint, requested, "requested", "requested size (what the program asked for: PyTorch's `requested_size`)") \
+  F(Varint, total_allocated, "total_allocated", "total allocated after it (`allocated_bytes`, all pools)") \
+  F(Varint, total_reserved, "total_reserved", "total reserved after it (`reserved_bytes`, all pools)")  \
+  F(Varint, stack, "stack", "stack")
+VT_RECORD_SCHEMA(TorchAllocSchema, kTagTorchAlloc, "torch alloc", VT_TORCH_ALLOC_FIELDS);
+
 struct TorchOomRecord {
   uint32_t device = 0;
   int64_t size = 0;  // the rounded block size that could not be found

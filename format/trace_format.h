@@ -16,7 +16,7 @@ namespace vt::format {
 
 inline constexpr char kFileMagic[8] = {'V', 'R', 'A', 'M', 'T', 'R', 'C', '\0'};
 inline constexpr uint32_t kVersionMajor = 1;  // readers refuse a different major
-inline constexpr uint32_t kVersionMinor = 4;  // readers accept newer minors (new tags are skipped)
+inline constexpr uint32_t kVersionMinor = 5;  // readers accept newer minors (new tags are skipped)
 // Minor versions: 1.0 the first; 1.1 adds the PyTorch block records (0x93..0x96) and the lookup
 // record (0x97), whose absence then means "no lookup reached vramtrace"; 1.2 adds the CUDA graph
 // and stream capture ops (codes 38..65) and the "captured" mark (aux2 = 1) on stream-ordered ops,
@@ -97,6 +97,7 @@ enum Tag : uint8_t {
   kTagStackDelta = 0x98,    // StackDeltaSchema + StackDeltaFrameSchema rows
   kTagPoolUsage = 0x99,     // PoolUsageSchema + PoolUsageRowSchema rows: the pools right after a failure
   kTagPoolSync = 0x9A,      // PoolSyncSchema: a synchronize after a stream-ordered free (rule 15)
+  kTagTorchAlloc = 0x9B,    // TorchAllocSchema: a block handed out, with the size the program asked for
 };
 inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
 // kTagLookup: the first lookup that reached vramtrace's cuGetProcAddress or dlsym (cudart's own

@@ -36,7 +36,8 @@ uint64_t allocation_size(uint64_t size) {
 void TorchAggregator::on_record(const Record& r, const LiveState& live) {
   seen_ = true;
   switch (r.tag) {
-    case format::kTagTorchBlock: {
+    case format::kTagTorchBlock:
+    case format::kTagTorchAlloc: {
       TorchBlock b;
       ++block_events_;
       if (!decode_torch_block(r, &b)) {

@@ -99,7 +99,7 @@ class Exporter {
         } else if (rec.op->action == Action::Release) {
           live.erase(rec.addr);
         }
-      } else if (rec.tag == fmt::kTagTorchBlock) {
+      } else if (is_torch_block(rec.tag)) {
         TorchBlock b;
         if (!decode_torch_block(rec, &b)) continue;
         stats_.block_layer = true;
@@ -162,7 +162,7 @@ class Exporter {
             action(a.device, "segment_free", rec.addr, a.size, rec.t_ns, rec.stack, true);
           }
         }
-      } else if (rec.tag == fmt::kTagTorchBlock) {
+      } else if (is_torch_block(rec.tag)) {
         TorchBlock b;
         if (!decode_torch_block(rec, &b)) continue;
         if (b.size > 0) {

@@ -1,6 +1,8 @@
 // See torch_records.h.
 #include "torch_records.h"
 
+#include <cstdint>
+
 #include "pytorch_records.h"
 
 namespace vt::analyzer {
@@ -14,10 +16,19 @@ bool device_ok(uint64_t d) { return d < 128; }
 
 // Each decodes with its schema (format/torch_records.h); a payload that ends early is damage.
 bool decode_torch_block(const Record& r, TorchBlock* out) {
+  if (!r.payload) return false;
+  if (r.tag == format::kTagTorchAlloc) {
+    format::TorchAllocRecord a;
+    if (!format::decode<format::TorchAllocSchema>(r.payload, r.payload_len, &a) || a.size == 0 ||
+        a.size > uint64_t(INT64_MAX) || a.requested > a.size)
+      return false;
+    *out = {int(a.device), a.address, int64_t(a.size), a.total_allocated, a.total_reserved, a.stack, a.requested};
+    return device_ok(a.device);
+  }
   format::TorchBlockRecord b;
-  if (r.tag != format::kTagTorchBlock || !r.payload || !format::decode<format::TorchBlockSchema>(r.payload, r.payload_len, &b))
+  if (r.tag != format::kTagTorchBlock || !format::decode<format::TorchBlockSchema>(r.payload, r.payload_len, &b))
     return false;
-  *out = {int(b.device), b.address, b.size, b.total_allocated, b.total_reserved, b.stack};
+  *out = {int(b.device), b.address, b.size, b.total_allocated, b.total_reserved, b.stack, 0};
   return device_ok(b.device);
 }
 
@@ -55,11 +66,13 @@ nlohmann::json torch_record_json(const Record& r, uint32_t* stack) {
   nlohmann::json j;
   *stack = 0;
   switch (r.tag) {
-    case format::kTagTorchBlock: {
+    case format::kTagTorchBlock:
+    case format::kTagTorchAlloc: {
       TorchBlock b;
       if (!decode_torch_block(r, &b)) return {{"t_ns", r.t_ns}, {"tid", r.tid}, {"op", "torch_block"}, {"damaged", true}};
       j = {{"t_ns", r.t_ns}, {"tid", r.tid}, {"op", "torch_block"}, {"device", b.device}, {"address", b.addr},
            {"size", b.size}, {"total_allocated", b.total_allocated}, {"total_reserved", b.total_reserved}};
+      if (b.requested) j["requested"] = b.requested;
       *stack = b.stack;
       return j;
     }

@@ -19,6 +19,7 @@ struct TorchBlock {
   int64_t size = 0;
   uint64_t total_allocated = 0, total_reserved = 0;
   uint32_t stack = 0;
+  uint64_t requested = 0;  // what the program asked for (a torch alloc record); 0 = not known
 };
 // PyTorch's own out-of-memory report (the figures of its OutOfMemoryError message).
 struct TorchOom {
@@ -38,9 +39,12 @@ struct TorchConfig {  // the allocator's environment (set variables only; "" = u
 };
 
 inline bool is_torch_record(uint8_t tag) {
-  return tag >= format::kTagTorchBlock && tag <= format::kTagTorchConfig;
+  return (tag >= format::kTagTorchBlock && tag <= format::kTagTorchConfig) || tag == format::kTagTorchAlloc;
 }
-// False when the record is of another tag or its payload is damaged.
+// A block handed out or taken back: a torch block, or a torch alloc (one with its request).
+inline bool is_torch_block(uint8_t tag) { return tag == format::kTagTorchBlock || tag == format::kTagTorchAlloc; }
+// False when the record is of another tag or its payload is damaged. decode_torch_block takes
+// both block tags (is_torch_block).
 bool decode_torch_block(const Record& r, TorchBlock* out);
 bool decode_torch_oom(const Record& r, TorchOom* out);
 bool decode_torch_status(const Record& r, TorchStatus* out);

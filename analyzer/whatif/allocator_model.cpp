@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 namespace vt::analyzer {
 
@@ -214,8 +216,8 @@ bool CachingAllocatorModel::alloc_block(Params& p) {
   }
   if (!device_fits(p.alloc_size)) return false;
   Block* b = new Block;
-  b->ptr = next_address_;
-  next_address_ += (p.alloc_size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+  b->ptr = segment_address(p.alloc_size);
+  if (getenv("VT_WHATIF_DEBUG")) fprintf(stderr, "seg %s %llu\n", conf_.text.c_str(), (unsigned long long)(p.alloc_size >> 20));
   b->size = p.alloc_size;
   b->pool = p.pool;
   stats_.reserved += p.alloc_size;
@@ -230,21 +232,21 @@ bool CachingAllocatorModel::release_available_cached_blocks(const Params& p) {
   Block key;
   key.size = std::max<uint64_t>(p.size, conf_.max_split_size);
   auto it = pool.blocks.lower_bound(&key);
-  if (it == pool.blocks.end()) {
-    // No single block is large enough: free oversize blocks, the largest first.
+  if (it == pool.blocks.end() || (*it)->segment) {
+    // No single block is large enough: free oversize blocks, the largest first (never an
+    // expandable segment's: those are only unmapped, by the flush).
     if (it == pool.blocks.begin()) return false;
     uint64_t released = 0;
     --it;
     while (released < key.size && (*it)->size >= conf_.max_split_size) {
       auto cur = it;
-      released += (*it)->size;
-      if (it != pool.blocks.begin()) {
-        --it;
+      bool first = cur == pool.blocks.begin();
+      if (!first) --it;
+      if (!(*cur)->segment) {
+        released += (*cur)->size;
         release_block(*cur);
-      } else {
-        release_block(*cur);
-        break;
       }
+      if (first) break;
     }
     return released >= key.size;
   }
@@ -252,8 +254,23 @@ bool CachingAllocatorModel::release_available_cached_blocks(const Params& p) {
   return true;
 }
 
+// Where the driver puts a new segment: the address of the last freed segment of the same size
+// (drivers reuse virtual addresses), else new address space above the rest.
+uint64_t CachingAllocatorModel::segment_address(uint64_t size) {
+  auto it = freed_addresses_.find(size);
+  if (it != freed_addresses_.end() && !it->second.empty()) {
+    uint64_t a = it->second.back();
+    it->second.pop_back();
+    return a;
+  }
+  uint64_t a = next_address_;
+  next_address_ += (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+  return a;
+}
+
 void CachingAllocatorModel::release_block(Block* b) {
   // Only whole cudaMalloc'd segments (unsplit, not expandable) come here.
+  freed_addresses_[b->size].push_back(b->ptr);
   stats_.reserved -= b->size;
   b->pool->blocks.erase(b);
   delete b;

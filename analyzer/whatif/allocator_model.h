@@ -23,6 +23,7 @@
 #include <set>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
 #include "alloc_conf.h"
@@ -86,6 +87,7 @@ class CachingAllocatorModel {
   bool device_fits(uint64_t bytes) const;
   uint64_t round_size(uint64_t size) const;
   void note_reserved();
+  uint64_t segment_address(uint64_t size);
 
   AllocConf conf_;
   uint64_t total_;
@@ -96,6 +98,7 @@ class CachingAllocatorModel {
   std::vector<std::unique_ptr<Segment>> expandable_;
   absl::flat_hash_set<Block*> allocated_;  // handed out: reachable for the destructor
   uint64_t next_address_ = 0x7f0000000000ull;
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> freed_addresses_;  // size -> released segments' addresses
   Stats stats_;
 };
 

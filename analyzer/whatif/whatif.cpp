@@ -117,7 +117,7 @@ void survey(TraceReader& r, Survey* s, std::map<int, uint64_t>* context_by_devic
     }
     if (rec.is_event()) {
       live.apply(rec);
-    } else if (rec.tag == fmt::kTagTorchBlock) {
+    } else if (is_torch_block(rec.tag)) {
       TorchBlock b;
       if (!decode_torch_block(rec, &b)) continue;
       s->peak_reserved[b.device] = std::max(s->peak_reserved[b.device], b.total_reserved);
@@ -241,7 +241,7 @@ bool run_whatif(const std::string& trace, const WhatifOptions& opt, WhatifReport
       }
       continue;
     }
-    if (r.tag == fmt::kTagTorchBlock) {
+    if (is_torch_block(r.tag)) {
       TorchBlock b;
       if (!decode_torch_block(r, &b) || b.device != device || b.size == 0) continue;
       // Outside PyTorch's cache now: the process's device memory less what PyTorch has reserved.
@@ -251,15 +251,18 @@ bool run_whatif(const std::string& trace, const WhatifOptions& opt, WhatifReport
       if (b.size > 0) {
         watch.on_block(b.addr, uint64_t(b.size));
         rec.blocks++;
+        // The program's own request where the trace has it (a torch alloc record), else the block.
+        const uint64_t request = b.requested ? b.requested : uint64_t(b.size);
+        if (b.requested) rec.requests_known++;
         live_blocks[b.addr] = b.stack;
         for (auto& run : runs) {
           if (run->ended) continue;
           run->result.blocks++;
-          uint64_t h = run->model->malloc(uint64_t(b.size));
+          uint64_t h = run->model->malloc(request);
           if (!h) {
             run->ended = true;
             run->result.new_oom = true;
-            run->result.first_new_oom = WhatifOom{r.t_ns, uint64_t(b.size), "", true, false};
+            run->result.first_new_oom = WhatifOom{r.t_ns, request, "", true, false};
             new_oom_stacks.push_back({run.get(), b.stack});
             continue;
           }
@@ -314,9 +317,11 @@ bool run_whatif(const std::string& trace, const WhatifOptions& opt, WhatifReport
   out->baseline = std::move(runs[0]->result);
   for (size_t i = 1; i < runs.size(); i++) out->results.push_back(std::move(runs[i]->result));
 
-  out->limits.push_back(
-      "each request is the block size PyTorch recorded (the request rounded under the run's own settings; a block "
-      "PyTorch did not split counts whole)");
+  if (rec.requests_known < rec.blocks)
+    out->limits.push_back(
+        std::to_string(rec.blocks - rec.requests_known) + " of the " + std::to_string(rec.blocks) +
+        " requests are the block size PyTorch recorded, not the size asked for (a block PyTorch did not split counts "
+        "whole): the trace has the request only where the hook saw it (docs/trace-format.md, torch alloc)");
   out->limits.push_back("one stream: the trace does not say on which stream a block was allocated");
   if (opt.memory_fraction <= 0)
     out->limits.push_back(

@@ -7,7 +7,7 @@
 // PyTorch's cache that the trace cannot see moment by moment (the contexts and modules as the
 // report measures them; at an OOM, whatever cudaMemGetInfo's free leaves unexplained: other
 // processes). The second replays, every setting at once: each block request (its recorded size:
-// the request as PyTorch rounded it), each free, each torch.cuda.empty_cache() (PyTorch's segments
+// the size the program asked for where the trace has it, else the block as PyTorch rounded it), each free, each torch.cuda.empty_cache() (PyTorch's segments
 // released with no failed allocation before them), each recorded OOM (the request tried: whether
 // it would fail; if not, the block is freed again, since the program went on as if it had
 // failed), with the memory outside PyTorch held as recorded at that moment. A setting under which
@@ -59,6 +59,7 @@ struct WhatifRecorded {
   std::string conf_problem;
   uint64_t peak_allocated = 0, peak_reserved = 0;
   uint64_t blocks = 0, frees = 0, empty_caches = 0;
+  uint64_t requests_known = 0;  // blocks whose request the trace has (torch alloc records)
   uint64_t outside_peak = 0;    // the most device memory outside PyTorch's cache (this process)
   uint64_t fixed_others = 0;    // contexts, modules, other processes (held all along in the replay)
   std::vector<WhatifOom> ooms;

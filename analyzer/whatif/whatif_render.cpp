@@ -149,6 +149,7 @@ nlohmann::json whatif_json(const WhatifReport& rep) {
                    {"peak_allocated_bytes", rec.peak_allocated},
                    {"peak_reserved_bytes", rec.peak_reserved},
                    {"blocks", rec.blocks},
+                   {"requests_known", rec.requests_known},
                    {"empty_cache_calls", rec.empty_caches},
                    {"outside_pytorch_peak_bytes", rec.outside_peak},
                    {"held_all_along_bytes", rec.fixed_others},

@@ -39,6 +39,7 @@
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
+#include "request_probe.h"
 #include "stack_capture.h"
 #include "torch_hooks.h"
 #include "trace_format.h"
@@ -71,6 +72,10 @@ std::atomic<bool> g_resolved{false};
 std::atomic<UsageFn> g_real_usage{nullptr};
 std::atomic<OomFn> g_real_oom{nullptr};
 std::atomic<const char*> g_real_path{""};
+std::atomic<bool> g_probe_claimed{false};  // one thread installs the request probe
+std::atomic<bool> g_probe_done{false};
+bool g_probe_on = false;
+char g_probe_why[96];
 
 void own_marker() {}  // an address inside libvramtrace.so: the object find_loaded_symbol skips
 
@@ -84,6 +89,11 @@ __attribute__((noinline)) void resolve() {
   g_real_oom.store(reinterpret_cast<OomFn>(oom), std::memory_order_relaxed);
   g_real_path.store(usage ? path : "", std::memory_order_relaxed);
   g_resolved.store(true, std::memory_order_release);
+  bool unclaimed = false;
+  if (g_probe_claimed.compare_exchange_strong(unclaimed, true)) {
+    g_probe_on = install_request_probe(reinterpret_cast<const void*>(&own_marker), g_probe_why, sizeof g_probe_why);
+    g_probe_done.store(true, std::memory_order_release);
+  }
   errno = saved;
 }
 inline void resolve_once() {
@@ -108,10 +118,14 @@ void announce_on() {
   g_announced.store(gen, std::memory_order_relaxed);
   char text[300];
   const char* path = g_real_path.load(std::memory_order_relaxed);
+  int n;
   if (g_real_usage.load(std::memory_order_relaxed))
-    snprintf(text, sizeof text, "forwarding to %s", *path ? path : "the real function");
+    n = snprintf(text, sizeof text, "forwarding to %s", *path ? path : "the real function");
   else
-    snprintf(text, sizeof text, "the real function was not found in any loaded object: calls are not forwarded");
+    n = snprintf(text, sizeof text, "the real function was not found in any loaded object: calls are not forwarded");
+  if (n > 0 && size_t(n) < sizeof text && g_probe_done.load(std::memory_order_acquire))
+    snprintf(text + n, sizeof text - size_t(n), g_probe_on ? "; requested sizes seen" : "; requested sizes not seen: %s",
+             g_probe_why);
   write_status(format::kTorchOn, text);
 }
 
@@ -172,10 +186,18 @@ __attribute__((noinline)) void torch_block(void* ptr, int64_t size, size_t total
       count_lost_events(1);  // a signal handler inside our own work: no chunk to write to
     } else if (recording()) {
       announce_on();
-      // TorchBlockSchema's order (format/pytorch_records.h); the recorder appends the stack id.
-      uint64_t f[5] = {uint64_t(index), reinterpret_cast<uint64_t>(ptr), format::zigzag(size), total_allocated,
-                       total_reserved};
-      record_layer_event(format::kTagTorchBlock, now_ns(), f, 5, caller, kBlockNativeFrames);
+      // The request, when the probe saw it on this thread for this block (request_probe.h).
+      uint64_t requested = size > 0 ? take_request() : 0;
+      if (requested > uint64_t(size)) requested = 0;
+      if (requested) {  // TorchAllocSchema's order; the recorder appends the stack id
+        uint64_t f[6] = {uint64_t(index), reinterpret_cast<uint64_t>(ptr), uint64_t(size), requested,
+                         total_allocated, total_reserved};
+        record_layer_event(format::kTagTorchAlloc, now_ns(), f, 6, caller, kBlockNativeFrames);
+      } else {  // TorchBlockSchema's order (format/pytorch_records.h)
+        uint64_t f[5] = {uint64_t(index), reinterpret_cast<uint64_t>(ptr), format::zigzag(size), total_allocated,
+                         total_reserved};
+        record_layer_event(format::kTagTorchBlock, now_ns(), f, 5, caller, kBlockNativeFrames);
+      }
     }
   }
   *err = saved;
@@ -213,6 +235,7 @@ __attribute__((noinline)) void torch_oom(int64_t size, size_t total_allocated, s
     if (__builtin_expect(scope.nested_in_our_work(), 0)) {
       count_lost_events(1);
     } else if (recording()) {
+      take_request();  // (the failed request's note: not for a later block)
       // What PyTorch's message quotes: cudaMemGetInfo, read just before this call.
       size_t free_b = 0, total_b = 0;
       if (g_api.mem_get_info) {

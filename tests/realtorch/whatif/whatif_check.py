@@ -1,0 +1,129 @@
+"""`vramtrace whatif` against real PyTorch, on the simulated GPU: each workload runs once under
+vramtrace with PyTorch's default settings, and once for real (without vramtrace) under each other
+setting; `vramtrace whatif` replays the default run's trace under every setting, and its figures
+must be PyTorch's own: peak reserved within 2% (the model under the run's own settings too), peak
+allocated within 2%, and the same OOM outcome (the script ends in an OutOfMemoryError or not).
+Writes the agreement table (markdown, as docs/metrics.md shows it) to out/whatif/agreement.md.
+    whatif_check.py BUILD [WORKLOAD...]    one line per check (ok / FAIL), exit 1 on any FAIL"""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RT = os.path.dirname(HERE)
+sys.path.insert(0, RT)
+import oracles  # noqa: E402
+from run import program_env, read_env  # noqa: E402
+
+W = os.path.join(RT, "workloads")
+# name: (script, environment). Devices of 2-3 GiB where the settings decide whether it fits.
+WORKLOADS = {
+    "transformer_block": (os.path.join(W, "transformer_block.py"), {}),
+    "mlp_adamw": (os.path.join(W, "mlp_adamw.py"), {}),
+    "cnn_no_cudnn": (os.path.join(W, "cnn_no_cudnn.py"), {}),
+    "grad_accumulation": (os.path.join(W, "grad_accumulation.py"), {}),
+    "activation_checkpointing": (os.path.join(W, "activation_checkpointing.py"), {}),
+    "inference_no_grad": (os.path.join(W, "inference_no_grad.py"), {}),
+    "empty_cache": (os.path.join(W, "empty_cache.py"), {}),
+    "oom_fragmentation": (os.path.join(W, "oom_fragmentation.py"), {"FAKECUDA_TOTAL_BYTES": "2GiB"}),
+    "oom_live_set": (os.path.join(W, "oom_live_set.py"), {"FAKECUDA_TOTAL_BYTES": "3GiB"}),
+    "varying_batch": (os.path.join(HERE, "varying_batch.py"), {"FAKECUDA_TOTAL_BYTES": "2GiB"}),
+    "mixed_sizes": (os.path.join(HERE, "mixed_sizes.py"), {"FAKECUDA_TOTAL_BYTES": "2GiB"}),
+}
+SETTINGS = [
+    "expandable_segments:True",
+    "max_split_size_mb:32",
+    "roundup_power2_divisions:4",
+    "roundup_power2_divisions:[256:1,512:2,>:8]",
+    "expandable_segments:True,max_split_size_mb:64",
+    "garbage_collection_threshold:0.6",
+]
+TOLERANCE = 0.02
+
+
+def run_one(build, rt, out, name, setting, traced):
+    script, extra = WORKLOADS[name]
+    tag = name + ("" if not setting else "." + "".join(c if c.isalnum() else "_" for c in setting))
+    probe = os.path.join(out, tag + ".json")
+    env = program_env(build, rt, out, {"env": extra}, False)
+    env.pop("VT_RT_OUT", None)  # PyTorch's own recorder off: it changes nothing the check reads
+    if setting:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = setting
+    cmd = [rt["VT_RT_PYTHON"], os.path.join(HERE, "probe.py"), script, probe]
+    if traced:
+        tdir = os.path.join(out, name + ".trace.d")
+        os.makedirs(tdir, exist_ok=True)
+        cmd = [os.path.join(build, "bin", "vramtrace"), "run", "-o", tdir + "/", "--"] + cmd
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=W)
+    if p.returncode != 0 or not os.path.exists(probe):
+        raise RuntimeError(f"{tag}: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-3000:]}")
+    with open(probe) as f:
+        return json.load(f)
+
+
+def pct(a, b):
+    return abs(a - b) / b if b else (0 if a == b else 1)
+
+
+def main(build, names):
+    rt = read_env(build)
+    out = os.path.join(build, "tests", "realtorch", "out", "whatif")
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(out):
+        path = os.path.join(out, f)
+        if os.path.isdir(path):
+            for g in os.listdir(path):
+                os.unlink(os.path.join(path, g))
+        else:
+            os.unlink(path)
+    vt = os.path.join(build, "bin", "vramtrace")
+    jobs = [(n, "", True) for n in names] + [(n, s, False) for n in names for s in SETTINGS]
+    real = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {pool.submit(run_one, build, rt, out, n, s, t): (n, s) for n, s, t in jobs}
+        for fut, key in futures.items():
+            real[key] = fut.result()
+    checks = oracles.Checks("whatif")
+    rows = []
+    for name in names:
+        tdir = os.path.join(out, name + ".trace.d")
+        traces = [f for f in os.listdir(tdir) if f.endswith(".trace")]
+        if len(traces) != 1:
+            checks.fail(f"{name}: one trace", detail=str(traces))
+            continue
+        args = [vt, "whatif", os.path.join(tdir, traces[0]), "--format", "json"]
+        for s in SETTINGS:
+            args += ["--alloc-conf", s]
+        p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            checks.fail(f"{name}: vramtrace whatif exits 0", detail=p.stderr)
+            continue
+        j = json.loads(p.stdout)
+        by_conf = {s["alloc_conf"]: s for s in j["settings"]}
+        by_conf[""] = j["model_check"]
+        for setting in [""] + SETTINGS:
+            m, r = by_conf[setting], real[(name, setting)]
+            model_oom = m["new_oom"] is not None or any(o["would_happen"] for o in m["ooms"])
+            label = f"{name} under {setting or 'the defaults (the run itself)'}"
+            same_oom = model_oom == r["ended_in_oom"]
+            checks.equal(f"{label}: the same OOM outcome ({'OOM' if r['ended_in_oom'] else 'no OOM'})", model_oom,
+                         r["ended_in_oom"])
+            e_res, e_all = pct(m["peak_reserved_bytes"], r["peak_reserved"]), pct(m["peak_allocated_bytes"], r["peak_allocated"])
+            detail = (f"model reserved {m['peak_reserved_bytes']} allocated {m['peak_allocated_bytes']}; "
+                      f"PyTorch reserved {r['peak_reserved']} allocated {r['peak_allocated']}")
+            checks.equal(f"{label}: peak reserved within 2% ({100 * e_res:.2f}%)", e_res <= TOLERANCE, True, detail=detail)
+            checks.equal(f"{label}: peak allocated within 2% ({100 * e_all:.2f}%)", e_all <= TOLERANCE, True, detail=detail)
+            rows.append((name, setting or "(the run's own: defaults)", r["peak_reserved"], m["peak_reserved_bytes"], e_res,
+                         "OOM" if r["ended_in_oom"] else "fits", "OOM" if model_oom else "fits", same_oom))
+    with open(os.path.join(out, "agreement.md"), "w") as f:
+        f.write("| workload | PYTORCH_CUDA_ALLOC_CONF | PyTorch's peak reserved | whatif's | apart | PyTorch | whatif |\n")
+        f.write("|---|---|---:|---:|---:|---|---|\n")
+        for n, s, a, b, e, ro, mo, same in rows:
+            f.write(f"| {n} | `{s}` | {a / 2**20:.1f} MiB | {b / 2**20:.1f} MiB | {100 * e:.2f}% | {ro} | {mo} |\n")
+    return checks.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(os.path.abspath(sys.argv[1]), sys.argv[2:] or list(WORKLOADS)))
