@@ -257,7 +257,39 @@ int device_free(DeviceAllocator& d, uint64_t ptr) {
 
 DeviceAllocator* device(int i) { return i >= 0 && size_t(i) < g_devices.size() ? g_devices[size_t(i)] : nullptr; }
 
+// PyTorch's allocator object, as vramtrace's request probe finds it (interpose/torch/request_probe.h):
+// c10::Allocator's virtual table begins with the two destructors and allocate(n), which returns a
+// DataPtr (a class with a destructor: returned through a hidden pointer). Tensors are allocated
+// through it (fc10_malloc), on the thread's current device. (Named types: the exported variable
+// must not have internal linkage.)
+thread_local int t_current_device = 0;
 }  // namespace
+namespace fake_c10 {
+struct DataPtr {
+  void* ptr = nullptr;
+  void* ctx = nullptr;
+  void (*deleter)(void*) = nullptr;
+  ~DataPtr() {}
+};
+struct Allocator {
+  virtual ~Allocator() = default;
+  virtual DataPtr allocate(size_t n) = 0;
+  virtual void copy_data(void* dest, const void* src, size_t count) const { memcpy(dest, src, count); }
+};
+struct FakeCachingAllocator final : Allocator {
+  DataPtr allocate(size_t n) override {
+    DataPtr p;
+    DeviceAllocator* d = device(t_current_device);
+    p.ptr = reinterpret_cast<void*>(d ? device_malloc(*d, n) : 0);
+    return p;
+  }
+};
+FakeCachingAllocator g_caching_allocator;
+}  // namespace fake_c10
+
+namespace c10::cuda::CUDACachingAllocator {
+FAKE_EXPORT std::atomic<fake_c10::Allocator*> allocator{&fake_c10::g_caching_allocator};
+}
 
 extern "C" {
 
@@ -282,8 +314,10 @@ FAKE_EXPORT int fc10_init(int devices) {
 
 // A block of at least `size` bytes on `dev`; 0 when out of memory (fc10_oom_message says why).
 FAKE_EXPORT uint64_t fc10_malloc(int dev, uint64_t size) {
-  DeviceAllocator* d = device(dev);
-  return d ? device_malloc(*d, size) : 0;
+  if (!device(dev)) return 0;
+  t_current_device = dev;
+  fake_c10::DataPtr p = c10::cuda::CUDACachingAllocator::allocator.load()->allocate(size);
+  return reinterpret_cast<uint64_t>(p.ptr);
 }
 
 // fc10_malloc after holding the device's allocator mutex for `ms` milliseconds (the deadlock
