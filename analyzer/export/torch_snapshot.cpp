@@ -45,6 +45,7 @@ struct Block {
   uint64_t size = 0;
   uint32_t stack = 0;
   int device = 0;
+  uint64_t requested = 0;  // what the program asked for (the size, where the trace does not say)
 };
 
 // Pass 1's verdicts: which driver allocations (address, time) were PyTorch's segments.
@@ -166,13 +167,16 @@ class Exporter {
         TorchBlock b;
         if (!decode_torch_block(rec, &b)) continue;
         if (b.size > 0) {
-          blocks_[b.addr] = Block{uint64_t(b.size), b.stack, b.device};
+          // PyTorch's alloc action gives the request (its block keeps it as requested_size).
+          uint64_t requested = b.requested ? b.requested : uint64_t(b.size);
+          if (b.requested) stats_.requests_known++;
+          blocks_[b.addr] = Block{uint64_t(b.size), b.stack, b.device, requested};
           if (containing(live_, b.addr, uint64_t(b.size)) == live_.end() && !in_expandable(b.addr, uint64_t(b.size)))
             stats_.blocks_without_segment++;
-          action(b.device, "alloc", b.addr, uint64_t(b.size), rec.t_ns, b.stack, false);
+          action(b.device, "alloc", b.addr, requested, rec.t_ns, b.stack, false);
         } else {
-          auto it = blocks_.find(b.addr);
-          uint64_t size = it != blocks_.end() ? it->second.size : uint64_t(-b.size);
+          auto it = blocks_.find(b.addr);  // (a free's size is the block's request, as PyTorch's)
+          uint64_t size = it != blocks_.end() ? it->second.requested : uint64_t(-b.size);
           if (it != blocks_.end()) blocks_.erase(it);
           action(b.device, "free_requested", b.addr, size, rec.t_ns, b.stack, false);
           action(b.device, "free_completed", b.addr, size, rec.t_ns, b.stack, false);
@@ -493,22 +497,23 @@ class Exporter {
   }
 
   void segment(PickleWriter& w, const SegmentView& v) {
-    uint64_t used = 0;
-    std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool>> pieces;  // (addr, size, stack, allocated)
+    uint64_t used = 0, requested = 0;
+    std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool, uint64_t>> pieces;  // (addr, size, stack, allocated, requested)
     if (v.outside) {
-      pieces.emplace_back(v.address, v.total, v.stack, true);
-      used = v.total;
+      pieces.emplace_back(v.address, v.total, v.stack, true, v.total);
+      used = requested = v.total;
       stats_.outside_segments++;
     } else {
       for (const auto& [lo, bytes] : v.ranges) {  // live blocks and the free pieces between them
         uint64_t at = lo, hi = lo + bytes;
         for (auto it = blocks_.lower_bound(lo); it != blocks_.end() && it->first < hi; ++it) {
-          if (it->first > at) pieces.emplace_back(at, it->first - at, 0, false);
-          pieces.emplace_back(it->first, it->second.size, it->second.stack, true);
+          if (it->first > at) pieces.emplace_back(at, it->first - at, 0, false, 0);
+          pieces.emplace_back(it->first, it->second.size, it->second.stack, true, it->second.requested);
           used += it->second.size;
+          requested += it->second.requested;
           at = it->first + it->second.size;
         }
-        if (at < hi) pieces.emplace_back(at, hi - at, 0, false);
+        if (at < hi) pieces.emplace_back(at, hi - at, 0, false, 0);
       }
     }
     w.begin_dict();
@@ -518,10 +523,12 @@ class Exporter {
     w.unsigned_integer(v.address);
     w.string("total_size");
     w.unsigned_integer(v.total);
-    for (const char* k : {"allocated_size", "active_size", "requested_size"}) {
+    for (const char* k : {"allocated_size", "active_size"}) {
       w.string(k);
       w.unsigned_integer(used);
     }
+    w.string("requested_size");
+    w.unsigned_integer(requested);
     w.string("stream");
     w.integer(0);
     w.string("segment_type");
@@ -542,14 +549,14 @@ class Exporter {
     }
     w.string("blocks");
     w.begin_list();
-    for (const auto& [addr, size, stack, allocated] : pieces) {
+    for (const auto& [addr, size, stack, allocated, block_requested] : pieces) {
       w.begin_dict();
       w.string("address");
       w.unsigned_integer(addr);
       w.string("size");
       w.unsigned_integer(size);
       w.string("requested_size");
-      w.unsigned_integer(allocated ? size : 0);
+      w.unsigned_integer(allocated ? block_requested : 0);
       w.string("state");
       w.string(allocated ? "active_allocated" : "inactive");
       w.string("frames");
@@ -590,8 +597,12 @@ class Exporter {
     w.boolean(stats_.block_layer);
     w.string("note");
     w.string(stats_.block_layer
-                 ? "exported by vramtrace from a trace: alloc sizes and requested_size are the allocator's rounded "
-                   "block sizes, stream is 0 (the hook sees neither the request nor the stream)"
+                 ? (stats_.requests_known ? "exported by vramtrace from a trace: stream is 0 (the hook does not see the "
+                                            "stream); alloc sizes and requested_size are the requests where the trace "
+                                            "has them (torch alloc records), else the allocator's rounded block sizes"
+                                          : "exported by vramtrace from a trace: alloc sizes and requested_size are the "
+                                            "allocator's rounded block sizes, stream is 0 (the hook saw neither the "
+                                            "request nor the stream)")
                  : "exported by vramtrace from a trace without PyTorch's block records (no PyTorch, its "
                    "cudaMallocAsync backend, or the layer off): each device allocation is a segment with one block");
     w.string("outside_pytorch");

@@ -77,20 +77,26 @@ def check(build, rt, name, conf):
     checks.equal(f"the actions in order ({len(t_list)})", [(e["action"], e.get("addr")) for e in o_list],
                  [(e["action"], e.get("addr")) for e in t_list])
     if len(o_list) == len(t_list):
-        # A block is the rounded request, or more when the allocator did not split what it found
-        # (then the block PyTorch's segments show at that address, when it is still live).
+        # Sizes: a segment's equal; an alloc's (and its frees') the request PyTorch recorded, which
+        # the hook sees through its request probe (docs/trace-format.md, torch alloc). Only the
+        # first block, allocated before the probe was installed, may be the rounded request or the
+        # unsplit block PyTorch's segments show at that address.
         live_blocks = {b["address"]: b["size"] for g in theirs["segments"] for b in g["blocks"] if b["state"] != "inactive"}
+        first = next((t["addr"] for t in t_list if t["action"] == "alloc"), None)
         bad = []
         for o, t in zip(o_list, t_list):
-            if t["action"].startswith("segment_"):
-                want = {t["size"]}
-            elif t["action"] == "oom":
+            if t["action"] == "oom":
                 want = {round_size(t["size"]), t["size"]}
+            elif t["action"].startswith("segment_") or t.get("addr") != first:
+                want = {t["size"]}
             else:
-                want = {round_size(t["size"]), live_blocks.get(t["addr"])}
+                want = {t["size"], round_size(t["size"]), live_blocks.get(t["addr"])}
             if o["size"] not in want:
                 bad.append((t["action"], t.get("addr"), o["size"], t["size"]))
-        checks.equal("sizes: segments equal, blocks PyTorch's (its rounded request, or the unsplit block)", bad, [])
+        checks.equal("sizes: segments equal, allocs and frees PyTorch's requests", bad, [])
+        req = lambda snap: sorted((b["address"], b["requested_size"]) for g in snap["segments"] for b in g["blocks"]
+                                  if b["state"] != "inactive" and b["address"] != first)
+        checks.equal("live blocks' requested_size equal PyTorch's", req(ours), req(theirs))
         frames = [(t.get("addr"), [(f["filename"], f["line"]) for f in o["frames"]], [(f["filename"], f["line"]) for f in t["frames"]])
                   for o, t in zip(o_list, t_list) if t["action"] == "alloc"]
         checks.equal(f"Python frames of every alloc ({len(frames)})", [f for f in frames if f[1] != f[2]], [])
