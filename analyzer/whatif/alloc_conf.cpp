@@ -2,7 +2,9 @@
 // and its parse* helpers), which later versions moved to c10/core/AllocatorConfig.cpp unchanged.
 #include "alloc_conf.h"
 
+#include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
@@ -82,21 +84,22 @@ class Parser {
     *v = t_[++i_];
     return true;
   }
-  // A whole non-negative integer (PyTorch's stoi would take "12abc" as 12; a typo is refused here).
+  // A non-negative integer as PyTorch's stoi reads it: leading digits, the rest ignored ("64MB" is 64).
   bool number(uint64_t* out) {
     std::string v;
     if (!next_value(&v)) return false;
+    // (stoi: a sign is taken, and PyTorch then keeps the int in a size_t: "-1" is 2^64 - 1)
     char* end = nullptr;
     errno = 0;
-    unsigned long long n = strtoull(v.c_str(), &end, 10);
-    if (v.empty() || v[0] == '-' || *end || errno) return fail("'" + v + "' is not a whole number");
-    *out = n;
+    long long n = strtoll(v.c_str(), &end, 10);
+    if (v.empty() || end == v.c_str() || errno || n < INT32_MIN || n > INT32_MAX) return fail("'" + v + "' is not a number");
+    *out = uint64_t(n);
     return true;
   }
   bool megabytes(const std::string& key, size_t* out) {
     uint64_t v;
     if (!colon() || !number(&v)) return false;
-    if (v < kLargeBufferMB) return fail("CachingAllocator option " + key + " too small, must be >= 20");
+    if (v <= kLargeBufferMB) return fail("CachingAllocator option " + key + " too small, must be > 20");
     *out = v > SIZE_MAX / kMB ? SIZE_MAX / kMB * kMB : size_t(v) * kMB;
     return true;
   }
@@ -104,9 +107,10 @@ class Parser {
     std::string v;
     if (!colon() || !next_value(&v)) return false;
     char* end = nullptr;
-    double d = strtod(v.c_str(), &end);
-    if (v.empty() || *end || !(d > 0 && d < 1.0))
-      return fail("garbage_collect_threshold is invalid, set it in (0.0, 1.0)");
+    double d = strtod(v.c_str(), &end);  // (stod: what follows the number is ignored)
+    if (end == v.c_str()) return fail("'" + v + "' is not a number");
+    if (!(d > 0)) return fail("garbage_collect_threshold too small, set it 0.0~1.0");
+    if (!(d < 1.0)) return fail("garbage_collect_threshold too big, set it 0.0~1.0");
     c_.garbage_collection_threshold = d;
     return true;
   }
@@ -130,7 +134,7 @@ class Parser {
     if (!token("[")) {
       uint64_t v;
       if (!number(&v)) return false;
-      if (!power_of_two(v)) return fail("For roundups, the divisons has to be power of 2");
+      if (!power_of_two(v)) return fail("For roundups, the divisons has to be power of 2");  // (0 too)
       c_.roundup_divisions.fill(v);
       return true;
     }

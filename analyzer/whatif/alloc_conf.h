@@ -1,7 +1,8 @@
 // PYTORCH_CUDA_ALLOC_CONF as PyTorch 2.x reads it (c10's CUDAAllocatorConfig: lexArgs and
 // parseArgs): the settings of the caching allocator that `vramtrace whatif` replays a run under.
-// The syntax and the checks are PyTorch's, and so are its error texts where it has one: a setting
-// PyTorch would refuse is refused here, with the reason, so a sweep never tries what cannot run.
+// The syntax and the checks are PyTorch 2.6's, and so are its error texts: a setting PyTorch would
+// refuse is refused here, with the reason, and one it accepts is accepted (tests/realtorch/whatif
+// compares the two on a list of settings).
 #pragma once
 
 #include <array>

@@ -41,6 +41,30 @@ SETTINGS = [
     "garbage_collection_threshold:0.6",
 ]
 TOLERANCE = 0.02
+# PYTORCH_CUDA_ALLOC_CONF strings whatif must accept or refuse as PyTorch does (its parser: c10's
+# CUDAAllocatorConfig::parseArgs, reached through torch.cuda.memory._set_allocator_settings).
+CONF_CASES = [
+    "expandable_segments:True", "expandable_segments:False", "expandable_segments:true", "max_split_size_mb:21",
+    "max_split_size_mb:20", "max_split_size_mb:512", "max_split_size_mb:64MB", "max_split_size_mb:-1",
+    "garbage_collection_threshold:0.6", "garbage_collection_threshold:0", "garbage_collection_threshold:1.0",
+    "garbage_collection_threshold:0.5x", "roundup_power2_divisions:4", "roundup_power2_divisions:3",
+    "roundup_power2_divisions:0", "roundup_power2_divisions:[256:1,512:2,>:8]", "roundup_power2_divisions:[300:2]",
+    "roundup_power2_divisions:[64:8,>:4]", "roundup_power2_divisions:[256:3]", "max_non_split_rounding_mb:64",
+    "max_non_split_rounding_mb:20", "expandable_segments:True,max_split_size_mb:64", "expandable_segments:True,,max_split_size_mb:64",
+    "expandable_segments:True max_split_size_mb:64", "foo:1", "max_split_size_mb", "release_lock_on_cudamalloc:True",
+    "garbage_collection_threshold:0.8,max_split_size_mb:128,roundup_power2_divisions:2",
+]
+PARSE = """import json, sys, torch
+torch.cuda.init()
+out = {}
+for s in json.loads(sys.argv[1]):
+    try:
+        torch.cuda.memory._set_allocator_settings(s)
+        out[s] = True
+    except Exception as e:
+        out[s] = False
+print(json.dumps(out))
+"""
 
 
 def run_one(build, rt, out, name, setting, traced):
@@ -117,6 +141,20 @@ def main(build, names):
             checks.equal(f"{label}: peak allocated within 2% ({100 * e_all:.2f}%)", e_all <= TOLERANCE, True, detail=detail)
             rows.append((name, setting or "(the run's own: defaults)", r["peak_reserved"], m["peak_reserved_bytes"], e_res,
                          "OOM" if r["ended_in_oom"] else "fits", "OOM" if model_oom else "fits", same_oom))
+    # The settings' syntax: accepted or refused as PyTorch does.
+    env = program_env(build, rt, out, {}, False)
+    p = subprocess.run([rt["VT_RT_PYTHON"], "-c", PARSE, json.dumps(CONF_CASES)], env=env, capture_output=True, text=True,
+                       timeout=300, cwd=W)
+    theirs = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 and p.stdout.strip() else {}
+    some_trace = next((os.path.join(out, n + ".trace.d", f) for n in names for f in os.listdir(os.path.join(out, n + ".trace.d"))
+                       if f.endswith(".trace")), None)
+    if not theirs or not some_trace:
+        checks.fail("PyTorch's parser ran on the settings", detail=p.stderr[-2000:])
+    else:
+        ours = {c: subprocess.run([vt, "whatif", some_trace, "--alloc-conf", c, "--format", "json"], capture_output=True,
+                                  text=True, timeout=120).returncode == 0 for c in CONF_CASES}
+        checks.equal(f"--alloc-conf accepts and refuses what PyTorch does ({len(CONF_CASES)} settings)",
+                     {c: v for c, v in ours.items() if v != theirs.get(c)}, {})
     with open(os.path.join(out, "agreement.md"), "w") as f:
         f.write("| workload | PYTORCH_CUDA_ALLOC_CONF | PyTorch's peak reserved | whatif's | apart | PyTorch | whatif |\n")
         f.write("|---|---|---:|---:|---:|---|---|\n")
