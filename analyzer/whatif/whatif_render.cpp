@@ -141,6 +141,7 @@ nlohmann::json whatif_json(const WhatifReport& rep) {
   nlohmann::json ooms = nlohmann::json::array();
   for (const WhatifOom& o : rec.ooms) ooms.push_back(oom_json(o));
   nlohmann::json j;
+  j["schema"] = "vramtrace.whatif/1";
   j["trace"] = rep.trace;
   j["device"] = rec.device;
   j["device_memory_bytes"] = rec.device_total;
