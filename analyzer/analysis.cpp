@@ -10,6 +10,7 @@
 #include "analysis_pass.h"
 #include "live_writer.h"
 #include "oom_verdict.h"
+#include "remedy_whatif.h"
 #include "torch_verdict.h"
 #include "user_frames.h"
 
@@ -266,6 +267,7 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   if (out->end == "killed" && !out->partial && trace_still_written(path)) out->end = "running";
   pass.finish_interception(reader->stacks(), out);
   symbolize_and_judge(reader->stacks(), opt.symbols, opt.top, out);
+  cite_whatif_in_remedies(path, opt.symbols, out);  // the settings the remedies name, tried on this run
   return true;
 }
 

@@ -168,6 +168,13 @@ json ooms_json(const TraceReport& r) {
                  {"remedies", o.remedies}, {"fidelity", fidelity_json(o.fidelity, o.process_device_bytes)}});
     if (o.torch) a.back()["torch"] = torch_oom_json(o.torch_info);  // only PyTorch's OOMs have it
     if (!o.autograd_thread.empty()) a.back()["autograd_thread"] = o.autograd_thread;  // only OOMs in backward
+    if (!o.whatif.empty()) {  // only where a remedy names a setting and the replay reproduces the OOM
+      json w = json::array();
+      for (const OomReport::WhatifCitation& c : o.whatif)
+        w.push_back({{"alloc_conf", c.alloc_conf}, {"peak_reserved_bytes", c.peak_reserved_bytes},
+                     {"run_peak_reserved_bytes", c.run_peak_reserved_bytes}, {"would_happen", c.would_happen}});
+      a.back()["whatif"] = w;
+    }
   }
   return a;
 }

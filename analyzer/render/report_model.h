@@ -145,6 +145,13 @@ struct OomReport {
   std::string verdict;
   std::vector<Cause> causes;  // ranked
   std::vector<std::string> remedies;
+  // The allocator settings the remedies name, replayed (`vramtrace whatif`: whatif/remedy_whatif.h).
+  struct WhatifCitation {
+    std::string alloc_conf;
+    uint64_t peak_reserved_bytes = 0, run_peak_reserved_bytes = 0;  // under it; the run's settings, modelled
+    bool would_happen = true;
+  };
+  std::vector<WhatifCitation> whatif;
   ActivityAt activity;
   bool torch = false;     // PyTorch's OutOfMemoryError for this failure: figures and verdict in its terms
   TorchOomInfo torch_info;
