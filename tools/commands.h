@@ -46,9 +46,10 @@ void add_diff_command(CLI::App& app, Commands& out);     // cmd_diff.cpp
 void add_top_command(CLI::App& app, Commands& out);      // cmd_top.cpp
 void add_doctor_command(CLI::App& app, Commands& out);   // cmd_doctor.cpp
 void add_whatif_command(CLI::App& app, Commands& out);   // cmd_whatif.cpp
+void add_fit_command(CLI::App& app, Commands& out);      // cmd_fit.cpp
 inline constexpr void (*kCommandList[])(CLI::App&, Commands&) = {
-    add_run_command,   add_dump_commands, add_export_command, add_report_commands, add_check_command,
-    add_diff_command,  add_whatif_command, add_top_command,   add_doctor_command,
+    add_run_command,  add_dump_commands,  add_export_command, add_report_commands, add_check_command,
+    add_diff_command, add_whatif_command, add_fit_command,    add_top_command,     add_doctor_command,
 };
 
 struct RunOptions {
