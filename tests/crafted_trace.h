@@ -109,6 +109,22 @@ class CraftedTrace {
     b.varint(device).varint(addr).varint(vt::format::zigzag(size)).varint(allocated).varint(reserved).varint(stack_id);
     meta(vt::format::kTagTorchBlock, b);
   }
+  // A block handed out with the size the program asked for (the torch alloc record).
+  void torch_alloc(uint64_t device, uint64_t addr, uint64_t size, uint64_t requested, uint64_t allocated,
+                   uint64_t reserved, uint32_t stack_id = 0) {
+    Body b;
+    b.varint(device).varint(addr).varint(size).varint(requested).varint(allocated).varint(reserved).varint(stack_id);
+    meta(vt::format::kTagTorchAlloc, b);
+  }
+  // PyTorch's OutOfMemoryError report: the rounded size it could not place, its totals, and
+  // cudaMemGetInfo's free and total.
+  void torch_oom(uint64_t device, uint64_t size, uint64_t allocated, uint64_t reserved, uint64_t free_bytes,
+                 uint64_t total_bytes, uint32_t stack_id = 0) {
+    Body b;
+    b.varint(device).varint(vt::format::zigzag(int64_t(size))).varint(allocated).varint(reserved).varint(free_bytes)
+        .varint(total_bytes).varint(stack_id);
+    meta(vt::format::kTagTorchOom, b);
+  }
 
   // cuMemAlloc_v2 / cuMemFree_v2 on `device` (a context record comes with the first event of
   // each chunk); result != 0 records a failure with free and total bytes.
