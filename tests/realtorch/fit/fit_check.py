@@ -15,9 +15,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RT = os.path.dirname(HERE)
 sys.path.insert(0, RT)
 import oracles  # noqa: E402
-from run import program_env, read_env  # noqa: E402
+from probe_runs import run_probe  # noqa: E402
+from run import read_env  # noqa: E402
 
-PROBE = os.path.join(RT, "whatif", "probe.py")
 # name: (script, the small batches traced, the batch predicted (checked), one further out (shown),
 # the small device for --max-batch)
 WORKLOADS = {
@@ -27,24 +27,10 @@ WORKLOADS = {
 
 
 def real(build, rt, out, script, batch, device, tag, traced=False):
-    probe = os.path.join(out, tag + ".json")
-    env = program_env(build, rt, out, {"env": {"FAKECUDA_TOTAL_BYTES": device} if device else {}}, False)
-    env.pop("VT_RT_OUT", None)
-    env["BATCH"] = str(batch)
-    cmd = [rt["VT_RT_PYTHON"], PROBE, script, probe]
-    if traced:
-        d = os.path.join(out, tag + ".d")
-        os.makedirs(d, exist_ok=True)
-        cmd = [os.path.join(build, "bin", "vramtrace"), "run", "-o", d + "/", "--"] + cmd
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=HERE)
-    if p.returncode != 0 or not os.path.exists(probe):
-        raise RuntimeError(f"{tag}: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-3000:]}")
-    with open(probe) as f:
-        result = json.load(f)
-    if traced:
-        d = os.path.join(out, tag + ".d")
-        result["trace"] = os.path.join(d, next(f for f in os.listdir(d) if f.endswith(".trace")))
-    return result
+    env = {"BATCH": str(batch)}
+    if device:
+        env["FAKECUDA_TOTAL_BYTES"] = device
+    return run_probe(build, rt, out, script, env, tag, traced)
 
 
 def main(build):

@@ -15,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RT = os.path.dirname(HERE)
 sys.path.insert(0, RT)
 import oracles  # noqa: E402
+from probe_runs import run_probe  # noqa: E402
 from run import program_env, read_env  # noqa: E402
 
 W = os.path.join(RT, "workloads")
@@ -70,21 +71,8 @@ print(json.dumps(out))
 def run_one(build, rt, out, name, setting, traced):
     script, extra = WORKLOADS[name]
     tag = name + ("" if not setting else "." + "".join(c if c.isalnum() else "_" for c in setting))
-    probe = os.path.join(out, tag + ".json")
-    env = program_env(build, rt, out, {"env": extra}, False)
-    env.pop("VT_RT_OUT", None)  # PyTorch's own recorder off: it changes nothing the check reads
-    if setting:
-        env["PYTORCH_CUDA_ALLOC_CONF"] = setting
-    cmd = [rt["VT_RT_PYTHON"], os.path.join(HERE, "probe.py"), script, probe]
-    if traced:
-        tdir = os.path.join(out, name + ".trace.d")
-        os.makedirs(tdir, exist_ok=True)
-        cmd = [os.path.join(build, "bin", "vramtrace"), "run", "-o", tdir + "/", "--"] + cmd
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=W)
-    if p.returncode != 0 or not os.path.exists(probe):
-        raise RuntimeError(f"{tag}: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-3000:]}")
-    with open(probe) as f:
-        return json.load(f)
+    env = dict(extra, **({"PYTORCH_CUDA_ALLOC_CONF": setting} if setting else {}))
+    return run_probe(build, rt, out, script, env, tag if setting or not traced else name + ".trace", traced, cwd=W)
 
 
 def pct(a, b):
