@@ -3,7 +3,6 @@
 // largest batch that fits, from short runs at a few (analyzer/whatif/fit.h).
 #include <memory>
 #include <sstream>
-#include <tuple>
 #include <cmath>
 #include <cstdlib>
 
@@ -28,8 +27,6 @@ struct FitArgs {
   std::string device_memory;
   std::string format = "text";
   std::string output;
-  std::string max_allocated, max_reserved;  // gates on the prediction at --target
-  bool require_fit = false;
 };
 
 // "8,16,32" -> {8, 16, 32}; false for anything else.
@@ -80,20 +77,6 @@ int fit_command(const FitArgs& a) {
       return kExitUsage;
     }
   }
-  uint64_t allocated_limit = 0, reserved_limit = 0;
-  for (auto [text, limit, flag] : {std::tuple{&a.max_allocated, &allocated_limit, "--max-allocated"},
-                                   std::tuple{&a.max_reserved, &reserved_limit, "--max-reserved"}}) {
-    if (text->empty()) continue;
-    std::string why;
-    if (!parse_bytes(*text, limit, &why) || *limit == 0) {
-      error_line(std::string(flag) + ": " + (why.empty() ? std::string("must be more than 0 bytes") : why));
-      return kExitUsage;
-    }
-  }
-  if ((allocated_limit || reserved_limit || a.require_fit) && a.target <= 0) {
-    error_line("fit: --max-allocated, --max-reserved and --require-fit judge the prediction at --target B: give it");
-    return kExitUsage;
-  }
   opt.target = a.target;
   opt.max_batch = a.max_batch;
   opt.alloc_conf = a.alloc_conf;
@@ -106,26 +89,7 @@ int fit_command(const FitArgs& a) {
     return kExitUsage;
   }
   std::string text = a.format == "json" ? analyzer::fit_json(rep) : analyzer::fit_text(rep);
-  int rc = write_out(text, a.output.empty() ? "-" : a.output, a.traces);
-  if (rc != kExitOk) return rc;
-  // The gates (CI): one line each on stderr, exit 1.
-  bool failed = false;
-  const std::string at = "batch " + std::to_string(int64_t(a.target));
-  if (a.require_fit && rep.has_target && rep.target.oom) {
-    error_line("fit: " + at + " is predicted to run out of memory (--require-fit)");
-    failed = true;
-  }
-  if (allocated_limit && rep.has_target && rep.target.peak_allocated > allocated_limit) {
-    error_line("fit: " + at + "'s predicted peak allocated " + format_bytes(rep.target.peak_allocated) + " exceeds --max-allocated " +
-               format_bytes(allocated_limit));
-    failed = true;
-  }
-  if (reserved_limit && rep.has_target && rep.target.peak_reserved > reserved_limit) {
-    error_line("fit: " + at + "'s predicted peak reserved " + format_bytes(rep.target.peak_reserved) + " exceeds --max-reserved " +
-               format_bytes(reserved_limit));
-    failed = true;
-  }
-  return failed ? kExitFailed : kExitOk;
+  return write_out(text, a.output.empty() ? "-" : a.output, a.traces);
 }
 
 }  // namespace
@@ -141,11 +105,6 @@ void add_fit_command(CLI::App& app, Commands& out) {
   c->add_option("--alloc-conf", a->alloc_conf, "predict under these PYTORCH_CUDA_ALLOC_CONF settings (default: the runs')")
       ->each([a](const std::string&) { a->conf_given = true; });
   c->add_option("--device-memory", a->device_memory, "the device's memory (default: the recorded device's)")->check(not_empty());
-  c->add_option("--max-allocated", a->max_allocated, "exit 1 when the predicted peak allocated at --target exceeds this")
-      ->check(not_empty());
-  c->add_option("--max-reserved", a->max_reserved, "exit 1 when the predicted peak reserved at --target exceeds this")
-      ->check(not_empty());
-  c->add_flag("--require-fit", a->require_fit, "exit 1 when --target is predicted to run out of memory");
   c->add_option("--format", a->format, "text or json")->capture_default_str();
   c->add_option("-o,--output", a->output, "write to this file instead of stdout");
   out.push_back({c, [a](const Invocation&) { return fit_command(*a); }});

@@ -114,7 +114,10 @@ int export_command(const ExportOptions& opt);
 int torch_snapshot_command(const std::string& input, const std::string& output, const analyzer::TorchSnapshotOptions& opt);
 
 struct CheckOptions {
-  std::string input, max_peak, max_leak, baseline;
+  std::vector<std::string> inputs;  // one trace or directory; 2-3 runs with --predict-batch
+  std::string max_peak, max_leak, baseline;
+  std::string predict_batches;  // --predict-batch: the runs' batch sizes (analyzer/whatif/fit.h)
+  double predict_target = 0;    // --predict-target: the batch judged
   std::string max_allocated, max_reserved;  // PyTorch's peaks (max_memory_allocated / _reserved)
   bool no_oom = false, json = false;
   bool allow_damaged = false;  // --allow-damaged: judge damaged traces on what could be read

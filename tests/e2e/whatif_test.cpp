@@ -150,10 +150,20 @@ TEST_CASE("fit: three runs at batch 2, 4, 8 predict batch 32 and the largest bat
   // 1 GiB: the output's 2b MiB segment beside the weight's 20 MiB one; the freed activation's
   // segment (b) is flushed when they do not fit all three: 20 + 2b <= 1024, b = 502 the last.
   CHECK(j["max_batch"] == 502);
-  args.insert(args.end(), {"--max-reserved", "100MiB"});
-  e2e::Result gate = e2e::run_cli(args);
-  CHECK(gate.exit_code == 1);
-  CHECK(gate.err.find("exceeds --max-reserved") != std::string::npos);
+  // `check` gates on the prediction: reserved at 32 is 20 + 32 + 64 MiB (the activation's segment
+  // cached beside the output's).
+  CHECK(j["target"]["peak_reserved_bytes"] == 116 * MiB);
+  std::vector<std::string> gate = {"check", args[1], args[2], args[3], "--predict-batch", "2,4,8", "--predict-target", "32"};
+  e2e::Result over = e2e::run_cli([&] { auto g = gate; g.insert(g.end(), {"--max-reserved", "100MiB", "--no-oom"}); return g; }());
+  CHECK(over.exit_code == 1);
+  CHECK(over.out.find("FAIL max_reserved: batch 32 (predicted from 3 runs): PyTorch's peak reserved 116 MiB > 100 MiB") !=
+        std::string::npos);
+  CHECK(over.out.find("no_oom") == std::string::npos);
+  e2e::Result under = e2e::run_cli([&] { auto g = gate; g.insert(g.end(), {"--max-reserved", "200MiB"}); return g; }());
+  CHECK(under.exit_code == 0);
+  e2e::Result bad = e2e::run_cli([&] { auto g = gate; g.insert(g.end(), {"--max-peak", "200MiB"}); return g; }());
+  CHECK(bad.exit_code == 2);
+  CHECK(e2e::lines(bad.err).size() == 1);
 }
 
 TEST_CASE("whatif and fit: bad input is one line and exit 2") {
