@@ -28,7 +28,7 @@ MEM_CREATE, MEM_RELEASE, MEM_MAP, MEM_UNMAP, RESERVE, ADDR_FREE = 19, 20, 21, 22
 CTX_DESTROY, PRIMARY_RESET = 30, 31
 PROCESS, DEVICE, END, NOTE, STACK, MODULE, PYCODE, THREAD, CONFIG = range(0x80, 0x89)
 REGION = 0x92
-TORCH_BLOCK, TORCH_OOM, TORCH_STATUS, TORCH_CONFIG = 0x93, 0x94, 0x95, 0x96
+TORCH_BLOCK, TORCH_OOM, TORCH_STATUS, TORCH_CONFIG, TORCH_ALLOC = 0x93, 0x94, 0x95, 0x96, 0x9B
 F_CTX, F_STREAM, F_FAILED, F_ADDR, F_SIZE, F_AUX, F_AUX2, F_STACK = (1 << i for i in range(8))
 PY, PY_ENTRY = 1 << 63, 1 << 62
 
@@ -164,6 +164,9 @@ def torch_events():
     recs += event(RESERVE, addr_delta=0x1000000000, size=1 << 30)
     recs += event(MEM_MAP, addr_delta=0, size=20 * mib, aux=5, aux2=0)
     recs += torch_block(0, a + 0x1000000000, 16 * mib, allocated + 16 * mib, 40 * mib)
+    # A block handed out with its request (torch alloc): 3 MiB + 100 B asked for, 3 MiB + 512 B given.
+    recs += meta(TORCH_ALLOC, b"".join(varint(v) for v in (0, a + 12 * mib, 3 * mib + 512, 3 * mib + 100,
+                                                            allocated + 19 * mib + 512, 40 * mib, 0)), dt=3)
     recs += meta(REGION, varint(1) + string("step"))
     recs += event(ALLOC, failed=(2, 1 * mib, 64 * mib), size=24 * mib)
     recs += meta(TORCH_OOM, b"".join(varint(v) for v in (0, zigzag(24 * mib), allocated, 20 * mib, mib, 64 * mib, 0)))
@@ -334,6 +337,9 @@ def seeds():
                                  torch_block(200, big - 10, -(1 << 63), big, big) +
                                  torch_block(0, big, 1 << 62, 0, 0) + torch_block(0, 0, -512, 0, 0) +
                                  meta(TORCH_BLOCK, varint(0)) + meta(TORCH_OOM, varint(3)) +
+                                 meta(TORCH_ALLOC, b"".join(varint(v) for v in (0, big, 512, 1024, big, big, 0))) +
+                                 meta(TORCH_ALLOC, b"".join(varint(v) for v in (0, 1 << 40, big, 7, 0, 0, 3))) +
+                                 meta(TORCH_ALLOC, varint(1)) +
                                  meta(TORCH_STATUS, varint(9) + varint(1) + string("x" * 40)) +
                                  meta(TORCH_STATUS, varint(2) + varint(0) + varint(1 << 40)) +
                                  meta(TORCH_CONFIG, varint(1 << 30)) +
