@@ -52,11 +52,6 @@ int whatif_command(const WhatifArgs& a) {
       error_line("--alloc-conf: " + err);
       return kExitUsage;
     }
-    if (parsed.cuda_malloc_async) {
-      error_line("--alloc-conf '" + c + "': backend:cudaMallocAsync hands memory to the driver's pool, which whatif "
-                 "does not model (its figures are the driver's: vramtrace report shows them)");
-      return kExitUsage;
-    }
     opt.settings.push_back(parsed);
   }
   if (!a.device_memory.empty()) {

@@ -30,7 +30,36 @@
 
 namespace vt::analyzer {
 
-class CachingAllocatorModel {
+// What a replay drives: PyTorch's native caching allocator (below) or, for
+// backend:cudaMallocAsync, the driver's pool (driver_pool_model.h). A handle names a block handed
+// out (0: out of memory).
+class AllocatorModel {
+ public:
+  struct Stats {
+    uint64_t allocated = 0, reserved = 0;          // now (PyTorch's allocated_bytes, reserved_bytes)
+    uint64_t peak_allocated = 0, peak_reserved = 0;
+    uint64_t unallocated_at_peak = 0;              // reserved - allocated when reserved peaked
+    uint64_t largest_free_at_peak = 0;             // the largest cached block then
+    uint64_t flushes = 0;                          // misses that emptied the cache to retry (num_alloc_retries)
+    uint64_t ooms = 0;
+    uint64_t segments_allocated = 0;               // cudaMalloc calls, or page ranges mapped
+  };
+  virtual ~AllocatorModel() = default;
+  virtual uint64_t malloc(uint64_t size) = 0;
+  virtual void free(uint64_t handle) = 0;
+  virtual void empty_cache() = 0;                  // torch.cuda.empty_cache()
+  virtual uint64_t block_size(uint64_t handle) const = 0;
+  const Stats& stats() const { return stats_; }
+
+ protected:
+  Stats stats_;
+};
+
+// The model `settings` name: the driver's pool for backend:cudaMallocAsync, else PyTorch's own.
+std::unique_ptr<AllocatorModel> make_allocator_model(const AllocConf& conf, uint64_t device_total, double memory_fraction,
+                                                     std::function<uint64_t()> others);
+
+class CachingAllocatorModel final : public AllocatorModel {
  public:
   // `device_total`: the device's memory; `others()` gives what the device holds that is not this
   // allocator's at the moment of a request (other allocations of the process, its contexts,
@@ -44,23 +73,12 @@ class CachingAllocatorModel {
   CachingAllocatorModel& operator=(const CachingAllocatorModel&) = delete;
 
   // A request of `size` bytes; an opaque handle (0: out of memory, after the flush).
-  uint64_t malloc(uint64_t size);
-  void free(uint64_t handle);
-  void empty_cache();  // torch.cuda.empty_cache()
+  uint64_t malloc(uint64_t size) override;
+  void free(uint64_t handle) override;
+  void empty_cache() override;
 
   // The block a handle names: its size (the request rounded, or the unsplit block).
-  uint64_t block_size(uint64_t handle) const;
-
-  struct Stats {
-    uint64_t allocated = 0, reserved = 0;          // now (PyTorch's allocated_bytes, reserved_bytes)
-    uint64_t peak_allocated = 0, peak_reserved = 0;
-    uint64_t unallocated_at_peak = 0;              // reserved - allocated when reserved peaked
-    uint64_t largest_free_at_peak = 0;             // the largest cached block then
-    uint64_t flushes = 0;                          // misses that emptied the cache to retry (num_alloc_retries)
-    uint64_t ooms = 0;
-    uint64_t segments_allocated = 0;               // cudaMalloc calls, or page ranges mapped
-  };
-  const Stats& stats() const { return stats_; }
+  uint64_t block_size(uint64_t handle) const override;
   uint64_t largest_free_block() const;  // the largest cached block now (torch.cuda cacheInfo)
   void reset_peaks();
 
@@ -99,7 +117,6 @@ class CachingAllocatorModel {
   absl::flat_hash_set<Block*> allocated_;  // handed out: reachable for the destructor
   uint64_t next_address_ = 0x7f0000000000ull;
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> freed_addresses_;  // size -> released segments' addresses
-  Stats stats_;
 };
 
 }  // namespace vt::analyzer

@@ -172,7 +172,8 @@ class Fitter {
   FitPrediction replay(double batch, const AllocConf& conf, uint64_t total, uint64_t others) const {
     FitPrediction p;
     p.batch = batch;
-    CachingAllocatorModel m(conf, total, 0, [others] { return others; });
+    std::unique_ptr<AllocatorModel> model = make_allocator_model(conf, total, 0, [others] { return others; });
+    AllocatorModel& m = *model;
     std::vector<uint64_t> handle(base_.requests.size(), 0);
     for (const Stream::Event& e : base_.events) {
       if (e.kind == Stream::kEmptyCache) {

@@ -79,7 +79,7 @@ void survey(TraceReader& r, Survey* s, std::map<int, uint64_t>* context_by_devic
 // One setting's replay.
 struct Run {
   WhatifResult result;
-  std::unique_ptr<CachingAllocatorModel> model;
+  std::unique_ptr<AllocatorModel> model;
   absl::flat_hash_map<uint64_t, uint64_t> handles;  // recorded block address -> model handle
   bool ended = false;
 };
@@ -157,7 +157,7 @@ bool run_whatif(const std::string& trace, const WhatifOptions& opt, WhatifReport
   auto add_run = [&](const AllocConf& c) {
     auto r = std::make_unique<Run>();
     r->result.conf = c;
-    r->model = std::make_unique<CachingAllocatorModel>(c, rec.device_total, opt.memory_fraction, others);
+    r->model = make_allocator_model(c, rec.device_total, opt.memory_fraction, others);
     runs.push_back(std::move(r));
   };
   add_run(recorded_conf);
@@ -261,6 +261,14 @@ bool run_whatif(const std::string& trace, const WhatifOptions& opt, WhatifReport
         " requests are the block size PyTorch recorded, not the size asked for (a block PyTorch did not split counts "
         "whole): the trace has the request only where the hook saw it (docs/trace-format.md, torch alloc)");
   out->limits.push_back("one stream: the trace does not say on which stream a block was allocated");
+  for (const AllocConf& c : opt.settings)
+    if (c.cuda_malloc_async) {
+      out->limits.push_back(
+          "backend:cudaMallocAsync is approximate: the driver's pool is modelled without fragmentation, reserving 2 MiB "
+          "pages as its use grows and keeping them until empty_cache() or a failed allocation trims it (its allocator is "
+          "not published)");
+      break;
+    }
   if (opt.memory_fraction <= 0)
     out->limits.push_back(
         "no per-process memory fraction (torch.cuda.set_per_process_memory_fraction is not in the trace; "

@@ -44,7 +44,7 @@ struct WhatifOom {
 
 struct WhatifResult {
   AllocConf conf;
-  CachingAllocatorModel::Stats stats;
+  AllocatorModel::Stats stats;
   std::vector<WhatifOom> ooms;  // one per recorded OOM, in order
   bool new_oom = false;         // a request that succeeded in the run fails: the replay stopped there
   WhatifOom first_new_oom;

@@ -40,7 +40,7 @@ nlohmann::json oom_json(const WhatifOom& o) {
 }
 
 nlohmann::json result_json(const WhatifResult& r) {
-  const CachingAllocatorModel::Stats& s = r.stats;
+  const AllocatorModel::Stats& s = r.stats;
   nlohmann::json ooms = nlohmann::json::array();
   for (const WhatifOom& o : r.ooms) {
     nlohmann::json j = oom_json(o);
@@ -105,7 +105,7 @@ std::string whatif_text(const WhatifReport& rep) {
 
   for (size_t i : whatif_ranking(rep)) {
     const WhatifResult& r = rep.results[i];
-    const CachingAllocatorModel::Stats& s = r.stats;
+    const AllocatorModel::Stats& s = r.stats;
     t += "\n" + terminal_escape(alloc_conf_label(r.conf)) + "\n";
     t += "  peak reserved " + format_bytes(s.peak_reserved) + " instead of " + format_bytes(base.stats.peak_reserved) + " (" +
          signed_pct(s.peak_reserved, base.stats.peak_reserved) + "); peak allocated " + format_bytes(s.peak_allocated) + "\n";
