@@ -257,9 +257,10 @@ bool run_whatif(const std::string& trace, const WhatifOptions& opt, WhatifReport
 
   if (rec.requests_known < rec.blocks)
     out->limits.push_back(
-        std::to_string(rec.blocks - rec.requests_known) + " of the " + std::to_string(rec.blocks) +
-        " requests are the block size PyTorch recorded, not the size asked for (a block PyTorch did not split counts "
-        "whole): the trace has the request only where the hook saw it (docs/trace-format.md, torch alloc)");
+        std::to_string(rec.blocks - rec.requests_known) + " of the " + std::to_string(rec.blocks) + " requests " +
+        (rec.blocks - rec.requests_known == 1 ? "is" : "are") +
+        " the block size PyTorch recorded, not the size asked for (a block PyTorch did not split counts whole): the "
+        "trace has the request only where the hook saw it (docs/trace-format.md, torch alloc)");
   out->limits.push_back("one stream: the trace does not say on which stream a block was allocated");
   for (const AllocConf& c : opt.settings)
     if (c.cuda_malloc_async) {

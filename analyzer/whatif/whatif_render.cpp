@@ -25,6 +25,8 @@ std::string signed_pct(uint64_t now, uint64_t before) {
   return buf;
 }
 
+std::string counted(uint64_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+
 std::string where_words(const std::string& where) {
   return where.empty() ? std::string() : " at " + terminal_escape(where);
 }
@@ -99,7 +101,9 @@ std::string whatif_text(const WhatifReport& rep) {
        ", peak reserved " + format_bytes(base.stats.peak_reserved) + " (" + pct + " from the recorded figure)";
   size_t same = 0;
   for (size_t i = 0; i < base.ooms.size(); i++) same += base.ooms[i].would_happen && !base.ooms[i].not_reached;
-  if (!rec.ooms.empty()) t += "; " + std::to_string(same) + " of the " + std::to_string(rec.ooms.size()) + " recorded OOMs happen in it too";
+  if (rec.ooms.size() == 1) t += same ? "; the recorded OOM happens in it too" : "; the recorded OOM does not happen in it";
+  else if (!rec.ooms.empty())
+    t += "; " + std::to_string(same) + " of the " + std::to_string(rec.ooms.size()) + " recorded OOMs happen in it too";
   if (base.new_oom) t += "; it runs out of memory where the run did not (" + format_bytes(base.first_new_oom.size) + where_words(base.first_new_oom.where) + ")";
   t += "\n";
 
@@ -107,11 +111,14 @@ std::string whatif_text(const WhatifReport& rep) {
     const WhatifResult& r = rep.results[i];
     const AllocatorModel::Stats& s = r.stats;
     t += "\n" + terminal_escape(alloc_conf_label(r.conf)) + "\n";
+    bool placed = false;  // a request that failed in the run fits here: the peaks hold it
+    for (const WhatifOom& o : r.ooms) placed |= !o.would_happen && !o.not_reached;
     t += "  peak reserved " + format_bytes(s.peak_reserved) + " instead of " + format_bytes(base.stats.peak_reserved) + " (" +
-         signed_pct(s.peak_reserved, base.stats.peak_reserved) + "); peak allocated " + format_bytes(s.peak_allocated) + "\n";
+         signed_pct(s.peak_reserved, base.stats.peak_reserved) + "); peak allocated " + format_bytes(s.peak_allocated) +
+         (placed ? " (with the request that failed in the run, which fits here)" : "") + "\n";
     t += "  at that peak: " + format_bytes(s.unallocated_at_peak) + " reserved but unallocated, the largest free block " +
-         format_bytes(s.largest_free_at_peak) + "; " + std::to_string(s.flushes) + " cache flushes (the run's settings: " +
-         std::to_string(base.stats.flushes) + ")\n";
+         format_bytes(s.largest_free_at_peak) + "; " + counted(s.flushes, "cache flush", "cache flushes") +
+         " (the run's settings: " + std::to_string(base.stats.flushes) + ")\n";
     for (const WhatifOom& o : r.ooms)
       t += "  the OOM" + where_words(o.where) + " (" + format_bytes(o.size) + "): " + oom_outcome(o) + "\n";
     if (r.new_oom)
@@ -124,7 +131,7 @@ std::string whatif_text(const WhatifReport& rep) {
     t += "\n";
     if (best_ooms < base_ooms || (best_ooms == base_ooms && best.stats.peak_reserved < base.stats.peak_reserved))
       t += "best: PYTORCH_CUDA_ALLOC_CONF=" + terminal_escape(best.conf.text) + " (" +
-           (best_ooms == 0 ? std::string("no OOM") : std::to_string(best_ooms) + " OOMs") + ", peak reserved " +
+           (best_ooms == 0 ? std::string("no OOM") : counted(best_ooms, "OOM", "OOMs")) + ", peak reserved " +
            format_bytes(best.stats.peak_reserved) + ")\n";
     else
       t += "none of these settings does better than the run's own: the remedy is less memory live at the peak "
