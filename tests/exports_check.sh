@@ -20,5 +20,9 @@ for b in "$@"; do
   found=$(exported "$b" | head -5 | tr '\n' ' ')
   if [ -n "$found" ]; then echo "FAIL: $b defines $found"; fail=1; fi
 done
-[ "$fail" = 0 ] && echo "PASS: none of $# binaries defines a name libvramtrace.so exports ($n names)"
+# The library takes nothing from libstdc++ (the wheel and the GPU stage carry none for it): a
+# function-local static's guard or an exception would import CXXABI/GLIBCXX symbols.
+cxx=$(nm -D --undefined-only "$lib" | grep -E '@(CXXABI|GLIBCXX)_' | head -3 | tr '\n' ' ')
+if [ -n "$cxx" ]; then echo "FAIL: $lib imports from libstdc++: $cxx"; fail=1; fi
+[ "$fail" = 0 ] && echo "PASS: none of $# binaries defines a name libvramtrace.so exports ($n names); it imports nothing from libstdc++"
 exit "$fail"

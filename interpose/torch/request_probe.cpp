@@ -83,6 +83,9 @@ int object_of(const Ranges& rs, uintptr_t a, bool* exec, bool* readonly) {
 }
 
 void* g_table[2 + kMaxSlots];  // offset-to-top, type info, then the entries
+// The segments, read once (24 KiB kept off the allocator thread's stack). At namespace scope: a
+// function-local static would need libstdc++'s guard, which libvramtrace.so does not link.
+Ranges g_ranges;
 
 bool refuse(char* why, size_t size, const char* what) {
   snprintf(why, size, "%s", what);
@@ -103,7 +106,7 @@ bool install_request_probe(const void* skip, char* why, size_t why_size) {
   if (!sym) return refuse(why, why_size, "c10::cuda::CUDACachingAllocator::allocator not found");
   void* obj = __atomic_load_n(sym, __ATOMIC_ACQUIRE);
   if (!obj) return refuse(why, why_size, "no allocator object yet");
-  static Ranges rs;  // (once; 24 KiB kept off the allocator thread's stack)
+  Ranges& rs = g_ranges;
   rs.n = rs.objects = 0;
   dl_iterate_phdr(collect, &rs);
   int library = object_of(rs, reinterpret_cast<uintptr_t>(sym), nullptr, nullptr);
