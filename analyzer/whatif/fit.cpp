@@ -73,7 +73,7 @@ bool load(const std::string& path, int device, const SymbolizerOptions& symbols,
   while (const Record* next = r->next()) {
     const Record& rec = *next;
     if (rec.is_event()) {
-      if (rec.device == device && watch.on_event(rec)) out->events.push_back({Stream::kEmptyCache, 0});
+      if (watch.on_event(rec)) out->events.push_back({Stream::kEmptyCache, 0});  // (any device: see whatif.cpp)
       continue;
     }
     if (is_torch_block(rec.tag)) {

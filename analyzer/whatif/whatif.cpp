@@ -172,7 +172,9 @@ bool run_whatif(const std::string& trace, const WhatifOptions& opt, WhatifReport
     const Record& r = *next;
     if (r.is_event()) {
       live.apply(r);
-      if (r.device == device && watch.on_event(r)) {
+      // Every device's events: a VMM reservation or unmapping names no device, and
+      // torch.cuda.empty_cache() empties every device's cache anyway.
+      if (watch.on_event(r)) {
         rec.empty_caches++;
         for (auto& run : runs)
           if (!run->ended) run->model->empty_cache();

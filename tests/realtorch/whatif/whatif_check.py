@@ -137,6 +137,19 @@ def main(build, names):
             checks.equal(f"{label}: peak allocated within 2% ({100 * e_all:.2f}%)", e_all <= TOLERANCE, True, detail=detail)
             rows.append((name, setting or "(the run's own: defaults)", r["peak_reserved"], m["peak_reserved_bytes"], e_res,
                          "OOM" if r["ended_in_oom"] else "fits", "OOM" if model_oom else "fits", same_oom))
+    # A run recorded under expandable segments that empties its cache (the unmapping is its
+    # empty_cache()): the model under the run's own settings gives PyTorch's peaks.
+    if "empty_cache" in names:
+        r = run_probe(build, rt, out, WORKLOADS["empty_cache"][0], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+                      "empty_cache.expandable.trace", True, cwd=W)
+        p = subprocess.run([vt, "whatif", r["trace"], "--alloc-conf", "expandable_segments:False", "--format", "json"],
+                           capture_output=True, text=True, timeout=300)
+        j = json.loads(p.stdout) if p.returncode == 0 else {}
+        m = j.get("model_check", {})
+        checks.equal("empty_cache recorded under expandable_segments:True: its empty_cache() seen, the model's peaks PyTorch's",
+                     (j.get("recorded", {}).get("empty_cache_calls"), m.get("peak_reserved_bytes"), m.get("peak_allocated_bytes")),
+                     (1, r["peak_reserved"], r["peak_allocated"]), detail=p.stderr)
+
     # The settings' syntax: accepted or refused as PyTorch does.
     env = program_env(build, rt, out, {}, False)
     p = subprocess.run([rt["VT_RT_PYTHON"], "-c", PARSE, json.dumps(CONF_CASES)], env=env, capture_output=True, text=True,
