@@ -48,18 +48,9 @@ int check_prediction(const CheckOptions& opt, const analyzer::GateLimits& lim) {
   f.target = opt.predict_target;
   f.symbolizer = symbol_options("", {});
   std::string err;
-  for (size_t at = 0; at <= opt.predict_batches.size();) {  // "8,16,32"
-    size_t comma = opt.predict_batches.find(',', at);
-    std::string item = opt.predict_batches.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    char* end = nullptr;
-    double b = strtod(item.c_str(), &end);
-    if (item.empty() || *end || !(b > 0) || !std::isfinite(b)) {
-      error_line("--predict-batch: each trace's batch size, in order, e.g. 8,16,32 (not '" + opt.predict_batches + "')");
-      return 2;
-    }
-    f.batches.push_back(b);
-    if (comma == std::string::npos) break;
-    at = comma + 1;
+  if (!analyzer::parse_batch_sizes(opt.predict_batches, &f.batches)) {
+    error_line("--predict-batch: each trace's batch size, in order, e.g. 8,16,32 (not '" + opt.predict_batches + "')");
+    return 2;
   }
   if (f.batches.size() != f.traces.size()) {
     error_line("--predict-batch gives " + std::to_string(f.batches.size()) + " batch sizes for " +

@@ -2,8 +2,6 @@
 // [--device-memory SIZE] [--format text|json] [-o FILE]`: the peak at another batch size and the
 // largest batch that fits, from short runs at a few (analyzer/whatif/fit.h).
 #include <memory>
-#include <sstream>
-#include <cmath>
 #include <cstdlib>
 
 #include <CLI/CLI.hpp>
@@ -29,19 +27,6 @@ struct FitArgs {
   std::string output;
 };
 
-// "8,16,32" -> {8, 16, 32}; false for anything else.
-bool parse_batches(const std::string& text, std::vector<double>* out) {
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    double v = strtod(item.c_str(), &end);
-    if (item.empty() || *end || !(v > 0) || !std::isfinite(v)) return false;
-    out->push_back(v);
-  }
-  return !out->empty();
-}
-
 int fit_command(const FitArgs& a) {
   if (a.format != "text" && a.format != "json") {
     error_line("--format must be text or json, not '" + a.format + "'");
@@ -49,7 +34,7 @@ int fit_command(const FitArgs& a) {
   }
   analyzer::FitOptions opt;
   opt.traces = a.traces;
-  if (!parse_batches(a.batches, &opt.batches)) {
+  if (!analyzer::parse_batch_sizes(a.batches, &opt.batches)) {
     error_line("--batch: the batch size of each trace, in order, e.g. --batch 8,16,32 (not '" + a.batches + "')");
     return kExitUsage;
   }

@@ -305,6 +305,20 @@ bool run_fit(const FitOptions& opt, FitReport* out, std::string* error) {
   return true;
 }
 
+bool parse_batch_sizes(const std::string& text, std::vector<double>* out) {
+  out->clear();
+  for (size_t at = 0;;) {
+    size_t comma = text.find(',', at);
+    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    char* end = nullptr;
+    double b = strtod(item.c_str(), &end);
+    if (item.empty() || *end || !(b > 0) || !std::isfinite(b)) return false;
+    out->push_back(b);
+    if (comma == std::string::npos) return true;
+    at = comma + 1;
+  }
+}
+
 std::string fit_text(const FitReport& r) {
   std::string t = "vramtrace fit: " + std::to_string(r.runs.size()) + " runs, device " + std::to_string(r.device) + " (" +
                   format_bytes(r.device_total) + "), " +

@@ -69,6 +69,10 @@ struct FitReport {
 // runs, batch sizes not distinct and positive.
 bool run_fit(const FitOptions& opt, FitReport* out, std::string* error);
 
+// "8,16,32" (each trace's batch size, in order) -> {8, 16, 32}; false for anything else (an empty
+// item, a trailing comma, a size not above 0). `fit --batch` and `check --predict-batch` read it.
+bool parse_batch_sizes(const std::string& text, std::vector<double>* out);
+
 std::string fit_text(const FitReport& r);
 std::string fit_json(const FitReport& r);
 
