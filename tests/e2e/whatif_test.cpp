@@ -190,6 +190,8 @@ TEST_CASE("whatif and fit: bad input is one line and exit 2") {
            {"whatif", trace, "--sweep", "--device-memory", "lots"},
            {"fit", trace, "--batch", "1", "--target", "2"},
            {"fit", trace, trace, "--batch", "1,1", "--target", "2"},
+           {"fit", trace, trace, "--batch", "1,2,", "--target", "2"},
+           {"check", trace, trace, "--predict-batch", "1,,2", "--predict-target", "4", "--no-oom"},
            {"fit", trace, trace, "--batch", "1,2"},
        }) {
     e2e::Result r = e2e::run_cli(args);
