@@ -50,6 +50,28 @@ struct TorchAllocRecord {
   F(Varint, stack, "stack", "stack")
 VT_RECORD_SCHEMA(TorchAllocSchema, kTagTorchAlloc, "torch alloc", VT_TORCH_ALLOC_FIELDS);
 
+// A block handed out on a CUDA stream other than the default one (interpose/torch/current_stream.h):
+// a torch alloc with the stream (the cudaStream_t's value, as PyTorch's snapshots give it) before
+// the stack. Default-stream blocks stay torch alloc records (a 1.5 reader reads them); the request
+// is 0 when the probe did not see it.
+struct TorchStreamAllocRecord {
+  uint32_t device = 0;
+  uint64_t address = 0;
+  uint64_t size = 0, requested = 0, stream = 0;
+  uint64_t total_allocated = 0, total_reserved = 0;
+  uint32_t stack = 0;
+};
+#define VT_TORCH_STREAM_ALLOC_FIELDS(F)                                                                   \
+  F(Varint, device, "device", "device index (c10, = CUDA ordinal)")                                      \
+  F(Varint, address, "address", "address")                                                               \
+  F(Varint, size, "size", "size (the block's rounded size)")                                             \
+  F(Varint, requested, "requested", "requested size (0: not seen)")                                      \
+  F(Varint, stream, "stream", "stream (the `cudaStream_t` the block was handed out on, never 0)")       \
+  F(Varint, total_allocated, "total_allocated", "total allocated after it (`allocated_bytes`, all pools)") \
+  F(Varint, total_reserved, "total_reserved", "total reserved after it (`reserved_bytes`, all pools)")  \
+  F(Varint, stack, "stack", "stack")
+VT_RECORD_SCHEMA(TorchStreamAllocSchema, kTagTorchStreamAlloc, "torch stream alloc", VT_TORCH_STREAM_ALLOC_FIELDS);
+
 struct TorchOomRecord {
   uint32_t device = 0;
   int64_t size = 0;  // the rounded block size that could not be found

@@ -52,6 +52,7 @@ enum class DamagedShown { Partial, Empty };
   RECORD(TorchStatusSchema, TorchStatusRecord, None, Stream, Partial)                                         \
   RECORD(TorchConfigSchema, TorchConfigRecord, None, Stream, Partial)                                         \
   RECORD(TorchAllocSchema, TorchAllocRecord, None, Stream, Partial)                                           \
+  RECORD(TorchStreamAllocSchema, TorchStreamAllocRecord, None, Stream, Partial)                               \
   RECORD(KernelSchema, KernelRecord, Chunk, Stream, Partial)                                                  \
   RECORD(MemcpySchema, CopyRecord, Chunk, Stream, Partial)                                                    \
   RECORD(MemsetSchema, CopyRecord, Chunk, Stream, Partial)                                                    \

@@ -16,7 +16,7 @@ namespace vt::format {
 
 inline constexpr char kFileMagic[8] = {'V', 'R', 'A', 'M', 'T', 'R', 'C', '\0'};
 inline constexpr uint32_t kVersionMajor = 1;  // readers refuse a different major
-inline constexpr uint32_t kVersionMinor = 5;  // readers accept newer minors (new tags are skipped)
+inline constexpr uint32_t kVersionMinor = 6;  // readers accept newer minors (new tags are skipped)
 // Minor versions: 1.0 the first; 1.1 adds the PyTorch block records (0x93..0x96) and the lookup
 // record (0x97), whose absence then means "no lookup reached vramtrace"; 1.2 adds the CUDA graph
 // and stream capture ops (codes 38..65) and the "captured" mark (aux2 = 1) on stream-ordered ops,
@@ -25,7 +25,9 @@ inline constexpr uint32_t kVersionMinor = 5;  // readers accept newer minors (ne
 // external memory, mipmapped array and sparse mapping ops and the CUDA 2.x ABI (codes 66..94),
 // the context, code and pool-location ops (codes 100..126; the free memory around context and
 // code ops), the managed bit of a pool's location, and the pool usage record (0x99) after an
-// allocation failure.
+// allocation failure; 1.4 the pool sync record (0x9A); 1.5 the torch alloc record (0x9B); 1.6 the
+// torch stream alloc record (0x9C), which a 1.5 reader skips (it sees the frees of blocks handed
+// out on another stream than the default one, not their allocations).
 inline constexpr uint32_t kChunkSize = 64 * 1024;
 inline constexpr uint32_t kFileHeaderSize = kChunkSize;  // the header fills the first chunk slot
 inline constexpr uint32_t kChunkMagic = 0x4b435456;  // "VTCK"
@@ -98,6 +100,7 @@ enum Tag : uint8_t {
   kTagPoolUsage = 0x99,     // PoolUsageSchema + PoolUsageRowSchema rows: the pools right after a failure
   kTagPoolSync = 0x9A,      // PoolSyncSchema: a synchronize after a stream-ordered free (rule 15)
   kTagTorchAlloc = 0x9B,    // TorchAllocSchema: a block handed out, with the size the program asked for
+  kTagTorchStreamAlloc = 0x9C,  // TorchStreamAllocSchema: the same, on a stream other than the default one
 };
 inline constexpr uint8_t kTorchOn = 1, kTorchOff = 2;
 // kTagLookup: the first lookup that reached vramtrace's cuGetProcAddress or dlsym (cudart's own

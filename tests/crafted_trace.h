@@ -116,6 +116,14 @@ class CraftedTrace {
     b.varint(device).varint(addr).varint(size).varint(requested).varint(allocated).varint(reserved).varint(stack_id);
     meta(vt::format::kTagTorchAlloc, b);
   }
+  // The same, on a stream other than the default one (the torch stream alloc record).
+  void torch_stream_alloc(uint64_t device, uint64_t addr, uint64_t size, uint64_t requested, uint64_t stream,
+                          uint64_t allocated, uint64_t reserved, uint32_t stack_id = 0) {
+    Body b;
+    b.varint(device).varint(addr).varint(size).varint(requested).varint(stream).varint(allocated).varint(reserved)
+        .varint(stack_id);
+    meta(vt::format::kTagTorchStreamAlloc, b);
+  }
   // PyTorch's OutOfMemoryError report: the rounded size it could not place, its totals, and
   // cudaMemGetInfo's free and total.
   void torch_oom(uint64_t device, uint64_t size, uint64_t allocated, uint64_t reserved, uint64_t free_bytes,

@@ -37,7 +37,8 @@ void TorchAggregator::on_record(const Record& r, const LiveState& live) {
   seen_ = true;
   switch (r.tag) {
     case format::kTagTorchBlock:
-    case format::kTagTorchAlloc: {
+    case format::kTagTorchAlloc:
+    case format::kTagTorchStreamAlloc: {
       TorchBlock b;
       ++block_events_;
       if (!decode_torch_block(r, &b)) {

@@ -38,7 +38,8 @@ struct DriverAlloc {
   uint64_t size = 0, t_ns = 0;
   int device = 0;
   uint32_t stack = 0;
-  bool torch = false;  // held a PyTorch block at some time (pass 1's verdict)
+  bool torch = false;   // held a PyTorch block at some time (pass 1's verdict)
+  uint64_t stream = 0;  // a PyTorch segment's: the stream of its first block (PyTorch's pools are per stream)
 };
 
 struct Block {
@@ -46,6 +47,7 @@ struct Block {
   uint32_t stack = 0;
   int device = 0;
   uint64_t requested = 0;  // what the program asked for (the size, where the trace does not say)
+  uint64_t stream = 0;
 };
 
 // Pass 1's verdicts: which driver allocations (address, time) were PyTorch's segments.
@@ -108,16 +110,19 @@ class Exporter {
         auto it = containing(live, b.addr, uint64_t(b.size));
         if (it != live.end() && !it->second.torch) {
           it->second.torch = true;
-          torch_segments_.insert(SegmentKey{it->first, it->second.t_ns});
+          torch_segments_[SegmentKey{it->first, it->second.t_ns}] = b.stream;
         } else if (it == live.end()) {  // an expandable segment: a VMM reservation PyTorch maps into
           auto res = containing(reserved, b.addr, uint64_t(b.size));
           if (res != reserved.end() && !res->second.torch) {
             res->second.torch = true;
-            torch_reservations_[SegmentKey{res->first, res->second.t_ns}] = {b.device, uint64_t(b.size) <= kSmallBlock};
+            torch_reservations_[SegmentKey{res->first, res->second.t_ns}] =
+                TorchReservation{b.device, uint64_t(b.size) <= kSmallBlock, b.stream};
           }
         }
       } else if (rec.tag == fmt::kTagTorchConfig) {
         decode_torch_config(rec, &config_);
+      } else if (TorchStatus st; rec.tag == fmt::kTagTorchStatus && decode_torch_status(rec, &st) && st.on) {
+        stats_.streams_known = st.message.find("; streams seen") != std::string::npos;
       }
     }
     stats_.problems = r.problems();
@@ -133,6 +138,7 @@ class Exporter {
     for (const DeviceInfo& d : p.devices) driver_.set_device_total(d.ordinal, d.total_bytes);
     while (const Record* next = r.next()) {
       const Record& rec = *next;
+      end_ns_ = std::max(end_ns_, rec.t_ns);
       if (rec.tag == fmt::kTagDevice) {  // a device's memory, for a context measured without `before`
         DeviceInfo d;
         if (decode_device_payload(rec.payload, rec.payload_len, &d)) driver_.set_device_total(d.ordinal, d.total_bytes);
@@ -142,13 +148,15 @@ class Exporter {
       if (rec.is_event()) {
         if (!rec.op || rec.result != 0 || !is_allocation_kind(rec.op->kind)) continue;
         if (rec.op->action == Action::Acquire && rec.size > 0) {
-          bool torch = torch_segments_.count(SegmentKey{rec.addr, rec.t_ns}) > 0;
-          live_[rec.addr] = DriverAlloc{rec.size, rec.t_ns, rec.device, rec.stack, torch};
+          auto seg = torch_segments_.find(SegmentKey{rec.addr, rec.t_ns});
+          bool torch = seg != torch_segments_.end();
+          uint64_t stream = torch ? seg->second : 0;
+          live_[rec.addr] = DriverAlloc{rec.size, rec.t_ns, rec.device, rec.stack, torch, stream};
           if (torch) {
-            action(rec.device, "segment_alloc", rec.addr, rec.size, rec.t_ns, rec.stack, false);
+            action(rec.device, "segment_alloc", rec.addr, rec.size, stream, rec.t_ns, rec.stack, false);
           } else if (!opt_.torch_only) {
-            action(rec.device, "segment_alloc", rec.addr, rec.size, rec.t_ns, rec.stack, true);
-            action(rec.device, "alloc", rec.addr, rec.size, rec.t_ns, rec.stack, true);
+            action(rec.device, "segment_alloc", rec.addr, rec.size, 0, rec.t_ns, rec.stack, true);
+            action(rec.device, "alloc", rec.addr, rec.size, 0, rec.t_ns, rec.stack, true);
           }
         } else if (rec.op->action == Action::Release) {
           auto it = live_.find(rec.addr);
@@ -156,11 +164,11 @@ class Exporter {
           const DriverAlloc a = it->second;
           live_.erase(it);
           if (a.torch) {
-            action(a.device, "segment_free", rec.addr, a.size, rec.t_ns, rec.stack, false);
+            action(a.device, "segment_free", rec.addr, a.size, a.stream, rec.t_ns, rec.stack, false);
           } else if (!opt_.torch_only) {
-            action(a.device, "free_requested", rec.addr, a.size, rec.t_ns, rec.stack, true);
-            action(a.device, "free_completed", rec.addr, a.size, rec.t_ns, rec.stack, true);
-            action(a.device, "segment_free", rec.addr, a.size, rec.t_ns, rec.stack, true);
+            action(a.device, "free_requested", rec.addr, a.size, 0, rec.t_ns, rec.stack, true);
+            action(a.device, "free_completed", rec.addr, a.size, 0, rec.t_ns, rec.stack, true);
+            action(a.device, "segment_free", rec.addr, a.size, 0, rec.t_ns, rec.stack, true);
           }
         }
       } else if (is_torch_block(rec.tag)) {
@@ -170,28 +178,39 @@ class Exporter {
           // PyTorch's alloc action gives the request (its block keeps it as requested_size).
           uint64_t requested = b.requested ? b.requested : uint64_t(b.size);
           if (b.requested) stats_.requests_known++;
-          blocks_[b.addr] = Block{uint64_t(b.size), b.stack, b.device, requested};
+          if (b.stream) stats_.streams_seen++;
+          blocks_[b.addr] = Block{uint64_t(b.size), b.stack, b.device, requested, b.stream};
           if (containing(live_, b.addr, uint64_t(b.size)) == live_.end() && !in_expandable(b.addr, uint64_t(b.size)))
             stats_.blocks_without_segment++;
-          action(b.device, "alloc", b.addr, requested, rec.t_ns, b.stack, false);
+          action(b.device, "alloc", b.addr, requested, b.stream, rec.t_ns, b.stack, false);
         } else {
           auto it = blocks_.find(b.addr);  // (a free's size is the block's request, as PyTorch's)
           uint64_t size = it != blocks_.end() ? it->second.requested : uint64_t(-b.size);
+          uint64_t stream = it != blocks_.end() ? it->second.stream : 0;
           if (it != blocks_.end()) blocks_.erase(it);
-          action(b.device, "free_requested", b.addr, size, rec.t_ns, b.stack, false);
-          action(b.device, "free_completed", b.addr, size, rec.t_ns, b.stack, false);
+          action(b.device, "free_requested", b.addr, size, stream, rec.t_ns, b.stack, false);
+          action(b.device, "free_completed", b.addr, size, stream, rec.t_ns, b.stack, false);
         }
       } else if (rec.tag == fmt::kTagTorchOom) {
-        TorchOom o;
+        TorchOom o;  // (PyTorch's oom entry gives the stream of the request: the thread's current one, not recorded)
         if (!decode_torch_oom(rec, &o)) continue;
-        action(o.device, "oom", 0, uint64_t(o.size), rec.t_ns, o.stack, false, o.device_free, true);
+        action(o.device, "oom", 0, uint64_t(o.size), 0, rec.t_ns, o.stack, false, o.device_free, true);
       }
+    }
+    build_views();
+    // PyTorch records a `snapshot` action where a snapshot is taken: this one, of the end of the
+    // trace, with the active bytes of its segments (PyTorch's total_active), no address, no stream.
+    std::map<int, uint64_t> active;
+    for (const SegmentView& v : views_) active[v.device] += v.active;
+    for (const auto& [dev, bytes] : active) list(dev);
+    for (auto& [dev, l] : lists_) {
+      flush_pending(dev);
+      write_action(dev, "snapshot", 0, active[dev], 0, end_ns_, 0, false, 0, false);
     }
     if (!tmp_ok_) {
       *error = "cannot create a temporary file for the actions in " + temporary_dir() + " (TMPDIR chooses another folder)";
       return false;
     }
-    for (auto& [dev, list] : lists_) flush_pending(dev);
     for (auto& [dev, list] : lists_) {
       list.writer->end();
       list.writer->flush_only();
@@ -255,8 +274,8 @@ class Exporter {
       if (rec.op->action == Action::Acquire && rec.size > 0) {
         auto t = torch_reservations_.find(SegmentKey{rec.addr, rec.t_ns});
         Reservation& res = reservations_[rec.addr];
-        res = Reservation{rec.size, t != torch_reservations_.end(), 0, false, rec.stack, {}};
-        if (res.torch) res.device = t->second.first, res.small = t->second.second;
+        res = Reservation{rec.size, t != torch_reservations_.end(), 0, false, 0, rec.stack, {}};
+        if (res.torch) res.device = t->second.device, res.small = t->second.small, res.stream = t->second.stream;
       } else if (rec.op->action == Action::Release) {
         reservations_.erase(rec.addr);
       }
@@ -267,10 +286,10 @@ class Exporter {
     if (!res || !res->torch) return false;  // outside PyTorch: exported as an allocation
     if (rec.op->action == Action::Acquire) {
       res->mapped[rec.addr] = rec.size;
-      action(res->device, "segment_map", rec.addr, rec.size, rec.t_ns, rec.stack, false);
+      action(res->device, "segment_map", rec.addr, rec.size, res->stream, rec.t_ns, rec.stack, false);
     } else if (rec.op->action == Action::Release) {
       res->mapped.erase(rec.addr);
-      action(res->device, "segment_unmap", rec.addr, rec.size, rec.t_ns, rec.stack, false);
+      action(res->device, "segment_unmap", rec.addr, rec.size, res->stream, rec.t_ns, rec.stack, false);
     }
     return true;
   }
@@ -280,6 +299,7 @@ class Exporter {
     bool torch = false;
     int device = 0;
     bool small = false;  // PyTorch's small pool (blocks of 1 MiB or less)
+    uint64_t stream = 0;  // PyTorch's expandable segments are per stream too
     uint32_t stack = 0;
     std::map<uint64_t, uint64_t> mapped;  // start -> bytes
   };
@@ -299,7 +319,7 @@ class Exporter {
   struct Pending {
     bool on = false;
     const char* what = "";
-    uint64_t addr = 0, size = 0, t_ns = 0;
+    uint64_t addr = 0, size = 0, stream = 0, t_ns = 0;
     uint32_t stack = 0;
   };
   struct List {
@@ -330,34 +350,34 @@ class Exporter {
 
   // PyTorch maps (or unmaps) the pages one request needs in one segment_map (segment_unmap); the
   // driver sees one cuMemMap per page: adjacent ones in a row are one action.
-  void action(int device, const char* what, uint64_t addr, uint64_t size, uint64_t t_ns, uint32_t stack, bool outside,
-              uint64_t device_free = 0, bool oom = false) {
+  void action(int device, const char* what, uint64_t addr, uint64_t size, uint64_t stream, uint64_t t_ns, uint32_t stack,
+              bool outside, uint64_t device_free = 0, bool oom = false) {
     if (device < 0) device = 0;
     List& l = list(device);
     const bool vmm = !strcmp(what, "segment_map") || !strcmp(what, "segment_unmap");
     Pending& p = l.pending;
-    if (vmm && p.on && !strcmp(p.what, what) && (p.addr + p.size == addr || addr + size == p.addr)) {
+    if (vmm && p.on && !strcmp(p.what, what) && p.stream == stream && (p.addr + p.size == addr || addr + size == p.addr)) {
       p.addr = std::min(p.addr, addr);
       p.size += size;
       return;
     }
     flush_pending(device);
     if (vmm) {
-      p = Pending{true, what, addr, size, t_ns, stack};
+      p = Pending{true, what, addr, size, stream, t_ns, stack};
       return;
     }
-    write_action(device, what, addr, size, t_ns, stack, outside, device_free, oom);
+    write_action(device, what, addr, size, stream, t_ns, stack, outside, device_free, oom);
   }
 
   void flush_pending(int device) {
     Pending& p = list(device).pending;
     if (!p.on) return;
     p.on = false;
-    write_action(device, p.what, p.addr, p.size, p.t_ns, p.stack, false, 0, false);
+    write_action(device, p.what, p.addr, p.size, p.stream, p.t_ns, p.stack, false, 0, false);
   }
 
-  void write_action(int device, const char* what, uint64_t addr, uint64_t size, uint64_t t_ns, uint32_t stack, bool outside,
-                    uint64_t device_free, bool oom) {
+  void write_action(int device, const char* what, uint64_t addr, uint64_t size, uint64_t stream, uint64_t t_ns,
+                    uint32_t stack, bool outside, uint64_t device_free, bool oom) {
     List& l = list(device);
     PickleWriter& w = *l.writer;
     w.begin_dict();
@@ -370,7 +390,7 @@ class Exporter {
     w.string("size");
     w.unsigned_integer(size);
     w.string("stream");
-    w.integer(0);
+    w.unsigned_integer(stream);
     w.string("time_us");
     w.unsigned_integer(time_us(t_ns));
     if (oom) {
@@ -434,21 +454,30 @@ class Exporter {
 
   // A segment as the snapshot shows it: a cudaMalloc'd one, an expandable one (its mapped ranges),
   // or memory outside PyTorch (one block).
+  struct Piece {  // a live block, or the free piece between two
+    uint64_t addr = 0, size = 0;
+    uint32_t stack = 0;
+    bool allocated = false;
+    uint64_t requested = 0;
+  };
   struct SegmentView {
     int device = 0;
-    uint64_t address = 0, total = 0;
+    uint64_t address = 0, total = 0, stream = 0;
     bool outside = false, expandable = false, small = false;
     const char* driver = nullptr;  // the driver's own memory (driver_segments): what it is
     uint32_t stack = 0;
     std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (start, bytes) that hold its blocks
+    std::vector<Piece> pieces;
+    uint64_t active = 0, requested = 0;  // the bytes of its live blocks, and what they were asked for
   };
 
-  void segments(PickleWriter& w) {
-    std::vector<SegmentView> views;
+  // The segments at the end of the trace, with their blocks (views_).
+  void build_views() {
+    std::vector<SegmentView>& views = views_;
     for (const auto& [addr, a] : live_) {
       if (!a.torch && opt_.torch_only) continue;
       SegmentView v;
-      v.device = a.device, v.address = addr, v.total = a.size, v.outside = !a.torch, v.stack = a.stack;
+      v.device = a.device, v.address = addr, v.total = a.size, v.outside = !a.torch, v.stack = a.stack, v.stream = a.stream;
       v.small = a.size <= kSmallSegment;
       v.ranges = {{addr, a.size}};
       views.push_back(std::move(v));
@@ -457,7 +486,7 @@ class Exporter {
       if (!res.torch || res.mapped.empty()) continue;
       SegmentView v;
       v.device = res.device, v.address = res.mapped.begin()->first, v.expandable = true, v.small = res.small;
-      v.stack = res.stack;
+      v.stack = res.stack, v.stream = res.stream;
       for (const auto& [lo, bytes] : res.mapped) {  // contiguous mappings are one span of blocks
         if (!v.ranges.empty() && v.ranges.back().first + v.ranges.back().second == lo) v.ranges.back().second += bytes;
         else v.ranges.emplace_back(lo, bytes);
@@ -468,8 +497,12 @@ class Exporter {
     std::sort(views.begin(), views.end(),
               [](const SegmentView& x, const SegmentView& y) { return std::tie(x.device, x.address) < std::tie(y.device, y.address); });
     if (!opt_.torch_only) driver_segments(views);
+    for (SegmentView& v : views) pieces(v);
+  }
+
+  void segments(PickleWriter& w) {
     w.begin_list();
-    for (const SegmentView& v : views) segment(w, v);
+    for (const SegmentView& v : views_) segment(w, v);
     w.end();
   }
 
@@ -496,26 +529,28 @@ class Exporter {
     }
   }
 
-  void segment(PickleWriter& w, const SegmentView& v) {
-    uint64_t used = 0, requested = 0;
-    std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool, uint64_t>> pieces;  // (addr, size, stack, allocated, requested)
+  static void pieces(SegmentView& v, const std::map<uint64_t, Block>& blocks) {
     if (v.outside) {
-      pieces.emplace_back(v.address, v.total, v.stack, true, v.total);
-      used = requested = v.total;
-      stats_.outside_segments++;
-    } else {
-      for (const auto& [lo, bytes] : v.ranges) {  // live blocks and the free pieces between them
-        uint64_t at = lo, hi = lo + bytes;
-        for (auto it = blocks_.lower_bound(lo); it != blocks_.end() && it->first < hi; ++it) {
-          if (it->first > at) pieces.emplace_back(at, it->first - at, 0, false, 0);
-          pieces.emplace_back(it->first, it->second.size, it->second.stack, true, it->second.requested);
-          used += it->second.size;
-          requested += it->second.requested;
-          at = it->first + it->second.size;
-        }
-        if (at < hi) pieces.emplace_back(at, hi - at, 0, false, 0);
-      }
+      v.pieces.push_back(Piece{v.address, v.total, v.stack, true, v.total});
+      v.active = v.requested = v.total;
+      return;
     }
+    for (const auto& [lo, bytes] : v.ranges) {  // live blocks and the free pieces between them
+      uint64_t at = lo, hi = lo + bytes;
+      for (auto it = blocks.lower_bound(lo); it != blocks.end() && it->first < hi; ++it) {
+        if (it->first > at) v.pieces.push_back(Piece{at, it->first - at, 0, false, 0});
+        v.pieces.push_back(Piece{it->first, it->second.size, it->second.stack, true, it->second.requested});
+        v.active += it->second.size;
+        v.requested += it->second.requested;
+        at = it->first + it->second.size;
+      }
+      if (at < hi) v.pieces.push_back(Piece{at, hi - at, 0, false, 0});
+    }
+  }
+  void pieces(SegmentView& v) { pieces(v, blocks_); }
+
+  void segment(PickleWriter& w, const SegmentView& v) {
+    if (v.outside) stats_.outside_segments++;
     w.begin_dict();
     w.string("device");
     w.integer(v.device);
@@ -525,12 +560,12 @@ class Exporter {
     w.unsigned_integer(v.total);
     for (const char* k : {"allocated_size", "active_size"}) {
       w.string(k);
-      w.unsigned_integer(used);
+      w.unsigned_integer(v.active);
     }
     w.string("requested_size");
-    w.unsigned_integer(requested);
+    w.unsigned_integer(v.requested);
     w.string("stream");
-    w.integer(0);
+    w.unsigned_integer(v.stream);
     w.string("segment_type");
     w.string(v.small ? "small" : "large");
     w.string("segment_pool_id");
@@ -549,21 +584,21 @@ class Exporter {
     }
     w.string("blocks");
     w.begin_list();
-    for (const auto& [addr, size, stack, allocated, block_requested] : pieces) {
+    for (const Piece& p : v.pieces) {
       w.begin_dict();
       w.string("address");
-      w.unsigned_integer(addr);
+      w.unsigned_integer(p.addr);
       w.string("size");
-      w.unsigned_integer(size);
+      w.unsigned_integer(p.size);
       w.string("requested_size");
-      w.unsigned_integer(allocated ? block_requested : 0);
+      w.unsigned_integer(p.allocated ? p.requested : 0);
       w.string("state");
-      w.string(allocated ? "active_allocated" : "inactive");
+      w.string(p.allocated ? "active_allocated" : "inactive");
       w.string("frames");
-      if (allocated && v.driver) {
+      if (p.allocated && v.driver) {
         driver_frames(w, v.driver);
-      } else if (allocated) {
-        frames_inline(w, stack, v.outside);
+      } else if (p.allocated) {
+        frames_inline(w, p.stack, v.outside);
       } else {
         w.begin_list();
         w.end();
@@ -596,15 +631,21 @@ class Exporter {
     w.string("block_layer");
     w.boolean(stats_.block_layer);
     w.string("note");
-    w.string(stats_.block_layer
-                 ? (stats_.requests_known ? "exported by vramtrace from a trace: stream is 0 (the hook does not see the "
-                                            "stream); alloc sizes and requested_size are the requests where the trace "
-                                            "has them (torch alloc records), else the allocator's rounded block sizes"
-                                          : "exported by vramtrace from a trace: alloc sizes and requested_size are the "
-                                            "allocator's rounded block sizes, stream is 0 (the hook saw neither the "
-                                            "request nor the stream)")
-                 : "exported by vramtrace from a trace without PyTorch's block records (no PyTorch, its "
-                   "cudaMallocAsync backend, or the layer off): each device allocation is a segment with one block");
+    std::string note = "exported by vramtrace from a trace";
+    if (!stats_.block_layer) {
+      note += " without PyTorch's block records (no PyTorch, its cudaMallocAsync backend, or the layer off): each "
+              "device allocation is a segment with one block";
+    } else {
+      note += stats_.requests_known ? ": alloc sizes and requested_size are the requests where the trace has them "
+                                      "(torch alloc records), else the allocator's rounded block sizes"
+                                    : ": alloc sizes and requested_size are the allocator's rounded block sizes (the "
+                                      "hook did not see the requests)";
+      note += stats_.streams_known ? "; stream is the CUDA stream each block was handed out on (the thread's current one)"
+                                   : "; stream is 0 (the hook did not look the streams up: a vramtrace before trace "
+                                     "format 1.6, or VRAMTRACE_TORCH_REQUESTS=0)";
+    }
+    note += "; the last action, `snapshot`, is the end of the trace, where `segments` were taken";
+    w.string(note);
     w.string("outside_pytorch");
     w.boolean(!opt_.torch_only);
     w.string("problems");  // the reader's: a trace cut short exports what was written before the cut
@@ -618,14 +659,21 @@ class Exporter {
   const TorchSnapshotOptions& opt_;
   TorchSnapshotStats& stats_;
   Symbolizer* sym_ = nullptr;
-  std::set<SegmentKey> torch_segments_;
-  std::map<SegmentKey, std::pair<int, bool>> torch_reservations_;  // (device, small pool), from pass 1
+  std::map<SegmentKey, uint64_t> torch_segments_;  // pass 1's PyTorch segments -> their stream
+  struct TorchReservation {
+    int device = 0;
+    bool small = false;  // PyTorch's small pool
+    uint64_t stream = 0;
+  };
+  std::map<SegmentKey, TorchReservation> torch_reservations_;  // from pass 1
   std::map<uint64_t, Reservation> reservations_;
   LiveState driver_;  // the replay, for the driver's own memory at the end
   TorchConfig config_;
   uint64_t realtime_ = 0, monotonic_ = 0;
   std::map<uint64_t, DriverAlloc> live_;
   std::map<uint64_t, Block> blocks_;
+  std::vector<SegmentView> views_;  // the segments at the end (build_views)
+  uint64_t end_ns_ = 0;             // the last record's time: the export's snapshot action
   std::map<int, List> lists_;
   uint32_t next_memo_ = 0;  // one memo for the whole pickle: the device lists are embedded in it
   bool tmp_ok_ = true;

@@ -22,13 +22,21 @@ bool decode_torch_block(const Record& r, TorchBlock* out) {
     if (!format::decode<format::TorchAllocSchema>(r.payload, r.payload_len, &a) || a.size == 0 ||
         a.size > uint64_t(INT64_MAX) || a.requested > a.size)
       return false;
-    *out = {int(a.device), a.address, int64_t(a.size), a.total_allocated, a.total_reserved, a.stack, a.requested};
+    *out = {int(a.device), a.address, int64_t(a.size), a.total_allocated, a.total_reserved, a.stack, a.requested, 0};
+    return device_ok(a.device);
+  }
+  if (r.tag == format::kTagTorchStreamAlloc) {
+    format::TorchStreamAllocRecord a;
+    if (!format::decode<format::TorchStreamAllocSchema>(r.payload, r.payload_len, &a) || a.size == 0 ||
+        a.size > uint64_t(INT64_MAX) || a.requested > a.size)
+      return false;
+    *out = {int(a.device), a.address, int64_t(a.size), a.total_allocated, a.total_reserved, a.stack, a.requested, a.stream};
     return device_ok(a.device);
   }
   format::TorchBlockRecord b;
   if (r.tag != format::kTagTorchBlock || !format::decode<format::TorchBlockSchema>(r.payload, r.payload_len, &b))
     return false;
-  *out = {int(b.device), b.address, b.size, b.total_allocated, b.total_reserved, b.stack, 0};
+  *out = {int(b.device), b.address, b.size, b.total_allocated, b.total_reserved, b.stack, 0, 0};
   return device_ok(b.device);
 }
 
@@ -67,12 +75,14 @@ nlohmann::json torch_record_json(const Record& r, uint32_t* stack) {
   *stack = 0;
   switch (r.tag) {
     case format::kTagTorchBlock:
-    case format::kTagTorchAlloc: {
+    case format::kTagTorchAlloc:
+    case format::kTagTorchStreamAlloc: {
       TorchBlock b;
       if (!decode_torch_block(r, &b)) return {{"t_ns", r.t_ns}, {"tid", r.tid}, {"op", "torch_block"}, {"damaged", true}};
       j = {{"t_ns", r.t_ns}, {"tid", r.tid}, {"op", "torch_block"}, {"device", b.device}, {"address", b.addr},
            {"size", b.size}, {"total_allocated", b.total_allocated}, {"total_reserved", b.total_reserved}};
       if (b.requested) j["requested"] = b.requested;
+      if (b.stream) j["stream"] = b.stream;
       *stack = b.stack;
       return j;
     }

@@ -20,6 +20,7 @@ struct TorchBlock {
   uint64_t total_allocated = 0, total_reserved = 0;
   uint32_t stack = 0;
   uint64_t requested = 0;  // what the program asked for (a torch alloc record); 0 = not known
+  uint64_t stream = 0;     // the cudaStream_t it was handed out on (a torch stream alloc); 0 = the default
 };
 // PyTorch's own out-of-memory report (the figures of its OutOfMemoryError message).
 struct TorchOom {
@@ -39,12 +40,16 @@ struct TorchConfig {  // the allocator's environment (set variables only; "" = u
 };
 
 inline bool is_torch_record(uint8_t tag) {
-  return (tag >= format::kTagTorchBlock && tag <= format::kTagTorchConfig) || tag == format::kTagTorchAlloc;
+  return (tag >= format::kTagTorchBlock && tag <= format::kTagTorchConfig) || tag == format::kTagTorchAlloc ||
+         tag == format::kTagTorchStreamAlloc;
 }
-// A block handed out or taken back: a torch block, or a torch alloc (one with its request).
-inline bool is_torch_block(uint8_t tag) { return tag == format::kTagTorchBlock || tag == format::kTagTorchAlloc; }
+// A block handed out or taken back: a torch block, or a torch alloc (one with its request), or a
+// torch stream alloc (one on another stream than the default).
+inline bool is_torch_block(uint8_t tag) {
+  return tag == format::kTagTorchBlock || tag == format::kTagTorchAlloc || tag == format::kTagTorchStreamAlloc;
+}
 // False when the record is of another tag or its payload is damaged. decode_torch_block takes
-// both block tags (is_torch_block).
+// the three block tags (is_torch_block).
 bool decode_torch_block(const Record& r, TorchBlock* out);
 bool decode_torch_oom(const Record& r, TorchOom* out);
 bool decode_torch_status(const Record& r, TorchStatus* out);

@@ -39,6 +39,7 @@
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
+#include "current_stream.h"
 #include "request_probe.h"
 #include "stack_capture.h"
 #include "torch_hooks.h"
@@ -75,6 +76,7 @@ std::atomic<const char*> g_real_path{""};
 std::atomic<bool> g_probe_claimed{false};  // one thread installs the request probe
 std::atomic<bool> g_probe_done{false};
 bool g_probe_on = false;
+bool g_streams_on = false;  // current_stream.h found its functions
 char g_probe_why[96];
 
 void own_marker() {}  // an address inside libvramtrace.so: the object find_loaded_symbol skips
@@ -92,6 +94,7 @@ __attribute__((noinline)) void resolve() {
   bool unclaimed = false;
   if (g_probe_claimed.compare_exchange_strong(unclaimed, true)) {
     g_probe_on = install_request_probe(reinterpret_cast<const void*>(&own_marker), g_probe_why, sizeof g_probe_why);
+    g_streams_on = resolve_current_stream(reinterpret_cast<const void*>(&own_marker));
     g_probe_done.store(true, std::memory_order_release);
   }
   errno = saved;
@@ -124,8 +127,8 @@ void announce_on() {
   else
     n = snprintf(text, sizeof text, "the real function was not found in any loaded object: calls are not forwarded");
   if (n > 0 && size_t(n) < sizeof text && g_probe_done.load(std::memory_order_acquire))
-    snprintf(text + n, sizeof text - size_t(n), g_probe_on ? "; requested sizes seen" : "; requested sizes not seen: %s",
-             g_probe_why);
+    snprintf(text + n, sizeof text - size_t(n), "; requested sizes %s%s%s; streams %s", g_probe_on ? "seen" : "not seen",
+             g_probe_on ? "" : ": ", g_probe_on ? "" : g_probe_why, g_streams_on ? "seen" : "not seen");
   write_status(format::kTorchOn, text);
 }
 
@@ -186,10 +189,16 @@ __attribute__((noinline)) void torch_block(void* ptr, int64_t size, size_t total
       count_lost_events(1);  // a signal handler inside our own work: no chunk to write to
     } else if (recording()) {
       announce_on();
-      // The request, when the probe saw it on this thread for this block (request_probe.h).
+      // The request, when the probe saw it on this thread for this block (request_probe.h), and
+      // the thread's current stream, which allocate() handed the block out on (current_stream.h).
       uint64_t requested = size > 0 ? take_request() : 0;
       if (requested > uint64_t(size)) requested = 0;
-      if (requested) {  // TorchAllocSchema's order; the recorder appends the stack id
+      uint64_t stream = size > 0 ? current_stream(index) : 0;
+      if (stream) {  // TorchStreamAllocSchema's order; the recorder appends the stack id
+        uint64_t f[7] = {uint64_t(index), reinterpret_cast<uint64_t>(ptr), uint64_t(size), requested, stream,
+                         total_allocated, total_reserved};
+        record_layer_event(format::kTagTorchStreamAlloc, now_ns(), f, 7, caller, kBlockNativeFrames);
+      } else if (requested) {  // TorchAllocSchema's order
         uint64_t f[6] = {uint64_t(index), reinterpret_cast<uint64_t>(ptr), uint64_t(size), requested,
                          total_allocated, total_reserved};
         record_layer_event(format::kTagTorchAlloc, now_ns(), f, 6, caller, kBlockNativeFrames);

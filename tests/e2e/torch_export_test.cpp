@@ -209,12 +209,54 @@ TEST_CASE("export --torch-snapshot: PyTorch's segments, blocks and actions, Pyth
   CHECK(a["blocks"][1]["state"] == "inactive");
   CHECK(a["blocks"][1]["size"] == 12 * MiB);
   CHECK(actions(s) == std::vector<std::string>{"segment_alloc", "alloc", "alloc", "free_requested", "free_completed",
-                                               "segment_alloc", "alloc", "free_requested", "free_completed", "segment_free"});
+                                               "segment_alloc", "alloc", "free_requested", "free_completed", "segment_free",
+                                               "snapshot"});
+  // The end of the trace is a snapshot, as PyTorch records one where it takes one: the active bytes.
+  CHECK(s["device_traces"][0][10]["size"] == 8 * MiB);
+  CHECK(s["device_traces"][0][10]["addr"] == 0);
   CHECK(s["device_traces"][0][6]["size"] == 64 * MiB);
   CHECK(s["device_traces"][0][6]["frames"][1]["name"] == "big");
   CHECK(s["vramtrace"]["block_layer"] == true);
   // Frames: the same stack's list is one object in the pickle, equal wherever it appears.
   CHECK(s["device_traces"][0][0]["frames"] == s["device_traces"][0][1]["frames"]);
+}
+
+// Blocks handed out on another stream than the default (torch stream alloc records): PyTorch's
+// pools are per stream, so the segment the first one opened is that stream's, and so are its
+// actions, its frees' and a segment_free's; default-stream blocks stay on 0.
+TEST_CASE("export --torch-snapshot: streams of blocks, segments and actions") {
+  crafted::CraftedTrace t;
+  t.process({"python3", "train.py"}, "/usr/bin/python3.13");
+  t.device(0, 16ull << 30, "GPU");
+  t.thread(100, "MainThread", true);
+  constexpr uint64_t kSide = 0x55d0c0de0000ull;
+  t.alloc(A, 20 * MiB);
+  t.torch_alloc(0, A, 4 * MiB, 4 * MiB - 100, 4 * MiB, 20 * MiB);
+  t.alloc(B, 20 * MiB);
+  t.torch_stream_alloc(0, B, 2 * MiB + 512, 2 * MiB + 7, kSide, 6 * MiB + 512, 40 * MiB);
+  t.torch_stream_alloc(0, B + 4 * MiB, 8 * MiB, 0, kSide, 14 * MiB + 512, 40 * MiB);  // request not seen
+  t.torch_block(0, B, -int64_t(2 * MiB + 512), 12 * MiB, 40 * MiB);
+  t.torch_block(0, B + 4 * MiB, -int64_t(8 * MiB), 4 * MiB, 40 * MiB);
+  t.free(B);  // empty_cache()
+  std::string trace = e2e::temp_dir() + "/streams.trace";
+  t.write(trace);
+  json s = snapshot(trace, {"--torch-only"});
+  REQUIRE(s["segments"].size() == 1);
+  CHECK(s["segments"][0]["stream"] == 0);
+  std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t>> got;  // action, addr, size, stream
+  for (const auto& e : s["device_traces"][0])
+    got.emplace_back(e["action"], e["addr"].get<uint64_t>(), e["size"].get<uint64_t>(), e["stream"].get<uint64_t>());
+  using R = std::tuple<std::string, uint64_t, uint64_t, uint64_t>;
+  CHECK(got == std::vector<R>{R{"segment_alloc", A, 20 * MiB, 0}, R{"alloc", A, 4 * MiB - 100, 0},
+                              R{"segment_alloc", B, 20 * MiB, kSide}, R{"alloc", B, 2 * MiB + 7, kSide},
+                              R{"alloc", B + 4 * MiB, 8 * MiB, kSide}, R{"free_requested", B, 2 * MiB + 7, kSide},
+                              R{"free_completed", B, 2 * MiB + 7, kSide}, R{"free_requested", B + 4 * MiB, 8 * MiB, kSide},
+                              R{"free_completed", B + 4 * MiB, 8 * MiB, kSide}, R{"segment_free", B, 20 * MiB, kSide},
+                              R{"snapshot", 0, 4 * MiB, 0}});
+  CHECK(s["segments"][0]["requested_size"] == 4 * MiB - 100);
+  // `vramtrace dump` shows a block's stream.
+  e2e::Result d = e2e::run_cli({"dump", trace});
+  CHECK(d.out.find("\"stream\":" + std::to_string(kSide)) != std::string::npos);
 }
 
 // Without PyTorch's block layer (raw CUDA, JAX, CuPy): each device allocation a segment with one
@@ -237,7 +279,8 @@ TEST_CASE("export --torch-snapshot: a trace without PyTorch gives each allocatio
   CHECK(s["segments"][0]["blocks"][0]["state"] == "active_allocated");
   CHECK(s["segments"][0]["vramtrace_owner"] == "unknown (no stack)");
   CHECK(actions(s) == std::vector<std::string>{"segment_alloc", "alloc", "segment_alloc", "alloc", "free_requested",
-                                               "free_completed", "segment_free"});
+                                               "free_completed", "segment_free", "snapshot"});
+  CHECK(s["device_traces"][0][7]["size"] == 5 * MiB);
   CHECK(s["vramtrace"]["block_layer"] == false);
   CHECK(s["vramtrace"]["note"].get<std::string>().find("without PyTorch's block records") != std::string::npos);
   json only = snapshot(trace, {"--torch-only"});

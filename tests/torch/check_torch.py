@@ -55,8 +55,8 @@ def check_blocks(events, forwarded=True, extra_forwards=0):
         fail(f"status: {status[0]['message']}")
     elif not forwarded and "not forwarded" not in status[0]["message"]:
         fail(f"status: {status[0]['message']}")
-    elif not status[0]["message"].endswith("; requested sizes seen"):
-        fail(f"status: the request probe is not on: {status[0]['message']}")
+    elif "; requested sizes seen" not in status[0]["message"] or not status[0]["message"].endswith("; streams seen"):
+        fail(f"status: the request probe or the stream lookup is not on: {status[0]['message']}")
     # The requests (the probe on the allocator's allocate, request_probe.h): every block handed out
     # through it carries the size asked for, no larger than the block and rounding into it; only
     # the calls that entered allocate() before the probe was installed (at the first block) lack
@@ -71,6 +71,15 @@ def check_blocks(events, forwarded=True, extra_forwards=0):
         if r is not None and not (0 < r <= b["size"] and (r + 511) // 512 * 512 <= b["size"]):
             fail(f"block of {b['size']} bytes: requested {r}")
             break
+    # The streams (current_stream.h): the blocks each stream's thread handed out carry it, the
+    # others none (the default stream).
+    if "streams" in expect:
+        seen = {}
+        for b in handed:
+            if "stream" in b:
+                seen[str(b["stream"])] = seen.get(str(b["stream"]), 0) + 1
+        if seen != expect["streams"]:
+            fail(f"blocks per stream: {seen}, the workload allocated {expect['streams']}")
     # The totals: per device, the running sum of sizes is total_allocated after each block.
     running = {}
     for b in blocks:

@@ -291,6 +291,29 @@ namespace c10::cuda::CUDACachingAllocator {
 FAKE_EXPORT std::atomic<fake_c10::Allocator*> allocator{&fake_c10::g_caching_allocator};
 }
 
+// The thread's current stream, as vramtrace's block hook asks libc10_cuda.so for it
+// (interpose/torch/current_stream.h): c10::cuda::getCurrentCUDAStream(DeviceIndex) returns a
+// CUDAStream (a Device and a StreamId, 16 bytes), CUDAStream::stream() its cudaStream_t. Here the
+// StreamId is the cudaStream_t itself, set per thread and device by fc10_set_stream.
+namespace {
+thread_local uint64_t t_stream[8];
+}
+namespace c10::cuda {
+class FAKE_EXPORT CUDAStream {
+ public:
+  CUDAStream(int8_t device, int64_t id) : device_type_(1), device_(device), id_(id) {}
+  void* stream() const;
+
+ private:
+  int8_t device_type_, device_;
+  int64_t id_;
+};
+void* CUDAStream::stream() const { return reinterpret_cast<void*>(id_); }
+FAKE_EXPORT CUDAStream getCurrentCUDAStream(int8_t device) {
+  return CUDAStream(device, device >= 0 && device < 8 ? int64_t(t_stream[device]) : 0);
+}
+}  // namespace c10::cuda
+
 extern "C" {
 
 // Creates the primary context of `devices` devices. 0 on success.
@@ -310,6 +333,11 @@ FAKE_EXPORT int fc10_init(int devices) {
     g_devices.push_back(d);
   }
   return 0;
+}
+
+// The calling thread's current stream on `dev` from now on (0: the default stream).
+FAKE_EXPORT void fc10_set_stream(int dev, uint64_t stream) {
+  if (dev >= 0 && dev < 8) t_stream[dev] = stream;
 }
 
 // A block of at least `size` bytes on `dev`; 0 when out of memory (fc10_oom_message says why).

@@ -19,6 +19,7 @@ lib = ctypes.CDLL(os.path.join(libdir, "libc10_cuda.so"), mode=os.RTLD_LOCAL | o
 lib.fc10_malloc.restype = ctypes.c_uint64
 lib.fc10_malloc.argtypes = [ctypes.c_int, ctypes.c_uint64]
 lib.fc10_free.argtypes = [ctypes.c_int, ctypes.c_uint64]
+lib.fc10_set_stream.argtypes = [ctypes.c_int, ctypes.c_uint64]
 lib.fc10_oom_message.restype = ctypes.c_char_p
 lib.fc10_reports.restype = ctypes.c_uint64
 lib.fc10_forwarded_usage.restype = ctypes.c_uint64
@@ -76,7 +77,10 @@ def line_of(name, where):
 
 def worker(k, keep):
     """Thread k: 40 blocks of its own sizes (k-th multiple of 64 KiB, and 3 MiB + k * 512 KiB),
-    frees every other one: inactive splits in shared segments."""
+    frees every other one: inactive splits in shared segments. Odd threads allocate on a stream of
+    their own (0x5000 + k), as `with torch.cuda.stream(s)` would make it current."""
+    stream = 0x5000 + k if k % 2 else 0
+    lib.fc10_set_stream(0, stream)
     mine = []
     for i in range(20):
         small = M(0, (k + 1) * 64 * KiB)
@@ -84,6 +88,9 @@ def worker(k, keep):
         large = M(0, 3 * MiB + k * 512 * KiB)
         track(large, here(-1))
         mine += [small, large]
+    if stream:
+        with lock:
+            expect.setdefault("streams", {})[str(stream)] = len(mine)
     for i, p in enumerate(mine):
         if i % 4 in (1, 2):
             F(0, p)

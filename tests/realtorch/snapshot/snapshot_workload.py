@@ -1,5 +1,6 @@
 """A run for the snapshot export's oracle (torch_snapshot_check.py): PyTorch records its own history
-(stacks="python"); the run allocates small and large tensors, frees some, flushes the cache, runs out
+(stacks="python"); the run allocates small and large tensors (some on a side stream), frees some,
+flushes the cache, runs out
 of memory once, dumps torch.cuda.memory._snapshot() to argv[1], then is SIGKILLed: vramtrace's trace
 ends at the kill, and its export must be PyTorch's snapshot of that moment."""
 import os
@@ -26,6 +27,10 @@ def step(x):
 small = layer(8, 1000)       # the small pool: 2 MiB segments
 x = torch.empty(4 << 20, device="cuda")
 kept = [step(x) for _ in range(3)]
+side = torch.cuda.Stream()   # PyTorch's pools are per stream: these open segments of that stream's
+with torch.cuda.stream(side):
+    on_side = [torch.empty(5 << 20, dtype=torch.uint8, device="cuda"), torch.empty(3000, device="cuda")]
+    del on_side[0]
 del small[::2]
 big = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
 del big

@@ -68,14 +68,23 @@ def check(build, rt, name, conf):
     # Segments and blocks.
     def segs(s):
         return [(g["device"], g["address"], g["total_size"], g["segment_type"], g["is_expandable"], g["allocated_size"],
-                 g["active_size"], [(b["address"], b["size"], b["state"]) for b in g["blocks"]]) for g in s["segments"]]
+                 g["active_size"], g["stream"], [(b["address"], b["size"], b["state"]) for b in g["blocks"]])
+                for g in s["segments"]]
     checks.equal(f"segments and their blocks ({len(theirs['segments'])} segments)", segs(ours), segs(theirs))
 
     # Actions.
     t_list = [e for e in theirs["device_traces"][0] if e["action"] in ACTIONS]
-    o_list = ours["device_traces"][0]
-    checks.equal(f"the actions in order ({len(t_list)})", [(e["action"], e.get("addr")) for e in o_list],
-                 [(e["action"], e.get("addr")) for e in t_list])
+    o_all = ours["device_traces"][0]
+    # The export ends with a `snapshot` action (PyTorch records one where it takes a snapshot; its
+    # own dump was taken before this run's end): the active bytes of the segments it gives.
+    o_list = o_all[:-1] if o_all and o_all[-1]["action"] == "snapshot" else o_all
+    checks.equal("the last action is a snapshot of the segments' active bytes",
+                 (o_all[-1]["action"], o_all[-1]["size"]) if o_all else None,
+                 ("snapshot", sum(g["active_size"] for g in ours["segments"])))
+    checks.equal(f"the actions in order, with their streams ({len(t_list)})",
+                 [(e["action"], e.get("addr"), e["stream"]) for e in o_list],
+                 [(e["action"], e.get("addr"), e["stream"]) for e in t_list])
+    checks.equal("a side stream's blocks are on it", len({e["stream"] for e in t_list}) >= 2, True)
     if len(o_list) == len(t_list):
         # Sizes: a segment's equal; an alloc's (and its frees') the request PyTorch recorded, which
         # the hook sees through its request probe (docs/trace-format.md, torch alloc). Only the
