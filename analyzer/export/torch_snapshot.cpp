@@ -18,6 +18,7 @@
 #include "live_state.h"
 #include "output_file.h"
 #include "pickle_writer.h"
+#include "torch_free_blocks.h"
 #include "torch_records.h"
 #include "trace_reader.h"
 
@@ -153,6 +154,7 @@ class Exporter {
           uint64_t stream = torch ? seg->second : 0;
           live_[rec.addr] = DriverAlloc{rec.size, rec.t_ns, rec.device, rec.stack, torch, stream};
           if (torch) {
+            free_blocks_.segment_alloc(rec.addr, rec.size, rec.stack);
             action(rec.device, "segment_alloc", rec.addr, rec.size, stream, rec.t_ns, rec.stack, false);
           } else if (!opt_.torch_only) {
             action(rec.device, "segment_alloc", rec.addr, rec.size, 0, rec.t_ns, rec.stack, true);
@@ -164,6 +166,7 @@ class Exporter {
           const DriverAlloc a = it->second;
           live_.erase(it);
           if (a.torch) {
+            free_blocks_.segment_free(rec.addr);
             action(a.device, "segment_free", rec.addr, a.size, a.stream, rec.t_ns, rec.stack, false);
           } else if (!opt_.torch_only) {
             action(a.device, "free_requested", rec.addr, a.size, 0, rec.t_ns, rec.stack, true);
@@ -174,7 +177,9 @@ class Exporter {
       } else if (is_torch_block(rec.tag)) {
         TorchBlock b;
         if (!decode_torch_block(rec, &b)) continue;
+        flush_pending(b.device);  // (an expandable segment's pages are mapped before its block)
         if (b.size > 0) {
+          free_blocks_.alloc(b.addr, uint64_t(b.size));
           // PyTorch's alloc action gives the request (its block keeps it as requested_size).
           uint64_t requested = b.requested ? b.requested : uint64_t(b.size);
           if (b.requested) stats_.requests_known++;
@@ -188,6 +193,7 @@ class Exporter {
           uint64_t size = it != blocks_.end() ? it->second.requested : uint64_t(-b.size);
           uint64_t stream = it != blocks_.end() ? it->second.stream : 0;
           if (it != blocks_.end()) blocks_.erase(it);
+          free_blocks_.free(b.addr, uint64_t(-b.size), size);
           action(b.device, "free_requested", b.addr, size, stream, rec.t_ns, b.stack, false);
           action(b.device, "free_completed", b.addr, size, stream, rec.t_ns, b.stack, false);
         }
@@ -276,8 +282,10 @@ class Exporter {
         Reservation& res = reservations_[rec.addr];
         res = Reservation{rec.size, t != torch_reservations_.end(), 0, false, 0, rec.stack, {}};
         if (res.torch) res.device = t->second.device, res.small = t->second.small, res.stream = t->second.stream;
+        if (res.torch) free_blocks_.reservation(rec.addr, rec.size);
       } else if (rec.op->action == Action::Release) {
         reservations_.erase(rec.addr);
+        free_blocks_.reservation_free(rec.addr);
       }
       return true;
     }
@@ -373,6 +381,8 @@ class Exporter {
     Pending& p = list(device).pending;
     if (!p.on) return;
     p.on = false;
+    if (!strcmp(p.what, "segment_map")) free_blocks_.map(p.addr, p.size, p.stack);
+    else free_blocks_.unmap(p.addr, p.size);
     write_action(device, p.what, p.addr, p.size, p.stream, p.t_ns, p.stack, false, 0, false);
   }
 
@@ -477,7 +487,8 @@ class Exporter {
     for (const auto& [addr, a] : live_) {
       if (!a.torch && opt_.torch_only) continue;
       SegmentView v;
-      v.device = a.device, v.address = addr, v.total = a.size, v.outside = !a.torch, v.stack = a.stack, v.stream = a.stream;
+      v.device = a.device, v.address = addr, v.total = a.size, v.outside = !a.torch, v.stream = a.stream;
+      v.stack = a.torch ? free_blocks_.segment_stack(addr) : a.stack;
       v.small = a.size <= kSmallSegment;
       v.ranges = {{addr, a.size}};
       views.push_back(std::move(v));
@@ -486,7 +497,7 @@ class Exporter {
       if (!res.torch || res.mapped.empty()) continue;
       SegmentView v;
       v.device = res.device, v.address = res.mapped.begin()->first, v.expandable = true, v.small = res.small;
-      v.stack = res.stack, v.stream = res.stream;
+      v.stack = free_blocks_.segment_stack(v.address), v.stream = res.stream;
       for (const auto& [lo, bytes] : res.mapped) {  // contiguous mappings are one span of blocks
         if (!v.ranges.empty() && v.ranges.back().first + v.ranges.back().second == lo) v.ranges.back().second += bytes;
         else v.ranges.emplace_back(lo, bytes);
@@ -529,7 +540,7 @@ class Exporter {
     }
   }
 
-  static void pieces(SegmentView& v, const std::map<uint64_t, Block>& blocks) {
+  static void pieces(SegmentView& v, const std::map<uint64_t, Block>& blocks, const TorchFreeBlocks& free_blocks) {
     if (v.outside) {
       v.pieces.push_back(Piece{v.address, v.total, v.stack, true, v.total});
       v.active = v.requested = v.total;
@@ -538,16 +549,16 @@ class Exporter {
     for (const auto& [lo, bytes] : v.ranges) {  // live blocks and the free pieces between them
       uint64_t at = lo, hi = lo + bytes;
       for (auto it = blocks.lower_bound(lo); it != blocks.end() && it->first < hi; ++it) {
-        if (it->first > at) v.pieces.push_back(Piece{at, it->first - at, 0, false, 0});
+        if (it->first > at) v.pieces.push_back(Piece{at, it->first - at, 0, false, free_blocks.free_requested(at)});
         v.pieces.push_back(Piece{it->first, it->second.size, it->second.stack, true, it->second.requested});
         v.active += it->second.size;
         v.requested += it->second.requested;
         at = it->first + it->second.size;
       }
-      if (at < hi) v.pieces.push_back(Piece{at, hi - at, 0, false, 0});
+      if (at < hi) v.pieces.push_back(Piece{at, hi - at, 0, false, free_blocks.free_requested(at)});
     }
   }
-  void pieces(SegmentView& v) { pieces(v, blocks_); }
+  void pieces(SegmentView& v) { pieces(v, blocks_, free_blocks_); }
 
   void segment(PickleWriter& w, const SegmentView& v) {
     if (v.outside) stats_.outside_segments++;
@@ -591,7 +602,7 @@ class Exporter {
       w.string("size");
       w.unsigned_integer(p.size);
       w.string("requested_size");
-      w.unsigned_integer(p.allocated ? p.requested : 0);
+      w.unsigned_integer(p.requested);
       w.string("state");
       w.string(p.allocated ? "active_allocated" : "inactive");
       w.string("frames");
@@ -672,6 +683,7 @@ class Exporter {
   uint64_t realtime_ = 0, monotonic_ = 0;
   std::map<uint64_t, DriverAlloc> live_;
   std::map<uint64_t, Block> blocks_;
+  TorchFreeBlocks free_blocks_;  // PyTorch's free blocks: their requests, the segments' frames
   std::vector<SegmentView> views_;  // the segments at the end (build_views)
   uint64_t end_ns_ = 0;             // the last record's time: the export's snapshot action
   std::map<int, List> lists_;

@@ -103,9 +103,13 @@ def check(build, rt, name, conf):
             if o["size"] not in want:
                 bad.append((t["action"], t.get("addr"), o["size"], t["size"]))
         checks.equal("sizes: segments equal, allocs and frees PyTorch's requests", bad, [])
-        req = lambda snap: sorted((b["address"], b["requested_size"]) for g in snap["segments"] for b in g["blocks"]
-                                  if b["state"] != "inactive" and b["address"] != first)
-        checks.equal("live blocks' requested_size equal PyTorch's", req(ours), req(theirs))
+        req = lambda snap: sorted((b["address"], b["state"], b["requested_size"]) for g in snap["segments"]
+                                  for b in g["blocks"] if b["address"] != first)
+        checks.equal("every block's requested_size equals PyTorch's, free ones included (the last request freed into them)",
+                     req(ours), req(theirs))
+        seg_frames = lambda snap: [(g["address"], [(f["filename"], f["line"]) for f in g["frames"]]) for g in snap["segments"]]
+        checks.equal("segments' frames: the cudaMalloc's while the first block was never split, else none (PyTorch's)",
+                     seg_frames(ours), seg_frames(theirs))
         frames = [(t.get("addr"), [(f["filename"], f["line"]) for f in o["frames"]], [(f["filename"], f["line"]) for f in t["frames"]])
                   for o, t in zip(o_list, t_list) if t["action"] == "alloc"]
         checks.equal(f"Python frames of every alloc ({len(frames)})", [f for f in frames if f[1] != f[2]], [])
