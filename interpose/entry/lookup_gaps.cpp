@@ -10,6 +10,7 @@
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
+#include "torch_hooks.h"
 
 namespace vt {
 
@@ -145,6 +146,7 @@ void note_lookup(const char* symbol, bool substituted, int version, uint64_t fla
     g_first_ready.store(true, std::memory_order_release);
     HookScope scope;  // the thread's chunk is ours while writing (a handler inside our work: at open)
     if (!scope.nested_in_our_work() && recording()) write_reached(now_ns());
+    torch_early_probes();
   }
   if (substituted) return;
   int i = find(symbol);

@@ -11,7 +11,9 @@
 // register as it came, so whatever the entry turns out to be, the call is unchanged. The block
 // hook then takes the note (take_request) on the same thread, under the same allocator call.
 //
-// Installed once, from the block layer's first call (the object exists by then), on x86-64 only,
+// Installed once (torch_hooks.h: at CUDA's first driver lookup when PyTorch is loaded by then,
+// which PyTorch's CUDA initialization makes before its first tensor; else from the block layer's
+// first call, too late for that block), on x86-64 only,
 // when: the symbol is found outside libvramtrace.so; the object holds a virtual table inside the
 // same library; the table's entries can be counted (code pointers, up to 256); the object is not
 // in read-only memory. Otherwise nothing is changed and blocks keep their rounded size alone.

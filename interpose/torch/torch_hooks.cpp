@@ -60,6 +60,7 @@ constexpr int kBlockNativeFrames = 16;
 constexpr int kDevices = 128;  // c10::DeviceIndex is an int8_t
 constexpr const char* kUsageName = "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE";
 constexpr const char* kOomName = "_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE";
+constexpr const char* kAllocatorSymbol = "_ZN3c104cuda20CUDACachingAllocator9allocatorE";  // (request_probe.h's object)
 
 
 std::atomic<int64_t> g_sum[kDevices];   // blocks reported on each device, bytes: total_allocated
@@ -81,6 +82,16 @@ char g_probe_why[96];
 
 void own_marker() {}  // an address inside libvramtrace.so: the object find_loaded_symbol skips
 
+// The request probe and the stream lookup, once (the first caller installs them).
+void install_probes() {
+  bool unclaimed = false;
+  if (g_probe_claimed.compare_exchange_strong(unclaimed, true)) {
+    g_probe_on = install_request_probe(reinterpret_cast<const void*>(&own_marker), g_probe_why, sizeof g_probe_why);
+    g_streams_on = resolve_current_stream(reinterpret_cast<const void*>(&own_marker));
+    g_probe_done.store(true, std::memory_order_release);
+  }
+}
+
 // Idempotent: racing threads find the same functions.
 __attribute__((noinline)) void resolve() {
   int saved = errno;
@@ -91,12 +102,7 @@ __attribute__((noinline)) void resolve() {
   g_real_oom.store(reinterpret_cast<OomFn>(oom), std::memory_order_relaxed);
   g_real_path.store(usage ? path : "", std::memory_order_relaxed);
   g_resolved.store(true, std::memory_order_release);
-  bool unclaimed = false;
-  if (g_probe_claimed.compare_exchange_strong(unclaimed, true)) {
-    g_probe_on = install_request_probe(reinterpret_cast<const void*>(&own_marker), g_probe_why, sizeof g_probe_why);
-    g_streams_on = resolve_current_stream(reinterpret_cast<const void*>(&own_marker));
-    g_probe_done.store(true, std::memory_order_release);
-  }
+  install_probes();
   errno = saved;
 }
 inline void resolve_once() {
@@ -263,6 +269,14 @@ __attribute__((noinline)) void torch_oom(int64_t size, size_t total_allocated, s
     }
   }
   *err = saved;
+}
+
+void torch_early_probes() {
+  if (g_probe_claimed.load(std::memory_order_acquire) || !loader_list_usable()) return;
+  int saved = errno;
+  // Only once PyTorch's allocator is there: before it is loaded, the first block installs them.
+  if (find_loaded_symbol(kAllocatorSymbol, reinterpret_cast<const void*>(&own_marker), nullptr)) install_probes();
+  errno = saved;
 }
 
 UsageFn real_usage_hook() {

@@ -39,6 +39,12 @@ int64_t tensor_bytes(int device);
 int64_t tensor_peak_bytes(int device);
 void reset_tensor_peak(int device);  // to the current figure; device -1: every device
 
+// The request probe and the stream lookup (request_probe.h, current_stream.h) before PyTorch's
+// first block, when its allocator is loaded already: called at the first driver lookup (cudart's
+// start, which PyTorch's CUDA initialization makes before any allocation), so that the first
+// tensor's request is seen too. Otherwise the first block installs them.
+void torch_early_probes();
+
 // The PYTORCH_* allocator variables (kTagTorchConfig), when one is set; at trace open.
 void write_torch_config(uint64_t t);
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -13,15 +14,17 @@
 
 namespace {
 
-// What `python3` prints for the pickle in `bytes`: repr() of the loaded object.
-std::string python_repr(const std::string& bytes) {
+// What `python3` prints for the pickle in `bytes`: repr() of the loaded object, or with `script`
+// another program of the file's path (sys.argv[1]).
+std::string python_repr(const std::string& bytes,
+                        const char* script = "import pickle,sys; print(repr(pickle.load(open(sys.argv[1], \"rb\"))))") {
   char path[] = "/tmp/vt-pickle-test.XXXXXX";
   int fd = mkstemp(path);
   REQUIRE(fd >= 0);
   FILE* f = fdopen(fd, "wb");
   fwrite(bytes.data(), 1, bytes.size(), f);
   fclose(f);
-  std::string cmd = std::string("python3 -c 'import pickle,sys; print(repr(pickle.load(open(sys.argv[1], \"rb\"))))' ") + path;
+  std::string cmd = std::string("python3 -c '") + script + "' " + path;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::string out;
@@ -138,4 +141,55 @@ TEST_CASE("pickle writer: bytes that are not UTF-8 (a file name from a trace) be
   w.end();
   REQUIRE(w.finish());
   CHECK(python_repr(out.str()) == "['/src/\xef\xbf\xbd\xef\xbf\xbd.py', 'ok \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd end']");
+}
+
+// pytorch.org/memory_viz reads the pickle with an unpickler of its own (MemoryViz.js), which knows
+// protocols 2 to 4 and a fixed set of opcodes (docs/torch-snapshot.md): every opcode the writer
+// can emit, each value kind, the memo and batches included, must be one of them.
+TEST_CASE("pickle writer: only opcodes memory_viz's own unpickler knows") {
+  std::ostringstream out;
+  vt::analyzer::PickleWriter w(out);
+  w.begin_dict();
+  w.string("values");
+  w.begin_list();
+  for (int64_t v : {int64_t(0), int64_t(300), int64_t(-5), int64_t(INT64_MAX)}) w.integer(v);
+  w.unsigned_integer(UINT64_MAX);
+  w.none();
+  w.boolean(true);
+  w.boolean(false);
+  for (int n = 1; n <= 3; ++n) {
+    w.tuple_begin();
+    for (int i = 0; i < n; ++i) w.integer(i);
+    w.tuple_end(n);
+  }
+  w.begin_dict();
+  w.end(0);
+  w.recall(0);
+  for (int i = 0; i < 2500; ++i) w.string("x");
+  w.end();
+  w.end();
+  REQUIRE(w.finish());
+  const char* script =
+      "import pickletools,sys; d=open(sys.argv[1],\"rb\").read(); "
+      "ops=sorted({o.name for o,a,p in pickletools.genops(d)}); "
+      "print(d[1], \" \".join(ops))";
+  std::string got = python_repr(out.str(), script);
+  // MemoryViz.js's unpickle(): the opcodes its switch handles.
+  const std::set<std::string> known = {"PROTO", "FRAME", "STOP", "MARK", "MEMOIZE", "BINPUT", "LONG_BINPUT", "BINGET",
+                                       "LONG_BINGET", "EMPTY_DICT", "DICT", "SETITEM", "SETITEMS", "EMPTY_LIST", "LIST",
+                                       "APPEND", "APPENDS", "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "NONE",
+                                       "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "LONG1", "BINFLOAT",
+                                       "SHORT_BINUNICODE", "BINUNICODE"};
+  std::istringstream in(got);
+  int protocol = 0;
+  in >> protocol;
+  CHECK((protocol >= 2 && protocol <= 4));
+  std::string op;
+  int ops = 0;
+  while (in >> op) {
+    INFO(op);
+    CHECK(known.count(op) == 1);
+    ++ops;
+  }
+  CHECK(ops >= 14);  // every kind above was written (the set is not vacuous)
 }
