@@ -41,7 +41,10 @@ void FidelityAggregator::reading(int device, const Reading& x) {
 void FidelityAggregator::on_failed(const Record& r, const LiveState& live, bool oom) {
   const bool figures = r.has(format::kEvFailed) && r.total_bytes > 0;
   Reading x = figures ? read(live, r.device, r.t_ns, r.free_bytes, r.total_bytes) : Reading{};
-  if (oom) ooms_.push_back(x);  // invalid when the driver could not be read
+  if (oom) {  // invalid when the driver could not be read
+    ooms_.next() = x;
+    ooms_.items().back().t = r.t_ns;  // (matched to its OOM report by time)
+  }
   if (figures) reading(r.device, x);
 }
 
@@ -133,9 +136,13 @@ void settle(Fidelity& f) {
 }  // namespace
 
 void FidelityAggregator::finish(TraceReport* rep) const {
-  for (size_t i = 0; i < rep->ooms.size() && i < ooms_.size(); ++i) {
-    OomReport& o = rep->ooms[i];
-    o.fidelity = explain(ooms_[i], o.t_ns, true, rep->kernels);
+  for (OomReport& o : rep->ooms) {
+    // The reading of the failure this report is: PyTorch's own OOMs (a memory fraction reached)
+    // have none, and sit between the driver's in time.
+    const Reading* x = nullptr;
+    for (const Reading& r : ooms_.items())
+      if (r.t == o.t_ns) x = &r;
+    o.fidelity = explain(x ? *x : Reading{}, o.t_ns, true, rep->kernels);
     if (o.pool_driver) {
       o.fidelity.pool_cached_bytes = o.pool_cached_bytes;
       o.fidelity.pool_cached_source = "driver";

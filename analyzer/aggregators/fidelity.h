@@ -13,6 +13,7 @@
 #include <map>
 #include <vector>
 
+#include "aggregators/first_and_latest.h"
 #include "live_state.h"
 #include "report_model.h"
 #include "trace_reader.h"
@@ -68,7 +69,7 @@ class FidelityAggregator {
   Dev* dev_ = nullptr;      // (std::map: the pointer stays valid)
   std::map<int, std::vector<Nvml>> nvml_;
   std::map<int, std::vector<Correction>> corrections_;
-  std::vector<Reading> ooms_;  // one per OOM, in order
+  FirstAndLatest<Reading> ooms_;  // one per OOM kept (the OOM aggregator's policy), matched by time
 };
 
 }  // namespace vt::analyzer

@@ -51,12 +51,15 @@ void OomAggregator::on_oom(const Record& r, const LiveState& live, const LeakAgg
   if (o.grew_before.size() > top_) o.grew_before.resize(top_);
   o.stack_id = r.stack;
   o.tid = r.tid;
-  ooms_.push_back(std::move(o));
-  queries_.push_back(acts.watch(r.t_ns));
+  bool replaced = false;
+  ooms_.next(&replaced) = std::move(o);
+  if (replaced) acts.move(queries_.back(), r.t_ns);
+  else queries_.push_back(ooms_.items().size() > kDetailedOoms ? acts.watch_moving(r.t_ns) : acts.watch(r.t_ns));
 }
 
 void OomAggregator::on_gpu_processes(const GpuProcessList& list, uint64_t t) {
-  for (auto it = ooms_.rbegin(); it != ooms_.rend(); ++it)
+  std::vector<OomReport>& ooms = ooms_.items();
+  for (auto it = ooms.rbegin(); it != ooms.rend(); ++it)
     if (it->device == list.device && !it->nvml && t >= it->t_ns && t - it->t_ns <= kOomListWindowNs) {
       take_gpu_processes(*it, list, own_pid_);
       return;
@@ -79,7 +82,8 @@ void OomAggregator::take_gpu_processes(OomReport& o, const GpuProcessList& list,
 }
 
 void OomAggregator::on_pool_usage(const PoolUsageList& list) {
-  for (auto it = ooms_.rbegin(); it != ooms_.rend(); ++it)
+  std::vector<OomReport>& ooms = ooms_.items();
+  for (auto it = ooms.rbegin(); it != ooms.rend(); ++it)
     if (it->device == list.device && !it->pool_driver) {
       it->pool_driver = true;
       uint64_t reserved = 0, used = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "activity_stream.h"
+#include "aggregators/first_and_latest.h"
 #include "aggregators/leaks.h"
 #include "live_state.h"
 #include "report_model.h"
@@ -34,15 +35,18 @@ class OomAggregator {
   // failure on that device that has none yet.
   void on_pool_usage(const PoolUsageList& list);
 
-  // One per OOM, in order: what ran at each.
+  // One per OOM kept, in order: what ran at each.
   const std::vector<ActivityStream::QueryId>& activity_queries() const { return queries_; }
-  void finish(TraceReport* rep) { rep->ooms = std::move(ooms_); }
+  void finish(TraceReport* rep) {
+    rep->ooms_omitted = ooms_.left_out();  // (before the move empties the list)
+    rep->ooms = std::move(ooms_.items());
+  }
 
  private:
   uint64_t own_pid_;
   size_t top_;
-  std::vector<OomReport> ooms_;
-  std::vector<ActivityStream::QueryId> queries_;
+  FirstAndLatest<OomReport> ooms_;  // bounded: the first ones and the latest (first_and_latest.h)
+  std::vector<ActivityStream::QueryId> queries_;  // the latest's moves with it
 };
 
 }  // namespace vt::analyzer

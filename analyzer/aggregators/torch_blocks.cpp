@@ -780,11 +780,12 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
   p.since = dev(o.device).last_block_t;
   p.process_device_bytes = live.bytes(o.device, Bucket::Device);
   p.process_by_kind = bytes_by_kind(live, o.device);
-  ooms_.push_back(std::move(p));
+  ooms_.next() = std::move(p);
 }
 
 void TorchAggregator::on_gpu_processes(const GpuProcessList& list, uint64_t t) {
-  for (auto it = ooms_.rbegin(); it != ooms_.rend(); ++it)
+  std::vector<PendingOom>& ooms = ooms_.items();
+  for (auto it = ooms.rbegin(); it != ooms.rend(); ++it)
     if (it->rec.device == list.device && !it->nvml && t >= it->t && t - it->t <= OomAggregator::kOomListWindowNs) {
       it->nvml = true;
       it->processes = list;
@@ -969,7 +970,10 @@ void TorchAggregator::finish(TraceReport* rep) {
   // (those since its last block: the first attempt and the retry after the cache flush): the last
   // one carries it, the others go (one OutOfMemoryError, one report). Without any (a memory
   // fraction reached: no driver call), it is an OOM of its own.
-  for (PendingOom& p : ooms_) {
+  // What the program raised: PyTorch's OutOfMemoryErrors are the OOMs (a failed cudaMalloc it
+  // recovered from is none), so theirs is the count of those not detailed.
+  if (!ooms_.items().empty()) rep->ooms_omitted = ooms_.left_out();
+  for (PendingOom& p : ooms_.items()) {
     OomReport* match = nullptr;
     int attempts = 0;
     for (OomReport& o : rep->ooms)

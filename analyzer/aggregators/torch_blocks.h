@@ -29,6 +29,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
+#include "aggregators/first_and_latest.h"
 #include "aggregators/growth_rule.h"
 #include "aggregators/leaks.h"
 #include "aggregators/timeline.h"
@@ -211,7 +212,7 @@ class TorchAggregator {
   SiteSnap site_snapshot(int device, uint64_t t) const;
   void next_bucket();
   uint64_t snap_t0_ = 0, snap_width_ = 1'000'000, snap_next_ = 0, last_block_t_ = 0;
-  std::vector<PendingOom> ooms_;
+  FirstAndLatest<PendingOom> ooms_;  // bounded (first_and_latest.h)
   bool live_at_taken_ = false;
   std::vector<TorchLiveDevice> live_at_;
 };

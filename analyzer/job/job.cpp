@@ -138,7 +138,7 @@ RankRow rank_row(const TraceReport& t) {
   row.path = t.path;
   row.peak_bytes = t.peaks.empty() ? 0 : t.peaks[0].bytes;
   row.leak_bytes = t.leak_bytes;
-  row.ooms = t.ooms.size();
+  row.ooms = t.oom_count();
   if (!t.ooms.empty()) row.verdict = t.ooms[0].verdict;
   row.damaged = t.damaged();
   for (const std::string& arg : t.process.argv) row.command += (row.command.empty() ? "" : " ") + arg;

@@ -103,6 +103,7 @@ bool summary_report(const json& j, TraceReport* t, std::string* why) {
     r.verdict = o.at("verdict").get<std::string>();
     t->ooms.push_back(std::move(r));
   }
+  if (j.contains("ooms_omitted")) t->ooms_omitted = j.at("ooms_omitted").get<uint64_t>();
   return true;
 }
 

@@ -51,10 +51,10 @@ void judge_run(const TraceReport& r, const GateLimits& lim, std::vector<Violatio
     v->push_back({"max_leak", r.path, m, "leaks", double(r.leak_bytes), double(lim.max_leak)});
   }
   if (lim.no_oom && !r.ooms.empty())
-    v->push_back({"no_oom", r.path, std::to_string(r.ooms.size()) + " failed allocation" + (r.ooms.size() > 1 ? "s" : "") +
+    v->push_back({"no_oom", r.path, std::to_string(r.oom_count()) + " failed allocation" + (r.oom_count() > 1 ? "s" : "") +
                                         " (first: " + format_bytes(r.ooms[0].requested_bytes) + ", verdict " + r.ooms[0].verdict +
                                         ") > allowed 0 in " + r.path,
-                  "ooms", double(r.ooms.size()), 0});
+                  "ooms", double(r.oom_count()), 0});
 }
 
 // One figure's growth over the baseline, when above `limit` percent. From a baseline that held

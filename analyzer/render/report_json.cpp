@@ -296,7 +296,10 @@ void leaks_part(json& j, const TraceReport& r) {
 
 void frag_part(json& j, const TraceReport& r) { j["fragmentation"] = frag_json_with_torch(r); }
 
-void oom_part(json& j, const TraceReport& r) { j["ooms"] = ooms_json(r); }
+void oom_part(json& j, const TraceReport& r) {
+  j["ooms"] = ooms_json(r);
+  if (r.ooms_omitted) j["ooms_omitted"] = r.ooms_omitted;  // (between the first ones and the latest)
+}
 
 using SectionJson = void (*)(json&, const TraceReport&);
 constexpr std::pair<Section, SectionJson> kSectionJson[] = {

@@ -370,7 +370,9 @@ struct TraceReport {
   std::vector<GrowthSite> growth;
   uint64_t torch_segment_growth = 0;  // growing sites left out: PyTorch's segments (its reserved memory)
   Fragmentation fragmentation;
-  std::vector<OomReport> ooms;
+  std::vector<OomReport> ooms;  // the first kDetailedOoms and the latest (aggregators/first_and_latest.h)
+  uint64_t ooms_omitted = 0;    // the OOMs between them, counted, not detailed
+  uint64_t oom_count() const { return ooms.size() + ooms_omitted; }
   std::vector<RegionReport> regions;
   KernelRecording kernels;
   std::vector<PhaseRow> phases;

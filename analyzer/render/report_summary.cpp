@@ -124,11 +124,12 @@ std::string summary_text(const TraceReport& r, size_t top) {
     std::string v;
     for (const auto& [name, n] : verdicts) v += (v.empty() ? "" : ", ") + e(name) + (n > 1 ? " x" + std::to_string(n) : "");
     const bool all_torch = std::all_of(r.ooms.begin(), r.ooms.end(), [](const OomReport& x) { return x.torch; });
-    o << "  OOMs         " << count(r.ooms.size(), all_torch ? "torch.OutOfMemoryError" : "failed allocation") << ": " << v << "\n";
+    o << "  OOMs         " << count(r.oom_count(), all_torch ? "torch.OutOfMemoryError" : "failed allocation") << ": " << v
+      << (r.ooms_omitted ? " (of the " + std::to_string(r.ooms.size()) + " detailed)" : "") << "\n";
     size_t shown = 0;
     for (const OomReport& x : r.ooms) {
       if (shown++ == 3) {
-        o << "               ... " << (r.ooms.size() - 3) << " more (vramtrace oom)\n";
+        o << "               ... " << (r.oom_count() - 3) << " more (vramtrace oom)\n";
         break;
       }
       if (x.torch) {  // PyTorch's OutOfMemoryError: its request, and the verdict's reason

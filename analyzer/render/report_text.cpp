@@ -356,9 +356,14 @@ void frag_text(std::ostringstream& o, const TraceReport& r, bool) {
 }
 
 void oom_text(std::ostringstream& o, const TraceReport& r, bool native) {
-  o << "\nOUT OF MEMORY (" << count(r.ooms.size(), "failed allocation") << ")\n";
+  o << "\nOUT OF MEMORY (" << count(r.oom_count(), "failed allocation") << ")\n";
   int i = 0;
   for (const OomReport& x : r.ooms) {
+    if (r.ooms_omitted && size_t(i) + 1 == r.ooms.size()) {  // (the latest, after those left out)
+      o << "  ... " << count(r.ooms_omitted, "more failed allocation") << " between, not detailed (the first "
+        << r.ooms.size() - 1 << " and the latest are)\n";
+      i += int(r.ooms_omitted);
+    }
     o << "  #" << ++i << " at " << secs(r, x.t_ns) << ": " << e(x.op) << " of " << format_bytes(x.requested_bytes) << " on GPU "
       << x.device << " failed: " << cuda_result_text(x.result) << "\n";
     // This process's own caches and contexts and code are its own, not "elsewhere"

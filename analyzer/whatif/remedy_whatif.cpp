@@ -53,11 +53,12 @@ void cite_whatif_in_remedies(const std::string& path, const SymbolizerOptions& s
   WhatifReport w;
   std::string err;
   if (!run_whatif(path, opt, &w, &err)) return;
-  // The k-th PyTorch OOM on the replayed device is whatif's k-th recorded OOM.
-  size_t k = 0;
+  // A PyTorch OOM of the report is whatif's recorded OOM of the same instant (the report details
+  // the first ones and the latest: first_and_latest.h).
   for (OomReport& o : rep->ooms) {
     if (!o.torch || o.device != w.recorded.device) continue;
-    const size_t index = k++;
+    size_t index = 0;
+    while (index < w.recorded.ooms.size() && w.recorded.ooms[index].t_ns != o.torch_info.t_ns) ++index;
     if (index >= w.recorded.ooms.size() || fits(w.baseline, index)) continue;  // the model does not reproduce it
     for (std::string& m : o.remedies) {
       std::string added;

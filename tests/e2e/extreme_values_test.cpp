@@ -111,3 +111,36 @@ TEST_CASE("a device ordinal of 2^31 - 1 and a time 2^63 ns away export to valid 
   r = cli({"report", far});
   CHECK(r.exit_code == 0);
 }
+
+// A program that fails thousands of times (catching the error and trying again smaller): the
+// report details the first 64 OOMs and the latest, counts the ones between, and its memory and
+// size stay bounded; `check --no-oom` and the summary count every one.
+TEST_CASE("report: 5000 OOMs, the first 64 and the latest detailed, the rest counted") {
+  constexpr uint64_t MiB = 1ull << 20;
+  constexpr int kOoms = 5000;
+  crafted::CraftedTrace t;
+  t.process({"python3", "train.py"}, "/usr/bin/python3");
+  t.device(0, 16ull << 30, "GPU");
+  t.thread(100, "MainThread");
+  t.alloc(0x7f0000000000ull, 4ull << 30);  // what holds the device
+  for (int i = 1; i <= kOoms; ++i) t.alloc(0, uint64_t(i) * MiB, 0, 0, 2, 1ull << 30, 16ull << 30);
+  std::string path = e2e::temp_dir() + "/storm.trace";
+  t.write(path);
+  e2e::Result r = cli({"report", path, "--format", "json"});
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j["ooms"].size() == 65);
+  CHECK(j["ooms"][0]["requested_bytes"] == 1 * MiB);
+  CHECK(j["ooms"][63]["requested_bytes"] == 64 * MiB);
+  CHECK(j["ooms"][64]["requested_bytes"] == uint64_t(kOoms) * MiB);  // the latest
+  CHECK(j["ooms_omitted"] == kOoms - 65);
+  CHECK(r.out.size() < 4u << 20);  // ~14 KB per OOM detailed, not per OOM
+  e2e::Result text = cli({"report", path});
+  CHECK(text.out.find("OUT OF MEMORY (5000 failed allocations)") != std::string::npos);
+  CHECK(text.out.find("4935 more failed allocations between, not detailed (the first 64 and the latest are)") !=
+        std::string::npos);
+  CHECK(text.out.find("#5000 at") != std::string::npos);
+  e2e::Result gate = cli({"check", path, "--no-oom"});
+  CHECK(gate.exit_code == 1);
+  CHECK(gate.out.find("5000 failed allocations") != std::string::npos);
+}
