@@ -16,11 +16,14 @@
 namespace vt {
 
 std::atomic<int> g_native_depth{0};
+namespace native_detail {
+int (*g_backtrace)(void**, int) = nullptr;
+}  // namespace native_detail
+using native_detail::g_backtrace;
 
 namespace {
 
 uint64_t g_self_lo = 0, g_self_hi = 0;  // libvramtrace's mapped range, trimmed from stacks
-int (*g_backtrace)(void**, int) = nullptr;  // unw_backtrace of the copy we opened (unwinder_library.h)
 
 int find_self(dl_phdr_info* info, size_t, void* data) {
   uint64_t probe = reinterpret_cast<uint64_t>(data);
@@ -83,17 +86,11 @@ void configure_native_stacks(int depth) {
   g_native_depth.store(depth, std::memory_order_release);
 }
 
-namespace {
-// The walk, out of line: only paid for when stacks are on. It unwinds straight into `out` (room for
-// max + kOwnFrames: native_stack.h) and drops our own frames in place: no second buffer on the
-// program's stack (a 2 KiB one was, docs/security.md "Stack use").
-__attribute__((noinline)) int walk(uint64_t* out, int max, uint64_t caller_ip, int depth) {
-  int want = depth + kOwnFrames;
-  if (want > max + kOwnFrames) want = max + kOwnFrames;
-  static_assert(sizeof(void*) == sizeof(uint64_t));
-  int (*backtrace)(void**, int) = __atomic_load_n(&g_backtrace, __ATOMIC_ACQUIRE);
-  if (!backtrace) return 0;
-  int n = backtrace(reinterpret_cast<void**>(out), want);
+namespace native_detail {
+// The unwinder wrote straight into `out` (room for max + kOwnFrames: native_stack.h); our own
+// frames are dropped in place: no second buffer on the program's stack (a 2 KiB one was,
+// docs/security.md "Stack use").
+int drop_own_frames(uint64_t* out, int n, int max, uint64_t caller_ip, int depth) {
   int skip = -1;
   for (int i = 0; i < n && i < 2 * kOwnFrames && caller_ip; ++i)
     if (out[i] == caller_ip) {
@@ -110,11 +107,11 @@ __attribute__((noinline)) int walk(uint64_t* out, int max, uint64_t caller_ip, i
   if (skip && count > 0) memmove(out, out + skip, size_t(count) * sizeof *out);
   return count < 0 ? 0 : count;
 }
-}  // namespace
+}  // namespace native_detail
 
-int capture_native(uint64_t* out, int max, uint64_t caller_ip) {
-  int depth = g_native_depth.load(std::memory_order_relaxed);
-  return depth == 0 ? 0 : walk(out, max, caller_ip, depth);
+// Out of line for the callers that are not the recorder's hot path.
+__attribute__((noinline)) int capture_native(uint64_t* out, int max, uint64_t caller_ip) {
+  return capture_native_here(out, max, caller_ip);
 }
 
 }  // namespace vt

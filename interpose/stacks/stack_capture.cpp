@@ -132,8 +132,7 @@ std::atomic<FrameBorrower> g_borrower{nullptr};
 
 void set_frame_borrower(FrameBorrower borrower) { g_borrower.store(borrower, std::memory_order_relaxed); }
 
-int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) {
-  int n = capture_native(frames, cap - kMaxPythonFrames, caller_ip);
+int add_python_frames(uint64_t* frames, int n) {
   if (g_python_state.load(std::memory_order_relaxed) != kPythonOn) return n;
   // One key per Python frame (the code object's address, the instruction, the entry flag), written
   // by the walker in place: cheap to hash; code ids are only looked up for stacks seen first.

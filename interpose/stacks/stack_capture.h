@@ -21,9 +21,17 @@ inline constexpr int kMaxPythonFrames = 64;
 // Room for the deepest stack capture_stack can return.
 inline constexpr int kMaxCaptureSlots = 256 + kMaxPythonFrames;
 
+// After the native frames frames[0..n): one key per Python frame of the thread (py::capture_keys),
+// when Python frames are on. Returns the slot count.
+int add_python_frames(uint64_t* frames, int n);
+
 // Captures the calling thread's stack (native frames, then one key per Python frame: py::capture_keys).
-// Returns the slot count written into frames[0..cap).
-int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip);
+// Returns the slot count written into frames[0..cap). Inline: the unwinding starts in the caller's
+// frame (native_stack.h, capture_native_here).
+__attribute__((always_inline)) inline int capture_stack(uint64_t* frames, int cap, uint64_t caller_ip) {
+  int n = capture_native_here(frames, cap - kMaxPythonFrames, caller_ip);
+  return add_python_frames(frames, n);
+}
 
 // Where a thread with a Python thread state but no frames of its own gets some: a borrower writes
 // frame keys (innermost first) into out[0..max) and returns how many, 0 for none. One at a time;
