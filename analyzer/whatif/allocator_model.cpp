@@ -47,6 +47,7 @@ struct CachingAllocatorModel::Segment {
 
 struct CachingAllocatorModel::Block {
   uint64_t ptr = 0, size = 0;
+  uint64_t stream = 0;  // the stream it belongs to (a split or merged piece keeps its segment's)
   bool allocated = false;
   bool is_mapped = true;  // false: unmapped address space of an expandable segment
   Block *prev = nullptr, *next = nullptr;
@@ -78,16 +79,20 @@ struct CachingAllocatorModel::Pool {
 };
 
 namespace {
+// As PyTorch's BlockComparatorSize and BlockComparatorAddress: the stream first, so a search
+// keyed by (stream, size) finds the best fit of that stream's blocks only.
 bool BySize::operator()(const CachingAllocatorModel::Block* a, const CachingAllocatorModel::Block* b) const {
+  if (a->stream != b->stream) return a->stream < b->stream;
   return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
 }
 bool ByAddress::operator()(const CachingAllocatorModel::Block* a, const CachingAllocatorModel::Block* b) const {
+  if (a->stream != b->stream) return a->stream < b->stream;
   return a->ptr < b->ptr;
 }
 }  // namespace
 
 struct CachingAllocatorModel::Params {
-  uint64_t size = 0, alloc_size = 0;
+  uint64_t size = 0, alloc_size = 0, stream = 0;
   Pool* pool = nullptr;
   Block* block = nullptr;
 };
@@ -144,8 +149,14 @@ void CachingAllocatorModel::note_reserved() {
 
 uint64_t CachingAllocatorModel::largest_free_block() const {
   uint64_t best = 0;
-  for (const Pool* p : {small_.get(), large_.get()})
-    if (!p->blocks.empty()) best = std::max(best, (*p->blocks.rbegin())->size);
+  for (const Pool* p : {small_.get(), large_.get()}) {
+    if (p->blocks.empty()) continue;
+    if ((*p->blocks.begin())->stream == (*p->blocks.rbegin())->stream) {  // one stream: the last is the largest
+      best = std::max(best, (*p->blocks.rbegin())->size);
+      continue;
+    }
+    for (const Block* b : p->blocks) best = std::max(best, b->size);
+  }
   return best;
 }
 
@@ -160,8 +171,9 @@ uint64_t CachingAllocatorModel::block_size(uint64_t handle) const {
   return handle ? reinterpret_cast<const Block*>(handle)->size : 0;
 }
 
-uint64_t CachingAllocatorModel::malloc(uint64_t orig_size) {
+uint64_t CachingAllocatorModel::malloc(uint64_t orig_size, uint64_t stream) {
   Params p;
+  p.stream = stream;
   p.size = round_size(orig_size);
   p.pool = p.size <= kSmallSize ? small_.get() : large_.get();
   p.alloc_size = allocation_size(p.size);
@@ -187,18 +199,21 @@ bool CachingAllocatorModel::get_free_block(Params& p) {
   if (set_fraction_ && conf_.garbage_collection_threshold > 0) ++pool.free_block_calls;
   Block key;
   key.size = p.size;
+  key.stream = p.stream;
   auto it = pool.blocks.lower_bound(&key);
-  if (it == pool.blocks.end()) return false;
+  if (it == pool.blocks.end() || (*it)->stream != p.stream) return false;
   if ((*it)->segment) {
     if (conf_.expandable_segments) {
       // Best fit counts what an expandable block can grow into (the unmapped space after it).
       auto expandable_size = [](Block* b) { return b->size + (b->next && !b->next->is_mapped ? b->next->size : 0); };
       auto next = std::next(it);
-      while ((*it)->segment && next != pool.blocks.end() && expandable_size(*next) < expandable_size(*it)) it = next++;
+      while ((*it)->segment && next != pool.blocks.end() && (*next)->stream == p.stream &&
+             expandable_size(*next) < expandable_size(*it))
+        it = next++;
     } else {
       do ++it;
-      while (it != pool.blocks.end() && (*it)->segment);
-      if (it == pool.blocks.end()) return false;
+      while (it != pool.blocks.end() && (*it)->segment && (*it)->stream == p.stream);
+      if (it == pool.blocks.end() || (*it)->stream != p.stream) return false;
     }
   }
   if (p.size < conf_.max_split_size && (*it)->size >= conf_.max_split_size) return false;
@@ -211,7 +226,7 @@ bool CachingAllocatorModel::get_free_block(Params& p) {
 bool CachingAllocatorModel::alloc_block(Params& p) {
   if (set_fraction_ && stats_.reserved + p.alloc_size > allowed_) return false;
   if (conf_.expandable_segments) {
-    p.block = try_allocate_expandable(*p.pool, p.size);
+    p.block = try_allocate_expandable(*p.pool, p.size, p.stream);
     return p.block != nullptr;
   }
   if (!device_fits(p.alloc_size)) return false;
@@ -219,6 +234,7 @@ bool CachingAllocatorModel::alloc_block(Params& p) {
   b->ptr = segment_address(p.alloc_size);
   if (getenv("VT_WHATIF_DEBUG")) fprintf(stderr, "seg %s %llu\n", conf_.text.c_str(), (unsigned long long)(p.alloc_size >> 20));
   b->size = p.alloc_size;
+  b->stream = p.stream;
   b->pool = p.pool;
   stats_.reserved += p.alloc_size;
   stats_.segments_allocated++;
@@ -231,14 +247,15 @@ bool CachingAllocatorModel::release_available_cached_blocks(const Params& p) {
   Pool& pool = *p.pool;
   Block key;
   key.size = std::max<uint64_t>(p.size, conf_.max_split_size);
+  key.stream = p.stream;
   auto it = pool.blocks.lower_bound(&key);
-  if (it == pool.blocks.end() || (*it)->segment) {
-    // No single block is large enough: free oversize blocks, the largest first (never an
-    // expandable segment's: those are only unmapped, by the flush).
+  if (it == pool.blocks.end() || (*it)->segment || (*it)->stream != p.stream) {
+    // No single block is large enough: free the stream's oversize blocks, the largest first
+    // (never an expandable segment's: those are only unmapped, by the flush).
     if (it == pool.blocks.begin()) return false;
     uint64_t released = 0;
     --it;
-    while (released < key.size && (*it)->size >= conf_.max_split_size) {
+    while (released < key.size && (*it)->size >= conf_.max_split_size && (*it)->stream == p.stream) {
       auto cur = it;
       bool first = cur == pool.blocks.begin();
       if (!first) --it;
@@ -338,6 +355,7 @@ CachingAllocatorModel::Block* CachingAllocatorModel::alloc_found_block(Params& p
     block = new Block;
     block->ptr = remaining->ptr;
     block->size = p.size;
+    block->stream = remaining->stream;
     block->pool = remaining->pool;
     block->segment = remaining->segment;
     block->prev = remaining->prev;
@@ -394,14 +412,17 @@ void CachingAllocatorModel::empty_cache() { release_cached_blocks(); }
 
 // --- expandable segments ---
 
-CachingAllocatorModel::Block* CachingAllocatorModel::find_expandable_block(Pool& pool, uint64_t size) {
+CachingAllocatorModel::Block* CachingAllocatorModel::find_expandable_block(Pool& pool, uint64_t size, uint64_t stream) {
   auto allocatable = [](Block* b) { return b && !b->allocated; };
   auto has_room = [&](Block* b) {
     uint64_t bytes = 0;
     while (bytes < size && allocatable(b)) bytes += b->size, b = b->next;
     return bytes >= size;
   };
-  for (Block* c : pool.unmapped) {
+  Block key;  // the stream's unmapped blocks, lowest address first
+  key.stream = stream;
+  for (auto it = pool.unmapped.lower_bound(&key); it != pool.unmapped.end() && (*it)->stream == stream; ++it) {
+    Block* c = *it;
     if (allocatable(c->prev)) c = c->prev;
     if (has_room(c)) return c;
   }
@@ -414,6 +435,7 @@ CachingAllocatorModel::Block* CachingAllocatorModel::find_expandable_block(Pool&
   Block* c = new Block;
   c->ptr = seg->base;
   c->size = seg->size();
+  c->stream = stream;
   c->pool = &pool;
   c->is_mapped = false;
   c->segment = seg.get();
@@ -436,6 +458,7 @@ bool CachingAllocatorModel::map_block(Block* to_map, uint64_t size) {
     Block* rest = new Block;
     rest->ptr = to_map->ptr + bytes;
     rest->size = to_map->size - bytes;
+    rest->stream = to_map->stream;
     rest->pool = &pool;
     rest->is_mapped = false;
     rest->segment = to_map->segment;
@@ -454,8 +477,9 @@ bool CachingAllocatorModel::map_block(Block* to_map, uint64_t size) {
   return true;
 }
 
-CachingAllocatorModel::Block* CachingAllocatorModel::try_allocate_expandable(Pool& pool, uint64_t size) {
-  Block* c = find_expandable_block(pool, size);
+CachingAllocatorModel::Block* CachingAllocatorModel::try_allocate_expandable(Pool& pool, uint64_t size,
+                                                                            uint64_t stream) {
+  Block* c = find_expandable_block(pool, size, stream);
   if (!c->is_mapped && !map_block(c, std::min(c->size, size))) return nullptr;
   while (c->size < size) {
     Block* next = c->next;
@@ -479,6 +503,7 @@ void CachingAllocatorModel::unmap_block(Block* b) {
     Block* f = new Block;
     f->ptr = b->ptr;
     f->size = before;
+    f->stream = b->stream;
     f->pool = &pool;
     f->segment = b->segment;
     f->prev = b->prev;
@@ -492,6 +517,7 @@ void CachingAllocatorModel::unmap_block(Block* b) {
     Block* f = new Block;
     f->ptr = unmapped_ptr + unmapped_size;
     f->size = after;
+    f->stream = b->stream;
     f->pool = &pool;
     f->segment = b->segment;
     f->next = b->next;

@@ -45,7 +45,8 @@ class AllocatorModel {
     uint64_t segments_allocated = 0;               // cudaMalloc calls, or page ranges mapped
   };
   virtual ~AllocatorModel() = default;
-  virtual uint64_t malloc(uint64_t size) = 0;
+  // `stream`: the cudaStream_t the block is handed out on (PyTorch keeps a pool per stream).
+  virtual uint64_t malloc(uint64_t size, uint64_t stream = 0) = 0;
   virtual void free(uint64_t handle) = 0;
   virtual void empty_cache() = 0;                  // torch.cuda.empty_cache()
   virtual uint64_t block_size(uint64_t handle) const = 0;
@@ -72,8 +73,10 @@ class CachingAllocatorModel final : public AllocatorModel {
   CachingAllocatorModel(const CachingAllocatorModel&) = delete;
   CachingAllocatorModel& operator=(const CachingAllocatorModel&) = delete;
 
-  // A request of `size` bytes; an opaque handle (0: out of memory, after the flush).
-  uint64_t malloc(uint64_t size) override;
+  // A request of `size` bytes on `stream`; an opaque handle (0: out of memory, after the flush).
+  // Blocks of one stream are never handed out on another (PyTorch's pools are per stream: a
+  // cached block of stream A does not serve stream B), nor do expandable segments mix streams.
+  uint64_t malloc(uint64_t size, uint64_t stream = 0) override;
   void free(uint64_t handle) override;
   void empty_cache() override;
 
@@ -98,8 +101,8 @@ class CachingAllocatorModel final : public AllocatorModel {
   Block* alloc_found_block(Params& p);
   void free_block(Block* b);
   uint64_t try_merge(Block* dst, Block* src, Pool& pool);
-  Block* try_allocate_expandable(Pool& pool, uint64_t size);
-  Block* find_expandable_block(Pool& pool, uint64_t size);
+  Block* try_allocate_expandable(Pool& pool, uint64_t size, uint64_t stream);
+  Block* find_expandable_block(Pool& pool, uint64_t size, uint64_t stream);
   bool map_block(Block* to_map, uint64_t size);
   void unmap_block(Block* b);
   bool device_fits(uint64_t bytes) const;

@@ -30,7 +30,7 @@ void DriverPoolModel::set_reserved(uint64_t r) {
   }
 }
 
-uint64_t DriverPoolModel::malloc(uint64_t size) {
+uint64_t DriverPoolModel::malloc(uint64_t size, uint64_t) {
   if (size == 0) size = 1;
   const uint64_t used = stats_.allocated + size;
   uint64_t reserved = std::max(stats_.reserved, pages(used));

@@ -20,7 +20,7 @@ namespace vt::analyzer {
 class DriverPoolModel final : public AllocatorModel {
  public:
   DriverPoolModel(uint64_t device_total, double memory_fraction, std::function<uint64_t()> others);
-  uint64_t malloc(uint64_t size) override;
+  uint64_t malloc(uint64_t size, uint64_t stream = 0) override;  // (one pool: streams are not modelled)
   void free(uint64_t handle) override;
   void empty_cache() override;
   uint64_t block_size(uint64_t handle) const override;

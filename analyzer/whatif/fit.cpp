@@ -36,6 +36,7 @@ struct Stream {
     uint32_t key = 0, occurrence = 0;  // the call site, and this request's order among its requests
     uint64_t size = 0;
     std::string where;  // the user's line
+    uint64_t stream = 0;  // the cudaStream_t it was handed out on (PyTorch's pools are per stream)
   };
   std::vector<Event> events;
   std::vector<Request> requests;
@@ -84,7 +85,7 @@ bool load(const std::string& path, int device, const SymbolizerOptions& symbols,
       watch.on_block(b.addr, uint64_t(b.size > 0 ? b.size : -b.size));
       if (b.size > 0) {
         uint32_t i = uint32_t(out->requests.size());
-        out->requests.push_back({0, 0, b.requested ? b.requested : uint64_t(b.size), ""});
+        out->requests.push_back({0, 0, b.requested ? b.requested : uint64_t(b.size), "", b.stream});
         stacks.push_back(b.stack);
         live[b.addr] = i;
         out->events.push_back({Stream::kAlloc, i});
@@ -186,7 +187,7 @@ class Fitter {
       }
       double v = lines_[e.request].at(batch);
       uint64_t size = v < 1 ? 1 : uint64_t(std::llround(v));
-      uint64_t h = m.malloc(size);
+      uint64_t h = m.malloc(size, base_.requests[e.request].stream);
       if (e.kind == Stream::kOom) {  // the run failed here and went on: tried, then given back
         m.free(h);
         if (!h) {

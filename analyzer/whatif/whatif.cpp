@@ -30,6 +30,7 @@ struct Survey {
   int oom_device = -1;
   TorchConfig config;
   bool config_seen = false;
+  bool streams_known = false;  // the hook looked each block's stream up (its status record says so)
   struct Oom {
     TorchOom o;
     uint64_t t_ns = 0, process_bytes = 0;
@@ -69,6 +70,8 @@ void survey(TraceReader& r, Survey* s, std::map<int, uint64_t>* context_by_devic
       s->ooms.push_back({o, rec.t_ns, process_device_bytes(live, o.device)});
     } else if (rec.tag == fmt::kTagTorchConfig && !s->config_seen) {
       s->config_seen = decode_torch_config(rec, &s->config);
+    } else if (TorchStatus st; rec.tag == fmt::kTagTorchStatus && decode_torch_status(rec, &st) && st.on) {
+      s->streams_known = st.message.find("; streams seen") != std::string::npos;
     }
   }
   for (const DeviceTotals& d : live.devices())
@@ -198,7 +201,7 @@ bool run_whatif(const std::string& trace, const WhatifOptions& opt, WhatifReport
         for (auto& run : runs) {
           if (run->ended) continue;
           run->result.blocks++;
-          uint64_t h = run->model->malloc(request);
+          uint64_t h = run->model->malloc(request, b.stream);
           if (!h) {
             run->ended = true;
             run->result.new_oom = true;
@@ -263,7 +266,10 @@ bool run_whatif(const std::string& trace, const WhatifOptions& opt, WhatifReport
         (rec.blocks - rec.requests_known == 1 ? "is" : "are") +
         " the block size PyTorch recorded, not the size asked for (a block PyTorch did not split counts whole): the "
         "trace has the request only where the hook saw it (docs/trace-format.md, torch alloc)");
-  out->limits.push_back("one stream: the trace does not say on which stream a block was allocated");
+  if (!s.streams_known)
+    out->limits.push_back(
+        "one stream: the trace does not say on which stream each block was allocated (a vramtrace before trace "
+        "format 1.6, or VRAMTRACE_TORCH_REQUESTS=0), so PyTorch's per-stream pools are modelled as one");
   for (const AllocConf& c : opt.settings)
     if (c.cuda_malloc_async) {
       out->limits.push_back(

@@ -186,3 +186,39 @@ TEST_CASE("whatif model: garbage_collection_threshold acts only under a memory f
   CHECK(without.reserved == 50 * MiB);  // no fraction: no collector, the miss flushes everything
   CHECK(without.flushes == 1);
 }
+
+// PyTorch keeps a pool per stream: a block cached for one stream never serves another, a miss on
+// a stream frees only that stream's oversize blocks before the flush, and expandable segments are
+// per stream too.
+TEST_CASE("whatif model: each stream has its own cached blocks") {
+  constexpr uint64_t kSide = 0x5000;
+  CachingAllocatorModel m(conf(""), 1024 * MiB, 0, nullptr);
+  uint64_t a = m.malloc(12 * MiB);  // the default stream: a 12 MiB segment
+  m.free(a);
+  uint64_t b = m.malloc(12 * MiB, kSide);  // the side stream cannot take it: a segment of its own
+  CHECK(m.stats().reserved == 24 * MiB);
+  CHECK(m.stats().segments_allocated == 2);
+  uint64_t c = m.malloc(12 * MiB);  // the default stream takes its own cached block back
+  CHECK(m.stats().segments_allocated == 2);
+  CHECK(m.largest_free_block() == 0);
+  m.free(b);
+  m.free(c);
+  CHECK(m.largest_free_block() == 12 * MiB);  // (over both streams' blocks)
+  uint64_t small = m.malloc(1000, kSide);  // small pool: a new 2 MiB segment for the side stream
+  uint64_t small2 = m.malloc(1000);        // and one for the default stream
+  CHECK(m.stats().reserved == 28 * MiB);
+  m.free(small);
+  m.free(small2);
+
+  CachingAllocatorModel e(conf("expandable_segments:True"), 1024 * MiB, 0, nullptr);
+  uint64_t x = e.malloc(4 * MiB);
+  uint64_t y = e.malloc(4 * MiB, kSide);  // the default stream's mapped page is not the side stream's
+  CHECK(e.stats().reserved == 40 * MiB);  // a 20 MiB page each
+  uint64_t z = e.malloc(4 * MiB, kSide);  // the side stream's page has room
+  CHECK(e.stats().reserved == 40 * MiB);
+  e.free(x);
+  e.free(y);
+  e.free(z);
+  e.empty_cache();
+  CHECK(e.stats().reserved == 0);
+}

@@ -32,6 +32,7 @@ WORKLOADS = {
     "oom_live_set": (os.path.join(W, "oom_live_set.py"), {"FAKECUDA_TOTAL_BYTES": "3GiB"}),
     "varying_batch": (os.path.join(HERE, "varying_batch.py"), {"FAKECUDA_TOTAL_BYTES": "2GiB"}),
     "mixed_sizes": (os.path.join(HERE, "mixed_sizes.py"), {"FAKECUDA_TOTAL_BYTES": "2GiB"}),
+    "two_streams": (os.path.join(HERE, "two_streams.py"), {"FAKECUDA_TOTAL_BYTES": "2GiB"}),
 }
 SETTINGS = [
     "expandable_segments:True",
