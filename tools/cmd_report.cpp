@@ -20,6 +20,7 @@
 #include "analysis.h"
 #include "terminal_escape.h"
 #include "commands.h"
+#include "job_json_text.h"
 #include "job_parallel.h"
 #include "output_file.h"
 #include "report_html.h"
@@ -100,7 +101,7 @@ int report_command(const ReportOptions& opt) {
   }
   auto json_text = [](const nlohmann::json& j) { return analyzer::json_text(j, 2) + "\n"; };
   if (is_job) {
-    text = opt.format == "json" ? json_text(analyzer::job_json(job, opt.sections))
+    text = opt.format == "json" ? analyzer::job_json_text(job, opt.sections, opt.jobs ? opt.jobs : analyzer::online_cpus()) + "\n"
            : opt.format == "html" ? analyzer::job_html(job)
                                   : analyzer::job_text(job, opt.sections, opt.native);
   } else {

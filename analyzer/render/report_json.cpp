@@ -385,7 +385,7 @@ json job_summary_json(const JobReport& job) {
   return j;
 }
 
-json job_json(const JobReport& job, Sections sections) {
+json job_json(const JobReport& job, Sections sections, bool reports) {
   json ranks = json::array();
   for (const RankRow& row : job.ranks)
     ranks.push_back({{"rank", row.rank}, {"pid", row.pid}, {"host", row.host}, {"path", row.path},
@@ -396,7 +396,7 @@ json job_json(const JobReport& job, Sections sections) {
   for (size_t i = 0; i < job.traces.size(); ++i) {
     const TraceReport& t = job.traces[i];
     // From summaries: each rank's own report, as its node wrote it (job_summaries.cpp).
-    traces.push_back(i < job.summaries.size() ? json::parse(job.summaries[i]) : report_json(t, sections));
+    if (reports) traces.push_back(i < job.summaries.size() ? json::parse(job.summaries[i]) : report_json(t, sections));
     damaged += t.damaged();
   }
   return {{"schema", kReportSchema},

@@ -58,7 +58,8 @@ class Sections {
 };
 
 nlohmann::json report_json(const TraceReport& r, Sections sections = Sections::whole());
-nlohmann::json job_json(const JobReport& j, Sections sections = Sections::whole());
+// `reports` false: "reports" is left an empty array (job/job_json_text.h writes them apart).
+nlohmann::json job_json(const JobReport& j, Sections sections = Sections::whole(), bool reports = true);
 // The lookup safety net's findings (report JSON `interception`, also in `vramtrace info`).
 nlohmann::json interception_json(const InterceptionReport& x);
 // `native`: every frame of every stack (--native); else the user's frames first, the interpreter,

@@ -65,8 +65,7 @@ void PoolState::subtract_extent(uint64_t lo, uint64_t hi) {
 void PoolState::clear_extents() {
   extents.clear();
   extent_bytes = 0;
-  freed_since_trim.clear();
-  allocated_since_trim.clear();
+  forget_changes();
   changes_dropped = false;
 }
 
@@ -100,16 +99,24 @@ uint64_t PoolState::largest_free_gap(const LiveState& live) const {
   // freed since, less what of it was handed out again and is live: no walk of the live map
   // (the fragmentation samples call this; with many blocks live the walk and its sort were
   // most of a report).
-  std::vector<std::pair<uint64_t, uint64_t>> freed(freed_since_trim), merged;
-  std::sort(freed.begin(), freed.end());
-  for (const auto& r : freed)
+  auto catch_up = [](auto& sorted, const auto& list) {  // sort the new tail, merge it in
+    const size_t old = sorted.size();
+    sorted.insert(sorted.end(), list.begin() + long(old), list.end());
+    std::sort(sorted.begin() + long(old), sorted.end());
+    std::inplace_merge(sorted.begin(), sorted.begin() + long(old), sorted.end());
+  };
+  catch_up(freed_sorted, freed_since_trim);
+  catch_up(allocated_sorted, allocated_since_trim);
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (const auto& r : freed_sorted)
     if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
     else merged.push_back(r);
-  for (uint64_t addr : allocated_since_trim)
+  for (size_t i = 0; i < allocated_sorted.size(); ++i) {  // (addresses in order: the ranges come sorted)
+    const uint64_t addr = allocated_sorted[i];
+    if (i && addr == allocated_sorted[i - 1]) continue;
     if (auto a = live.live().find(addr); a != live.live().end() && live.info(a->second).kind == MemKind::Async)
       used.push_back({addr, addr + a->second.size});
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
+  }
   return longest_uncovered(merged, used);
 }
 
@@ -469,8 +476,7 @@ void LiveState::trim_pools(const std::vector<uint64_t>& keys, uint64_t keep) {
           const AllocInfo al = info(a->second);
           if (al.kind == MemKind::Async && pool_key(al) == key) p.merge_extent(addr, addr + al.size);
         }
-      p.freed_since_trim.clear();
-      p.allocated_since_trim.clear();
+      p.forget_changes();
     }
   }
   if (!walk.empty())
