@@ -108,6 +108,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   allocations_.before(r, live_);
   if (SharingAggregator::wants(*r.op)) sharing_.before(r, live_);
   live_.apply(r);  // snapshots a pending peak before a device's bytes go down
+  allocations_.after(r, live_);
   torch_.after(r);
   peaks_.after(r.t_ns);
   phases_.after(r.t_ns, live_);

@@ -31,15 +31,22 @@ class AllocationStatsAggregator {
       count(size);
       // Only one that enters the largest is looked at further (most are smaller).
       if (largest_.size() < keep_ || size > min_largest_) enter(r, fx == Effect::CreateHandle ? r.aux : r.addr, size);
-    } else if (fx == Effect::Free || fx == Effect::ReleaseHandle) {
-      const AllocMap& m = fx == Effect::Free ? live.live() : live.vmm_handles();
-      auto it = m.find(fx == Effect::Free ? r.addr : r.aux);
-      if (it == m.end()) return;  // nothing live to free (rule 3)
+    } else if (fx == Effect::ReleaseHandle) {  // (a free: after(), from what LiveState removed)
+      auto it = live.vmm_handles().find(r.aux);
+      if (it == live.vmm_handles().end()) return;  // nothing live to free (rule 3)
       if (live.info(it->second).bucket == Bucket::Imported) return;  // not an allocation of ours
       ++freed_;
-      // Only an allocation as big as the smallest of the largest can be one of them.
       if (it->second.size >= min_largest_) freed(it->first, r.t_ns);
     }
+  }
+  // After LiveState applied the event: a free, counted from the allocation it removed.
+  void after(const Record& r, const LiveState& live) {
+    uint64_t size;
+    Bucket bucket;
+    if (!live.freed_now(&size, &bucket) || bucket == Bucket::Imported) return;  // not an allocation of ours
+    ++freed_;
+    // Only an allocation as big as the smallest of the largest can be one of them.
+    if (size >= min_largest_) freed(r.addr, r.t_ns);
   }
   void finish(TraceReport* rep);  // rep->allocations (stacks by id)
 

@@ -549,6 +549,7 @@ void LiveState::graph_pool_sampled(int device, uint64_t reserved, uint64_t used)
 // Each case is one effect of format/accounting.h; the rules are numbered there.
 void LiveState::apply(const Record& r) {
   changed_.clear();
+  freed_now_ = false;
   if (!r.op || !changes_memory(r.result)) return;  // rule 1
   const OpInfo& op = *r.op;
   auto alloc = [&r, &op] {  // what an acquire adds, on the event's device (rule 4)
@@ -585,10 +586,14 @@ void LiveState::apply(const Record& r) {
     case Effect::Free: {
       if (!is_memory_key(r.addr)) return;
       auto it = live_.find(r.addr);
-      if (it == live_.end())
+      if (it == live_.end()) {
         ++unmatched_frees_;  // rule 3: nothing to free
-      else
-        remove_alloc(it, live_, false);
+        return;
+      }
+      freed_now_ = true;
+      freed_size_ = it->second.size;
+      freed_bucket_ = info(it->second).bucket;
+      remove_alloc(it, live_, false);
       return;
     }
     case Effect::CreateHandle:

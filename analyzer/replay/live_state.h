@@ -271,6 +271,14 @@ class LiveState {
   uint64_t imported_max() const { return imported_max_; }
   // Devices whose totals the last apply() changed (usually one).
   const std::vector<int>& changed() const { return changed_; }
+  // The allocation the last applied event freed (a free, Effect::Free, that found one): its size
+  // and bucket; false for any other event. Read after apply instead of a second lookup.
+  bool freed_now(uint64_t* size, Bucket* bucket) const {
+    if (!freed_now_) return false;
+    *size = freed_size_;
+    *bucket = freed_bucket_;
+    return true;
+  }
   // Every device seen so far, in order of first appearance.
   const std::vector<DeviceTotals>& devices() const { return slots_; }
   const DeviceTotals* find_device(int device) const {
@@ -422,6 +430,9 @@ class LiveState {
   SiteTable teardown_;
   uint64_t reserved_total_ = 0, mapped_total_ = 0, unmatched_frees_ = 0;
   std::vector<int> changed_;
+  bool freed_now_ = false;  // freed_now()
+  uint64_t freed_size_ = 0;
+  Bucket freed_bucket_ = Bucket::Device;
   BeforeDrop before_drop_ = nullptr;
   void* before_drop_ctx_ = nullptr;
 

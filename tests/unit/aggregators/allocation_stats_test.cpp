@@ -21,6 +21,7 @@ TEST_CASE("allocation stats: counts, bytes, frees, histogram and the largest wit
   for (const Record& r : rs) {
     agg.before(r, live);
     live.apply(r);
+    agg.after(r, live);  // (a free is counted from what LiveState removed)
   }
   TraceReport rep;
   agg.finish(&rep);
