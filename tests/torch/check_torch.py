@@ -40,7 +40,7 @@ def innermost_python(stack):
     return None
 
 
-def check_blocks(events, forwarded=True, extra_forwards=0):
+def check_blocks(events, forwarded=True, extra_forwards=0, probes=True):
     blocks = [e for e in events if e["op"] == "torch_block"]
     status = [e for e in events if e["op"] == "torch_status"]
     if len(blocks) != expect["reports"]:
@@ -55,8 +55,20 @@ def check_blocks(events, forwarded=True, extra_forwards=0):
         fail(f"status: {status[0]['message']}")
     elif not forwarded and "not forwarded" not in status[0]["message"]:
         fail(f"status: {status[0]['message']}")
-    elif "; requested sizes seen" not in status[0]["message"] or not status[0]["message"].endswith("; streams seen"):
+    elif probes and ("; requested sizes seen" not in status[0]["message"] or not status[0]["message"].endswith("; streams seen")):
         fail(f"status: the request probe or the stream lookup is not on: {status[0]['message']}")
+    elif not probes and not status[0]["message"].endswith(
+            "; requested sizes not seen: VRAMTRACE_TORCH_REQUESTS=0; streams not seen"):
+        fail(f"status: VRAMTRACE_TORCH_REQUESTS=0 not said: {status[0]['message']}")
+    if not probes:  # turned off: no request, no stream, the allocator object untouched
+        handed = [b for b in blocks if b["size"] > 0]
+        if any("requested" in b or "stream" in b for b in handed):
+            fail("VRAMTRACE_TORCH_REQUESTS=0: blocks carry a request or a stream")
+        if expect.get("vtable_intact") != 1:
+            fail("VRAMTRACE_TORCH_REQUESTS=0: the allocator's virtual table was changed")
+        return
+    if expect.get("vtable_intact") != 0:
+        fail("the request probe is on, yet the allocator's virtual table is its own")
     # The requests (the probe on the allocator's allocate, request_probe.h): every block handed out
     # through it carries the size asked for, no larger than the block and rounding into it; only
     # the calls that entered allocate() before the probe was installed (at the first block) lack
@@ -225,6 +237,8 @@ if case == "blocks":
     check_blocks(events)
 elif case == "unforwarded":
     check_blocks(events, forwarded=False)
+elif case == "no_requests":
+    check_blocks(events, probes=False)
 elif case in ("oldsig", "absent"):
     # The function never reaches us: no block events, no status; the driver-level events remain.
     if ops & {"torch_block", "torch_status", "torch_oom"}:

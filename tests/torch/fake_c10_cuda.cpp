@@ -403,6 +403,13 @@ FAKE_EXPORT uint64_t fc10_host_alloc(uint64_t size) {
 
 FAKE_EXPORT const char* fc10_oom_message() { return t_oom_message; }
 
+// 1 while the allocator object's virtual table is its own (vramtrace's request probe gives it a
+// copy: interpose/torch/request_probe.h; VRAMTRACE_TORCH_REQUESTS=0 must leave it alone).
+FAKE_EXPORT int fc10_vtable_intact() {
+  fake_c10::FakeCachingAllocator fresh;
+  return *reinterpret_cast<void**>(&fake_c10::g_caching_allocator) == *reinterpret_cast<void**>(&fresh);
+}
+
 // Blocks handed out and taken back on `dev` so far (each one a report to libc10.so).
 FAKE_EXPORT uint64_t fc10_reports(int dev) {
   DeviceAllocator* d = device(dev);

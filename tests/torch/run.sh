@@ -37,6 +37,7 @@ run_case "$py3" absent threads absent
 run_case "$py3" bad_totals threads default FAKE_C10_MODE=bad_totals
 run_case "$py3" unaligned threads default FAKE_C10_MODE=unaligned
 run_case "$py3" cpu_events threads default FAKE_C10_MODE=cpu_events
+run_case "$py3" no_requests threads default VRAMTRACE_TORCH_REQUESTS=0
 # The report in PyTorch's terms: figures at marks, peaks, each OOM verdict with PyTorch's message.
 run_case "$py3" report_threads threads default
 run_case "$py3" report_fragmented fragmented default FAKECUDA_TOTAL_BYTES=170MiB
