@@ -29,6 +29,7 @@ CTX_DESTROY, PRIMARY_RESET = 30, 31
 PROCESS, DEVICE, END, NOTE, STACK, MODULE, PYCODE, THREAD, CONFIG = range(0x80, 0x89)
 REGION = 0x92
 TORCH_BLOCK, TORCH_OOM, TORCH_STATUS, TORCH_CONFIG, TORCH_ALLOC = 0x93, 0x94, 0x95, 0x96, 0x9B
+TORCH_STREAM_ALLOC = 0x9C
 F_CTX, F_STREAM, F_FAILED, F_ADDR, F_SIZE, F_AUX, F_AUX2, F_STACK = (1 << i for i in range(8))
 PY, PY_ENTRY = 1 << 63, 1 << 62
 
@@ -167,6 +168,9 @@ def torch_events():
     # A block handed out with its request (torch alloc): 3 MiB + 100 B asked for, 3 MiB + 512 B given.
     recs += meta(TORCH_ALLOC, b"".join(varint(v) for v in (0, a + 12 * mib, 3 * mib + 512, 3 * mib + 100,
                                                             allocated + 19 * mib + 512, 40 * mib, 0)), dt=3)
+    # One on a side stream (torch stream alloc): device, address, size, request, stream, totals, stack.
+    recs += meta(TORCH_STREAM_ALLOC, b"".join(varint(v) for v in (0, a + 16 * mib, 2 * mib, 2 * mib - 7, 0x55D0C0DE0000,
+                                                                   allocated + 21 * mib + 512, 40 * mib, 0)), dt=3)
     recs += meta(REGION, varint(1) + string("step"))
     recs += event(ALLOC, failed=(2, 1 * mib, 64 * mib), size=24 * mib)
     recs += meta(TORCH_OOM, b"".join(varint(v) for v in (0, zigzag(24 * mib), allocated, 20 * mib, mib, 64 * mib, 0)))
@@ -340,6 +344,9 @@ def seeds():
                                  meta(TORCH_ALLOC, b"".join(varint(v) for v in (0, big, 512, 1024, big, big, 0))) +
                                  meta(TORCH_ALLOC, b"".join(varint(v) for v in (0, 1 << 40, big, 7, 0, 0, 3))) +
                                  meta(TORCH_ALLOC, varint(1)) +
+                                 meta(TORCH_STREAM_ALLOC, b"".join(varint(v) for v in (0, big, 512, 1024, big, big, big, 0))) +
+                                 meta(TORCH_STREAM_ALLOC, b"".join(varint(v) for v in (127, 1 << 40, big, 7, 0, 0, 0, 3))) +
+                                 meta(TORCH_STREAM_ALLOC, varint(1)) +
                                  meta(TORCH_STATUS, varint(9) + varint(1) + string("x" * 40)) +
                                  meta(TORCH_STATUS, varint(2) + varint(0) + varint(1 << 40)) +
                                  meta(TORCH_CONFIG, varint(1 << 30)) +
