@@ -14,8 +14,11 @@
 //     segment_alloc + alloc and free_requested + free_completed + segment_free;
 //   - frames: the Python frames first (innermost first), then the native ones, as PyTorch's
 //     stacks="all" writes them;
-//   - what the hook cannot see is said, not guessed: `size` of an alloc and `requested_size` are
-//     the allocator's rounded block size (PyTorch's recorder gives the request), `stream` is 0.
+//   - sizes are the requests and streams the blocks' (torch alloc / torch stream alloc records);
+//     free blocks and segments' frames follow PyTorch's Block objects (torch_free_blocks.h); what
+//     the trace does not have (an older trace, the probes off) is said in the "vramtrace" entry,
+//     not guessed;
+//   - last, one `snapshot` action per device: the end of the trace, which `segments` describe.
 // Without PyTorch's block records (JAX, CuPy, raw CUDA, cudaMallocAsync), every device allocation
 // is a segment with one block, and the pickle's "vramtrace" entry says so.
 // Two passes over the trace: the first finds which driver allocations held PyTorch's blocks (its
