@@ -85,7 +85,7 @@ void TorchFreeBlocks::map(uint64_t addr, uint64_t size, uint32_t stack) {
   uint64_t lo;
   Segment* seg = segment_of(addr, &lo);
   if (!seg || !seg->expandable || size == 0) return;
-  const uint64_t hi = std::min(addr + size, seg->end);
+  const uint64_t hi = addr + std::min(size, seg->end - addr);  // (a damaged size does not wrap)
   auto first = containing(unmapped_, addr);
   const uint64_t requested = first != unmapped_.end() ? first->second.requested : 0;
   uint64_t after = 0;  // where the last unmapped block it maps into ends
@@ -103,7 +103,7 @@ void TorchFreeBlocks::unmap(uint64_t addr, uint64_t size) {
   uint64_t lo;
   Segment* seg = segment_of(addr, &lo);
   if (!seg || !seg->expandable || size == 0) return;
-  const uint64_t hi = std::min(addr + size, seg->end);
+  const uint64_t hi = addr + std::min(size, seg->end - addr);  // (a damaged size does not wrap)
   auto b = containing(free_, addr);
   const uint64_t requested = b != free_.end() ? b->second.requested : 0;
   if (b != free_.end()) {

@@ -30,6 +30,11 @@ namespace fmt = format;
 
 constexpr uint64_t kSmallSegment = 2ull << 20;  // PyTorch's small pool allocates 2 MiB segments
 constexpr uint64_t kSmallBlock = 1ull << 20;    // and holds blocks of 1 MiB or less
+// device_traces is a list indexed by device ordinal, and PyTorch's device indexes are 0-127
+// (c10::DeviceIndex): what a damaged trace puts on a larger ordinal is left out (and said),
+// rather than written after millions of empty lists. A negative one counts as device 0.
+constexpr int kMaxDevices = 128;
+int device_slot(int device) { return device < 0 ? 0 : device; }
 
 // A driver allocation with an address and a size of its own: what can hold PyTorch's blocks, and
 // what is exported as memory outside PyTorch.
@@ -183,7 +188,6 @@ class Exporter {
           // PyTorch's alloc action gives the request (its block keeps it as requested_size).
           uint64_t requested = b.requested ? b.requested : uint64_t(b.size);
           if (b.requested) stats_.requests_known++;
-          if (b.stream) stats_.streams_seen++;
           blocks_[b.addr] = Block{uint64_t(b.size), b.stack, b.device, requested, b.stream};
           if (containing(live_, b.addr, uint64_t(b.size)) == live_.end() && !in_expandable(b.addr, uint64_t(b.size)))
             stats_.blocks_without_segment++;
@@ -360,7 +364,11 @@ class Exporter {
   // driver sees one cuMemMap per page: adjacent ones in a row are one action.
   void action(int device, const char* what, uint64_t addr, uint64_t size, uint64_t stream, uint64_t t_ns, uint32_t stack,
               bool outside, uint64_t device_free = 0, bool oom = false) {
-    if (device < 0) device = 0;
+    device = device_slot(device);
+    if (device >= kMaxDevices) {
+      ++left_out_actions_;
+      return;
+    }
     List& l = list(device);
     const bool vmm = !strcmp(what, "segment_map") || !strcmp(what, "segment_unmap");
     Pending& p = l.pending;
@@ -508,6 +516,10 @@ class Exporter {
     std::sort(views.begin(), views.end(),
               [](const SegmentView& x, const SegmentView& y) { return std::tie(x.device, x.address) < std::tie(y.device, y.address); });
     if (!opt_.torch_only) driver_segments(views);
+    for (SegmentView& v : views) v.device = device_slot(v.device);
+    auto beyond = std::remove_if(views.begin(), views.end(), [](const SegmentView& v) { return v.device >= kMaxDevices; });
+    left_out_segments_ = uint64_t(views.end() - beyond);
+    views.erase(beyond, views.end());
     for (SegmentView& v : views) pieces(v);
   }
 
@@ -662,6 +674,10 @@ class Exporter {
     w.string("problems");  // the reader's: a trace cut short exports what was written before the cut
     w.begin_list();
     for (const std::string& p : stats_.problems) w.string(p);
+    if (left_out_actions_ || left_out_segments_)
+      w.string(std::to_string(left_out_actions_) + " actions and " + std::to_string(left_out_segments_) +
+               " segments on device ordinals above " + std::to_string(kMaxDevices - 1) +
+               " left out (PyTorch's device indexes are 0 to " + std::to_string(kMaxDevices - 1) + ": a damaged trace)");
     w.end();
     w.end();
   }
@@ -686,6 +702,7 @@ class Exporter {
   TorchFreeBlocks free_blocks_;  // PyTorch's free blocks: their requests, the segments' frames
   std::vector<SegmentView> views_;  // the segments at the end (build_views)
   uint64_t end_ns_ = 0;             // the last record's time: the export's snapshot action
+  uint64_t left_out_actions_ = 0, left_out_segments_ = 0;  // on ordinals beyond kMaxDevices
   std::map<int, List> lists_;
   uint32_t next_memo_ = 0;  // one memo for the whole pickle: the device lists are embedded in it
   bool tmp_ok_ = true;

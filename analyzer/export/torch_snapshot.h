@@ -46,7 +46,6 @@ struct TorchSnapshotStats {
   uint64_t actions = 0, segments = 0, blocks = 0, outside_segments = 0, stacks = 0;
   uint64_t blocks_without_segment = 0;  // blocks in no segment the trace knows (should stay 0)
   uint64_t requests_known = 0;          // allocs whose request the trace has (torch alloc records)
-  uint64_t streams_seen = 0;            // allocs on a stream other than the default (torch stream alloc records)
   bool streams_known = false;           // the hook looked the streams up (its status record says so)
   std::vector<std::string> problems;    // the reader's
 };

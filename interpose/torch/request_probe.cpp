@@ -38,7 +38,6 @@ namespace vt {
 
 namespace {
 
-constexpr const char* kAllocatorName = "_ZN3c104cuda20CUDACachingAllocator9allocatorE";
 constexpr int kAllocateSlot = 2;  // after the complete and the deleting destructor
 constexpr int kMaxSlots = 256;
 
@@ -102,7 +101,7 @@ bool install_request_probe(const void* skip, char* why, size_t why_size) {
   if (env && strcmp(env, "0") == 0) return refuse(why, why_size, "VRAMTRACE_TORCH_REQUESTS=0");
   if (!loader_list_usable()) return refuse(why, why_size, "the loader's list cannot be walked here");
   const char* path = "";
-  auto* sym = static_cast<void**>(find_loaded_symbol(kAllocatorName, skip, &path));
+  auto* sym = static_cast<void**>(find_loaded_symbol(kTorchAllocatorSymbol, skip, &path));
   if (!sym) return refuse(why, why_size, "c10::cuda::CUDACachingAllocator::allocator not found");
   void* obj = __atomic_load_n(sym, __ATOMIC_ACQUIRE);
   if (!obj) return refuse(why, why_size, "no allocator object yet");

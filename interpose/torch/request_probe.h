@@ -25,6 +25,9 @@
 
 namespace vt {
 
+// c10::cuda::CUDACachingAllocator::allocator: the object the probe is installed on.
+inline constexpr const char* kTorchAllocatorSymbol = "_ZN3c104cuda20CUDACachingAllocator9allocatorE";
+
 // Once; `skip` is an address inside libvramtrace.so (find_loaded_symbol's). *why gets a short
 // reason when it is not installed, or "" when it is. Not thread-safe: the caller runs it once.
 bool install_request_probe(const void* skip, char* why, size_t why_size);

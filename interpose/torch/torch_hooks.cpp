@@ -30,6 +30,7 @@
 #include <atomic>
 
 #include "clock.h"
+#include "current_stream.h"
 #include "driver_api.h"
 #include "gpu_processes.h"
 #include "loaded_symbol.h"
@@ -39,7 +40,6 @@
 #include "recorder.h"
 #include "recorder_internal.h"
 #include "reentry_guard.h"
-#include "current_stream.h"
 #include "request_probe.h"
 #include "stack_capture.h"
 #include "torch_hooks.h"
@@ -60,7 +60,6 @@ constexpr int kBlockNativeFrames = 16;
 constexpr int kDevices = 128;  // c10::DeviceIndex is an int8_t
 constexpr const char* kUsageName = "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE";
 constexpr const char* kOomName = "_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE";
-constexpr const char* kAllocatorSymbol = "_ZN3c104cuda20CUDACachingAllocator9allocatorE";  // (request_probe.h's object)
 
 
 std::atomic<int64_t> g_sum[kDevices];   // blocks reported on each device, bytes: total_allocated
@@ -275,7 +274,7 @@ void torch_early_probes() {
   if (g_probe_claimed.load(std::memory_order_acquire) || !loader_list_usable()) return;
   int saved = errno;
   // Only once PyTorch's allocator is there: before it is loaded, the first block installs them.
-  if (find_loaded_symbol(kAllocatorSymbol, reinterpret_cast<const void*>(&own_marker), nullptr)) install_probes();
+  if (find_loaded_symbol(kTorchAllocatorSymbol, reinterpret_cast<const void*>(&own_marker), nullptr)) install_probes();
   errno = saved;
 }
 
