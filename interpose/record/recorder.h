@@ -39,7 +39,7 @@ enum TraceStatus : int { kTraceNotOpen = 0, kTraceOpen = 1, kTraceOff = 2, kTrac
 extern std::atomic<int> g_trace_status;
 
 // Records `e`. Opens the trace on the first Acquire event; drops events while tracing is off.
-void record_slow(const Event& e);  // every case (trace_session.cpp)
+void record_slow(Event& e);  // every case (trace_session.cpp), on a copy it may write the stack id into
 
 // What record()'s common case reads, inlined into every hook: the trace is open and its device
 // records are written (kDeviceRecordsDone, reset at fork), this thread's record is written for
@@ -58,7 +58,8 @@ __attribute__((always_inline)) inline void record(const Event& e) {
     track_event(e);
     return;
   }
-  record_slow(e);
+  Event copy = e;
+  record_slow(copy);
 }
 // record() for an op known at compile time, in its hook: an allocation or free by address is
 // encoded and tracked inline (thread_writer.h, track_hot), its op's constants folded.
@@ -74,7 +75,8 @@ __attribute__((always_inline)) inline void record_op(const Event& e) {
       track_hot<Id>(e);
       return;
     }
-    record_slow(copy_of(e));
+    Event copy = copy_of(e);
+    record_slow(copy);
   } else {
     record(e);
   }

@@ -389,33 +389,42 @@ inline int status_for(const Event& e) {
   return status;
 }
 
-__attribute__((always_inline)) inline void record_captured(int status, const Event& e, const uint64_t* frames, int n) {
+// The event with its stack's id set in `e` itself.
+__attribute__((always_inline)) inline void record_captured_into(int status, Event& e, const uint64_t* frames, int n) {
   if (status == kNullSink) return;
   if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
   write_thread_record_once(e.t_ns);
-  if (n == 0) {  // no stack: the event as described (its stack is 0), without a copy
-    encode_event(e);
-    track_event(e);
-    return;
+  if (n > 0) e.stack = stack_id(frames, n, e.t_ns);  // (else its stack is 0, as described)
+  encode_event_inline(e);  // (inlined here: every event with a stack comes this way)
+  track_event(e);
+}
+
+__attribute__((always_inline)) inline void record_captured(int status, const Event& e, const uint64_t* frames, int n) {
+  if (n > 0) {
+    Event ev = e;
+    return record_captured_into(status, ev, frames, n);
   }
-  Event ev = e;
-  ev.stack = stack_id(frames, n, e.t_ns);
-  encode_event(ev);
-  track_event(ev);
+  if (status == kNullSink) return;
+  if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
+  write_thread_record_once(e.t_ns);
+  encode_event(e);  // no stack: the event as described (its stack is 0), without a copy
+  track_event(e);
 }
 
 // The capture and the frames it fills, out of record(): when stacks are off, the hook does not
 // set up this 2.5 KiB frame at all.
-__attribute__((noinline)) void record_unwound(int status, const Event& e, uint64_t caller) {
+__attribute__((noinline)) void record_unwound(int status, Event& e, uint64_t caller) {
   // Unwinding happens here, with no lock of ours held.
-  uint64_t frames[kMaxCaptureSlots];
-  int n = capture_stack(frames, kMaxCaptureSlots, caller);
-  record_captured(status, e, frames, n);
+  uint64_t frames[kMaxCaptureSlots + kOwnFrames];
+  int skip;
+  int n = capture_stack_in_place(frames, kMaxCaptureSlots, caller, &skip);
+  record_captured_into(status, e, frames + skip, n);
 }
 
 }  // namespace
 
-__attribute__((noinline)) void record_slow(const Event& e) {
+// `e` is the caller's own copy (recorder.h): the stack id is written into it.
+__attribute__((noinline)) void record_slow(Event& e) {
   int status = status_for(e);
   if (status < 0) return;
   if (!stack_wanted_for(kOps[int(e.op)].action)) return record_captured(status, e, nullptr, 0);

@@ -90,17 +90,16 @@ namespace native_detail {
 // The unwinder wrote straight into `out` (room for max + kOwnFrames: native_stack.h); our own
 // frames are dropped in place: no second buffer on the program's stack (a 2 KiB one was,
 // docs/security.md "Stack use").
-int drop_own_frames(uint64_t* out, int n, int max, uint64_t caller_ip, int depth) {
-  int skip = -1;
+int own_frames(const uint64_t* out, int n, uint64_t caller_ip) {
   for (int i = 0; i < n && i < 2 * kOwnFrames && caller_ip; ++i)
-    if (out[i] == caller_ip) {
-      skip = i;
-      break;
-    }
-  if (skip < 0) {
-    skip = 0;
-    while (skip < n && out[skip] >= g_self_lo && out[skip] < g_self_hi) ++skip;
-  }
+    if (out[i] == caller_ip) return i;
+  int skip = 0;
+  while (skip < n && out[skip] >= g_self_lo && out[skip] < g_self_hi) ++skip;
+  return skip;
+}
+
+int drop_own_frames(uint64_t* out, int n, int max, uint64_t caller_ip, int depth) {
+  int skip = own_frames(out, n, caller_ip);
   int count = n - skip;
   if (count > depth) count = depth;
   if (count > max) count = max;

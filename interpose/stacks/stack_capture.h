@@ -32,6 +32,12 @@ __attribute__((always_inline)) inline int capture_stack(uint64_t* frames, int ca
   int n = capture_native_here(frames, cap - kMaxPythonFrames, caller_ip);
   return add_python_frames(frames, n);
 }
+// The same, the program's native frames left where the unwinder wrote them: the stack is at
+// frames + *skip. `frames` has room for cap + kOwnFrames.
+__attribute__((always_inline)) inline int capture_stack_in_place(uint64_t* frames, int cap, uint64_t caller_ip, int* skip) {
+  int n = capture_native_in_place(frames, cap - kMaxPythonFrames, caller_ip, skip);
+  return add_python_frames(frames + *skip, n);
+}
 
 // Where a thread with a Python thread state but no frames of its own gets some: a borrower writes
 // frame keys (innermost first) into out[0..max) and returns how many, 0 for none. One at a time;

@@ -49,27 +49,6 @@ thread_local ThreadCache t_cache __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
-// Two lanes, even and odd frames, each a multiply-xorshift per frame (a bijection of the lane for
-// each frame: two stacks that differ in one frame never collide), joined by a final mix: half the
-// instructions of one serial lane, as many multiplies per frame.
-uint64_t hash_frames(const uint64_t* f, int n, uint64_t seed) {
-  uint64_t a = 0x9e3779b97f4a7c15ull ^ uint64_t(n) ^ seed, b = 0xc2b2ae3d27d4eb4full ^ seed;
-  int i = 0;
-  for (; i + 1 < n; i += 2) {
-    a = (a ^ f[i]) * 0xff51afd7ed558ccdull;
-    b = (b ^ f[i + 1]) * 0xc4ceb9fe1a85ec53ull;
-    a ^= a >> 29;
-    b ^= b >> 31;
-  }
-  if (i < n) {
-    a = (a ^ f[i]) * 0xff51afd7ed558ccdull;
-    a ^= a >> 29;
-  }
-  uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h ? h : 1;  // 0 marks an empty slot
-}
-
 namespace {
 
 uint64_t level_size(int k) { return 1ull << (kLevel0Bits + k); }

@@ -6,6 +6,7 @@
 // the stubs below, which keep the records in memory.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -228,4 +229,42 @@ TEST_CASE("stack index: after a fork the child's first record is whole and ids r
   CHECK(vt::intern_stack(s2, 3, 0, identity) == 1);
   REQUIRE(g_written.size() == 1);
   CHECK(g_written[0].tag == fmt::kTagStack);
+}
+
+// The hash is the stack's identity (no frame comparison behind it): stacks that differ in one
+// frame never share a hash (each lane step is a bijection), and neither do the 4 M stacks that
+// differ in two frames by small offsets, in the same lane or in two (what real return addresses
+// of neighbouring call sites look like).
+TEST_CASE("stack index: the frame hash separates nearby stacks") {
+  std::vector<uint64_t> base(27);
+  for (size_t i = 0; i < base.size(); ++i) base[i] = 0x7f12'3456'0000ull + i * 0x1234;
+  const int n = int(base.size());
+  std::vector<uint64_t> hashes;
+  auto distinct = [&hashes] {
+    std::sort(hashes.begin(), hashes.end());
+    return std::adjacent_find(hashes.begin(), hashes.end()) == hashes.end();
+  };
+  hashes.push_back(vt::hash_frames(base.data(), n, 0));
+  for (int at = 0; at < n; ++at)  // one frame differs, anywhere
+    for (uint64_t d = 1; d < 4096; ++d) {
+      std::vector<uint64_t> f = base;
+      f[size_t(at)] += d;
+      hashes.push_back(vt::hash_frames(f.data(), n, 0));
+    }
+  CHECK(distinct());
+  for (int second : {4, 5, 25}) {  // two frames differ: the same lane (0 and 4), two lanes, the tail
+    hashes.clear();
+    for (uint64_t d1 = 0; d1 < 2048; ++d1)
+      for (uint64_t d2 = 0; d2 < 2048; ++d2) {
+        std::vector<uint64_t> f = base;
+        f[0] += d1 * 16;
+        f[size_t(second)] += d2 * 16;
+        hashes.push_back(vt::hash_frames(f.data(), n, 0));
+      }
+    CHECK(distinct());
+  }
+  // Lengths and seeds count: a prefix, and the same frames after another Python part, differ.
+  CHECK(vt::hash_frames(base.data(), n, 0) != vt::hash_frames(base.data(), n - 1, 0));
+  CHECK(vt::hash_frames(base.data(), n, 1) != vt::hash_frames(base.data(), n, 2));
+  CHECK(vt::hash_frames(base.data(), 0, 0) != 0);  // 0 marks an empty slot
 }
