@@ -460,10 +460,12 @@ void record_layer_event(uint8_t tag, uint64_t t, const uint64_t* fields, int n, 
     encode_varint_record(tag, t, v, n + 1);
     return;
   }
-  uint64_t frames[kMaxCaptureSlots];
+  uint64_t buf[kMaxCaptureSlots + kOwnFrames];
   if (max_native < 0) max_native = 0;
   int cap = max_native < kMaxCaptureSlots - kMaxPythonFrames ? max_native + kMaxPythonFrames : kMaxCaptureSlots;
-  int depth = capture_stack(frames, cap, caller_ip);  // (the unwinder stops at cap - kMaxPythonFrames)
+  int skip;
+  int depth = capture_stack_in_place(buf, cap, caller_ip, &skip);  // (the unwinder stops at cap - kMaxPythonFrames)
+  const uint64_t* frames = buf + skip;
   if (status == kNullSink) return;
   write_thread_record_once(t);
   uint64_t v[kMaxVarintFields];
