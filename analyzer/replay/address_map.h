@@ -6,7 +6,18 @@
 // (Replacing absl::flat_hash_map here saved ~47 of ~880 instructions per event of a full report:
 // docs/PERFORMANCE.md.)
 //
+// The slots are split into 16 parts, each its own table that doubles on its own; the top 4 bits
+// of the mixed key pick the part, the next bits the home slot in it. Why: a table that doubles
+// keeps its old slots while it moves them into the new ones, so one table of 1.5 M entries peaked
+// at 48 MB old + 96 MB new, and the old copy was a third of the report's peak RSS at 2 M live
+// (157.7 MB: 64 B per live allocation, issue 43's limit). Parts grow one at a time, so only one
+// part's old slots (1/16 of the whole) exist beside the new ones: 115.9 MB, 42.7 B per live
+// allocation. Picking the part costs a shift and a load of its 32-byte header (the 16 stay in
+// cache); a part's room is counted down and end() is a null pointer, so the churn report runs 4
+// instructions per event fewer than with one table (docs/PERFORMANCE.md, "Issue 43's targets").
+//
 // erase() moves later entries back, so it invalidates iterators; iterate, collect, then erase.
+// Iteration visits the parts in order, each in slot order (an order of the hash, not of keys).
 //
 // A value type with `slot_flag()` / `set_slot_flag(bool)` (and `static constexpr bool
 // kHasSlotFlag`) holds the slot's used flag itself, in a bit of its own (so it is never assigned
@@ -14,11 +25,12 @@
 // is 16 bytes, so a slot is 24 instead of 32 (docs/PERFORMANCE.md, "Many live allocations").
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 namespace vt::analyzer {
 
@@ -43,10 +55,22 @@ class AddressMap {
  public:
   using Slot = AddressSlot<V>;
 
+ private:
+  static constexpr unsigned kPartBits = 4, kParts = 1u << kPartBits;
+  static constexpr size_t kFirstPartSlots = 8;  // 16 x 8 slots at first: 3 KiB
+  // One part: a table of mask + 1 slots (a power of two) that takes `room` more entries before
+  // it doubles (load ≤ 3/4). 32 bytes.
+  struct Part {
+    std::unique_ptr<Slot[]> slots;
+    size_t mask = 0;
+    size_t room = 0;
+    unsigned shift = 64;  // home slot = (mixed key << kPartBits) >> shift
+  };
+
+ public:
   template <typename S>
   class Iter {
    public:
-    Iter(S* p, S* end) : p_(p), end_(end) { skip(); }
     S& operator*() const { return *p_; }
     S* operator->() const { return p_; }
     Iter& operator++() {
@@ -59,125 +83,184 @@ class AddressMap {
 
    private:
     friend class AddressMap;
+    Iter() = default;  // end(): p_ null
+    Iter(S* p, const Part* part, const Part* last)
+        : p_(p), end_(part->slots.get() + part->mask + 1), part_(part), last_(last) {}
+    // From p_ on to the next used slot, through the later parts; null past the last.
     void skip() {
-      while (p_ != end_ && !p_->is_used()) ++p_;
+      for (;;) {
+        while (p_ != end_ && !p_->is_used()) ++p_;
+        if (p_ != end_) return;
+        if (++part_ == last_) {
+          p_ = nullptr;
+          return;
+        }
+        p_ = part_->slots.get();
+        end_ = p_ + part_->mask + 1;
+      }
     }
-    S* p_;
-    S* end_;
+    S* p_ = nullptr;
+    S* end_ = nullptr;
+    const Part* part_ = nullptr;  // the part p_ is in
+    const Part* last_ = nullptr;  // the end of the map's parts
   };
   using iterator = Iter<Slot>;
   using const_iterator = Iter<const Slot>;
 
-  AddressMap() { resize(64); }
+  AddressMap() { init(); }
+  AddressMap(const AddressMap& o) { *this = o; }
+  AddressMap(AddressMap&& o) { *this = std::move(o); }
+  AddressMap& operator=(const AddressMap& o) {
+    if (this == &o) return *this;
+    for (unsigned k = 0; k < kParts; ++k) {
+      const Part& from = o.parts_[k];
+      Part& to = parts_[k];
+      to.slots.reset(new Slot[from.mask + 1]);
+      std::copy(from.slots.get(), from.slots.get() + from.mask + 1, to.slots.get());
+      to.mask = from.mask, to.room = from.room, to.shift = from.shift;
+    }
+    size_ = o.size_, slot_count_ = o.slot_count_;
+    return *this;
+  }
+  AddressMap& operator=(AddressMap&& o) {  // o is left empty, and usable
+    if (this == &o) return *this;
+    for (unsigned k = 0; k < kParts; ++k) parts_[k] = std::move(o.parts_[k]);
+    size_ = o.size_, slot_count_ = o.slot_count_;
+    o.init();
+    return *this;
+  }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  iterator begin() { return {slots_.data(), slots_.data() + slots_.size()}; }
-  iterator end() { return at_end(slots_.data() + slots_.size()); }
-  const_iterator begin() const { return {slots_.data(), slots_.data() + slots_.size()}; }
-  const_iterator end() const { return const_at_end(slots_.data() + slots_.size()); }
+  iterator begin() { return first<Slot>(parts_); }
+  iterator end() { return {}; }
+  const_iterator begin() const { return first<const Slot>(parts_); }
+  const_iterator end() const { return {}; }
 
   iterator find(uint64_t key) {
-    size_t i = probe(key);
-    return slots_[i].is_used() ? at(i) : end();
+    const uint64_t h = mix(key);
+    Part& t = part(h);
+    Slot* s = t.slots.get() + probe(t, h, key);
+    return s->is_used() ? iterator(s, &t, parts_ + kParts) : iterator();
   }
   const_iterator find(uint64_t key) const {
-    size_t i = probe(key);
-    if (!slots_[i].is_used()) return end();
-    const Slot* e = slots_.data() + slots_.size();
-    return const_at_end(slots_.data() + i, e);
+    const uint64_t h = mix(key);
+    const Part& t = part(h);
+    const Slot* s = t.slots.get() + probe(t, h, key);
+    return s->is_used() ? const_iterator(s, &t, parts_ + kParts) : const_iterator();
   }
-  size_t count(uint64_t key) const { return slots_[probe(key)].is_used() ? 1 : 0; }
+  size_t count(uint64_t key) const { return find(key) != end() ? 1 : 0; }
   // Whether the slots outgrow the caches (~3 MiB and more), where a lookup is a cache miss.
-  bool beyond_cache() const { return slots_.size() * sizeof(Slot) > (3u << 20); }
+  bool beyond_cache() const { return slot_count_ * sizeof(Slot) > (3u << 20); }
   // Starts loading key's home slot, so that a lookup some records later finds it in cache (with
   // millions of live allocations the replay otherwise waits on one cache miss per event).
   void prefetch(uint64_t key) const {
-    if (slots_.empty()) return;
-    const char* p = reinterpret_cast<const char*>(slots_.data() + home(key));
+    const uint64_t h = mix(key);
+    const Part& t = part(h);
+    const char* p = reinterpret_cast<const char*>(t.slots.get() + home(t, h));
     __builtin_prefetch(p);
     __builtin_prefetch(p + sizeof(Slot) - 1);  // a slot can straddle two cache lines
   }
 
   // Inserts (key, value) unless key is present; the entry and whether it was inserted.
   __attribute__((always_inline)) std::pair<iterator, bool> emplace(uint64_t key, const V& value) {
-    if ((size_ + 1) * 4 > slots_.size() * 3) resize(slots_.size() * 2);
-    size_t i = probe(key);
-    if (slots_[i].is_used()) return {at(i), false};
-    slots_[i].first = key;
-    slots_[i].second = value;
-    slots_[i].set_used(true);
+    const uint64_t h = mix(key);
+    Part& t = part(h);
+    if (__builtin_expect(t.room == 0, 0)) grow(t);
+    Slot* s = t.slots.get() + probe(t, h, key);
+    if (s->is_used()) return {iterator(s, &t, parts_ + kParts), false};
+    s->first = key;
+    s->second = value;
+    s->set_used(true);
+    --t.room;
     ++size_;
-    return {at(i), true};
+    return {iterator(s, &t, parts_ + kParts), true};
   }
 
-  void erase(iterator it) { erase_at(size_t(it.p_ - slots_.data())); }
+  void erase(iterator it) {
+    Part& t = const_cast<Part&>(*it.part_);  // one of parts_: this map is not const
+    erase_at(t, size_t(it.p_ - t.slots.get()));
+  }
   size_t erase(uint64_t key) {
-    size_t i = probe(key);
-    if (!slots_[i].is_used()) return 0;
-    erase_at(i);
+    const uint64_t h = mix(key);
+    Part& t = part(h);
+    size_t i = probe(t, h, key);
+    if (!t.slots[i].is_used()) return 0;
+    erase_at(t, i);
     return 1;
   }
 
  private:
-  size_t home(uint64_t key) const {
-    // Addresses differ in their middle bits and share the rest: mix, then take the top bits.
-    return size_t(((key ^ (key >> 29)) * 0xbf58476d1ce4e5b9ull) >> shift_);
-  }
-  // The slot holding key, or the empty slot where it would go.
-  size_t probe(uint64_t key) const {
-    size_t i = home(key);
-    while (slots_[i].is_used() && slots_[i].first != key) i = (i + 1) & mask_;
+  // Addresses differ in their middle bits and share the rest: mix, then take the top bits.
+  static uint64_t mix(uint64_t key) { return (key ^ (key >> 29)) * 0xbf58476d1ce4e5b9ull; }
+  Part& part(uint64_t h) { return parts_[h >> (64 - kPartBits)]; }
+  const Part& part(uint64_t h) const { return parts_[h >> (64 - kPartBits)]; }
+  static size_t home(const Part& t, uint64_t h) { return size_t((h << kPartBits) >> t.shift); }
+  // The slot of t holding key (mixed: h), or the empty slot where it would go.
+  static size_t probe(const Part& t, uint64_t h, uint64_t key) {
+    const Slot* s = t.slots.get();
+    size_t i = home(t, h);
+    while (s[i].is_used() && s[i].first != key) i = (i + 1) & t.mask;
     return i;
   }
-  iterator at(size_t i) {
-    Slot* e = slots_.data() + slots_.size();
-    iterator it(e, e);
-    it.p_ = slots_.data() + i;
-    return it;
-  }
-  static iterator at_end(Slot* e) { return iterator(e, e); }
-  static const_iterator const_at_end(const Slot* e) { return const_iterator(e, e); }
-  static const_iterator const_at_end(const Slot* p, const Slot* e) {
-    const_iterator it(e, e);
-    it.p_ = p;
+  template <typename S, typename P>
+  static Iter<S> first(P* parts) {
+    Iter<S> it(parts[0].slots.get(), parts, parts + kParts);
+    it.skip();
     return it;
   }
   // Backward shift: later entries of the same probe run move into the hole when that keeps
   // them reachable from their home slot.
-  void erase_at(size_t hole) {
+  void erase_at(Part& t, size_t hole) {
+    Slot* s = t.slots.get();
+    const size_t mask = t.mask;
     size_t j = hole;
     for (;;) {
-      j = (j + 1) & mask_;
-      if (!slots_[j].is_used()) break;
-      if (((j - home(slots_[j].first)) & mask_) >= ((j - hole) & mask_)) {
-        slots_[hole] = std::move(slots_[j]);
+      j = (j + 1) & mask;
+      if (!s[j].is_used()) break;
+      if (((j - home(t, mix(s[j].first))) & mask) >= ((j - hole) & mask)) {
+        s[hole] = std::move(s[j]);
         hole = j;
       }
     }
-    slots_[hole].set_used(false);
+    s[hole].set_used(false);
+    ++t.room;
     --size_;
   }
-  void resize(size_t capacity) {  // a power of two
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(capacity, Slot{});
-    mask_ = capacity - 1;
-    shift_ = 64;
-    for (size_t c = capacity; c > 1; c >>= 1) --shift_;
+  void init() {
+    for (Part& t : parts_) {
+      t.slots.reset(new Slot[kFirstPartSlots]);
+      set_capacity(t, kFirstPartSlots);
+      t.room = kFirstPartSlots / 4 * 3;
+    }
     size_ = 0;
-    for (Slot& s : old)
-      if (s.is_used()) {
-        size_t i = probe(s.first);
-        slots_[i] = std::move(s);
-        ++size_;
+    slot_count_ = kParts * kFirstPartSlots;
+  }
+  static void set_capacity(Part& t, size_t capacity) {  // a power of two
+    t.mask = capacity - 1;
+    t.shift = 64;
+    for (size_t c = capacity; c > 1; c >>= 1) --t.shift;
+  }
+  // Doubles t: its old slots are freed before another part grows.
+  __attribute__((noinline)) void grow(Part& t) {
+    const size_t old_capacity = t.mask + 1, capacity = old_capacity * 2;
+    std::unique_ptr<Slot[]> old = std::move(t.slots);
+    t.slots.reset(new Slot[capacity]);
+    set_capacity(t, capacity);
+    size_t n = 0;
+    for (size_t k = 0; k < old_capacity; ++k)
+      if (old[k].is_used()) {
+        t.slots[probe(t, mix(old[k].first), old[k].first)] = std::move(old[k]);
+        ++n;
       }
+    t.room = capacity / 4 * 3 - n;
+    slot_count_ += capacity - old_capacity;
   }
 
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  unsigned shift_ = 64;
+  Part parts_[kParts];
   size_t size_ = 0;
+  size_t slot_count_ = 0;  // of all parts
 };
 
 }  // namespace vt::analyzer

@@ -1,9 +1,12 @@
 // AddressMap (analyzer/replay/address_map.h) against std::unordered_map under random churn: inserts,
-// duplicate inserts, erases of present and absent keys, growth, and keys that collide.
+// duplicate inserts, erases of present and absent keys, growth, and keys that collide; and across
+// the many growths of its 16 parts (each doubles on its own), iteration included.
 #include <catch2/catch.hpp>
 
 #include <random>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "address_map.h"
 
@@ -69,4 +72,89 @@ TEST_CASE("AddressMap matches std::unordered_map under random alloc/free churn")
   for (uint64_t k : keys) REQUIRE(m.erase(k) == 1);
   CHECK(m.empty());
   CHECK(m.begin() == m.end());
+}
+
+// The map is 16 parts that double one at a time: grow it to 300 k entries and back, twice, with
+// churn at every size, and check after each stretch that lookups agree with std::unordered_map and
+// that iteration visits every entry exactly once (through all the parts, whatever their sizes).
+TEST_CASE("AddressMap's parts grow apart and iteration visits every entry once") {
+  std::mt19937_64 rng(777);
+  AddressMap<uint64_t> m;
+  std::unordered_map<uint64_t, uint64_t> ref;
+  std::vector<uint64_t> keys;  // those in ref, for erasing a random one
+  auto check_iteration = [&](const AddressMap<uint64_t>& map) {
+    REQUIRE(map.size() == ref.size());
+    REQUIRE(map.empty() == ref.empty());
+    std::unordered_set<uint64_t> seen;
+    size_t visits = 0;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      ++visits;
+      REQUIRE(seen.insert(it->first).second);  // not visited before
+      auto r = ref.find(it->first);
+      REQUIRE(r != ref.end());
+      REQUIRE(it->second == r->second);
+    }
+    REQUIRE(visits == ref.size());
+  };
+  auto erase_random = [&]() {
+    size_t at = rng() % keys.size();
+    uint64_t k = keys[at];
+    keys[at] = keys.back();
+    keys.pop_back();
+    ref.erase(k);
+    if (rng() % 2) {
+      REQUIRE(m.erase(k) == 1);
+    } else {
+      auto it = m.find(k);
+      REQUIRE(it != m.end());
+      REQUIRE(it->first == k);
+      m.erase(it);
+    }
+    REQUIRE(m.find(k) == m.end());
+    REQUIRE(m.count(k) == 0);
+  };
+  // Addresses of a 512-byte-aligned heap, and now and then any 64-bit value.
+  auto fresh_key = [&]() -> uint64_t {
+    return rng() % 8 ? 0x7f0000000000ull + (rng() % (1ull << 26)) * 512 : rng();
+  };
+  for (int round = 0; round < 2; ++round) {
+    size_t target = 300000;
+    while (ref.size() < target) {  // grow, with one erase for every three inserts
+      uint64_t k = fresh_key(), v = rng();
+      auto [it, inserted] = m.emplace(k, v);
+      auto [rit, rinserted] = ref.emplace(k, v);
+      REQUIRE(inserted == rinserted);
+      REQUIRE(it->first == k);
+      REQUIRE(it->second == rit->second);
+      if (inserted) keys.push_back(k);
+      if (rng() % 4 == 0 && !keys.empty()) erase_random();
+      if (ref.size() % 37501 == 0) check_iteration(m);
+    }
+    check_iteration(m);
+    for (uint64_t k : keys) {
+      auto it = m.find(k);
+      REQUIRE(it != m.end());
+      REQUIRE(it->second == ref[k]);
+    }
+    for (int i = 0; i < 1000; ++i) {  // mostly absent keys (odd)
+      uint64_t k = fresh_key() | 1;
+      REQUIRE(m.count(k) == ref.count(k));
+    }
+    // A copy and a moved-to map hold the same, and the moved-from one is empty and usable.
+    AddressMap<uint64_t> copy = m;
+    check_iteration(copy);
+    AddressMap<uint64_t> moved = std::move(copy);
+    check_iteration(moved);
+    CHECK(copy.empty());
+    CHECK(copy.begin() == copy.end());
+    copy.emplace(42, 1);
+    CHECK(copy.size() == 1);
+    CHECK(copy.find(42)->second == 1);
+    // Drain to a few, then the next round grows it again.
+    while (ref.size() > 10) {
+      erase_random();
+      if (ref.size() % 50000 == 0) check_iteration(m);
+    }
+    check_iteration(m);
+  }
 }
