@@ -48,25 +48,10 @@ void FidelityAggregator::on_failed(const Record& r, const LiveState& live, bool 
   if (figures) reading(r.device, x);
 }
 
-void FidelityAggregator::after(const Record& r, const LiveState& live) {
-  for (int device : live.changed()) {
-    const DeviceTotals* t = live.find_device(device);
-    if (device != dev_key_) {
-      dev_ = &devs_[device];
-      dev_key_ = device;
-    }
-    Dev& d = *dev_;
-    if (t->bytes[int(Bucket::Device)] > d.peak) {
-      d.peak = t->bytes[int(Bucket::Device)];
-      d.peak_t = r.t_ns;
-      d.peak_version = t->version;
-      d.before_is_last = true;
-      d.after.valid = false;
-    }
-  }
+void FidelityAggregator::after_code(const Record& r, const LiveState& live) {
   uint64_t free = 0;
   const OpInfo& op = *r.op;
-  if (op.kind != MemKind::Code || op.action != Action::Acquire || !field_value(op, r, Field::FreeAfter, &free)) return;
+  if (!field_value(op, r, Field::FreeAfter, &free)) return;
   const int device = code_device(op, r);
   const uint64_t total = live.device_total(device);
   if (total) reading(device, read(live, device, r.t_ns, free, total));

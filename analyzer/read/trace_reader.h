@@ -187,6 +187,9 @@ class TraceReader {
   static constexpr uint32_t kNone = ~0u;
   uint32_t current_ = kNone;  // the cursor whose record was returned last, not in the heap
   const Record* emit(uint32_t cursor);
+  // The heap's earliest entry's cursor; `e` takes its place.
+  template <typename Later>
+  uint32_t replace_earliest(const HeapEntry& e, Later later);
   bool quiet_ = false;
 };
 
