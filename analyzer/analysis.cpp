@@ -251,7 +251,8 @@ void symbolize_and_judge(const StackStore& stacks, const SymbolizerOptions& opt,
 
 }  // namespace
 
-bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out, std::string* error) {
+bool replay_trace(const std::string& path, const AnalysisOptions& opt, ReplayedTrace* replayed, TraceReport* out,
+                  std::string* error) {
   auto reader = TraceReader::open(path, error);
   if (!reader) return false;
   *out = TraceReport{};
@@ -267,8 +268,23 @@ bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceRep
   // No clean close: killed, or still running (a report of a run in progress).
   if (out->end == "killed" && !out->partial && trace_still_written(path)) out->end = "running";
   pass.finish_interception(reader->stacks(), out);
-  symbolize_and_judge(reader->stacks(), opt.symbols, opt.top, out);
+  replayed->stacks = reader->take_stacks();
+  return true;
+}
+
+void symbolize_trace(const ReplayedTrace& replayed, const AnalysisOptions& opt, TraceReport* out) {
+  symbolize_and_judge(replayed.stacks, opt.symbols, opt.top, out);
+}
+
+void whatif_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out) {
   cite_whatif_in_remedies(path, opt.symbols, out);  // the settings the remedies name, tried on this run
+}
+
+bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out, std::string* error) {
+  ReplayedTrace replayed;
+  if (!replay_trace(path, opt, &replayed, out, error)) return false;
+  symbolize_trace(replayed, opt, out);
+  whatif_trace(path, opt, out);
   return true;
 }
 

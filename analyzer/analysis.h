@@ -14,6 +14,18 @@ namespace vt::analyzer {
 // Analyses one trace. On failure returns false with one line in *error.
 bool analyze_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out, std::string* error);
 
+// analyze_trace in its three steps, for a job's workers (job/job_parallel.h schedules them):
+// the replay (all but the stacks' names), then the symbolization (the report's stacks named, the
+// OOMs judged), then the remedies' whatif runs. Between them a replayed trace keeps only its
+// stacks, modules and threads (the reader, its file and mapping are gone).
+struct ReplayedTrace {
+  StackStore stacks;
+};
+bool replay_trace(const std::string& path, const AnalysisOptions& opt, ReplayedTrace* replayed, TraceReport* out,
+                  std::string* error);
+void symbolize_trace(const ReplayedTrace& replayed, const AnalysisOptions& opt, TraceReport* out);
+void whatif_trace(const std::string& path, const AnalysisOptions& opt, TraceReport* out);
+
 // Which entries of a directory are traces (docs/report-schema.md, "A job"): a name ending in
 // ".trace" (or the writer's fallbacks "*.trace.<pid>", "*.trace.<pid>.<n>"), or a regular file
 // that starts with the trace magic. Anything else (a README, a report, a subdirectory, a FIFO

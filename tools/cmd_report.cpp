@@ -73,6 +73,9 @@ int report_command(const ReportOptions& opt) {
   a.progress = true;
   a.jobs = opt.jobs ? opt.jobs : analyzer::online_cpus();
   a.accept_summaries = true;
+  // A job's JSON: each trace's part is written by the job's workers (job_json_text.h).
+  if (opt.format == "json")
+    a.render = [sections = opt.sections](const analyzer::TraceReport& t) { return analyzer::job_json_part(t, sections); };
   std::string err, text;
   if (opt.at.rfind("mark:", 0) == 0) {
     a.at_mark = opt.at.substr(5);

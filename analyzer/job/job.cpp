@@ -101,11 +101,25 @@ bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* 
   std::vector<char> ok(entries.size(), 0);
   AnalysisOptions each = opt;
   if (opt.jobs > 1) each.progress = false;  // one line per trace would overwrite each other
-  for_each_parallel(entries.size(), opt.jobs, [&](size_t i) {
+  // In analyze_trace's steps, so that the workers take turns to symbolize (job_parallel.h);
+  // a replayed trace keeps its stacks until it is symbolized.
+  std::vector<ReplayedTrace> replayed(entries.size());
+  std::vector<std::string> rendered(opt.render ? entries.size() : 0);
+  TraceSteps steps;
+  steps.replay = [&](size_t i) {
     const Entry& en = entries[i];
     errs[i] = en.why.empty() ? std::string() : en.path + ": " + en.why;
-    ok[i] = errs[i].empty() && analyze_trace(en.path, each, &reps[i], &errs[i]);
-  });
+    ok[i] = errs[i].empty() && replay_trace(en.path, each, &replayed[i], &reps[i], &errs[i]);
+    return bool(ok[i]);
+  };
+  steps.symbolize = [&](size_t i) {
+    symbolize_trace(replayed[i], each, &reps[i]);
+    replayed[i] = ReplayedTrace{};  // its stacks are no longer needed
+  };
+  steps.after = [&](size_t i) { whatif_trace(entries[i].path, each, &reps[i]); };
+  if (opt.render) steps.render = [&](size_t i) { rendered[i] = opt.render(reps[i]); };
+  for_each_trace_parallel(entries.size(), opt.jobs, steps);
+  std::vector<size_t> readable;  // in path order
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& en = entries[i];
     TraceReport& rep = reps[i];
@@ -120,11 +134,16 @@ bool analyze_job(const std::string& dir, const AnalysisOptions& opt, JobReport* 
       job.unreadable.push_back(std::move(rep));
       continue;
     }
-    job.traces.push_back(std::move(rep));
+    readable.push_back(i);
   }
-  std::stable_sort(job.traces.begin(), job.traces.end(), [](const TraceReport& a, const TraceReport& b) {
-    return a.process.rank != b.process.rank ? a.process.rank < b.process.rank : a.process.pid < b.process.pid;
+  std::stable_sort(readable.begin(), readable.end(), [&](size_t a, size_t b) {
+    const ProcessInfo &pa = reps[a].process, &pb = reps[b].process;
+    return pa.rank != pb.rank ? pa.rank < pb.rank : pa.pid < pb.pid;
   });
+  for (size_t i : readable) {
+    job.traces.push_back(std::move(reps[i]));
+    if (opt.render) job.rendered.push_back(std::move(rendered[i]));
+  }
   for (const TraceReport& t : job.traces) job.ranks.push_back(rank_row(t));
   job_totals(&job);
   return true;

@@ -10,6 +10,13 @@
 
 namespace vt::analyzer {
 
-std::string job_json_text(const JobReport& job, Sections sections, unsigned jobs);
+// One trace's report as it stands in the job's JSON (indented to its place in "reports"). The
+// job's analysis can write these on its workers (AnalysisOptions::render, JobReport::rendered).
+std::string job_json_part(const TraceReport& trace, Sections sections);
+
+// The job's JSON text. Each trace's part is taken from job.rendered where the analysis wrote
+// them (with job_json_part and these sections; moved out, so that the text is never held twice),
+// else written here on `jobs` threads.
+std::string job_json_text(JobReport& job, Sections sections, unsigned jobs);
 
 }  // namespace vt::analyzer

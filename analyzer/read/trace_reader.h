@@ -119,6 +119,9 @@ class TraceReader {
   // them all up front (a skip-scan of the file).
   const StackStore& stacks() const { return store_; }
   void load_stacks();
+  // The stacks moved out, the reader left without them: what a job's trace keeps between its
+  // replay and its symbolization (analysis.h, ReplayedTrace).
+  StackStore take_stacks() { return std::move(store_); }
   const std::string& path() const { return path_; }
 
   // The next record in time order; nullptr at the end. It stays valid until the next call.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -406,6 +407,9 @@ struct JobReport {
   // A job of per-rank summaries (job_summaries.cpp): `traces` then hold only what the table and
   // the damage need, and these the ranks' own JSON reports, in the order of `traces`.
   std::vector<std::string> summaries;
+  // Each trace's part of the job's JSON, in the order of `traces`, when the analysis wrote them
+  // (AnalysisOptions::render); else empty.
+  std::vector<std::string> rendered;
 };
 
 struct AnalysisOptions {
@@ -417,6 +421,9 @@ struct AnalysisOptions {
   bool progress = false;       // progress on stderr (a terminal)
   bool accept_summaries = false;  // a job directory of per-rank JSON reports (`vramtrace report` only)
   unsigned jobs = 1;           // a job directory: traces analysed at once (job_parallel.h); 1 = one after another
+  // A job directory: each trace's part of the output, written on the job's workers as soon as
+  // none has a trace left to analyse (JobReport::rendered). Empty: not written.
+  std::function<std::string(const TraceReport&)> render;
 };
 
 }  // namespace vt::analyzer
