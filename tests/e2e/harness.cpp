@@ -1,6 +1,8 @@
 // See harness.h.
 #include "harness.h"
 
+#include "../shared/test_dirs.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -27,19 +29,6 @@ std::string slurp(const std::string& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-// The temporary directories this process made (temp_dir), removed when it exits: a test run makes
-// hundreds (traces, job directories, outputs), and left behind they filled the disk of a machine
-// that runs the suite often. VT_KEEP_TEST_DIRS=1 keeps them for a look after a failure. Only the
-// process that made a directory removes it (a forked child that returns through exit() must not).
-std::vector<std::string>* g_dirs = nullptr;
-pid_t g_dirs_owner = 0;
-int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return remove(path), 0; }
-void remove_dirs() {
-  if (!g_dirs || getpid() != g_dirs_owner) return;
-  const char* keep = getenv("VT_KEEP_TEST_DIRS");
-  if (keep && *keep == '1') return;
-  for (const std::string& d : *g_dirs) nftw(d.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 }  // namespace
 
 std::string program(const std::string& name) { return std::string(VT_PROGRAMS) + "/" + name; }
@@ -58,15 +47,8 @@ Result run_cli(std::vector<std::string> args) {
 }
 
 std::string temp_dir() {
-  char tmpl[] = "/tmp/vt-e2e-XXXXXX";
-  std::string d = mkdtemp(tmpl);
+  std::string d = vt::test_dirs::make("/tmp/vt-e2e-");  // removed when the test process exits
   chmod(d.c_str(), 0777);
-  if (!g_dirs) {
-    g_dirs = new std::vector<std::string>;
-    g_dirs_owner = getpid();
-    atexit(remove_dirs);
-  }
-  if (getpid() == g_dirs_owner) g_dirs->push_back(d);
   return d;
 }
 

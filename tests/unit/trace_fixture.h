@@ -13,13 +13,11 @@
 
 #include "event.h"
 #include "recorder.h"
+#include "../shared/test_dirs.h"
 
 namespace fixture {
 
-inline std::string temp_dir() {
-  char tmpl[] = "/tmp/vt-unit-XXXXXX";
-  return mkdtemp(tmpl);
-}
+inline std::string temp_dir() { return vt::test_dirs::make("/tmp/vt-unit-"); }  // removed at exit
 
 // Runs `body` in a child whose trace goes to `path`; `clean` chooses exit() or _exit().
 inline int write_trace(const std::string& path, const std::function<void()>& body, bool clean = true) {
