@@ -282,6 +282,8 @@ class LiveState {
   // Every device seen so far, in order of first appearance.
   const std::vector<DeviceTotals>& devices() const { return slots_; }
   const DeviceTotals* find_device(int device) const {
+    // The aggregators ask for the devices an event changed: the last one accounted, usually.
+    if (device == last_device_) return &slots_[size_t(last_slot_)];
     size_t i = size_t(device + 1);  // device -1 (unknown) is index 0
     if (i < kDirect) return direct_[i] < 0 ? nullptr : &slots_[size_t(direct_[i])];
     return find_other_device(device);
