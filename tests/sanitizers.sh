@@ -28,7 +28,7 @@ log=$PWD/$out/finding
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$log
 # verify_asan_link_order=0: some tests run the CLI with libvramtrace.so preloaded into it.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:verify_asan_link_order=0:log_path=$log
-export LSAN_OPTIONS=log_path=$log
+export LSAN_OPTIONS=log_path=$log:suppressions=$PWD/tests/lsan.supp  # (glibc's dlerror buffer: see the file)
 rc=0
 "$out/tests/unit_tests" >"$out/unit_tests.log" 2>&1 || { rc=$?; tail -40 "$out/unit_tests.log" >&2; }
 "$out/tests/stack_index_tests" >"$out/stack_index_tests.log" 2>&1 || { rc=$?; tail -40 "$out/stack_index_tests.log" >&2; }
