@@ -389,11 +389,17 @@ inline int status_for(const Event& e) {
   return status;
 }
 
-// The event with its stack's id set in `e` itself.
-__attribute__((always_inline)) inline void record_captured_into(int status, Event& e, const uint64_t* frames, int n) {
-  if (status == kNullSink) return;
+// What comes before any event of the trace: false for the null sink (capture only, no file).
+__attribute__((always_inline)) inline bool before_event(int status, const Event& e) {
+  if (status == kNullSink) return false;
   if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
   write_thread_record_once(e.t_ns);
+  return true;
+}
+
+// The event with its stack's id set in `e` itself.
+__attribute__((always_inline)) inline void record_captured_into(int status, Event& e, const uint64_t* frames, int n) {
+  if (!before_event(status, e)) return;
   if (n > 0) e.stack = stack_id(frames, n, e.t_ns);  // (else its stack is 0, as described)
   encode_event_inline(e);  // (inlined here: every event with a stack comes this way)
   track_event(e);
@@ -404,9 +410,7 @@ __attribute__((always_inline)) inline void record_captured(int status, const Eve
     Event ev = e;
     return record_captured_into(status, ev, frames, n);
   }
-  if (status == kNullSink) return;
-  if (g_devices.load(std::memory_order_relaxed) != kDevicesDone && e.result == 0) write_device_records(e.t_ns);
-  write_thread_record_once(e.t_ns);
+  if (!before_event(status, e)) return;
   encode_event(e);  // no stack: the event as described (its stack is 0), without a copy
   track_event(e);
 }

@@ -88,7 +88,7 @@ void configure_native_stacks(int depth) {
 
 namespace native_detail {
 // The unwinder wrote straight into `out` (room for max + kOwnFrames: native_stack.h); our own
-// frames are dropped in place: no second buffer on the program's stack (a 2 KiB one was,
+// frames are skipped in place: no second buffer on the program's stack (a 2 KiB one was,
 // docs/security.md "Stack use").
 int own_frames(const uint64_t* out, int n, uint64_t caller_ip) {
   for (int i = 0; i < n && i < 2 * kOwnFrames && caller_ip; ++i)
@@ -96,15 +96,6 @@ int own_frames(const uint64_t* out, int n, uint64_t caller_ip) {
   int skip = 0;
   while (skip < n && out[skip] >= g_self_lo && out[skip] < g_self_hi) ++skip;
   return skip;
-}
-
-int drop_own_frames(uint64_t* out, int n, int max, uint64_t caller_ip, int depth) {
-  int skip = own_frames(out, n, caller_ip);
-  int count = n - skip;
-  if (count > depth) count = depth;
-  if (count > max) count = max;
-  if (skip && count > 0) memmove(out, out + skip, size_t(count) * sizeof *out);
-  return count < 0 ? 0 : count;
 }
 }  // namespace native_detail
 

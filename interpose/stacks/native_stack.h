@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 
 namespace vt {
 
@@ -26,34 +27,22 @@ int capture_native(uint64_t* out, int max, uint64_t caller_ip);
 
 namespace native_detail {
 extern int (*g_backtrace)(void**, int);  // unw_backtrace of the copy we opened (unwinder_library.h)
-// After the unwinding: drops our own frames (those up to caller_ip), keeps at most min(depth, max).
-int drop_own_frames(uint64_t* out, int n, int max, uint64_t caller_ip, int depth);
 // How many of the walk's first frames are ours (those before caller_ip).
 int own_frames(const uint64_t* out, int n, uint64_t caller_ip);
 }  // namespace native_detail
 
-// capture_native, inlined into its caller: the unwinder starts in the caller's frame, and every
-// frame of ours it does not walk saves ~40 instructions per stack (libunwind's cached trace). The
-// recorder's capture inlines it (stack_capture.h), so an event's walk begins two frames above the
-// program's instead of six.
-__attribute__((always_inline)) inline int capture_native_here(uint64_t* out, int max, uint64_t caller_ip) {
-  int depth = g_native_depth.load(std::memory_order_relaxed);
-  if (depth == 0) return 0;
-  int (*backtrace)(void**, int) = __atomic_load_n(&native_detail::g_backtrace, __ATOMIC_ACQUIRE);
-  if (!backtrace) return 0;
-  static_assert(sizeof(void*) == sizeof(uint64_t));
-  int n = backtrace(reinterpret_cast<void**>(out), (depth < max ? depth : max) + kOwnFrames);
-  return native_detail::drop_own_frames(out, n, max, caller_ip, depth);
-}
-
-// The same, leaving the program's frames where the walk wrote them, at out[*skip] (the recorder's
-// capture: the move of ~30 frames to out[0] was ~35 instructions per stack).
+// capture_native, inlined into its caller, leaving the program's frames where the walk wrote them,
+// at out[*skip] (the recorder's capture: moving ~30 frames to out[0] was ~35 instructions per
+// stack). The unwinder starts in the caller's frame, and every frame of ours it does not walk
+// saves ~40 instructions per stack (libunwind's cached trace). The recorder's capture inlines it
+// (stack_capture.h), so an event's walk begins two frames above the program's instead of six.
 __attribute__((always_inline)) inline int capture_native_in_place(uint64_t* out, int max, uint64_t caller_ip, int* skip) {
   *skip = 0;
   int depth = g_native_depth.load(std::memory_order_relaxed);
   if (depth == 0) return 0;
   int (*backtrace)(void**, int) = __atomic_load_n(&native_detail::g_backtrace, __ATOMIC_ACQUIRE);
   if (!backtrace) return 0;
+  static_assert(sizeof(void*) == sizeof(uint64_t));
   int n = backtrace(reinterpret_cast<void**>(out), (depth < max ? depth : max) + kOwnFrames);
   int own = native_detail::own_frames(out, n, caller_ip);
   int count = n - own;
@@ -62,6 +51,14 @@ __attribute__((always_inline)) inline int capture_native_in_place(uint64_t* out,
   if (count <= 0) return 0;
   *skip = own;
   return count;
+}
+
+// The same with the frames moved to out[0].
+__attribute__((always_inline)) inline int capture_native_here(uint64_t* out, int max, uint64_t caller_ip) {
+  int skip;
+  int n = capture_native_in_place(out, max, caller_ip, &skip);
+  if (skip && n > 0) memmove(out, out + skip, size_t(n) * sizeof *out);
+  return n;
 }
 
 }  // namespace vt
