@@ -33,6 +33,11 @@ AnalysisPass::AnalysisPass(const ProcessInfo& process, const AnalysisOptions& op
 
 // The dispatch, inlined into both loops below (a call per record costs ~7 instructions).
 __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& r) {
+  if (__builtin_expect(r.is_event(), 1)) {  // memory events first: most records are
+    activity_.on_event(r);
+    if (r.op) event(r);  // (an op newer than this reader: skipped)
+    return;
+  }
   if (activity_.take(r)) return;  // kernel activity (CUPTI)
   if (r.tag == format::kTagGpuProcesses) {
     GpuProcessList list;
@@ -89,7 +94,9 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
     if (torch_.allocated_now(&tensors)) regions_.after_tensors(r.t_ns, tensors);
     return;
   }
-  if (!r.is_event() || !r.op) return;  // other metadata, or an op newer than this reader
+}
+
+__attribute__((always_inline)) inline void AnalysisPass::event(const Record& r) {
   count(r);
   if (!changes_memory(r.result)) {  // rule 1: a failed call changes nothing; an OOM is what the report explains
     const bool oom = is_out_of_memory(*r.op, r.result);
@@ -110,7 +117,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
   live_.apply(r);  // snapshots a pending peak before a device's bytes go down
   allocations_.after(r, live_);
   torch_.after(r);
-  peaks_.after(r.t_ns);
+  peaks_.after(r.t_ns, [this, &r](int device, const DeviceTotals& t) { fidelity_.on_peak(device, r.t_ns, t); });
   phases_.after(r.t_ns, live_);
   regions_.after(r.t_ns, live_.device_bytes_all());
   timeline_.after(r.t_ns, live_);

@@ -25,24 +25,22 @@ class FidelityAggregator {
   explicit FidelityAggregator(uint64_t own_pid) : own_pid_(own_pid) {}
   // A failed acquire, before anything else sees it (`oom`: one of the report's OOMs, in order).
   void on_failed(const Record& r, const LiveState& live, bool oom);
-  // After each applied event: the peak, and the reading of a context or code op. Inline: it runs
-  // once per event, and a call cost ~20 instructions of the ~1,000 an event takes (issue 43).
-  void after(const Record& r, const LiveState& live) {
-    for (int device : live.changed()) {
-      const DeviceTotals* t = live.find_device(device);
-      if (device != dev_key_) {
-        dev_ = &devs_[device];
-        dev_key_ = device;
-      }
-      Dev& d = *dev_;
-      if (t->bytes[int(Bucket::Device)] > d.peak) {
-        d.peak = t->bytes[int(Bucket::Device)];
-        d.peak_t = r.t_ns;
-        d.peak_version = t->version;
-        d.before_is_last = true;
-        d.after.valid = false;
-      }
+  // A new peak of the device bucket on `device` at t (the peak aggregator finds it).
+  void on_peak(int device, uint64_t t, const DeviceTotals& totals) {
+    if (device != dev_key_) {
+      dev_ = &devs_[device];
+      dev_key_ = device;
     }
+    Dev& d = *dev_;
+    d.peak = totals.bytes[int(Bucket::Device)];
+    d.peak_t = t;
+    d.peak_version = totals.version;
+    d.before_is_last = true;
+    d.after.valid = false;
+  }
+  // After each applied event: the reading of a context or code op. Inline: it runs once per
+  // event, and a call cost ~20 instructions of the ~1,000 an event takes (issue 43).
+  void after(const Record& r, const LiveState& live) {
     if (__builtin_expect(r.op->kind == MemKind::Code && r.op->action == Action::Acquire, 0)) after_code(r, live);
   }
   // NVML's list at t; `taken`: what it took off the device's first context (rule 14, out of

@@ -28,6 +28,10 @@ class KernelActivityAggregator {
     if (cupti_on_) cross_check(r);
     return false;
   }
+  // A memory event (never an activity record): only the cross-check's.
+  void on_event(const Record& r) {
+    if (cupti_on_) cross_check(r);
+  }
   ActivityStream& stream() { return acts_; }
 
   // rep->kernels, and what ran at each device's peak (`peak_query`) and at each OOM

@@ -24,8 +24,13 @@ class PeakAggregator {
   PeakAggregator(const PeakAggregator&) = delete;
   PeakAggregator& operator=(const PeakAggregator&) = delete;
 
-  // After each applied event.
-  __attribute__((always_inline)) void after(uint64_t t) {
+  // After each applied event. A device's new peak is also told to on_peak(device, totals), for
+  // the aggregators that need the instant of each peak (the fidelity's readings): the rule "a new
+  // peak" is kept here, once, and their own loop over the devices is saved (~35 instructions an
+  // event, issue 43).
+  void after(uint64_t t) { after(t, [](int, const DeviceTotals&) {}); }
+  template <class OnPeak>
+  __attribute__((always_inline)) void after(uint64_t t, OnPeak&& on_peak) {
     for (int device : live_.changed()) {
       const DeviceTotals* totals = live_.find_device(device);
       uint64_t v = totals->bytes[int(Bucket::Device)];
@@ -37,6 +42,7 @@ class PeakAggregator {
         d.vmm_reserved = live_.reserved_va();  // two figures: taken at the instant, not with the rows
         d.vmm_mapped = live_.mapped_va();
         watch_activity(d, t);
+        on_peak(device, *totals);
       }
       // Pinned host and managed memory are the process's, whichever device's context made them:
       // their peaks are of the sums over devices.

@@ -572,7 +572,7 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     r.stack = 0;
     r.payload = nullptr;
     r.payload_len = 0;
-    Bytes b(p, size_t(end - p));
+    Bytes b(p, size_t(end - p), c.chunk_hi);  // (the rest of the chunk may be loaded, never decoded)
     uint64_t dt = b.varint();
     c.last_ns += dt;
     r.t_ns = c.last_ns;

@@ -51,6 +51,7 @@ class AnalysisPass {
 
  private:
   void dispatch(const Record& r);
+  void event(const Record& r);  // a memory event with a known op
   void count(const Record& r);
 
   AnalysisOptions opt_;
