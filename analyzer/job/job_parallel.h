@@ -28,7 +28,9 @@ void for_each_parallel(size_t n, unsigned jobs, const std::function<void(size_t)
 // ~43 ms, libc's separate debug info inflated, against ~27 ms for a replay). So the workers take
 // turns to symbolize: a worker whose replay ends while another symbolizes keeps its trace
 // pending and replays the next one meanwhile, then symbolizes its pending traces in order (by
-// then the names are shared: a fraction of a millisecond each). A worker symbolizes without
+// then the names are shared: a fraction of a millisecond each; the libraries' opened DWARF is
+// shared too, read/shared_modules.h: a worker symbolizing beside another would now wait, idle,
+// on a library's lock instead of reading it again). A worker symbolizes without
 // waiting for its turn when it holds kMaxPendingTraces pending traces (each keeps its stacks in
 // memory) or when no trace is left to replay. after(i) (whatif runs: a replay again) is not
 // taken in turns.

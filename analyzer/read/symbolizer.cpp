@@ -17,6 +17,7 @@
 #include "activity.h"
 #include "python_lines.h"
 #include "regular_file.h"
+#include "shared_modules.h"
 #include "shared_symbols.h"
 
 namespace vt::analyzer {
@@ -25,10 +26,10 @@ namespace fmt = vt::format;
 
 struct Symbolizer::ModuleDebug {
   size_t index = 0;  // into store_.modules (which may grow: no pointer into it is kept)
-  Dwfl_Callbacks callbacks{};
-  char* debuginfo_path = nullptr;  // libdwfl keeps a pointer to it
-  Dwfl* dwfl = nullptr;
-  Dwfl_Module* mod = nullptr;  // null when the file could not be opened or does not match
+  std::unique_ptr<DwflHandle> own;  // opened for this Symbolizer alone
+  SharedModule* shared = nullptr;   // or the process's handle for this build (shared_modules.h)
+  DwflHandle* handle() const { return shared ? shared->handle.get() : own.get(); }
+  Dwfl_Module* mod() const { return handle() ? handle()->mod : nullptr; }
 };
 
 namespace {
@@ -97,7 +98,7 @@ bool not_regular(const std::string& path) {
 // file, the module goes without separate debug info (its own symbol table still names functions).
 int safe_find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base, const char* file_name,
                         const char* debuglink_file, GElf_Word debuglink_crc, char** debuginfo_file_name) {
-  // The module's user data is its ModuleDebug's search path (set in module_for).
+  // The module's user data is its DwflHandle's search path (set in open_module).
   const char* search = userdata && *userdata ? static_cast<const char*>(*userdata) : "";
   std::string dir = ".";
   if (file_name) {
@@ -146,12 +147,7 @@ Symbolizer::Symbolizer(const StackStore& store, SymbolizerOptions opt) : store_(
   for (const std::string& d : opt_.debug_dirs) debuginfo_path_ += ":" + d;
 }
 
-Symbolizer::~Symbolizer() {
-  for (auto& m : modules_) {
-    if (m && m->dwfl) dwfl_end(m->dwfl);
-    if (m) free(m->debuginfo_path);
-  }
-}
+Symbolizer::~Symbolizer() = default;  // (ModuleDebug is complete here)
 
 void Symbolizer::index_modules() {
   // A sweep over the range ends: each stretch of addresses goes to the latest record covering it
@@ -210,49 +206,75 @@ Symbolizer::ModuleDebug* Symbolizer::module_for(uint64_t address) {
   return index < 0 ? nullptr : open_module(size_t(index));
 }
 
+// Modules are reported to libdwfl at bias 0 and looked up with pc - bias, the address relative to
+// the trace's load bias, so that one handle serves every trace of a build whatever its ASLR bias
+// (shared_modules.h). libdwfl places an ET_DYN module at the base it is given (its bias: base minus
+// the first PT_LOAD's page) and shifts every lookup by that bias (symbol values + bias against the
+// address, address - bias against DWARF ranges and lines), so base 0 and pc - bias find what
+// base = bias and pc found; nothing wraps around, as a recorded range starts at or above its bias
+// (lo = dlpi_addr + p_vaddr). An ET_EXEC's (non-PIE) base is ignored by libdwfl: the module sits
+// at its link-time addresses and is looked up with pc itself, as before (its bias, dlpi_addr, is 0).
 Symbolizer::ModuleDebug* Symbolizer::open_module(size_t best) {
   auto& slot = modules_[best];
   if (slot) return slot.get();
   slot = std::make_unique<ModuleDebug>();
   slot->index = best;
-  slot->debuginfo_path = strdup(debuginfo_path_.c_str());
-  slot->callbacks.find_elf = dwfl_build_id_find_elf;
-  slot->callbacks.find_debuginfo = safe_find_debuginfo;
-  slot->callbacks.section_address = dwfl_offline_section_address;
-  slot->callbacks.debuginfo_path = &slot->debuginfo_path;
-  slot->dwfl = dwfl_begin(&slot->callbacks);
   const ModuleInfo& info = store_.modules[best];
   std::string file = opt_.sysroot + info.path;
+  // The traced build, opened already for another trace of this process (a job's ranks): no file
+  // opened, no DWARF read again. Only a module that opened and matched its recorded build-id is
+  // there; any other (no build-id recorded, missing, not a regular file, another build) is opened
+  // below for this Symbolizer, and said to it, every time.
+  const bool shareable = !info.build_id.empty() && !info.path.empty() && info.path[0] == '/';
+  if (shareable && (slot->shared = shared_module_find(info.build_id, file, info.path, debuginfo_path_)))
+    return slot.get();
+  auto h = std::make_unique<DwflHandle>();
+  h->debuginfo_path = strdup(debuginfo_path_.c_str());
+  h->callbacks.find_elf = dwfl_build_id_find_elf;
+  h->callbacks.find_debuginfo = safe_find_debuginfo;
+  h->callbacks.section_address = dwfl_offline_section_address;
+  h->callbacks.debuginfo_path = &h->debuginfo_path;
+  h->dwfl = dwfl_begin(&h->callbacks);
   std::string why;
   // Only a regular file, opened without blocking: a FIFO or a device named by a trace is not
   // symbolized (its frames keep module+offset).
-  int fd = slot->dwfl && !info.path.empty() && info.path[0] == '/' ? open_regular_file(file, &why) : -1;
+  int fd = h->dwfl && !info.path.empty() && info.path[0] == '/' ? open_regular_file(file, &why) : -1;
   // Frames that keep module+offset are no surprise for a path that is not a file ([vdso], a
   // deleted mapping); a named file that is gone or unreadable is said, once.
   if (fd < 0 && !info.path.empty() && info.path[0] == '/' && opt_.warn)
     opt_.warn(file + ": " + why + "; its frames stay module+offset" +
               (opt_.sysroot.empty() ? " (--sysroot DIR: the traced machine's files)" : ""));
+  bool matched = false;  // the build-id the trace recorded, found in the file
   if (fd >= 0) {
-    slot->mod = dwfl_report_elf(slot->dwfl, info.path.c_str(), file.c_str(), fd, info.bias, false);
-    if (!slot->mod) close(fd);  // consumed by libdwfl only on success
-    dwfl_report_end(slot->dwfl, nullptr, nullptr);
-    if (slot->mod) {
+    h->mod = dwfl_report_elf(h->dwfl, info.path.c_str(), file.c_str(), fd, 0 /*bias*/, false);
+    if (!h->mod) close(fd);  // consumed by libdwfl only on success
+    dwfl_report_end(h->dwfl, nullptr, nullptr);
+    if (h->mod) {
       void** user = nullptr;
-      dwfl_module_info(slot->mod, &user, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-      if (user) *user = slot->debuginfo_path;  // for safe_find_debuginfo
+      dwfl_module_info(h->mod, &user, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+      if (user) *user = h->debuginfo_path;  // for safe_find_debuginfo
+      GElf_Addr base = 0;
+      GElf_Ehdr ehdr;
+      Elf* elf = dwfl_module_getelf(h->mod, &base);
+      h->absolute = elf && gelf_getehdr(elf, &ehdr) && (ehdr.e_type == ET_EXEC || ehdr.e_type == ET_CORE);
     }
-    if (slot->mod && !info.build_id.empty()) {
+    if (h->mod && !info.build_id.empty()) {
       const unsigned char* bits = nullptr;
       GElf_Addr vaddr;
-      int n = dwfl_module_build_id(slot->mod, &bits, &vaddr);
+      int n = dwfl_module_build_id(h->mod, &bits, &vaddr);
       if (n > 0 && to_hex(bits, n) != info.build_id) {  // another build: do not lie
-        slot->mod = nullptr;
+        h->mod = nullptr;
         if (opt_.warn)
           opt_.warn(file + ": another build than the traced one (build-id " + to_hex(bits, n) + ", the trace recorded " +
                     info.build_id + "); its frames stay module+offset");
       }
+      matched = n > 0 && h->mod;
     }
   }
+  // Offered to the process (kept private when the registry is full; when another worker added
+  // the same build meanwhile, its handle is used and this one closed, its DWARF never read).
+  if (matched && shareable) slot->shared = shared_module_add(info.build_id, file, info.path, debuginfo_path_, &h);
+  if (!slot->shared) slot->own = std::move(h);
   return slot.get();
 }
 
@@ -288,18 +310,25 @@ std::vector<Frame> Symbolizer::native(uint64_t address) {
     base.module = "??";
     base.offset = address;
   }
-  if (md && md->mod) {
-    if (const char* sym = dwfl_module_addrname(md->mod, pc)) base.function = demangle(sym);
+  if (md && md->mod()) {
+    // A shared handle serves other Symbolizers (job workers) too: its lock is held while libdw
+    // runs on it and until what it returned is copied out.
+    std::unique_lock<std::mutex> lock;
+    if (md->shared) lock = std::unique_lock<std::mutex>(md->shared->mu);
+    const DwflHandle& h = *md->handle();
+    // The address in the module as libdwfl placed it (at bias 0: see open_module).
+    const uint64_t at = h.absolute ? pc : pc - store_.modules[md->index].bias;
+    if (const char* sym = dwfl_module_addrname(h.mod, at)) base.function = demangle(sym);
     std::string file;
     int line = 0;
-    if (Dwfl_Line* l = dwfl_module_getsrc(md->mod, pc)) {
+    if (Dwfl_Line* l = dwfl_module_getsrc(h.mod, at)) {
       const char* f = dwfl_lineinfo(l, nullptr, &line, nullptr, nullptr, nullptr);
       if (f) file = f;
     }
     Dwarf_Addr bias = 0;
-    Dwarf_Die* cu = dwfl_module_addrdie(md->mod, pc, &bias);
+    Dwarf_Die* cu = dwfl_module_addrdie(h.mod, at, &bias);
     Dwarf_Die* scopes = nullptr;
-    int n = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
+    int n = cu ? dwarf_getscopes(cu, at - bias, &scopes) : 0;
     // For an inlined instance, dwarf_getscopes stops at the abstract scopes: the concrete chain
     // (inlined callers up to the real function) comes from dwarf_getscopes_die.
     if (n > 0 && dwarf_tag(&scopes[0]) == DW_TAG_inlined_subroutine) {
@@ -344,7 +373,8 @@ std::vector<Frame> Symbolizer::native(uint64_t address) {
   }
   if (out.empty()) out.push_back(base);
   address_cache_[address] = out;
-  if (md && md->mod && known && !known->build_id.empty()) shared_symbols_store(known->build_id, address - known->bias, out);
+  if (md && md->mod() && known && !known->build_id.empty())
+    shared_symbols_store(known->build_id, address - known->bias, out);
   return out;
 }
 

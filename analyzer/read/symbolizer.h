@@ -5,7 +5,10 @@
 // A frame that cannot be resolved keeps its module+offset; it never disappears. Module files are
 // opened without blocking and only when they are regular files (a FIFO or a device named by a
 // trace is simply not symbolized); modules are found by address in O(log n) (a sorted index of
-// the address ranges, the latest record winning where they overlap).
+// the address ranges, the latest record winning where they overlap). A module of the traced build
+// (its build-id) is opened once for the whole process and shared by the Symbolizers of every
+// trace that loaded it, whatever its load address (shared_modules.h); the frames it names are
+// kept once per build too (shared_symbols.h).
 #pragma once
 
 #include <cstdint>
