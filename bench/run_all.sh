@@ -6,26 +6,28 @@
 # target that is not met is printed as "NOT MET" and is not a failure (the doc says so).
 # Not in ctest or CI: about 20-30 minutes on the project's 2-core VM. Wall-clock figures depend on
 # the machine's load: the load average is printed beside them; instruction counts (callgrind) do not.
-# Usage: bench/run_all.sh [BUILD_DIR] [--only NAME]   (default build; NAME: a group below, e.g.
-#        hook, heaptrack, job, churn, shapes, report50m, html10m, jobs10k, python, torch)
-# Needs: the build's vramtrace, vramtrace_cli, threads, fakecuda, gen_trace, gen_shapes,
-#   malloc_pairs, py_event_helper and fake_c10_cuda_default targets; valgrind, /usr/bin/time,
+# Usage: bench/run_all.sh [BUILD_DIR] [--only NAME]...   (default build; NAME: one group of figures,
+#        hook, heaptrack, job, churn, shapes, report50m, html10m, jobs10k, hookns, export, whatif,
+#        symbolize, audit, python, backward, torch; --only may be given more than once)
+# Needs: the build's vramtrace, vramtrace_cli, vramtrace_audit, threads, fakecuda, gen_trace,
+#   gen_shapes, gen_modules_trace, malloc_pairs, hook_bench, py_event_helper, fake_c10_cuda_default,
+#   fake_torch_cpu and fake_torch_python targets; valgrind, /usr/bin/time,
 #   heaptrack (its preload library) and python3. TMPDIR needs ~1.5 GB.
 # Environment: JOBS_TRACES (default 10000: the traces of the "10,000 traces" target),
-#   PYTHON (default python3).
+#   PYTHON (default python3), PYTHONS (the interpreters of the Python-part figure; default $PYTHON).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build only=""
 while [ $# -gt 0 ]; do
   case $1 in
-    --only) only=$2; shift 2 ;;
-    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
+    --only) only="$only $2"; shift 2 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
     *) build=$1; shift ;;
   esac
 done
 build=$(realpath "$build")
 cli=$build/bin/vramtrace lib=$build/lib/libvramtrace.so
-py=${PYTHON:-python3}
+py=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # the interpreter itself, not a pyenv shim (callgrind)
 work=$(mktemp -d "${TMPDIR:-/tmp}/vt-run-all.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export LD_LIBRARY_PATH=$build/lib/fakecuda
@@ -51,7 +53,7 @@ emit() {
   fi
   printf '%s\t%s %s\t%s\t%s\n' "$name" "$value" "$unit" "${verdict:--}" "$command"
 }
-want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+want() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 # run FIGURE CMD...: runs a benchmark with its output in $work/log; a non-zero exit stops the run
 run() {
@@ -115,7 +117,7 @@ fi
 if want job; then
   c="bench/run_job_bench.sh BUILD 16 500000 5"
   run job "$here/run_job_bench.sh" "$build" 16 500000 5
-  v=$(sed -n 's/^-j 2: .*speedup \([0-9.]*\)x.*/\1/p' "$work/log")
+  v=$(sed -n 's/^-j 2: .*speedup \([0-9.]*\)x.*/\1/p' "$work/log" | head -1)  # (-j $(nproc) repeats it on 2 CPUs)
   emit job_16_ranks_j2_speedup "$v" "x (load $(load))" ">= 1.8" "$c"
 fi
 
@@ -210,15 +212,105 @@ if want jobs10k; then
   rm -rf "$work/jobs" "$work/jobs.json"
 fi
 
+# --- The hook in nanoseconds (Google Benchmark, CPU time: load-dependent) ------------------------
+if want hookns; then
+  hb=$build/bench/hook_bench
+  [ -x "$hb" ] || die hookns "$hb missing (build the hook_bench target)"
+  gb() {  # gb OUT FILTER [VAR=VALUE...]: medians of 5 x 0.5 s, JSON in $work/OUT.json
+    local o=$1 f=$2; shift 2
+    env "$@" "$hb" --benchmark_filter="$f" --benchmark_min_time=0.5 --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true --benchmark_out="$work/$o.json" --benchmark_out_format=json \
+      >"$work/log" 2>&1 || die hookns "hook_bench ($o) failed"
+  }
+  med() {  # med OUT NAME: the median CPU ns per iteration (one pair: 2 events) of benchmark NAME
+    python3 - "$work/$1.json" "$2" <<'PY'
+import json, sys
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") == "median" and b["run_name"] == sys.argv[2]:
+        assert b["time_unit"] == "ns"
+        print("%.1f" % b["cpu_time"])
+PY
+  }
+  mkdir -p "$work/hb1" "$work/hb2" "$work/hb3" "$work/hb4"
+  one='BM_AllocFreeAsync<direct>' eight='BM_AllocFreeAsync<direct>/real_time/threads:8' deep='BM_AllocFreeAsync32Frames'
+  gb untraced "^($one|$deep)\$"
+  gb nostack "^$one\$" LD_PRELOAD="$lib" VRAMTRACE_STACK_DEPTH=0 VRAMTRACE_OUTPUT="$work/hb1"
+  gb stacks "^$deep\$" LD_PRELOAD="$lib" VRAMTRACE_OUTPUT="$work/hb2"
+  gb sn_untraced "^$one" FAKECUDA_SHARE_NOTHING=1
+  gb sn_nostack "^$one" FAKECUDA_SHARE_NOTHING=1 LD_PRELOAD="$lib" VRAMTRACE_STACK_DEPTH=0 VRAMTRACE_OUTPUT="$work/hb3"
+  cmd="hook_bench --benchmark_filter=F --benchmark_min_time=0.5 --benchmark_repetitions=5, untraced and with LD_PRELOAD=libvramtrace.so VRAMTRACE_OUTPUT=DIR"
+  u=$(med untraced "$one") t=$(med nostack "$one")
+  emit hook_ns_no_stacks_per_event "$(python3 -c "print('%.0f' % (($t - $u) / 2))")" "ns/event CPU (pair $u -> $t ns; load $(load))" "<= 150" "$cmd VRAMTRACE_STACK_DEPTH=0, F = $one: (traced - untraced) / 2"
+  u=$(med untraced "$deep") t=$(med stacks "$deep")
+  emit hook_ns_32_frames_per_event "$(python3 -c "print('%.0f' % (($t - $u) / 2))")" "ns/event CPU (pair $u -> $t ns; load $(load))" "<= 1500" "$cmd, F = $deep: (traced - untraced) / 2"
+  u1=$(med sn_untraced "$one") t1=$(med sn_nostack "$one") u8=$(med sn_untraced "$eight") t8=$(med sn_nostack "$eight")
+  emit hook_8_threads_vs_1 "$(python3 -c "print('%.2f' % (($t8 - $u8) / ($t1 - $u1)))")" "x (added CPU per pair: 1 thread $(python3 -c "print('%.0f' % ($t1 - $u1))") ns, 8 threads $(python3 -c "print('%.0f' % ($t8 - $u8))") ns; load $(load))" "<= 1.3" \
+    "FAKECUDA_SHARE_NOTHING=1 $cmd VRAMTRACE_STACK_DEPTH=0, F = ^$one: added CPU per pair with 8 threads / with 1"
+  b=$(for f in "$work"/hb1/*.trace; do "$cli" info "$f"; done | python3 -c 'import json,sys
+d = json.JSONDecoder(); s = sys.stdin.read().strip(); e = r = 0
+while s:
+    j, i = d.raw_decode(s); s = s[i:].strip(); e += j["events"]; r += j["record_bytes"]
+print("%.2f" % (r / e))')
+  emit hook_bench_trace_bytes_per_event_no_stacks "$b" "record bytes/event" "<= 24" "the traces of hook_bench with VRAMTRACE_STACK_DEPTH=0 above; vramtrace info: record_bytes / events"
+  rm -rf "$work"/hb*
+fi
+
+# --- Export, what-if, symbolization, LD_AUDIT --------------------------------------------------------
+if want export; then
+  c="REPEAT=3 bench/run_export_bench.sh BUILD 10000000"
+  REPEAT=3 run export "$here/run_export_bench.sh" "$build" 10000000
+  read -r eu ru bpe <<<"$(sed -n 's/.*export [0-9.]* s wall \([0-9.]*\) s user.*(\([0-9.]*\) B\/event); report [0-9.]* s wall \([0-9.]*\) s user.*/\1 \3 \2/p' "$work/log")"
+  emit export_perfetto_vs_report_cpu "$(python3 -c "print('%.2f' % ($eu / $ru))")" "x (export $eu s, report $ru s user; load $(load))" "<= 1" "$c: export's user time / the report's"
+  emit export_perfetto_bytes_per_event "$bpe" "B/event" - "$c"
+fi
+if want whatif; then
+  mkdir -p "$work/wi"
+  c="LD_PRELOAD=libvramtrace.so VRAMTRACE_OUTPUT=T FAKECUDA_CONTEXT_BYTES=0 python3 bench/gen_torch_blocks.py BUILD/tests/torch/default 22000 4600000"
+  [ -e "$build/tests/torch/default/libc10_cuda.so" ] || die whatif "the stand-in allocator is not built (fake_c10_cuda_default)"
+  FAKECUDA_CONTEXT_BYTES=0 LD_PRELOAD="$lib" VRAMTRACE_OUTPUT="$work/wi/b.trace" \
+    run whatif_gen "$py" "$here/gen_torch_blocks.py" "$build/tests/torch/default" 22000 4600000
+  e=$(python3 -c "import os; print('%.0f MB trace' % (os.path.getsize('$work/wi/b.trace') / 1e6))")
+  /usr/bin/time -f '%e %M' -o "$work/time" "$cli" whatif "$work/wi/b.trace" --alloc-conf expandable_segments:True >"$work/log" 2>&1 || die whatif "whatif failed"
+  read -r w r <"$work/time"
+  emit whatif_two_settings_wall "$w" "s wall ($e, $((r / 1024)) MiB; load $(load))" "<= 20" "$c; /usr/bin/time vramtrace whatif T --alloc-conf expandable_segments:True (the run's settings and one other)"
+  /usr/bin/time -f '%e %M' -o "$work/time" "$cli" whatif "$work/wi/b.trace" --sweep >"$work/log" 2>&1 || die whatif "whatif --sweep failed"
+  read -r w r <"$work/time"
+  emit whatif_sweep_wall "$w" "s wall ($((r / 1024)) MiB; load $(load))" "<= 70" "$c; /usr/bin/time vramtrace whatif T --sweep (seven settings)"
+  rm -rf "$work/wi"
+fi
+if want symbolize; then
+  c="bench/run_symbolize_bench.sh 80000 BUILD"
+  run symbolize "$here/run_symbolize_bench.sh" 80000 "$build"
+  emit symbolize_80k_modules_dump "$(sed -n 's/^dump .*: \([0-9.]*\) s/\1/p' "$work/log")" "s wall (load $(load))" - "$c"
+  emit symbolize_80k_modules_report "$(sed -n 's/^report .*: \([0-9.]*\) s/\1/p' "$work/log")" "s wall (load $(load))" - "$c"
+fi
+if want audit; then
+  c="bench/run_audit_cost.sh BUILD"
+  run audit "$here/run_audit_cost.sh" "$build"
+  read -r a b <<<"$(sed -n 's/.*added by the hook \([0-9.]*\).*/\1/p' "$work/log" | tr '\n' ' ')"
+  emit audit_hook_no_stack_without_module "$a" "instructions/event" - "$c"
+  emit audit_hook_no_stack_with_module "$b" "instructions/event" "<= $(python3 -c "print($a + 1)")" "$c"
+  emit audit_python_start_added "$(sed -n 's/.*(+[0-9]*, +\([0-9.]*\)%).*/\1/p' "$work/log")" "% instructions" - "$c"
+fi
+
 # --- The Python part of an event, a PyTorch block event (stand-ins; CPU time and callgrind) -------
 if want python; then
-  c="PAIRS=100000 BATCHES=5 ROUNDS=3 CG_PAIRS=5000 bench/run_py_bench.sh BUILD $py"
-  PAIRS=100000 BATCHES=5 ROUNDS=3 CG_PAIRS=5000 run python "$here/run_py_bench.sh" "$build" "$py"
-  ver=$(sed -n 's/^== CPython \([0-9.]*\).*/\1/p' "$work/log" | head -1)
-  v=$(sed -n 's/.*Python part per allocation.*: \(-\{0,1\}[0-9]*\) ns.*/\1/p' "$work/log")
-  emit "python_part_32_frames_$ver" "$v" "ns/allocation (load $(load))" "<= 300" "$c"
-  v=$(sed -n 's/.*: \([0-9]*\) for the Python part.*/\1/p' "$work/log")
-  emit "python_part_32_frames_instructions_$ver" "$v" "instructions/pair" - "$c"
+  for p in ${PYTHONS:-$py}; do
+    p=$("$p" -c 'import sys; print(sys.executable)') || die python "$p does not run"
+    c="PAIRS=100000 BATCHES=5 ROUNDS=3 CG_PAIRS=5000 bench/run_py_bench.sh BUILD $p"
+    PAIRS=100000 BATCHES=5 ROUNDS=3 CG_PAIRS=5000 run python "$here/run_py_bench.sh" "$build" "$p"
+    ver=$(sed -n 's/^== CPython \([0-9.]*\).*/\1/p' "$work/log" | head -1)
+    v=$(sed -n 's/.*Python part per allocation.*: \(-\{0,1\}[0-9]*\) ns.*/\1/p' "$work/log")
+    emit "python_part_32_frames_$ver" "$v" "ns/allocation (load $(load))" "<= 300" "$c"
+    v=$(sed -n 's/.*: \([0-9]*\) for the Python part.*/\1/p' "$work/log")
+    emit "python_part_32_frames_instructions_$ver" "$v" "instructions/pair" - "$c"
+  done
+fi
+if want backward; then
+  c="bench/run_backward_bench.sh BUILD $py"
+  run backward "$here/run_backward_bench.sh" "$build" "$py"
+  a=$(sed -n 's/^ *inside *\([0-9]*\) instructions.*/\1/p' "$work/log") b=$(sed -n 's/^ *outside *\([0-9]*\) instructions.*/\1/p' "$work/log")
+  emit backward_lent_frames_added "$((a - b))" "instructions/block event ($a lent, $b not)" - "$c"
 fi
 if want torch; then
   c="PAIRS=50000 BATCHES=3 ROUNDS=3 CG_PAIRS=5000 bench/run_torch_bench.sh BUILD $py"
