@@ -296,7 +296,8 @@ fi
 # --- The Python part of an event, a PyTorch block event (stand-ins; CPU time and callgrind) -------
 if want python; then
   for p in ${PYTHONS:-$py}; do
-    p=$("$p" -c 'import sys; print(sys.executable)') || die python "$p does not run"
+    exe=$("$p" -c 'import sys; print(sys.executable)' 2>/dev/null) || die python "$p does not run"
+    p=$exe
     c="PAIRS=100000 BATCHES=5 ROUNDS=3 CG_PAIRS=5000 bench/run_py_bench.sh BUILD $p"
     PAIRS=100000 BATCHES=5 ROUNDS=3 CG_PAIRS=5000 run python "$here/run_py_bench.sh" "$build" "$p"
     ver=$(sed -n 's/^== CPython \([0-9.]*\).*/\1/p' "$work/log" | head -1)
