@@ -1,4 +1,4 @@
-"""A trace with PyTorch block events for the analysis benchmark (docs/PERFORMANCE.md, "The PyTorch
+"""A trace with PyTorch block events for the analysis benchmark (docs/performance-history.md, "The PyTorch
 aggregator"): the stand-in caching allocator (tests/torch/fake_c10_cuda.cpp) driven in a training-like
 loop (STEPS steps of 20 temporaries of ~2,000 sizes and one kept tensor, the oldest of 2,000 kept
 dropped), then PAIRS cached malloc/free pairs. Run under libvramtrace.so:

@@ -26,6 +26,7 @@ for mode in inside outside; do
     --toggle-collect='vt::torch_block*' "$py" "$here/backward_bench.py" "$dir" "$mode" "$pairs" 32 \
     >/dev/null 2>"$out/log" || { echo "   $mode: the bench failed: $(tail -3 "$out/log")"; exit 1; }
   ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out/cg")
+  [ "${ir:-0}" -gt 0 ] || { echo "run_backward_bench.sh: $mode: callgrind counted nothing in vt::torch_block (renamed or inlined?)" >&2; exit 1; }
   frames=$("$cli" dump "$out"/t/*.trace | python3 -c '
 import json, sys
 n = 0
@@ -34,6 +35,9 @@ for line in sys.stdin:
     if e.get("op") == "torch_block":
         n = sum(1 for f in e.get("stack", []) if f["python"])
 print(n)')
+  if [ "$mode" = inside ] && [ "${frames:-0}" -le 0 ]; then
+    echo "run_backward_bench.sh: no Python frames were lent to the worker's block events" >&2; exit 1
+  fi
   awk -v ir="$ir" -v n="$pairs" -v m="$mode" -v f="$frames" \
     'BEGIN { printf "   %-7s %.0f instructions per block event (vt::torch_block inclusive), %d Python frames lent\n", m, ir / (2 * n), f }'
 done

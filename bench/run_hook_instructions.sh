@@ -5,7 +5,7 @@
 # simulated driver), untraced and traced, N = 20000 and 40000 iterations; per event =
 # ((traced 40000 - traced 20000) - (untraced 40000 - untraced 20000)) / 40000 events. The
 # worker thread's own count (callgrind --separate-threads) is exact and independent of load,
-# and of how callgrind names functions. docs/PERFORMANCE.md, "Cutting the hook's own work".
+# and of how callgrind names functions. docs/PERFORMANCE.md, "Current figures".
 # With --depth D, the traced runs unwind up to D native frames per event (VRAMTRACE_STACK_DEPTH=D;
 # the worker's stacks are 3 frames deep, --frames F adds F frames below its loop, for both the
 # untraced and traced runs), and with --free-stacks frees too (VRAMTRACE_FREE_STACKS=1). The
@@ -55,6 +55,9 @@ count() {  # count MODE N
 }
 u1=$(count untraced 20000); u2=$(count untraced 40000)
 t1=$(count traced 20000); t2=$(count traced 40000)
+for n in "$u1" "$u2" "$t1" "$t2"; do  # a run callgrind counted nothing of is an error, not a 0
+  [ "${n:-0}" -gt 0 ] || { echo "run_hook_instructions: callgrind counted no worker thread ($u1 $u2 $t1 $t2)" >&2; exit 2; }
+done
 python3 - "$u1" "$u2" "$t1" "$t2" "$max" <<'EOF'
 import sys
 u1, u2, t1, t2 = (int(x) for x in sys.argv[1:5])

@@ -26,6 +26,7 @@ else
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+failed=() measured=0
 export LD_LIBRARY_PATH=$build/lib/fakecuda VRAMTRACE_KERNELS=0
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 run() {  # run PY PYTHON_ON ARGS... -> the bench's output line
@@ -38,7 +39,7 @@ for py in "${pythons[@]}"; do
   ver=$("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')
   echo "== CPython $ver ($py)"
   # The Python frames must really be in the trace: the last allocation's stack has 32 of them.
-  run "$py" 1 time 10 1 >/dev/null || { echo "   the bench failed"; continue; }
+  run "$py" 1 time 10 1 >/dev/null || { echo "   the bench failed"; failed+=("$ver: the bench failed"); continue; }
   got=$("$cli" dump "$out"/t/*.trace | python3 -c '
 import json, sys
 n = -1
@@ -48,13 +49,16 @@ for line in sys.stdin:
         n = sum(1 for f in e.get("stack", []) if f["python"])
 print(n)')
   echo "   Python frames in the traced stack: $got"
-  [ "$got" = 32 ] || { echo "   expected 32: the walker is not capturing here, figures skipped"; continue; }
+  [ "$got" = 32 ] || { echo "   expected 32: the walker is not capturing here, figures skipped"; failed+=("$ver: $got Python frames, not 32"); continue; }
   on=() off=()
   for r in $(seq "$rounds"); do
     on+=("$(run "$py" 1 time "$pairs" "$batches" | sed -n 's/.*median \([0-9.]*\) ns.*/\1/p')")
     off+=("$(run "$py" 0 time "$pairs" "$batches" | sed -n 's/.*median \([0-9.]*\) ns.*/\1/p')")
   done
   m_on=$(printf '%s\n' "${on[@]}" | median) m_off=$(printf '%s\n' "${off[@]}" | median)
+  if [ -z "$m_on" ] || [ -z "$m_off" ]; then
+    echo "   no timing from the bench (with: '${on[*]}', without: '${off[*]}')"; failed+=("$ver: no timing"); continue
+  fi
   echo "   ns/pair with Python frames: ${on[*]} (median $m_on); without: ${off[*]} (median $m_off)"
   awk -v a="$m_on" -v b="$m_off" 'BEGIN { printf "   Python part per allocation (a free carries no stack): %.0f ns\n", a - b }'
   [ "$cg_pairs" -gt 0 ] && command -v valgrind >/dev/null || continue
@@ -67,7 +71,7 @@ print(n)')
       VRAMTRACE_OUTPUT=$out/t VRAMTRACE_PYTHON=$on LD_PRELOAD=$lib valgrind --tool=callgrind --trace-children=yes \
         --collect-atstart=no '--toggle-collect=vt::record_slow(*' --callgrind-out-file="$out/cg.$on.$k" \
         "$py" "$here/py_event_bench.py" "$helper" loop $((k * cg_pairs)) >/dev/null 2>"$out/vg" ||
-        { echo "   callgrind run failed: $(tail -2 "$out/vg")"; continue 3; }
+        { echo "   callgrind run failed: $(tail -2 "$out/vg")"; failed+=("$ver: callgrind run failed"); continue 3; }
     done
   done
   ir() { sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$1"; }
@@ -78,6 +82,7 @@ print(n)')
     echo "run_py_bench.sh: callgrind counted nothing in vt::record_slow ($with, $without): renamed or inlined?" >&2
     exit 1
   fi
+  measured=$((measured + 1))
   echo "   callgrind, instructions per alloc/free pair in the recorder: $with with Python frames, $without without:" \
     "$((with - without)) for the Python part"
   fn_ir() {  # inclusive instructions of the first function matching $2 in callgrind file $1
@@ -90,3 +95,8 @@ print(n)')
     done
   done
 done
+# Fail loudly: a Python that gave no figure, or no Python at all, is an error, not a quiet 0.
+if [ ${#failed[@]} -gt 0 ] || [ "${#pythons[@]}" -eq 0 ]; then
+  echo "run_py_bench.sh: no figure for: ${failed[*]:-every Python (none found)}" >&2
+  exit 1
+fi

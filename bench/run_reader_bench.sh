@@ -29,8 +29,10 @@ for mode in scan live stacks; do
   for ((i = 0; i < reps; ++i)); do
     line=$("$bench" "$trace" "$mode")
     rate=$(sed -n 's/.*events_per_s=\([0-9]*\).*/\1/p' <<<"$line")
+    [ -n "$rate" ] || { echo "run_reader_bench.sh: $mode: no events_per_s in reader_bench's output: $line" >&2; exit 1; }
     if [ "$rate" -gt "$best_rate" ]; then best_rate=$rate; best=$line; fi
   done
+  [ "$best_rate" -gt 0 ] || { echo "run_reader_bench.sh: $mode: 0 events/s" >&2; exit 1; }
   get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $best"; }
   printf '%-7s %12s %9s %9s %13.2f %12s %10s %10s %10s\n' "$mode" "$(get events)" "$(get open_s)" "$(get read_s)" \
     "$(awk -v r="$best_rate" 'BEGIN {print r / 1e6}')" "$(get maxrss_mib)" "$(get rss_anon_mib)" "$(get rss_file_mib)" "$(get file_mib)"

@@ -36,7 +36,8 @@ for ((i = 1; i <= reps; ++i)); do
   /usr/bin/time -f '%U %S %M' -o "$dir/time" "$cli" report "$trace" --format json -o "$dir/report.json"
   read -r user sys rss_kib <"$dir/time"
   cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN {printf "%.2f", u + s}')
-  rate=$(awk -v e="$events" -v c="$cpu" 'BEGIN {printf "%.2f", (c > 0) ? e / c / 1e6 : 0}')
+  awk -v c="$cpu" 'BEGIN {exit !(c > 0)}' || { echo "run_report_bench.sh: run $i took no measurable CPU time ('$user' '$sys')" >&2; exit 1; }
+  rate=$(awk -v e="$events" -v c="$cpu" 'BEGIN {printf "%.2f", e / c / 1e6}')
   rates+=("$rate")
   printf '%-4s %9s %9s %9s %14s %12s\n' "$i" "$user" "$sys" "$cpu" "$rate" "$((rss_kib / 1024))"
 done

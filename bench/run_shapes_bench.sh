@@ -57,7 +57,9 @@ for shape in ${SHAPES:-stacks1m stacks5m live1m live2m churn5m}; do
     name=${c%%:*}
     bin=${c#*:}
     read -r cpu rss <<<"$(best "$bin" "$t" "$dir/$shape.$name.json")"
-    rate=$(awk -v e="$events" -v c="$cpu" 'BEGIN {printf "%.2f", (c > 0) ? e / c / 1e6 : 0}')
+    [ -n "$events" ] && [ "$events" -gt 0 ] || { echo "run_shapes_bench.sh: $shape: cannot count the trace's events" >&2; exit 1; }
+    awk -v c="$cpu" 'BEGIN {exit !(c > 0)}' || { echo "run_shapes_bench.sh: $shape: no measurable CPU time ('$cpu')" >&2; exit 1; }
+    rate=$(awk -v e="$events" -v c="$cpu" 'BEGIN {printf "%.2f", e / c / 1e6}')
     note=""
     if [ "$name" = new ] && [ -n "${BASE_CLI:-}" ]; then
       cmp -s "$dir/$shape.base.json" "$dir/$shape.new.json" && note="report identical to base" || note="REPORT DIFFERS from base"

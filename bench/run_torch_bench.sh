@@ -50,6 +50,7 @@ for r in $(seq "$rounds"); do
   without+=("$(run 0 time "$pairs" "$batches" | sed -n 's/.*median \([0-9.]*\) ns.*/\1/p')")
 done
 m_with=$(printf '%s\n' "${with[@]}" | median) m_without=$(printf '%s\n' "${without[@]}" | median)
+[ -n "$m_with" ] && [ -n "$m_without" ] || { echo "run_torch_bench.sh: no timing from the bench (traced: '${with[*]}', untraced: '${without[*]}')" >&2; exit 1; }
 echo "   CPU ns/pair traced: ${with[*]} (median $m_with); untraced: ${without[*]} (median $m_without)"
 awk -v a="$m_with" -v b="$m_without" 'BEGIN { printf "   added per block event: %.0f ns\n", (a - b) / 2 }'
 [ "$cg_pairs" -gt 0 ] && command -v valgrind >/dev/null || exit 0
@@ -66,6 +67,10 @@ for traced in 1 0; do
 done
 per_event() { awk -v a="$1" -v b="$2" -v n="$cg_pairs" 'BEGIN { printf "%.0f", (a - b) / (2 * n) }'; }
 t=$(per_event "$(ir "$out/cg.1.2")" "$(ir "$out/cg.1.1")") u=$(per_event "$(ir "$out/cg.0.2")" "$(ir "$out/cg.0.1")")
+if [ "${t:-0}" -le 0 ] || [ "${u:-0}" -le 0 ] || [ "$t" -le "$u" ]; then
+  echo "run_torch_bench.sh: callgrind counted no block events ($t traced, $u untraced): a function renamed or inlined away?" >&2
+  exit 1
+fi
 echo "   callgrind, instructions per block event (allocator included): $t traced, $u untraced: $((t - u)) added"
 fn_ir() { callgrind_annotate --inclusive=yes "$1" 2>/dev/null | grep -F "$2" | head -1 | awk '{ gsub(",", "", $1); print $1 + 0 }'; }
 a=$(fn_ir "$out/cg.1.2" 'vt::torch_block(') b=$(fn_ir "$out/cg.1.1" 'vt::torch_block(')
