@@ -11,7 +11,7 @@ void open_unwinder();                     // unwinder_library.cpp (unwinder_libr
 void guard_at_load();                     // unwinder_fds.cpp
 void close_at_quick_exit();               // exit_hooks.cpp (the shared library only)
 void count_walks_across_forks();          // loader_walks.cpp (the shared library only)
-void make_announce_key();                 // live_table.cpp
+void prepare_live_table();                // live_table.cpp
 void order_forks_after_unwinder_setup();  // native_stack.cpp
 void find_python_early();                 // stack_capture.cpp
 void remember_environment();              // load_environment.cpp

@@ -9,7 +9,7 @@
 //  2. open libunwind (RTLD_LOCAL), then 3. guard its descriptors before anything unwinds;
 //  4. our quick_exit handler, 5. the loader-walk counter's fork handlers (the shared library's
 //     own exports: weak here, so that the unit tests, which link the recorder alone, run without);
-//  6. the per-thread announce key of the live table;
+//  6. the live table's per-thread announce key and how threads announce (membarrier);
 //  7. the fork order around libunwind's one-time setup (its prepare handler takes the setup lock);
 //  8. find the Python interpreter: dlsym lookups take the loader lock, so before any hook can run
 //     under an allocator's lock;
@@ -35,7 +35,7 @@ __attribute__((constructor(102))) void at_load() {
       s::guard_at_load,
       s::close_at_quick_exit,
       s::count_walks_across_forks,
-      s::make_announce_key,
+      s::prepare_live_table,
       s::order_forks_after_unwinder_setup,
       s::find_python_early,
       s::remember_environment,

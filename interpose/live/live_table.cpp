@@ -3,9 +3,12 @@
 #include "load_steps.h"
 #include "live_table.h"
 
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstring>
@@ -15,6 +18,7 @@ namespace vt::live {
 
 namespace detail {
 __thread Announce* t_announce __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<bool> g_light_announce{false};
 }  // namespace detail
 
 using namespace detail;
@@ -69,11 +73,29 @@ void make_announce_key() {
   g_announce_key_ok = pthread_key_create(&g_announce_key, release_announce) == 0;
 }
 
-void wait_until_nobody_in(const Table* t) {
+// 0: not chosen yet; 1: chosen (g_light_announce says which).
+std::atomic<int> g_announcement_chosen{0};
+
+int membarrier(int cmd) { return int(syscall(__NR_membarrier, cmd, 0, 0)); }
+
+// What an announcement's own fence would have done, on every thread at once: after it, a plain
+// announcement made before is visible here, and one made after re-reads what this thread stored
+// before it (the frozen flag, the new table). False when the kernel refused (never seen once
+// registered): the caller then gives the growth up (the table stays as it is: safe).
+bool heavy_barrier() {
+  if (!g_light_announce.load(std::memory_order_relaxed)) return true;  // the announcements fence themselves
+  return membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+}
+
+// Waits until no thread is announced in t; false when the barrier that makes announcements
+// visible failed (nothing was waited for).
+bool wait_until_nobody_in(const Table* t) {
+  if (!heavy_barrier()) return false;
   for (Announce* r = g_announces.load(std::memory_order_acquire); r; r = r->next) {
     Backoff b;
     while (r->in.load(std::memory_order_seq_cst) == t) b.pause();
   }
+  return true;
 }
 
 inline void count_claim(Table* t, Announce* a) {
@@ -152,12 +174,13 @@ __attribute__((noinline)) Table* Map::enter_slow(Announce* a) {
   for (;;) {
     Table* t = current.load(std::memory_order_acquire);
     if (!t) {
+      choose_announcement();  // before any table is published: never changed once one is
       Table* fresh = new_table(kMinSlots);
       if (!fresh) return nullptr;
       if (!current.compare_exchange_strong(t, fresh)) free_table(fresh);  // another thread's won
       continue;
     }
-    a->in.store(t, std::memory_order_seq_cst);
+    announce_in(a, t);
     if (current.load(std::memory_order_seq_cst) != t) {
       a->in.store(nullptr, std::memory_order_release);
       continue;
@@ -253,7 +276,11 @@ __attribute__((noinline)) bool Map::insert_slow(Announce* a, uint64_t key, const
 // regrows a table of the same size again and again. On failure t is unfrozen and filled to its
 // last slot from then on.
 void Map::grow(Table* t) {
-  wait_until_nobody_in(t);
+  if (!wait_until_nobody_in(t)) {  // no barrier: threads may still be in t, which stays as it is
+    t->grow_failed.store(true, std::memory_order_relaxed);
+    t->frozen.store(false, std::memory_order_seq_cst);
+    return;
+  }
   uint64_t live = 0;
   for (uint64_t i = 0; i < t->cap; ++i) live += t->slots[i].state.load(std::memory_order_relaxed) == kLive;
   uint64_t cap = kMinSlots;
@@ -286,7 +313,9 @@ void Map::grow(Table* t) {
   }
   fresh->claimed.store(live, std::memory_order_relaxed);
   current.store(fresh, std::memory_order_seq_cst);  // publishes the copied slots too
-  wait_until_nobody_in(t);  // threads that announced t before the store above
+  // Threads that announced t before the store above; without the barrier t is left mapped
+  // forever (a thread may still read its frozen flag).
+  if (!wait_until_nobody_in(t)) return;
   if (Table* older = spare.exchange(t)) free_table(older);
 }
 
@@ -323,7 +352,25 @@ void Map::reset_in_child() {
   if (Table* t = spare.exchange(nullptr)) free_table(t);
 }
 
+// Registering makes the private expedited barrier available to this process (and its forked
+// children: the registration is the address space's); with threads already running the kernel
+// waits for an RCU grace period, once.
+void choose_announcement() {
+  if (g_announcement_chosen.load(std::memory_order_acquire)) return;
+  const bool light = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  int unchosen = 0;
+  if (g_announcement_chosen.load(std::memory_order_relaxed) == 0) {
+    // Two threads may race here: both registered (idempotent) with the same answer.
+    g_light_announce.store(light, std::memory_order_relaxed);
+    g_announcement_chosen.compare_exchange_strong(unchosen, 1, std::memory_order_release);
+  }
+}
+
 void forget_threads_in_child() {
+  // Linux keeps the registration across fork; a kernel that did not would refuse every barrier
+  // (and so every growth): the child, one thread now, then fences its announcements itself.
+  if (g_light_announce.load(std::memory_order_relaxed) && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
+    g_light_announce.store(false, std::memory_order_relaxed);
   for (Announce* r = g_announces.load(std::memory_order_acquire); r; r = r->next) {
     r->in.store(nullptr, std::memory_order_relaxed);
     r->claims_for = nullptr;
@@ -335,5 +382,8 @@ void forget_threads_in_child() {
 
 // This file's load-time step(s), run in order by load_time.cpp.
 namespace vt::load_steps {
-void make_announce_key() { vt::live::make_announce_key(); }
+void prepare_live_table() {
+  vt::live::make_announce_key();
+  vt::live::choose_announcement();  // at load the process has usually one thread: registering is cheap
+}
 }  // namespace vt::load_steps

@@ -19,6 +19,12 @@
 // entries into a fresh table, publishes it and unmaps the old one once no announcement names it
 // (hazard-pointer style: a thread re-reads the current table after announcing, so it never
 // touches a table it did not see current). Threads meeting a frozen table wait for the new one.
+// The announcement needs a full fence between its store and the re-read: on every event that was
+// an xchg, ~16 ns of the hook's ~170 per event here (bench/run_vs_heaptrack.sh). Where the kernel
+// offers membarrier's private expedited command (Linux 4.14+, not refused by seccomp), the fence
+// is asymmetric instead: the announcement is a plain store, and the rare grower runs a barrier on
+// every core running one of our threads before it reads the announcements (the scheme of
+// liburcu's and folly's asymmetric fences). Elsewhere the xchg stays.
 // Memory comes from mmap, never malloc: the hook may run inside the program's malloc.
 #pragma once
 
@@ -67,6 +73,21 @@ struct alignas(64) Announce {
 
 extern __thread Announce* t_announce __attribute__((tls_model("initial-exec")));
 
+// Decided once, before the first table is published, and never changed: announcements are plain
+// stores, the growers' heavy_barrier() fencing them (true), or xchg fences of their own (false).
+extern std::atomic<bool> g_light_announce;
+
+// Announces t: a store the grower is sure to see before it reads the announcements, or else one
+// after which this thread's re-read sees what the grower did (frozen, a new table).
+inline void announce_in(Announce* a, Table* t) {
+  if (__builtin_expect(g_light_announce.load(std::memory_order_relaxed), 1)) {
+    a->in.store(t, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // (the compiler keeps the order too)
+  } else {
+    a->in.store(t, std::memory_order_seq_cst);
+  }
+}
+
 }  // namespace detail
 
 // One map. Every operation is lock-free except when it has to wait for a growth in progress.
@@ -109,6 +130,8 @@ class Map {
 
 // After fork, in the child: every thread's announcement is cleared (those threads are gone).
 void forget_threads_in_child();
+// Chooses how threads announce (g_light_announce), once: at load, else before the first table.
+void choose_announcement();
 
 namespace detail {
 
@@ -149,7 +172,7 @@ inline uint8_t take(Slot& s, bool any) {
 inline detail::Table* Map::try_enter(detail::Announce* a) {
   detail::Table* t = current.load(std::memory_order_acquire);
   if (__builtin_expect(t == nullptr, 0)) return nullptr;
-  a->in.store(t, std::memory_order_seq_cst);
+  announce_in(a, t);
   // Re-read after announcing: a grower that unmaps t waits for announcements made before it
   // published the new table, and one made after sees the new table here.
   if (__builtin_expect(current.load(std::memory_order_seq_cst) == t && !t->frozen.load(std::memory_order_seq_cst), 1))
