@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -76,7 +77,12 @@ void make_announce_key() {
 // 0: not chosen yet; 1: chosen (g_light_announce says which).
 std::atomic<int> g_announcement_chosen{0};
 
-int membarrier(int cmd) { return int(syscall(__NR_membarrier, cmd, 0, 0)); }
+int membarrier(int cmd) {  // (the program's errno as it was: a refusal is ours to know)
+  const int saved = errno;
+  const int r = int(syscall(__NR_membarrier, cmd, 0, 0));
+  errno = saved;
+  return r;
+}
 
 // What an announcement's own fence would have done, on every thread at once: after it, a plain
 // announcement made before is visible here, and one made after re-reads what this thread stored
