@@ -19,6 +19,7 @@ namespace vt::live {
 
 namespace detail {
 __thread Announce* t_announce __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread Announce* t_light_announce __attribute__((tls_model("initial-exec"))) = nullptr;
 std::atomic<bool> g_light_announce{false};
 }  // namespace detail
 
@@ -67,11 +68,22 @@ void release_announce(void* p) {  // at thread exit; a hook after it takes a rec
   a->in.store(nullptr, std::memory_order_release);
   a->claims_for = nullptr;
   a->owned.store(0, std::memory_order_release);
-  t_announce = nullptr;
+  t_announce = t_light_announce = nullptr;
 }
 
 void make_announce_key() {
   g_announce_key_ok = pthread_key_create(&g_announce_key, release_announce) == 0;
+}
+
+// Announces t: a store the grower is sure to see before it reads the announcements, or else one
+// after which this thread's re-read sees what the grower did (frozen, a new table).
+inline void announce_in(Announce* a, Table* t) {
+  if (__builtin_expect(g_light_announce.load(std::memory_order_relaxed), 1)) {
+    a->in.store(t, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // (the compiler keeps the order too)
+  } else {
+    a->in.store(t, std::memory_order_seq_cst);
+  }
 }
 
 // 0: not chosen yet; 1: chosen (g_light_announce says which).
@@ -196,6 +208,8 @@ __attribute__((noinline)) Table* Map::enter_slow(Announce* a) {
       b.pause();
       continue;
     }
+    // The mode is chosen now (before the first table): the hot paths may take this record.
+    if (!t_light_announce && g_light_announce.load(std::memory_order_relaxed)) t_light_announce = a;
     return t;
   }
 }
@@ -372,11 +386,16 @@ void choose_announcement() {
   }
 }
 
+void use_light_announcements(bool light) {
+  g_light_announce.store(light, std::memory_order_relaxed);
+  t_light_announce = light ? t_announce : nullptr;
+}
+
 void forget_threads_in_child() {
   // Linux keeps the registration across fork; a kernel that did not would refuse every barrier
   // (and so every growth): the child, one thread now, then fences its announcements itself.
   if (g_light_announce.load(std::memory_order_relaxed) && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
-    g_light_announce.store(false, std::memory_order_relaxed);
+    use_light_announcements(false);
   for (Announce* r = g_announces.load(std::memory_order_acquire); r; r = r->next) {
     r->in.store(nullptr, std::memory_order_relaxed);
     r->claims_for = nullptr;

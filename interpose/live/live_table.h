@@ -72,21 +72,14 @@ struct alignas(64) Announce {
 };
 
 extern __thread Announce* t_announce __attribute__((tls_model("initial-exec")));
+// The same record for the inline hot paths, set only while announcements are plain stores: with
+// the xchg fences it stays null and those paths go out of line (so the mode costs them nothing).
+extern __thread Announce* t_light_announce __attribute__((tls_model("initial-exec")));
 
-// Decided once, before the first table is published, and never changed: announcements are plain
-// stores, the growers' heavy_barrier() fencing them (true), or xchg fences of their own (false).
+// Decided once, before the first table is published, and never changed while threads use a
+// table: announcements are plain stores, the growers' heavy_barrier() fencing them (true), or
+// xchg fences of their own (false).
 extern std::atomic<bool> g_light_announce;
-
-// Announces t: a store the grower is sure to see before it reads the announcements, or else one
-// after which this thread's re-read sees what the grower did (frozen, a new table).
-inline void announce_in(Announce* a, Table* t) {
-  if (__builtin_expect(g_light_announce.load(std::memory_order_relaxed), 1)) {
-    a->in.store(t, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // (the compiler keeps the order too)
-  } else {
-    a->in.store(t, std::memory_order_seq_cst);
-  }
-}
 
 }  // namespace detail
 
@@ -113,7 +106,8 @@ class Map {
 
   // One try with no call in it (so a caller's own hot path needs no stack frame): kDone (done:
   // *had_old / *out as above), kAbsent (erase: the key is not live), kSlow (nothing was done:
-  // a thread's first use, a growth, a new key, a slot being written; insert/erase do it all).
+  // a thread's first use, a growth, a new key, a slot being written, announcements that fence
+  // themselves; insert/erase do it all).
   enum class Try : uint8_t { kDone, kAbsent, kSlow };
   inline Try try_insert(uint64_t key, const Value& v, Value* old, bool* had_old);
   inline Try try_erase(uint64_t key, Value* out);
@@ -132,6 +126,9 @@ class Map {
 void forget_threads_in_child();
 // Chooses how threads announce (g_light_announce), once: at load, else before the first table.
 void choose_announcement();
+// Sets the mode, and the calling thread's t_light_announce to match. Only while no other thread
+// is inside a table (a fork child; tests between their cases).
+void use_light_announcements(bool light);
 
 namespace detail {
 
@@ -168,11 +165,13 @@ inline uint8_t take(Slot& s, bool any) {
 }  // namespace detail
 
 // Announces the current table and returns it, or nullptr when there is none yet or it is being
-// grown (nothing announced then). No call: the hot paths stay frameless.
+// grown (nothing announced then). No call: the hot paths stay frameless. Only with plain-store
+// announcements (a thread's t_light_announce).
 inline detail::Table* Map::try_enter(detail::Announce* a) {
   detail::Table* t = current.load(std::memory_order_acquire);
   if (__builtin_expect(t == nullptr, 0)) return nullptr;
-  announce_in(a, t);
+  a->in.store(t, std::memory_order_relaxed);            // the grower's barrier fences it
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // (and the compiler keeps the order)
   // Re-read after announcing: a grower that unmaps t waits for announcements made before it
   // published the new table, and one made after sees the new table here.
   if (__builtin_expect(current.load(std::memory_order_seq_cst) == t && !t->frozen.load(std::memory_order_seq_cst), 1))
@@ -181,17 +180,14 @@ inline detail::Table* Map::try_enter(detail::Announce* a) {
   return nullptr;
 }
 
-inline detail::Table* Map::enter(detail::Announce* a) {
-  if (detail::Table* t = try_enter(a)) return t;
-  return enter_slow(a);
-}
+inline detail::Table* Map::enter(detail::Announce* a) { return enter_slow(a); }
 
 // The hot paths try once, with no call in them (so they need no stack frame): the key's slot
 // found at once, and not being written. Anything else (a thread's first use, a table being
 // grown, a new key, a slot another thread holds) goes the whole way, out of line.
 inline Map::Try Map::try_insert(uint64_t key, const Value& v, Value* old, bool* had_old) {
   using namespace detail;
-  Announce* a = t_announce;
+  Announce* a = t_light_announce;
   if (__builtin_expect(!a, 0)) return Try::kSlow;
   Try r = Try::kSlow;
   if (Table* t = try_enter(a)) {
@@ -225,7 +221,7 @@ inline bool Map::insert(uint64_t key, const Value& v, Value* old, bool* had_old)
 
 inline Map::Try Map::try_erase(uint64_t key, Value* out) {
   using namespace detail;
-  Announce* a = t_announce;
+  Announce* a = t_light_announce;
   if (__builtin_expect(!a, 0)) return Try::kSlow;
   Try r = Try::kSlow;
   if (Table* t = try_enter(a)) {

@@ -68,11 +68,12 @@ namespace {
 // Only between tests: no thread is inside a table while it changes.
 struct AnnouncementMode {
   bool saved;
-  explicit AnnouncementMode(bool light) : saved(vt::live::detail::g_light_announce.load()) {
+  explicit AnnouncementMode(bool light) {
     vt::live::choose_announcement();
-    if (!light || vt::live::detail::g_light_announce.load()) vt::live::detail::g_light_announce.store(light);
+    saved = vt::live::detail::g_light_announce.load();
+    if (!light || saved) vt::live::use_light_announcements(light);
   }
-  ~AnnouncementMode() { vt::live::detail::g_light_announce.store(saved); }
+  ~AnnouncementMode() { vt::live::use_light_announcements(saved); }
 };
 }  // namespace
 
