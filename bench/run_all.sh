@@ -11,7 +11,7 @@
 #        hook, heaptrack, job, churn, shapes, report50m, html10m, jobs10k, hookns, export, whatif,
 #        symbolize, audit, python, backward, torch; --only may be given more than once)
 # Needs: the build's vramtrace, vramtrace_cli, vramtrace_audit, threads, fakecuda, gen_trace,
-#   gen_shapes, gen_modules_trace, malloc_pairs, hook_bench, py_event_helper, fake_c10_cuda_default,
+#   gen_shapes, gen_modules_trace, malloc_pairs, mem_latency, hook_bench, py_event_helper, fake_c10_cuda_default,
 #   fake_torch_cpu and fake_torch_python targets; valgrind, /usr/bin/time,
 #   heaptrack (its preload library) and python3. TMPDIR needs ~1.5 GB.
 # Environment: JOBS_TRACES (default 10000: the traces of the "10,000 traces" target),
@@ -67,6 +67,8 @@ done
 command -v valgrind >/dev/null || die setup "valgrind is not installed"
 [ -x /usr/bin/time ] || die setup "/usr/bin/time is not installed"
 echo "# run_all.sh: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null) $(date -u '+%F %T UTC'), $(nproc) CPUs, load $(load)"
+# The machine beside its figures: those bound by cache misses follow its memory latency.
+echo "# machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1); $("$build/bench/mem_latency" 2>/dev/null | head -1 || echo "memory latency: bench/mem_latency not built")"
 
 # max RSS (KiB) and CPU seconds (user + sys) of one report: "cpu rss"
 report_time() {  # TRACE [FORMAT] [OUT]
