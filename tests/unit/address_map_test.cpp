@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -157,4 +158,32 @@ TEST_CASE("AddressMap's parts grow apart and iteration visits every entry once")
     }
     check_iteration(m);
   }
+}
+
+// Parts of 2 MiB and more come from mmap with a huge-page hint, their header telling the deleter
+// how to free them: 2 M entries (parts of 262,144 slots, 6 MiB each) through growth, a copy, a
+// move and erasure, and a value type with a destructor (its slots are destroyed before the unmap).
+TEST_CASE("AddressMap's large parts (mapped, huge-page hint) keep every entry through growth, copy and move") {
+  AddressMap<uint64_t> m;
+  constexpr uint64_t kN = 2000000;
+  for (uint64_t i = 1; i <= kN; ++i) REQUIRE(m.emplace(0x7f0000000000ull + i * 512, i * 3).second);
+  REQUIRE(m.size() == kN);
+  AddressMap<uint64_t> copy = m;
+  AddressMap<uint64_t> moved = std::move(copy);
+  CHECK(copy.empty());
+  for (uint64_t i = 1; i <= kN; ++i) {
+    auto it = moved.find(0x7f0000000000ull + i * 512);
+    REQUIRE(it != moved.end());
+    REQUIRE(it->second == i * 3);
+    if (i % 2) REQUIRE(m.erase(0x7f0000000000ull + i * 512) == 1);
+  }
+  CHECK(m.size() == kN / 2);
+  CHECK(moved.size() == kN);
+  for (uint64_t i = 2; i <= kN; i += 2) REQUIRE(m.find(0x7f0000000000ull + i * 512)->second == i * 3);
+
+  AddressMap<std::string> s;  // 48-byte slots: parts of 65,536 slots, 3 MiB
+  constexpr uint64_t kS = 600000;
+  for (uint64_t i = 1; i <= kS; ++i) REQUIRE(s.emplace(i * 64, std::string(40, char('a' + i % 26))).second);
+  AddressMap<std::string> s2 = s;
+  for (uint64_t i = 1; i <= kS; ++i) REQUIRE(s2.find(i * 64)->second == std::string(40, char('a' + i % 26)));
 }
