@@ -71,6 +71,7 @@ struct AnnouncementMode {
   explicit AnnouncementMode(bool light) {
     vt::live::choose_announcement();
     saved = vt::live::detail::g_light_announce.load();
+    if (light && !saved) WARN("membarrier is refused here: this case runs with xchg fences, the plain stores are untested");
     if (!light || saved) vt::live::use_light_announcements(light);
   }
   ~AnnouncementMode() { vt::live::use_light_announcements(saved); }
