@@ -148,17 +148,15 @@ void LeakAggregator::finish(const LiveState& live, const AllocatorAtExit& cache,
   }
   if (rep->teardown.size() > top) rep->teardown.resize(top);
   uint64_t peak_bytes = rep->peaks.empty() ? 0 : rep->peaks[0].bytes;
-  rep->growth = growth(live, nullptr, 0, std::max<uint64_t>(1 << 20, peak_bytes / 100));
+  // The checkpoints, then the end: what a thread kept after the last checkpoint (up to 2 x its
+  // cadence of events) counts too.
+  rep->growth = growth(live, &live, rep->last_t_ns, std::max<uint64_t>(1 << 20, peak_bytes / 100));
   if (cache.known) {  // PyTorch's segments are its reserved memory: the tensor lines say what grew
     auto segment = [&](const GrowthSite& g) { return cache.segment_stacks.count(g.site.stack_id) > 0; };
     rep->torch_segment_growth = std::count_if(rep->growth.begin(), rep->growth.end(), segment);
     rep->growth.erase(std::remove_if(rep->growth.begin(), rep->growth.end(), segment), rep->growth.end());
   }
   count_live(live, rep->growth);
-  for (GrowthSite& g : rep->growth)
-    if (!g.site.threads.empty())
-      g.threads_at_site = live.thread_shares().threads_at(
-          live.site_table().find_row(SiteKey{g.site.stack_id, g.site.device, Bucket::Device}));
   if (rep->growth.size() > top) rep->growth.resize(top);
 }
 

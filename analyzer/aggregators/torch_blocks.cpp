@@ -610,6 +610,30 @@ TorchGrowth TorchAggregator::growth_of(const GrowthHit& h, const std::vector<con
   return g;
 }
 
+// The tensor sites that grew over the checkpoints and then now (`t`: a failure, or the end of
+// the run, so what was kept after the last checkpoint counts too), biggest growth first.
+std::vector<TorchGrowth> TorchAggregator::grown_until(uint64_t t, uint64_t min_growth) const {
+  std::vector<const SiteSnapshot*> series;
+  for (const SiteSnapshot& s : checkpoints_.snapshots()) series.push_back(&s);
+  SiteSnapshot now;
+  for (const SiteTable::Row& row : sites_.rows())
+    if (row.b.bytes) now.emplace(row.key, row.b.bytes);
+  series.push_back(&now);
+  std::vector<const ThreadSiteSnapshot*> threads;
+  for (const ThreadSiteSnapshot& s : checkpoints_.thread_snapshots()) threads.push_back(&s);
+  const ThreadSiteSnapshot now_threads = thread_snapshot(threads_, sites_.rows());
+  threads.push_back(&now_threads);
+  std::vector<uint64_t> times = checkpoints_.times();
+  times.push_back(t);
+  std::vector<std::pair<int, uint64_t>> now_freed;
+  for (const auto& [dv, dd] : devs_) now_freed.push_back({dv, dd.freed});
+  const SiteSnapshot now_site_freed = site_freed_now();
+  std::vector<TorchGrowth> out;
+  for (const GrowthHit& h : growing_sites(series, threads, first_owner(), min_growth))
+    out.push_back(growth_of(h, series, times, &now_freed, &now_site_freed));
+  return out;
+}
+
 // Bytes taken back on `device` between checkpoints `from` and `to` (an index past the last one
 // means `now`).
 uint64_t TorchAggregator::freed_between(int device, size_t from, size_t to,
@@ -756,25 +780,10 @@ void TorchAggregator::on_oom(uint64_t t, const TorchOom& o, const LiveState& liv
   });
   if (info.outside.size() > top_) info.outside.resize(top_);
   // The tensor sites that grew up to the failure: the checkpoints, then now.
-  std::vector<const SiteSnapshot*> series;
-  for (const SiteSnapshot& s : checkpoints_.snapshots()) series.push_back(&s);
-  SiteSnapshot now;
-  for (const SiteTable::Row& row : sites_.rows())
-    if (row.b.bytes) now.emplace(row.key, row.b.bytes);
-  series.push_back(&now);
-  std::vector<const ThreadSiteSnapshot*> threads;
-  for (const ThreadSiteSnapshot& s : checkpoints_.thread_snapshots()) threads.push_back(&s);
-  const ThreadSiteSnapshot now_threads = thread_snapshot(threads_, sites_.rows());
-  threads.push_back(&now_threads);
-  std::vector<uint64_t> times = checkpoints_.times();
-  times.push_back(t);
-  std::vector<std::pair<int, uint64_t>> now_freed;
-  for (const auto& [dv, dd] : devs_) now_freed.push_back({dv, dd.freed});
-  const SiteSnapshot now_site_freed = site_freed_now();
-  uint64_t min_growth = std::max<uint64_t>(1 << 20, o.device_total / 1000);
-  for (const GrowthHit& h : growing_sites(series, threads, first_owner(), min_growth)) {
-    if (h.key.device != o.device) continue;
-    info.grew_before.push_back(growth_of(h, series, times, &now_freed, &now_site_freed));
+  const uint64_t min_growth = std::max<uint64_t>(1 << 20, o.device_total / 1000);
+  for (TorchGrowth& g : grown_until(t, min_growth)) {
+    if (g.device != o.device) continue;
+    info.grew_before.push_back(std::move(g));
     if (info.grew_before.size() == top_) break;
   }
   p.since = dev(o.device).last_block_t;
@@ -952,16 +961,11 @@ void TorchAggregator::finish(TraceReport* rep) {
   tr.live_at_taken = live_at_taken_;
   tr.live_at = std::move(live_at_);
   // The tensor sites that grew over the whole run.
-  std::vector<const SiteSnapshot*> series;
-  for (const SiteSnapshot& s : checkpoints_.snapshots()) series.push_back(&s);
-  std::vector<const ThreadSiteSnapshot*> threads;
-  for (const ThreadSiteSnapshot& s : checkpoints_.thread_snapshots()) threads.push_back(&s);
   uint64_t highest = 0;
   for (const TorchDevice& td : tr.devices) highest = std::max(highest, td.peak_allocated);
   // Only what was kept across iterations: a forward pass filling up and then freed is no growth.
   const uint64_t min_growth = std::max<uint64_t>(1 << 20, highest / 100);
-  for (const GrowthHit& h : growing_sites(series, threads, first_owner(), min_growth)) {
-    TorchGrowth g = growth_of(h, series, checkpoints_.times(), nullptr, nullptr);
+  for (TorchGrowth& g : grown_until(rep->last_t_ns, min_growth)) {
     if (g.kept_bytes < min_growth || g.freed_meanwhile < g.kept_bytes) continue;
     tr.growth.push_back(std::move(g));
     if (tr.growth.size() == top_) break;

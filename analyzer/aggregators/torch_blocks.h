@@ -204,6 +204,7 @@ class TorchAggregator {
   FirstOwner first_owner() const;  // for growing_sites: a tensor site's first thread
   TorchGrowth growth_of(const GrowthHit& h, const std::vector<const SiteSnapshot*>& series, const std::vector<uint64_t>& times,
                         const std::vector<std::pair<int, uint64_t>>* now_freed, const SiteSnapshot* now_site_freed) const;
+  std::vector<TorchGrowth> grown_until(uint64_t t, uint64_t min_growth) const;
   std::vector<TorchMark> marks_;
   // The tensor timeline: per device and time bucket, live bytes per site at the bucket's highest
   // allocated (taken lazily, like the peak: before the first free after a new bucket high).

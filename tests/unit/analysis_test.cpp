@@ -139,6 +139,25 @@ TEST_CASE("GIVEN a site that keeps one buffer per step WHEN analysed THEN it is 
   CHECK(r.leak_bytes == 0);
 }
 
+// Checkpoints come every few events (more as the run gets longer): what a site kept after the
+// last one must still count, the end of the run being the series' last point (the growth of a
+// thread that was among the last to finish read 99 of its 100 MiB).
+TEST_CASE("GIVEN a site whose last kept buffers come after the last checkpoint WHEN analysed THEN its growth reaches what it holds at the end") {
+  TraceReport r = analyse([] {
+    Seq s;
+    for (int step = 0; step < 60; ++step) {
+      site_temp(s.ev(HookId::cuMemAlloc_v2, 0x100000000, 64 * MiB));
+      site_free(s.ev(HookId::cuMemFree_v2, 0x100000000, 0));
+      site_keep(s.ev(HookId::cuMemAlloc_v2, 0x200000000 + uint64_t(step) * 8 * MiB, 8 * MiB));
+    }
+  });
+  REQUIRE(r.growth.size() == 1);
+  CHECK(has(r.growth[0].site.stack, "site_keep"));
+  CHECK(r.growth[0].site.bytes == 480 * MiB);  // its highest: all 60 of them, at the end
+  CHECK(r.growth[0].last_t_ns == r.last_t_ns);
+  CHECK(r.leak_bytes == 480 * MiB);
+}
+
 TEST_CASE("GIVEN VMM and pool activity WHEN analysed THEN the fragmentation metrics follow their formulas") {
   TraceReport r = analyse([] {
     Seq s;

@@ -69,6 +69,7 @@ TEST_CASE("leaks aggregator: growth is a site reaching new highs over the run, n
   TraceReport rep;
   rep.peaks.emplace_back();
   rep.peaks[0].bytes = 316 * MiB;
+  rep.last_t_ns = g.rec.t;  // (AnalysisPass::finish sets it first)
   g.leaks.finish(g.live, AllocatorAtExit{}, 10, &rep);
   REQUIRE(rep.growth.size() == 1);
   const GrowthSite& s = rep.growth[0];
