@@ -23,8 +23,8 @@ void FragmentationAggregator::sample(uint64_t t, const LiveState& live) {
 
 void FragmentationAggregator::finish(const LiveState& live, TraceReport* rep) {
   Fragmentation& f = rep->fragmentation;
-  f.vmm_reserved_bytes_max = reserved_max_;
-  f.vmm_mapped_bytes_max = mapped_max_;
+  f.vmm_reserved_bytes_max = live.reserved_va_max();
+  f.vmm_mapped_bytes_max = live.mapped_va_max();
   std::vector<std::pair<uint64_t, const PoolState*>> pools;  // by key: a stable report order
   for (const auto& [key, p] : live.pools()) pools.push_back({key, &p});
   std::sort(pools.begin(), pools.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -21,8 +21,6 @@ class FragmentationAggregator {
  public:
   // After each applied event.
   void after(uint64_t t, const LiveState& live) {
-    reserved_max_ = std::max(reserved_max_, live.reserved_va());
-    mapped_max_ = std::max(mapped_max_, live.mapped_va());
     if (__builtin_expect(!live.pools().empty(), 0) && --countdown_ == 0) {
       sample(t, live);
       if (++samples_ % 128 == 0) every_ *= 2;
@@ -39,7 +37,6 @@ class FragmentationAggregator {
     uint64_t t = 0, footprint = 0, live = 0, largest = 0, unusable = 0;
   };
   void sample(uint64_t t, const LiveState& live);
-  uint64_t reserved_max_ = 0, mapped_max_ = 0;
   uint64_t every_ = 64, countdown_ = 64, samples_ = 0;
   absl::flat_hash_map<uint64_t, Worst> worst_;  // by pool key
 };

@@ -18,10 +18,17 @@ void Timeline::coarsen() {
   set_last_bucket((points_.back().first - t0_) / width_);
 }
 
+void Timeline::add_point(uint64_t t, uint64_t v) {
+  if (points_.empty()) t0_ = t;
+  points_.push_back({t, v});
+  set_last_bucket((t - t0_) / width_);
+  if (points_.size() > 2 * target_) coarsen();
+}
+
 void TimelineAggregator::finish(TraceReport* rep) {
-  for (auto& [device, series] : series_)
-    for (int b = 0; b < kBuckets; ++b)
-      if (series[b]) rep->timeline.push_back({device, bucket_name(Bucket(b)), series[b]->take()});
+  for (auto& [device, series] : series_)  // (by device, then bucket: kSeriesBuckets is in bucket order)
+    for (int i = 0; i < kSeries; ++i)
+      if (series.tl[i].started()) rep->timeline.push_back({device, bucket_name(kSeriesBuckets[i]), series.tl[i].take()});
 }
 
 }  // namespace vt::analyzer

@@ -625,6 +625,7 @@ void LiveState::apply(const Record& r) {
       mappings_[r.addr] = {r.size, r.aux};
       handle_use_[r.aux].mappings++;
       mapped_total_ += r.size;
+      mapped_max_ = std::max(mapped_max_, mapped_total_);
       if (is_memory_key(r.aux)) import_mapped(r);  // rule 10
       return;
     }
@@ -667,6 +668,7 @@ void LiveState::apply(const Record& r) {
     case Effect::Reserve:
       reservations_[r.addr] = r.size;
       reserved_total_ += r.size;
+      reserved_max_ = std::max(reserved_max_, reserved_total_);
       return;
     case Effect::Unreserve: {
       auto it = reservations_.find(r.addr);

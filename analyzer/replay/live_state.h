@@ -342,6 +342,9 @@ class LiveState {
 
   uint64_t reserved_va() const { return reserved_total_; }
   uint64_t mapped_va() const { return mapped_total_; }
+  // Their highest so far (kept here, where they rise: a test per VMM event, not two per event).
+  uint64_t reserved_va_max() const { return reserved_max_; }
+  uint64_t mapped_va_max() const { return mapped_max_; }
   uint64_t handle_bytes_unmapped(int device) const;
   uint64_t pool_cached_bytes(int device) const;
   // Rule 15: a synchronize in a context of `device` (a kTagPoolSync record).
@@ -431,6 +434,7 @@ class LiveState {
   __attribute__((noinline)) void held_change(uint32_t row, bool held);
   SiteTable teardown_;
   uint64_t reserved_total_ = 0, mapped_total_ = 0, unmatched_frees_ = 0;
+  uint64_t reserved_max_ = 0, mapped_max_ = 0;
   std::vector<int> changed_;
   bool freed_now_ = false;  // freed_now()
   uint64_t freed_size_ = 0;
