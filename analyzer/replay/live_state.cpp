@@ -192,17 +192,14 @@ void LiveState::held_change(uint32_t row, bool held) {
 }
 
 const PoolState* LiveState::request_pool(const Record& r) const {
-  uint64_t key = allocation_pool(r, [this](uint64_t location) {
-    auto c = current_pools_.find(location);
-    return c == current_pools_.end() ? uint64_t(0) : c->second;
-  });
+  uint64_t key = allocation_pool(r, [this](uint64_t location) { return current_pool(location); });
   auto p = pools_.find(key ? key : default_pool_key(r.device));
   return p == pools_.end() ? nullptr : &p->second;
 }
 
 PoolState& LiveState::pool_of(uint64_t pool, int device) {
   uint64_t key = pool ? pool : default_pool_key(device);
-  PoolState& p = pools_[key];
+  PoolState& p = pool_slot(key);
   if (p.device < 0 && !p.placed) p.device = device;  // a pool seen only by its allocations: theirs
   return p;
 }
@@ -329,6 +326,7 @@ void LiveState::forget_current_pool(uint64_t pool) {
     auto cur = it++;
     if (cur->second == pool) current_pools_.erase(cur);
   }
+  current_cache_valid_ = false;
   for (auto it = default_pools_.begin(); it != default_pools_.end();) {  // (a handle made anew)
     auto cur = it++;
     if (cur->second == pool) default_pools_.erase(cur);
@@ -484,13 +482,13 @@ void LiveState::trim_pools(const std::vector<uint64_t>& keys, uint64_t keep) {
       const AllocInfo al = info(e.second);
       if (al.kind != MemKind::Async) continue;
       const uint64_t key = pool_key(al);
-      if (std::find(walk.begin(), walk.end(), key) != walk.end()) pools_[key].merge_extent(e.first, e.first + al.size);
+      if (std::find(walk.begin(), walk.end(), key) != walk.end()) pool_slot(key).merge_extent(e.first, e.first + al.size);
     }
   // A trim that keeps some: the free ranges go largest first until what is left is what it keeps
   // (the last one in part: the driver's blocks are not known, only their merged ranges); the
   // ranges kept are free space again, as if freed after the trim (largest_free_gap reads them).
   for (auto& [key, old] : before) {
-    PoolState& p = pools_[key];
+    PoolState& p = pool_slot(key);
     const uint64_t keep_here = keep == kKeepThreshold ? p.release_threshold : keep;
     std::vector<std::pair<uint64_t, uint64_t>> free;  // old extents less what is live now
     for (const auto& [lo, hi] : old) {
@@ -569,13 +567,10 @@ void LiveState::apply(const Record& r) {
       if (!is_memory_key(r.addr)) return;  // rule 2
       AllocInfo a = alloc();
       if (op.kind == MemKind::Async) {  // rule 4: where its pool lives
-        a.pool = allocation_pool(r, [this](uint64_t location) {
-          auto c = current_pools_.find(location);
-          return c == current_pools_.end() ? uint64_t(0) : c->second;
-        });
-        auto p = a.pool ? pools_.find(a.pool) : pools_.end();
-        if (p != pools_.end() && p->second.placed) {
-          Placement at = from_pool({p->second.device, p->second.bucket}, r.device);
+        a.pool = allocation_pool(r, [this](uint64_t location) { return current_pool(location); });
+        const PoolState* p = a.pool ? find_pool(a.pool) : nullptr;
+        if (p && p->placed) {
+          Placement at = from_pool({p->device, p->bucket}, r.device);
           a.device = at.device;
           a.bucket = at.bucket;
         }
@@ -693,7 +688,8 @@ void LiveState::apply(const Record& r) {
       if (fx == Effect::CreatePool) forget_current_pool(r.aux);  // rule 3: a new pool, current nowhere
       if (fx != Effect::CreatePool && (r.fields & format::kEvAux2) && is_device_pool_location(r.aux2))
         (fx == Effect::CurrentPool ? current_pools_ : default_pools_)[r.aux2] = r.aux;
-      PoolState& p = pools_[r.aux];
+      current_cache_valid_ = false;
+      PoolState& p = pool_slot(r.aux);
       if (fx == Effect::CreatePool) p.max_size = (r.fields & format::kEvSize) ? r.size : 0;
       if (fx == Effect::CurrentPool && p.placed) return;  // a pool seen created keeps its location
       Placement at = placement_at(r.aux2, r.device);
@@ -705,6 +701,7 @@ void LiveState::apply(const Record& r) {
     case Effect::DestroyPool:
       if (is_memory_key(r.aux)) {
         pools_.erase(r.aux);
+        pool_cache_ = nullptr;  // (it may have been that one)
         forget_current_pool(r.aux);  // the default pool is current again
       }
       return;
