@@ -61,6 +61,15 @@ bool has(const std::vector<Frame>& stack, const std::string& fn) {
   return false;
 }
 
+// `steps` steps, each with a 64 MiB temporary (site_temp) and an 8 MiB buffer kept (site_keep).
+void keep_one_per_step(Seq& s, int steps) {
+  for (int step = 0; step < steps; ++step) {
+    site_temp(s.ev(HookId::cuMemAlloc_v2, 0x100000000, 64 * MiB));
+    site_free(s.ev(HookId::cuMemFree_v2, 0x100000000, 0));
+    site_keep(s.ev(HookId::cuMemAlloc_v2, 0x200000000 + uint64_t(step) * 8 * MiB, 8 * MiB));
+  }
+}
+
 TraceReport analyse(const std::function<void()>& body) {
   std::string path = fixture::temp_dir() + "/a.trace";
   fixture::write_trace(path, body);
@@ -123,11 +132,7 @@ TEST_CASE("GIVEN memory in a context that is destroyed WHEN analysed THEN it is 
 TEST_CASE("GIVEN a site that keeps one buffer per step WHEN analysed THEN it is growth, the temporary site is not") {
   TraceReport r = analyse([] {
     Seq s;
-    for (int step = 0; step < 60; ++step) {
-      site_temp(s.ev(HookId::cuMemAlloc_v2, 0x100000000, 64 * MiB));
-      site_free(s.ev(HookId::cuMemFree_v2, 0x100000000, 0));
-      site_keep(s.ev(HookId::cuMemAlloc_v2, 0x200000000 + uint64_t(step) * 8 * MiB, 8 * MiB));
-    }
+    keep_one_per_step(s, 60);
     for (int step = 0; step < 60; ++step)  // freed at the end: still growth over the run
       site_free(s.ev(HookId::cuMemFree_v2, 0x200000000 + uint64_t(step) * 8 * MiB, 0));
   });
@@ -145,11 +150,7 @@ TEST_CASE("GIVEN a site that keeps one buffer per step WHEN analysed THEN it is 
 TEST_CASE("GIVEN a site whose last kept buffers come after the last checkpoint WHEN analysed THEN its growth reaches what it holds at the end") {
   TraceReport r = analyse([] {
     Seq s;
-    for (int step = 0; step < 60; ++step) {
-      site_temp(s.ev(HookId::cuMemAlloc_v2, 0x100000000, 64 * MiB));
-      site_free(s.ev(HookId::cuMemFree_v2, 0x100000000, 0));
-      site_keep(s.ev(HookId::cuMemAlloc_v2, 0x200000000 + uint64_t(step) * 8 * MiB, 8 * MiB));
-    }
+    keep_one_per_step(s, 60);
   });
   REQUIRE(r.growth.size() == 1);
   CHECK(has(r.growth[0].site.stack, "site_keep"));
