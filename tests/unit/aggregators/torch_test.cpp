@@ -43,6 +43,7 @@ struct Rig {
   }
   TraceReport finish() {
     TraceReport rep;
+    rep.last_t_ns = rec.t;  // (AnalysisPass::finish sets it first)
     torch.finish(&rep);
     return rep;
   }
@@ -487,4 +488,31 @@ TEST_CASE("torch aggregator: a line that keeps a tensor every step grows, a pass
   CHECK(kept.kept_bytes >= 200 * MiB);  // ~300 MiB kept; the checkpoints see most of it
   CHECK(kept.kept_bytes <= 300 * MiB);
   CHECK(kept.freed_meanwhile >= kept.kept_bytes);
+}
+
+// The series ends with the end of the run: what the line kept after the last sampling checkpoint
+// (its last steps here) counts too.
+TEST_CASE("torch aggregator: a line's growth reaches what it holds at the end, after the last checkpoint") {
+  Rig g;
+  g.segment(A, 4 * GiB);
+  uint64_t kept_at = A;
+  const uint64_t temp_at = A + 2 * GiB;
+  for (int step = 0; step < 600; ++step) {
+    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, int64_t(MiB), 3);
+    g.block(kept_at, 512 * 1024, 3);
+    kept_at += 512 * 1024;
+    g.block(temp_at + 8 * MiB, int64_t(MiB), 4);
+    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, -int64_t(MiB));
+    g.block(temp_at + 8 * MiB, -int64_t(MiB));
+  }
+  for (int k = 0; k < 40; ++k) {  // the last outputs, in fewer events than the checkpoints' cadence (64 by now)
+    g.block(kept_at, 512 * 1024, 3);
+    kept_at += 512 * 1024;
+  }
+  TraceReport rep = g.finish();
+  REQUIRE(rep.torch.growth.size() == 1);
+  const TorchGrowth& kept = rep.torch.growth[0];
+  CHECK(kept.stack_id == 3);
+  CHECK(kept.bytes == 320 * MiB);  // its highest: all 640 outputs, at the end
+  CHECK(kept.last_t_ns == rep.last_t_ns);
 }
