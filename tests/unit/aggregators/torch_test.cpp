@@ -49,6 +49,23 @@ struct Rig {
   }
 };
 
+// `steps` training steps from A: the forward line (stack 3) makes temporaries and one 512 KiB
+// output it keeps; another line (stack 4, the loss) a temporary; all temporaries go back at the
+// end of the step. Returns where the next kept output would go.
+uint64_t keep_one_per_step(Rig& g, int steps) {
+  uint64_t kept_at = A;
+  const uint64_t temp_at = A + 2 * GiB;
+  for (int step = 0; step < steps; ++step) {
+    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, int64_t(MiB), 3);
+    g.block(kept_at, 512 * 1024, 3);
+    kept_at += 512 * 1024;
+    g.block(temp_at + 8 * MiB, int64_t(MiB), 4);
+    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, -int64_t(MiB));
+    g.block(temp_at + 8 * MiB, -int64_t(MiB));
+  }
+  return kept_at;
+}
+
 }  // namespace
 
 TEST_CASE("torch aggregator: allocated, reserved, inactive split and the largest free block") {
@@ -466,17 +483,7 @@ TEST_CASE("torch aggregator: another library's failed allocation on another devi
 TEST_CASE("torch aggregator: a line that keeps a tensor every step grows, a pass that fills up and frees does not") {
   Rig g;
   g.segment(A, 4 * GiB);
-  uint64_t kept_at = A, temp_at = A + 2 * GiB;
-  for (int step = 0; step < 600; ++step) {
-    // Step: the forward line (stack 3) makes temporaries and one output it keeps; another line
-    // (stack 4, the loss) a temporary; all temporaries go back at the end of the step.
-    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, int64_t(MiB), 3);
-    g.block(kept_at, 512 * 1024, 3);
-    kept_at += 512 * 1024;
-    g.block(temp_at + 8 * MiB, int64_t(MiB), 4);
-    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, -int64_t(MiB));
-    g.block(temp_at + 8 * MiB, -int64_t(MiB));
-  }
+  keep_one_per_step(g, 600);
   // One long pass of another line (stack 5) that fills up with nothing freed meanwhile, then goes.
   uint64_t ramp_at = A + 3 * GiB;
   for (int k = 0; k < 700; ++k) g.block(ramp_at + uint64_t(k) * MiB, int64_t(MiB), 5);
@@ -495,16 +502,7 @@ TEST_CASE("torch aggregator: a line that keeps a tensor every step grows, a pass
 TEST_CASE("torch aggregator: a line's growth reaches what it holds at the end, after the last checkpoint") {
   Rig g;
   g.segment(A, 4 * GiB);
-  uint64_t kept_at = A;
-  const uint64_t temp_at = A + 2 * GiB;
-  for (int step = 0; step < 600; ++step) {
-    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, int64_t(MiB), 3);
-    g.block(kept_at, 512 * 1024, 3);
-    kept_at += 512 * 1024;
-    g.block(temp_at + 8 * MiB, int64_t(MiB), 4);
-    for (int k = 0; k < 4; ++k) g.block(temp_at + uint64_t(k) * MiB, -int64_t(MiB));
-    g.block(temp_at + 8 * MiB, -int64_t(MiB));
-  }
+  uint64_t kept_at = keep_one_per_step(g, 600);
   for (int k = 0; k < 40; ++k) {  // the last outputs, in fewer events than the checkpoints' cadence (64 by now)
     g.block(kept_at, 512 * 1024, 3);
     kept_at += 512 * 1024;
