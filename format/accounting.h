@@ -224,7 +224,7 @@ enum class Effect : uint8_t {
   PoolAttribute,  // pool aux's attribute aux2 set to size (the release threshold: rule 15)
 };
 
-constexpr Effect effect_of(const OpInfo& op) {
+constexpr Effect effect_rule(const OpInfo& op) {
   const bool acquire = op.action == Action::Acquire;
   if (keyed_by_address(op.kind)) return acquire ? Effect::Allocate : Effect::Free;
   switch (op.kind) {
@@ -260,6 +260,16 @@ constexpr Effect effect_of(const OpInfo& op) {
     default: return Effect::None;
   }
 }
+// effect_rule of every op, worked out at compile time: the replay asks for it several times per
+// event (the cascade above was ~10 instructions each time).
+struct EffectTable {
+  Effect of[kHookCount] = {};
+  constexpr EffectTable() {
+    for (int i = 0; i < kHookCount; ++i) of[i] = effect_rule(kOps[i]);
+  }
+};
+inline constexpr EffectTable kEffects{};
+constexpr Effect effect_of(const OpInfo& op) { return kEffects.of[size_t(op.id)]; }
 
 // ---- rule 15 ----
 

@@ -497,19 +497,18 @@ constexpr bool codes_increase() {
 static_assert(codes_increase(),
               "op codes must increase in list order, within 1..127 (event tags); 0 only for a query or an op recorded as another");
 
-// Op code -> its row + 1 (0: no such op).
+// Op code -> its row (nullptr: no such op). Pointers, not row numbers: the reader looks one up
+// per event (a row number was ~10 instructions with its test and multiply, issue 43).
 struct OpIndex {
-  uint8_t row[128] = {};
+  const OpInfo* row[128] = {};
   constexpr OpIndex() {
     for (int i = 0; i < kHookCount; ++i)
-      if (kOps[i].code) row[kOps[i].code] = uint8_t(i + 1);
+      if (kOps[i].code) row[kOps[i].code] = &kOps[i];
   }
 };
 inline constexpr OpIndex kOpIndex{};
 
 // Op code -> info, or nullptr for codes this build does not know (newer traces).
-inline const OpInfo* op_by_code(uint8_t code) {
-  return code < 128 && kOpIndex.row[code] ? &kOps[kOpIndex.row[code] - 1] : nullptr;
-}
+inline const OpInfo* op_by_code(uint8_t code) { return code < 128 ? kOpIndex.row[code] : nullptr; }
 
 }  // namespace vt

@@ -39,6 +39,7 @@ class PeakAggregator {
         d.bytes = v;
         d.t = t;
         d.pending = true;
+        live_.watch_next_drop(device);
         d.vmm_reserved = live_.reserved_va();  // two figures: taken at the instant, not with the rows
         d.vmm_mapped = live_.mapped_va();
         watch_activity(d, t);

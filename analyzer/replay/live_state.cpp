@@ -154,9 +154,9 @@ DeviceTotals& LiveState::new_device_slot(int device) {
 // account, add and remove_alloc run once or twice per event: always inlined into their callers,
 // which saves their register spills (~45 instructions per event in callgrind).
 __attribute__((always_inline)) inline void LiveState::account(const AllocInfo& a, int64_t sign) {
-  if (sign < 0 && a.bucket == Bucket::Device && before_drop_) before_drop_(before_drop_ctx_, a.device);
-  const uint64_t delta = uint64_t(sign) * a.size;
   DeviceTotals& d = device_slot(a.device);
+  if (sign < 0 && a.bucket == Bucket::Device) dropping(d);
+  const uint64_t delta = uint64_t(sign) * a.size;
   d.bytes[int(a.bucket)] += delta;
   if (a.bucket == Bucket::Device) {
     d.kinds[int(a.kind) & (kKindSlots - 1)] += delta;
@@ -204,26 +204,26 @@ PoolState& LiveState::pool_of(uint64_t pool, int device) {
   return p;
 }
 
-// A stack nearly always allocates with one context, pool and kind: the site row remembers the
-// attrs row of its last allocation, which is nearly always the one.
+// A stack nearly always allocates with one context, pool and kind, on one thread or a few: a small
+// cache by site and thread first, inline (a site several threads allocate at missed a hint by site
+// at each change of thread: a call and ~27 instructions for half the allocations of a 4-thread
+// trace, issue 43); then the site row's hint (the attrs row of its last allocation: more sites
+// than the cache holds); then the hash.
 __attribute__((always_inline)) inline uint32_t LiveState::attrs_of(const AllocInfo& a) {
-  uint32_t hint = a.site < site_attrs_.size() ? site_attrs_[a.site] : 0;
-  if (hint) {
-    const AllocAttrs& k = attrs_[hint - 1];
-    if (k.context == a.context && k.pool == a.pool && k.kind == a.kind && k.tid == a.tid) return hint - 1;
+  uint32_t& cached = attrs_cache_[(a.site * 0x9E3779B1u ^ a.tid * 0x85EBCA77u) >> (32 - kAttrsCacheBits)];
+  if (cached) {
+    const AllocAttrs& k = attrs_[cached - 1];
+    if (k.context == a.context && k.pool == a.pool && k.kind == a.kind && k.tid == a.tid) return cached - 1;
   }
-  return new_attrs(a);
+  const uint32_t row = new_attrs(a);
+  cached = row + 1;
+  return row;
 }
 
 uint32_t LiveState::new_attrs(const AllocInfo& a) {
   const AllocAttrs k{a.context, a.pool, a.kind, a.tid};
-  // A site several threads allocate at misses its hint at each change of thread: a small cache by
-  // site and thread first (the hash lookup below cost ~25 instructions per event on a 4-thread trace).
-  uint32_t& cached = attrs_cache_[(a.site * 0x9E3779B1u ^ a.tid * 0x85EBCA77u) >> (32 - kAttrsCacheBits)];
-  if (cached && attrs_[cached - 1] == k) {
-    if (a.site < site_attrs_.size()) site_attrs_[a.site] = cached;
-    return cached - 1;
-  }
+  const uint32_t hint = a.site < site_attrs_.size() ? site_attrs_[a.site] : 0;
+  if (hint && attrs_[hint - 1] == k) return hint - 1;
   auto [it, inserted] = attrs_index_.try_emplace(k, uint32_t(attrs_.size()));
   // (a row index needs 31 bits: more distinct contexts and pools than that share the last row)
   if (inserted) {
@@ -232,7 +232,6 @@ uint32_t LiveState::new_attrs(const AllocInfo& a) {
   }
   if (a.site >= site_attrs_.size()) site_attrs_.resize(std::max<size_t>(size_t(a.site) + 1, site_attrs_.size() * 2), 0);
   site_attrs_[a.site] = it->second + 1;
-  cached = it->second + 1;
   return it->second;
 }
 
@@ -529,10 +528,9 @@ void LiveState::pools_synchronized(int device) {
 
 // Rule 9: a sample sets the pool's figures; its reserved bytes are device memory of kind graph_pool.
 void LiveState::graph_pool_sampled(int device, uint64_t reserved, uint64_t used) {
-  const DeviceTotals* old = find_device(device);
-  const uint64_t before = old ? old->graph_reserved : 0;
-  if (reserved < before && before_drop_) before_drop_(before_drop_ctx_, device);
   DeviceTotals& d = device_slot(device);
+  const uint64_t before = d.graph_reserved;
+  if (reserved < before) dropping(d);
   const uint64_t delta = reserved - before;  // modular: a drop subtracts
   d.bytes[int(Bucket::Device)] += delta;
   d.kinds[int(MemKind::GraphPool)] += delta;

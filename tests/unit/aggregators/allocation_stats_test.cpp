@@ -62,3 +62,25 @@ TEST_CASE("allocation stats: a failed call is no allocation, and nothing gives e
   CHECK(rep.allocations.histogram.empty());
   CHECK(rep.allocations.largest.empty());
 }
+
+TEST_CASE("allocation stats: a stream-ordered allocation captured into a graph is a graph node, no allocation (rule 8)") {
+  Records rec;
+  LiveState live;
+  AllocationStatsAggregator agg;
+  Record captured = rec.async(0x7000000, 6 * MiB);
+  Records::set_aux2(captured, 1);  // the graph it was captured into
+  Record captured_free = rec.free_async(0x7000000);
+  Records::set_aux2(captured_free, 1);
+  for (const Record& r : {captured, captured_free, rec.async(0x8000000, 2 * MiB)}) {
+    agg.before(r, live);
+    live.apply(r);
+    agg.after(r, live);
+  }
+  TraceReport rep;
+  agg.finish(&rep);
+  CHECK(rep.allocations.count == 1);  // the uncaptured one only: the replay holds no memory for the other
+  CHECK(rep.allocations.bytes == 2 * MiB);
+  CHECK(rep.allocations.freed == 0);
+  REQUIRE(rep.allocations.largest.size() == 1);
+  CHECK(rep.allocations.largest[0].bytes == 2 * MiB);
+}
