@@ -109,12 +109,13 @@ __attribute__((always_inline)) inline void AnalysisPass::event(const Record& r) 
     }
     return;
   }
+  const Effect fx = effect_of(*r.op, r);
   cache_flushes_.before(r, live_);
   if (__builtin_expect(live_at_.before(r.t_ns, live_), 0)) torch_.take_live_at();
   snapshots_.before(r.t_ns, live_);
-  allocations_.before(r, live_);
+  allocations_.before(r, fx, live_);
   if (SharingAggregator::wants(*r.op)) sharing_.before(r, live_);
-  live_.apply(r);  // snapshots a pending peak before a device's bytes go down
+  live_.apply(r, fx);  // snapshots a pending peak before a device's bytes go down
   allocations_.after(r, live_);
   torch_.after(r);
   peaks_.after(r.t_ns, [this, &r](int device, const DeviceTotals& t) { fidelity_.on_peak(device, r.t_ns, t); });

@@ -23,9 +23,11 @@ class AllocationStatsAggregator {
   explicit AllocationStatsAggregator(size_t keep = 10) : keep_(keep) {}
   // Before each successful event (rule 1 already applied by the caller) is applied to `live`: a
   // free counts when what it frees is live there.
-  // (Always inlined: a call per event was ~10 instructions of its ~34, issue 43.)
-  __attribute__((always_inline)) void before(const Record& r, const LiveState& live) {
-    const Effect fx = effect_of(*r.op, r);  // a captured allocation is a graph node, no memory (rule 8)
+  // `fx`: effect_of(*r.op, r), which the pass works out once per event (a captured allocation is
+  // a graph node, no memory: rule 8). (Always inlined: a call per event was ~10 instructions of
+  // its ~34, issue 43.)
+  void before(const Record& r, const LiveState& live) { before(r, effect_of(*r.op, r), live); }
+  __attribute__((always_inline)) void before(const Record& r, Effect fx, const LiveState& live) {
     if (fx == Effect::Allocate || fx == Effect::CreateHandle) {
       if (is_imported(r.op->kind)) return;  // another process's memory (rule 10)
       uint64_t size = r.has(format::kEvSize) ? r.size : 0;

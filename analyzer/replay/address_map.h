@@ -191,7 +191,7 @@ class AddressMap {
   }
   size_t count(uint64_t key) const { return find(key) != end() ? 1 : 0; }
   // Whether the slots outgrow the caches (~3 MiB and more), where a lookup is a cache miss.
-  bool beyond_cache() const { return slot_count_ * sizeof(Slot) > (3u << 20); }
+  bool beyond_cache() const { return slot_count_ > (3u << 20) / sizeof(Slot); }
   // Starts loading key's home slot, so that a lookup some records later finds it in cache (with
   // millions of live allocations the replay otherwise waits on one cache miss per event).
   void prefetch(uint64_t key) const {

@@ -147,8 +147,8 @@ DeviceTotals& LiveState::new_device_slot(int device) {
     slots_.back().device = device;
   }
   last_device_ = device;
-  last_slot_ = *slot;
-  return slots_[size_t(*slot)];
+  last_totals_ = &slots_[size_t(*slot)];
+  return *last_totals_;
 }
 
 // account, add and remove_alloc run once or twice per event: always inlined into their callers,
@@ -543,10 +543,10 @@ void LiveState::graph_pool_sampled(int device, uint64_t reserved, uint64_t used)
 }
 
 // Each case is one effect of format/accounting.h; the rules are numbered there.
-void LiveState::apply(const Record& r) {
+void LiveState::apply(const Record& r, Effect fx) {
   changed_.clear();
   freed_now_ = false;
-  if (!r.op || !changes_memory(r.result)) return;  // rule 1
+  if (fx == Effect::None || !changes_memory(r.result)) return;  // (no op: None) rule 1
   const OpInfo& op = *r.op;
   auto alloc = [&r, &op] {  // what an acquire adds, on the event's device (rule 4)
     AllocInfo a;
@@ -559,7 +559,6 @@ void LiveState::apply(const Record& r) {
     a.tid = r.tid;
     return a;
   };
-  const Effect fx = effect_of(op, r);
   switch (fx) {
     case Effect::Allocate: {
       if (!is_memory_key(r.addr)) return;  // rule 2

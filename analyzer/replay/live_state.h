@@ -257,7 +257,9 @@ class LiveState {
   // Applies one event by the rules of format/accounting.h (a failed one changes nothing);
   // changed() then lists the devices whose totals it changed, and the before-drop callback has
   // run before any device's device-bucket bytes went down (so a peak can be snapshotted first).
-  void apply(const Record& r);
+  void apply(const Record& r) { apply(r, r.op ? effect_of(*r.op, r) : Effect::None); }
+  // The same, `fx` being effect_of(*r.op, r) (the pass works it out once per event).
+  void apply(const Record& r, Effect fx);
 
   // Called before an event lowers the device bytes of `device` (peak bookkeeping).
   using BeforeDrop = void (*)(void* ctx, int device);
@@ -291,7 +293,7 @@ class LiveState {
   const std::vector<DeviceTotals>& devices() const { return slots_; }
   const DeviceTotals* find_device(int device) const {
     // The aggregators ask for the devices an event changed: the last one accounted, usually.
-    if (device == last_device_) return &slots_[size_t(last_slot_)];
+    if (device == last_device_) return last_totals_;
     size_t i = size_t(device + 1);  // device -1 (unknown) is index 0
     if (i < kDirect) return direct_[i] < 0 ? nullptr : &slots_[size_t(direct_[i])];
     return find_other_device(device);
@@ -387,7 +389,7 @@ class LiveState {
   uint32_t attrs_of(const AllocInfo& a);  // finds or adds a's AllocAttrs row (a.site set)
   __attribute__((noinline)) uint32_t new_attrs(const AllocInfo& a);
   DeviceTotals& device_slot(int device) {  // events come in long runs on one device
-    return device == last_device_ ? slots_[size_t(last_slot_)] : new_device_slot(device);
+    return device == last_device_ ? *last_totals_ : new_device_slot(device);
   }
   DeviceTotals& new_device_slot(int device);
   void dropping(DeviceTotals& d) {  // d's device bytes are about to go down
@@ -465,7 +467,10 @@ class LiveState {
   std::vector<DeviceTotals> slots_;
   std::array<int32_t, kDirect> direct_ = make_direct();  // device + 1 -> index in slots_, -1 = none
   absl::flat_hash_map<int, int32_t> other_;              // the same for devices outside -1..1023
-  int last_device_ = -2, last_slot_ = -1;
+  // The device looked up last and its totals: slots_ grows only in new_device_slot, which sets
+  // both (a pointer, not an index: ~16 instructions per event less, issue 43).
+  int last_device_ = -2;
+  DeviceTotals* last_totals_ = nullptr;
   uint64_t device_all_ = 0, imported_all_ = 0, imported_max_ = 0;
   PodArray<AllocAttrs> attrs_;                       // distinct (context, pool, kind, thread)
   ThreadShares threads_;
