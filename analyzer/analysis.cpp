@@ -127,19 +127,32 @@ __attribute__((always_inline)) inline void AnalysisPass::event(const Record& r) 
   fidelity_.after(r, live_);
 }
 
+// Record by record while the live map fits the caches (the map never shrinks: once beyond, the
+// rest goes to feed_ahead). The test per record is one compare; the queue's bookkeeping was ~15
+// instructions per event of churn (issue 43).
+void AnalysisPass::feed_all(TraceReader& reader) {
+  while (const Record* r = reader.next()) {
+    dispatch(*r);
+    if (__builtin_expect(live_.lookups_miss(), 0)) {
+      feed_ahead(reader);
+      return;
+    }
+  }
+}
+
 // Once the live map outgrows the caches, events wait in a short queue while the map's slot of each
 // is prefetched: the replay of a trace with a million live allocations was bound by one cache miss
 // per event (a free's lookup, an allocation's insert at a random slot), and kAhead records later
 // the slot is in cache (2x faster). Below that the queue's copy would only cost (+78 instructions
 // per event of churn). Metadata is dispatched after the queue and before the next read: its
 // payload lives only until the reader's next call. The order of records is kept.
-void AnalysisPass::feed_all(TraceReader& reader) {
+void AnalysisPass::feed_ahead(TraceReader& reader) {
   constexpr unsigned kAhead = 8, kMask = kAhead - 1;
   Record queue[kAhead];
   unsigned head = 0, queued = 0;
   const Record* r = reader.next();
-  for (;;) {  // one call site of dispatch: inlined once, the aggregators inline into it
-    if (r && r->is_event() && queued < kAhead && live_.lookups_miss()) {
+  for (;;) {  // dispatch inlined here too: this loop is the hot one of a trace with millions live
+    if (r && r->is_event() && queued < kAhead) {
       live_.prefetch(*r);
       queue[(head + queued++) & kMask] = *r;
       r = reader.next();

@@ -50,6 +50,7 @@ class AnalysisPass {
   }
 
  private:
+  void feed_ahead(TraceReader& reader);  // feed_all's loop once the live map outgrows the caches
   void dispatch(const Record& r);
   void event(const Record& r);  // a memory event with a known op
   void count(const Record& r);
