@@ -118,10 +118,14 @@ __attribute__((always_inline)) inline void AnalysisPass::event(const Record& r) 
   live_.apply(r, fx);  // snapshots a pending peak before a device's bytes go down
   allocations_.after(r, live_);
   torch_.after(r);
-  peaks_.after(r.t_ns, [this, &r](int device, const DeviceTotals& t) { fidelity_.on_peak(device, r.t_ns, t); });
+  for (int device : live_.changed()) {  // (one loop for the two aggregators that follow each device)
+    const DeviceTotals& totals = *live_.find_device(device);
+    peaks_.after_device(r.t_ns, device, totals,
+                        [this, &r](int dev, const DeviceTotals& t) { fidelity_.on_peak(dev, r.t_ns, t); });
+    timeline_.after_device(r.t_ns, device, totals);
+  }
   phases_.after(r.t_ns, live_);
   regions_.after(r.t_ns, live_.device_bytes_all());
-  timeline_.after(r.t_ns, live_);
   fragmentation_.after(r.t_ns, live_);
   leaks_.after(r.t_ns, live_);
   fidelity_.after(r, live_);

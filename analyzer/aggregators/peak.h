@@ -30,32 +30,35 @@ class PeakAggregator {
   // event, issue 43).
   void after(uint64_t t) { after(t, [](int, const DeviceTotals&) {}); }
   template <class OnPeak>
-  __attribute__((always_inline)) void after(uint64_t t, OnPeak&& on_peak) {
-    for (int device : live_.changed()) {
-      const DeviceTotals* totals = live_.find_device(device);
-      uint64_t v = totals->bytes[int(Bucket::Device)];
-      Dev& d = dev(device);
-      if (v > d.bytes) {
-        d.bytes = v;
-        d.t = t;
-        d.pending = true;
-        live_.watch_next_drop(device);
-        d.vmm_reserved = live_.reserved_va();  // two figures: taken at the instant, not with the rows
-        d.vmm_mapped = live_.mapped_va();
-        watch_activity(d, t);
-        on_peak(device, *totals);
-      }
-      // Pinned host and managed memory are the process's, whichever device's context made them:
-      // their peaks are of the sums over devices. (Most events change neither: one test then.)
-      const uint64_t pinned = totals->bytes[int(Bucket::PinnedHost)], managed = totals->bytes[int(Bucket::Managed)];
-      if (__builtin_expect((pinned ^ d.pinned) | (managed ^ d.managed), 0)) {
-        pinned_total_ += pinned - d.pinned;
-        managed_total_ += managed - d.managed;
-        d.pinned = pinned;
-        d.managed = managed;
-        pinned_peak_ = std::max(pinned_peak_, pinned_total_);
-        managed_peak_ = std::max(managed_peak_, managed_total_);
-      }
+  void after(uint64_t t, OnPeak&& on_peak) {
+    for (int device : live_.changed()) after_device(t, device, *live_.find_device(device), on_peak);
+  }
+  // The same for one device the event changed, with its totals (the pass's loop over the changed
+  // devices feeds the timeline too: one loop, ~10 instructions per event less, issue 43).
+  template <class OnPeak>
+  __attribute__((always_inline)) void after_device(uint64_t t, int device, const DeviceTotals& totals, OnPeak&& on_peak) {
+    uint64_t v = totals.bytes[int(Bucket::Device)];
+    Dev& d = dev(device);
+    if (v > d.bytes) {
+      d.bytes = v;
+      d.t = t;
+      d.pending = true;
+      live_.watch_next_drop(device);
+      d.vmm_reserved = live_.reserved_va();  // two figures: taken at the instant, not with the rows
+      d.vmm_mapped = live_.mapped_va();
+      watch_activity(d, t);
+      on_peak(device, totals);
+    }
+    // Pinned host and managed memory are the process's, whichever device's context made them:
+    // their peaks are of the sums over devices. (Most events change neither: one test then.)
+    const uint64_t pinned = totals.bytes[int(Bucket::PinnedHost)], managed = totals.bytes[int(Bucket::Managed)];
+    if (__builtin_expect((pinned ^ d.pinned) | (managed ^ d.managed), 0)) {
+      pinned_total_ += pinned - d.pinned;
+      managed_total_ += managed - d.managed;
+      d.pinned = pinned;
+      d.managed = managed;
+      pinned_peak_ = std::max(pinned_peak_, pinned_total_);
+      managed_peak_ = std::max(managed_peak_, managed_total_);
     }
   }
 

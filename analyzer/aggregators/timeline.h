@@ -53,21 +53,23 @@ class TimelineAggregator {
   explicit TimelineAggregator(size_t points) : points_(points) {}
   // After each applied event: a point for every bucket of every device the event changed (a
   // series starts at its first non-zero value).
-  __attribute__((always_inline)) void after(uint64_t t, const LiveState& live) {
-    for (int device : live.changed()) {
-      if (device != series_device_) {
-        series_of_ = &series_.try_emplace(device, points_).first->second;  // std::map: the pointer stays valid
-        series_device_ = device;
-      }
-      const std::array<uint64_t, kBuckets>& bytes = live.find_device(device)->bytes;
-      // (Unrolled by hand, the values read first: ~54 instructions an event with a unique_ptr and
-      // a call per bucket, issue 43.)
-      const uint64_t d = bytes[int(Bucket::Device)], m = bytes[int(Bucket::Managed)], h = bytes[int(Bucket::PinnedHost)];
-      Series& s = *series_of_;
-      step(s.tl[0], t, d);
-      step(s.tl[1], t, m);
-      step(s.tl[2], t, h);
+  void after(uint64_t t, const LiveState& live) {
+    for (int device : live.changed()) after_device(t, device, *live.find_device(device));
+  }
+  // The same for one device the event changed, with its totals (the pass's loop feeds the peaks too).
+  __attribute__((always_inline)) void after_device(uint64_t t, int device, const DeviceTotals& totals) {
+    if (device != series_device_) {
+      series_of_ = &series_.try_emplace(device, points_).first->second;  // std::map: the pointer stays valid
+      series_device_ = device;
     }
+    const std::array<uint64_t, kBuckets>& bytes = totals.bytes;
+    // (Unrolled by hand, the values read first: ~54 instructions an event with a unique_ptr and
+    // a call per bucket, issue 43.)
+    const uint64_t d = bytes[int(Bucket::Device)], m = bytes[int(Bucket::Managed)], h = bytes[int(Bucket::PinnedHost)];
+    Series& s = *series_of_;
+    step(s.tl[0], t, d);
+    step(s.tl[1], t, m);
+    step(s.tl[2], t, h);
   }
   // rep->timeline: by device, then bucket.
   void finish(TraceReport* rep);
