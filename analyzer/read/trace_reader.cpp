@@ -585,24 +585,17 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     }
     r.op = op_by_code(tag);
     uint8_t flags = b.byte();
-    if (flags & fmt::kEvContext) {
-      c.ctx = b.varint();
-      uint64_t dev1 = b.varint();  // ordinal + 1; 0 = unknown
-      c.dev = dev1 == 0 || dev1 > uint64_t(INT32_MAX) ? -1 : int32_t(dev1 - 1);
-    }
-    if (flags & fmt::kEvStream) c.stream = b.varint();
-    if (flags & fmt::kEvFailed) {
-      r.result = int32_t(uint32_t(b.varint()));
-      r.free_bytes = b.varint();
-      r.total_bytes = b.varint();
-    }
+    // In the order of format/trace_format.h. Most events (an allocation, a free) have only an
+    // address, a size and a stack: the other fields are decoded apart, out of line, so that the
+    // flags no longer spill (~10 instructions per event less, issue 43).
+    const bool rare = __builtin_expect((flags & ~(fmt::kEvAddr | fmt::kEvSize | fmt::kEvStack)) != 0, 0);
+    if (rare) decode_leading(c, flags, b);
     if (flags & fmt::kEvAddr) {
       c.last_addr += uint64_t(fmt::unzigzag(b.varint()));
       r.addr = c.last_addr;
     }
     if (flags & fmt::kEvSize) r.size = b.varint();
-    if (flags & fmt::kEvAux) r.aux = b.varint();
-    if (flags & fmt::kEvAux2) r.aux2 = b.varint();
+    if (rare) decode_aux(r, flags, b);
     if (flags & fmt::kEvStack) r.stack = uint32_t(b.varint());
     r.fields = flags & (fmt::kEvFailed | fmt::kEvAddr | fmt::kEvSize | fmt::kEvAux | fmt::kEvAux2 | fmt::kEvStack);
     r.context = c.ctx;
@@ -614,6 +607,27 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     }
     return true;
   }
+}
+
+// An event's context, stream and failure fields (advance's rare ones before the address).
+__attribute__((noinline)) void TraceReader::decode_leading(Cursor& c, uint8_t flags, format::PayloadReader& b) {
+  if (flags & fmt::kEvContext) {
+    c.ctx = b.varint();
+    uint64_t dev1 = b.varint();  // ordinal + 1; 0 = unknown
+    c.dev = dev1 == 0 || dev1 > uint64_t(INT32_MAX) ? -1 : int32_t(dev1 - 1);
+  }
+  if (flags & fmt::kEvStream) c.stream = b.varint();
+  if (flags & fmt::kEvFailed) {
+    c.rec.result = int32_t(uint32_t(b.varint()));
+    c.rec.free_bytes = b.varint();
+    c.rec.total_bytes = b.varint();
+  }
+}
+
+// Its aux fields (after the size, before the stack).
+__attribute__((noinline)) void TraceReader::decode_aux(Record& r, uint8_t flags, format::PayloadReader& b) {
+  if (flags & fmt::kEvAux) r.aux = b.varint();
+  if (flags & fmt::kEvAux2) r.aux2 = b.varint();
 }
 
 void TraceReader::load_stacks() {

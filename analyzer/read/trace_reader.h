@@ -158,6 +158,9 @@ class TraceReader {
   void read_first_chunk_meta();
   void order_chunks();
   bool advance(Cursor& c);  // decodes the cursor's next record into c.rec
+  // advance's rare event fields, out of line.
+  static void decode_leading(Cursor& c, uint8_t flags, format::PayloadReader& b);
+  static void decode_aux(Record& r, uint8_t flags, format::PayloadReader& b);
   void release(const uint8_t* chunk_lo, const uint8_t* chunk_hi);  // drops a read chunk's pages
   void flush_released();  // the pages release() has gathered
   const uint8_t* released_lo_ = nullptr;  // adjacent read chunks not yet dropped
