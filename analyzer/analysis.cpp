@@ -99,6 +99,7 @@ __attribute__((always_inline)) inline void AnalysisPass::dispatch(const Record& 
 __attribute__((always_inline)) inline void AnalysisPass::event(const Record& r) {
   count(r);
   if (!changes_memory(r.result)) {  // rule 1: a failed call changes nothing; an OOM is what the report explains
+    failed_++;
     const bool oom = is_out_of_memory(*r.op, r.result);
     if (r.op->action == Action::Acquire) fidelity_.on_failed(r, live_, oom);
     if (oom) {
@@ -182,7 +183,6 @@ void AnalysisPass::feed(const Record& r) { dispatch(r); }
 __attribute__((always_inline)) inline void AnalysisPass::count(const Record& r) {
   if (events_++ == 0) first_t_ = r.t_ns;
   last_t_ = r.t_ns;
-  if (!changes_memory(r.result)) failed_++;
   if (progress_ && (events_ & ((1u << 22) - 1)) == 0)
     fprintf(stderr, "\rvramtrace: %llu million events...", static_cast<unsigned long long>(events_ >> 20));
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -57,11 +58,17 @@ class AllocationStatsAggregator {
   void count(uint64_t size) {
     ++count_;
     bytes_ = size > ~bytes_ ? ~0ull : bytes_ + size;
-    // [0]: < 1 KiB, [i]: [4^(i-1) KiB, 4^i KiB), [15]: the rest.
-    int b = size < 1024 ? 0 : std::min(15, 1 + (63 - __builtin_clzll(size) - 10) / 2);
+    const int b = kBucketOfHighBit[63 - __builtin_clzll(size | 1)];
     ++histogram_[b];
     histogram_bytes_[b] = size > ~histogram_bytes_[b] ? ~0ull : histogram_bytes_[b] + size;
   }
+  // A size's histogram bucket by its highest set bit: [0]: < 1 KiB, [i]: [4^(i-1) KiB, 4^i KiB),
+  // [15]: the rest (a table: the arithmetic was ~8 instructions per allocation).
+  static constexpr std::array<uint8_t, 64> kBucketOfHighBit = [] {
+    std::array<uint8_t, 64> t{};
+    for (int bit = 0; bit < 64; ++bit) t[size_t(bit)] = uint8_t(bit < 10 ? 0 : std::min(15, 1 + (bit - 10) / 2));
+    return t;
+  }();
   void enter(const Record& r, uint64_t key, uint64_t size);
   void freed(uint64_t key, uint64_t t);
   size_t keep_;
