@@ -168,15 +168,18 @@ void* loader(void*) {
 void* sampler(void*) {
   for (;;) {
     g_sample_now.store(false, std::memory_order_relaxed);
+    // The program's last thread is gone (its main thread left with pthread_exit): without our
+    // threads it would have ended, as by exit(0). (A signal sent to it meanwhile finds no thread
+    // that takes it: every one of ours blocks them all.) Asked first: a round that answers a
+    // program thread's wait (await_lists) ends with the answer, and nothing of ours then runs
+    // beside the program (this check may open a file for a moment: after the answer, a program
+    // open() right then got another descriptor number).
+    if (only_helper_threads_left()) exit(0);
     const bool wanted = g_wanted.load(std::memory_order_acquire) || g_watched.load(std::memory_order_acquire);
     if (wanted && !g_loading.exchange(true, std::memory_order_acq_rel) && !start_helper_thread(loader, nullptr))
       g_done.store(true, std::memory_order_release);  // no thread, no NVML
     if (g_done.load(std::memory_order_acquire)) sample_watched();  // (before that, nothing to ask)
     update_shm_summary();
-    // The program's last thread is gone (its main thread left with pthread_exit): without our
-    // threads it would have ended, as by exit(0). (A signal sent to it meanwhile finds no thread
-    // that takes it: every one of ours blocks them all.)
-    if (only_helper_threads_left()) exit(0);
     timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_nsec += 250000000;
