@@ -31,21 +31,40 @@ void note(const char* path) {
 mode_t mode_of(int flags, va_list ap) { return (flags & (O_CREAT | O_TMPFILE)) ? mode_t(va_arg(ap, int)) : 0; }
 }  // namespace
 
-// open, open64, openat and openat64 alike: noted, then made with the system call itself.
-#define VT_COUNTED_OPEN(name, params, dirfd)                                  \
-  extern "C" __attribute__((visibility("default"))) int name params {      \
-    va_list ap;                                                            \
-    va_start(ap, flags);                                                   \
-    const mode_t mode = mode_of(flags, ap);                                \
-    va_end(ap);                                                            \
-    note(path);                                                            \
-    return int(syscall(SYS_openat, dirfd, path, flags, mode));             \
-  }
-VT_COUNTED_OPEN(open, (const char* path, int flags, ...), AT_FDCWD)
-VT_COUNTED_OPEN(open64, (const char* path, int flags, ...), AT_FDCWD)
-VT_COUNTED_OPEN(openat, (int dirfd, const char* path, int flags, ...), dirfd)
-VT_COUNTED_OPEN(openat64, (int dirfd, const char* path, int flags, ...), dirfd)
-#undef VT_COUNTED_OPEN
+extern "C" {
+__attribute__((visibility("default"))) int open(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = mode_of(flags, ap);
+  va_end(ap);
+  note(path);
+  return int(syscall(SYS_openat, AT_FDCWD, path, flags, mode));
+}
+__attribute__((visibility("default"))) int open64(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = mode_of(flags, ap);
+  va_end(ap);
+  note(path);
+  return int(syscall(SYS_openat, AT_FDCWD, path, flags, mode));
+}
+__attribute__((visibility("default"))) int openat(int dirfd, const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = mode_of(flags, ap);
+  va_end(ap);
+  note(path);
+  return int(syscall(SYS_openat, dirfd, path, flags, mode));
+}
+__attribute__((visibility("default"))) int openat64(int dirfd, const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = mode_of(flags, ap);
+  va_end(ap);
+  note(path);
+  return int(syscall(SYS_openat, dirfd, path, flags, mode));
+}
+}
 
 int main() {
   g_main_tid.store(syscall(SYS_gettid));
