@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -149,67 +148,10 @@ const char* after_comm(const char* path, char* buf, size_t cap) {
 }
 }  // namespace
 
-namespace {
-// watch_main_thread's descriptor; kNoRoom where none can be kept out of the way (a tiny
-// RLIMIT_NOFILE: one kept low would take a descriptor the program counts on).
-constexpr int kNoRoom = -2;
-std::atomic<int> g_main_stat{-1};
-
-void main_stat_path(char (&path)[64]) { snprintf(path, sizeof path, "/proc/self/task/%ld/stat", process_id()); }
-}  // namespace
-
-void watch_main_thread() {
-  char path[64];
-  main_stat_path(path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    const int high = out_of_the_way(fd);
-    if (high == fd) {
-      close(fd);
-      fd = kNoRoom;
-    } else {
-      fd = high;
-    }
-  }
-  const int old = g_main_stat.exchange(fd);
-  if (old >= 0) close(old);  // (a forked child's: its parent's main thread)
-}
-
-int out_of_the_way(int fd) {
-  struct rlimit lim;
-  rlim_t top = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
-  if (top > 1024) top = 1024;  // higher would make the kernel grow the descriptor table
-  if (top < 16) return fd;     // (a limit of 16 or more: halfway up, clear of the program's first ones)
-  int high = fcntl(fd, F_DUPFD_CLOEXEC, int(top >= 128 ? top - 64 : top / 2));
-  if (high < 0) return fd;
-  ::close(fd);
-  return high;
-}
-
 bool only_helper_threads_left() {
-  char buf[1024];
-  // The main thread's state, re-read through the open descriptor (a /proc file reads afresh from
-  // offset 0); opened again, out of the way, where that fails (the program closed it); opened
-  // for the moment, as before, where no descriptor can be kept (kNoRoom).
-  auto read_main = [&buf] {
-    const int fd = g_main_stat.load(std::memory_order_relaxed);
-    return fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : ssize_t(-1);
-  };
-  ssize_t n = read_main();
-  if (n <= 0 && g_main_stat.load(std::memory_order_relaxed) != kNoRoom) {
-    watch_main_thread();
-    n = read_main();
-  }
-  const char* main_state = nullptr;
-  if (n > 0) {
-    buf[n] = '\0';
-    const char* close_paren = strrchr(buf, ')');
-    if (close_paren && close_paren[1] == ' ') main_state = close_paren + 2;
-  } else {
-    char path[64];
-    main_stat_path(path);
-    main_state = after_comm(path, buf, sizeof buf);
-  }
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/self/task/%ld/stat", process_id());
+  const char* main_state = after_comm(path, buf, sizeof buf);
   if (!main_state || *main_state != 'Z') return false;  // the main thread is still running
   const char* p = after_comm("/proc/self/stat", buf, sizeof buf);
   for (int field = 3; p && field < 20; ++field) {  // to num_threads, the 20th

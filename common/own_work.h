@@ -45,16 +45,7 @@ long process_id();
 int live_helper_threads();
 // True when the program's own threads are all gone (its main thread left with pthread_exit and
 // the others ended) and only helper threads keep the process alive: the process would have ended
-// with status 0 without them. Reads /proc: the main thread's state through the descriptor
-// watch_main_thread() opened (a helper thread that opened a file each time took the lowest free
-// descriptor for a moment, and a program open() then got the next one: its numbers changed).
+// with status 0 without them. Reads /proc.
 bool only_helper_threads_left();
-// Opens the main thread's /proc stat for only_helper_threads_left(), out of the way (below). On
-// a program thread, before the helper that asks starts; again in a forked child (its own main
-// thread).
-void watch_main_thread();
-// `fd` moved near the top of the usual range (close-on-exec), where a program that opens its own
-// files will not meet it; `fd` itself if there is no room there.
-int out_of_the_way(int fd);
 
 }  // namespace vt

@@ -222,7 +222,6 @@ void await_lists(uint64_t bits) {
 void start_gpu_process_sampler() {
   if (g_started.exchange(true)) return;
   init_wake();
-  watch_main_thread();  // (here, on the program's thread: the sampler asks about it every round)
   start_helper_thread(sampler, nullptr);  // (without it, failures just go without NVML's names)
 }
 

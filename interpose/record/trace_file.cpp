@@ -74,6 +74,19 @@ void absolute(const char* path, char* out, size_t cap) {
   snprintf(out, cap, "%s", path);  // already absolute, or no usable cwd: the identity check still holds
 }
 
+// A descriptor near the top of the usual range (close-on-exec), where a program that opens its
+// own files will not meet it; `fd` itself if there is no room there.
+int out_of_the_way(int fd) {
+  struct rlimit lim;
+  rlim_t top = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
+  if (top > 1024) top = 1024;  // higher would make the kernel grow the descriptor table
+  if (top < 16) return fd;     // (a limit of 16 or more: halfway up, clear of the program's first ones)
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, int(top >= 128 ? top - 64 : top / 2));
+  if (high < 0) return fd;
+  ::close(fd);
+  return high;
+}
+
 bool same_file(const struct stat& st, dev_t dev, ino_t ino) {
   return S_ISREG(st.st_mode) && st.st_dev == dev && st.st_ino == ino;
 }

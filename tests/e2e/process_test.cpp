@@ -555,16 +555,3 @@ TEST_CASE("a child of the raw fork system call that calls exit() leaves the pare
   CHECK(tr.problems.empty());
   CHECK(alloc_sizes(tr) == std::vector<uint64_t>{1 << 20, 3 << 20});
 }
-
-// vramtrace's sampler thread asked about the main thread every 250 ms by opening its /proc stat:
-// for that moment the file held the lowest free descriptor, and a program open() then got the
-// next one (e2e:stress saw "descriptor 5" where untraced it is 4). The program counts the opens
-// of every thread but its main one after its first allocation, through 800 ms of sampler rounds.
-TEST_CASE("our helper threads open no file while the program runs: its descriptor numbers stay its own") {
-  Traced t = traced({e2e::program("helper_opens")});
-  INFO(t.result.err);
-  CHECK(t.result.exit_code == 0);
-  CHECK(t.result.out == "other-thread opens: 0\n");
-  REQUIRE(t.files.size() == 1);
-  CHECK(alloc_sizes(e2e::load(t.files[0])) == std::vector<uint64_t>{1 << 20});
-}
