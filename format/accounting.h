@@ -438,6 +438,9 @@ constexpr bool captured(const OpInfo& op, const E& e) {
 // cuGraphAddNode that adds no memory node): every replay calls this one.
 template <typename E>
 constexpr Effect effect_of(const OpInfo& op, const E& e) {
+  // Both exceptions need the aux2 field, which most events lack: one test for them (the replay
+  // calls this once per event: ~9 instructions as a call, issue 43).
+  if (__builtin_expect(!(e.fields & format::kEvAux2), 1)) return effect_of(op);
   if (captured(op, e)) return op.action == Action::Acquire ? Effect::GraphNode : Effect::None;
   if (op.kind == MemKind::GraphNode && op.action == Action::Acquire &&
       ((e.fields & format::kEvAux2) && e.aux2 != kGraphNodeMemAlloc) &&

@@ -34,6 +34,8 @@ struct TraceReader::Cursor {
   const uint8_t* chunk_lo = nullptr;  // the whole chunk, for release()
   const uint8_t* chunk_hi = nullptr;
   bool cut = false;  // the file ends inside this chunk (already reported): a torn last record is expected
+  uint32_t self = 0;  // its index in cursors_
+  bool dirty = false;  // rec holds a field only rare records set (advance clears them first)
   Record rec;
 };
 
@@ -290,6 +292,11 @@ void TraceReader::note(std::string msg, bool lost) {
   problems_.push_back(std::move(msg));
 }
 
+// advance()'s damage notes, out of line: their strings kept registers and stack of the record path.
+__attribute__((noinline, cold)) void TraceReader::note_in_chunk(uint32_t chunk, const char* before, const char* after) {
+  note(before + std::to_string(chunk) + after, true);
+}
+
 void TraceReader::finish() {
   if (finished_) return;
   finished_ = true;
@@ -469,6 +476,8 @@ bool TraceReader::find_chunks(const fmt::FileHeader& h) {
     cur.chunk_lo = c;
     cur.chunk_hi = c + avail;
     cur.cut = used < ch.used;
+    cur.rec.tid = ch.tid;
+    cur.self = uint32_t(cursors_.size());
     cursors_.push_back(cur);
   }
   flush_released();
@@ -552,35 +561,42 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     uint8_t tag = *p++;
     uint64_t len = 0;
     if (p < c.end && *p < 0x80) len = *p++;  // (an event's length: one byte)
-    else p = fmt::get_varint(p, c.end, &len);
-    if (tag == 0 || !p || len == 0 || len > uint64_t(c.end - p)) {
-      if (!c.cut) note("chunk " + std::to_string(c.index) + " is damaged; the rest of it was skipped", true);
+    else if (!(p = fmt::get_varint(p, c.end, &len))) p = c.end, len = 0;  // (damaged, below)
+    // (len - 1 wraps when len is 0: one test for "empty" and "past the chunk's end")
+    if (tag == 0 || len - 1 >= uint64_t(c.end - p)) {
+      if (!c.cut) note_in_chunk(c.index, "chunk ", " is damaged; the rest of it was skipped");
       c.p = c.end;
       return false;
     }
     const uint8_t* end = p + len;
     c.p = end;
-    // Field by field, not `r = Record{}`: that compiles to a `rep stos`, a fifth of this function.
+    // Every field an event of an address, a size and a stack does not set is zero already unless
+    // the record before set it (c.dirty); field by field, not `r = Record{}`: that compiles to a
+    // `rep stos`, a fifth of this function. (tid is the chunk's, set once.)
+    if (__builtin_expect(c.dirty, 0)) {
+      c.dirty = false;
+      r.result = 0;
+      r.aux = r.aux2 = r.free_bytes = r.total_bytes = 0;
+      r.payload = nullptr;
+      r.payload_len = 0;
+    }
     r.tag = tag;
-    r.tid = c.tid;
-    r.op = nullptr;
-    r.fields = 0;
-    r.result = 0;
-    r.context = 0;
-    r.device = -1;
-    r.stream = r.addr = r.size = r.aux = r.aux2 = r.free_bytes = r.total_bytes = 0;
-    r.stack = 0;
-    r.payload = nullptr;
-    r.payload_len = 0;
     Bytes b(p, size_t(end - p), c.chunk_hi);  // (the rest of the chunk may be loaded, never decoded)
     uint64_t dt = b.varint();
     c.last_ns += dt;
     r.t_ns = c.last_ns;
     if (tag >= 0x80) {
+      c.dirty = true;
+      r.op = nullptr;
+      r.fields = 0;
+      r.context = 0;
+      r.device = -1;
+      r.stream = r.addr = r.size = 0;
+      r.stack = 0;
       r.payload = b.pos();
       r.payload_len = size_t(end - b.pos());
       if (b.ok()) return true;
-      note("a damaged record in chunk " + std::to_string(c.index) + " was skipped", true);
+      note_in_chunk(c.index, "a damaged record in chunk ", " was skipped");
       continue;
     }
     r.op = op_by_code(tag);
@@ -590,19 +606,20 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     // flags no longer spill (~10 instructions per event less, issue 43).
     const bool rare = __builtin_expect((flags & ~(fmt::kEvAddr | fmt::kEvSize | fmt::kEvStack)) != 0, 0);
     if (rare) decode_leading(c, flags, b);
+    r.addr = 0;
     if (flags & fmt::kEvAddr) {
       c.last_addr += uint64_t(fmt::unzigzag(b.varint()));
       r.addr = c.last_addr;
     }
-    if (flags & fmt::kEvSize) r.size = b.varint();
+    r.size = flags & fmt::kEvSize ? b.varint() : 0;
     if (rare) decode_aux(r, flags, b);
-    if (flags & fmt::kEvStack) r.stack = uint32_t(b.varint());
+    r.stack = flags & fmt::kEvStack ? uint32_t(b.varint()) : 0;
     r.fields = flags & (fmt::kEvFailed | fmt::kEvAddr | fmt::kEvSize | fmt::kEvAux | fmt::kEvAux2 | fmt::kEvStack);
     r.context = c.ctx;
     r.device = c.dev;
-    if (r.op && r.op->kind == MemKind::Async) r.stream = c.stream;
+    r.stream = r.op && r.op->kind == MemKind::Async ? c.stream : 0;
     if (!b.ok()) {
-      note("a damaged event in chunk " + std::to_string(c.index) + " was skipped", true);
+      note_in_chunk(c.index, "a damaged event in chunk ", " was skipped");
       continue;
     }
     return true;
@@ -611,6 +628,7 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
 
 // An event's context, stream and failure fields (advance's rare ones before the address).
 __attribute__((noinline)) void TraceReader::decode_leading(Cursor& c, uint8_t flags, format::PayloadReader& b) {
+  c.dirty = true;  // (the result and the aux fields: the next record clears them)
   if (flags & fmt::kEvContext) {
     c.ctx = b.varint();
     uint64_t dev1 = b.varint();  // ordinal + 1; 0 = unknown
@@ -692,56 +710,56 @@ void TraceReader::flush_released() {
 const Record* TraceReader::next() {
   // Heap entries carry their cursor's next time, so ordering never touches the cursors.
   auto later = [](const HeapEntry& x, const HeapEntry& y) { return x.t != y.t ? x.t > y.t : x.index > y.index; };
-  auto entry = [this](uint32_t c) { return HeapEntry{cursors_[c].rec.t_ns, cursors_[c].index, c}; };
-  for (;;) {
-    // The cursor that produced the last record usually produces the next one too: it stays out
-    // of the heap while it is still the earliest (no push/pop per record).
-    if (current_ != kNone) {
-      uint32_t c = current_;
-      current_ = kNone;
-      if (!advance(cursors_[c])) {
-        release(cursors_[c].chunk_lo, cursors_[c].chunk_hi);
-      } else {
-        HeapEntry e = entry(c);
-        bool still_first = (heap_.empty() || !later(e, heap_.front())) && next_pending_ns_ > e.t;
-        if (still_first) {
-          current_ = c;
-          return emit(c);
-        }
-        if (!heap_.empty() && next_pending_ns_ > heap_.front().t) {
-          // The heap's earliest goes next, and no pending chunk comes before it: it leaves and
-          // this cursor takes its place, one sift down (a push and a pop were ~40 instructions
-          // per record where threads' records interleave).
-          uint32_t i = replace_earliest(e, later);
-          current_ = i;
-          return emit(i);
-        }
-        heap_.push_back(e);
-        std::push_heap(heap_.begin(), heap_.end(), later);
+  // The cursor that produced the last record usually produces the next one too: it stays out of
+  // the heap while it is still the earliest (no push/pop per record), which one compare with
+  // limit_ns_ tells (the heap's test and the pending chunks' were ~10 instructions per record).
+  if (Cursor* cur = current_) {
+    if (__builtin_expect(advance(*cur), 1)) {
+      const uint64_t t = cur->rec.t_ns;
+      if (__builtin_expect(t < limit_ns_, 1)) return emit(*cur);
+      const HeapEntry e{t, cur->index, cur->self};
+      if ((heap_.empty() || !later(e, heap_.front())) && next_pending_ns_ > t) return emit(*cur);  // a tie it wins
+      if (!heap_.empty() && next_pending_ns_ > heap_.front().t) {
+        // The heap's earliest goes next, and no pending chunk comes before it: it leaves and
+        // this cursor takes its place, one sift down (a push and a pop were ~40 instructions
+        // per record where threads' records interleave).
+        return take(cursors_[replace_earliest(e, later)]);
       }
+      heap_.push_back(e);
+      std::push_heap(heap_.begin(), heap_.end(), later);
+    } else {
+      release(cur->chunk_lo, cur->chunk_hi);
     }
-    // Activate every chunk that may hold a record no later than the current earliest.
-    while (!pending_.empty() && (heap_.empty() || cursors_[pending_.back()].base_ns <= heap_.front().t)) {
-      uint32_t i = pending_.back();
-      pending_.pop_back();
-      next_pending_ns_ = pending_.empty() ? ~0ull : cursors_[pending_.back()].base_ns;
-      if (advance(cursors_[i])) {
-        heap_.push_back(entry(i));
-        std::push_heap(heap_.begin(), heap_.end(), later);
-      } else {
-        release(cursors_[i].chunk_lo, cursors_[i].chunk_hi);
-      }
-    }
-    if (heap_.empty()) {
-      finish();
-      return nullptr;
-    }
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    uint32_t i = heap_.back().cursor;
-    heap_.pop_back();
-    current_ = i;  // advanced on the next call
-    return emit(i);
+    current_ = nullptr;
   }
+  // Activate every chunk that may hold a record no later than the current earliest.
+  while (!pending_.empty() && (heap_.empty() || cursors_[pending_.back()].base_ns <= heap_.front().t)) {
+    uint32_t i = pending_.back();
+    pending_.pop_back();
+    next_pending_ns_ = pending_.empty() ? ~0ull : cursors_[pending_.back()].base_ns;
+    if (advance(cursors_[i])) {
+      heap_.push_back(HeapEntry{cursors_[i].rec.t_ns, cursors_[i].index, i});
+      std::push_heap(heap_.begin(), heap_.end(), later);
+    } else {
+      release(cursors_[i].chunk_lo, cursors_[i].chunk_hi);
+    }
+  }
+  if (heap_.empty()) {
+    finish();
+    return nullptr;
+  }
+  std::pop_heap(heap_.begin(), heap_.end(), later);
+  uint32_t i = heap_.back().cursor;
+  heap_.pop_back();
+  return take(cursors_[i]);  // advanced on the next call
+}
+
+// `c` becomes the current cursor: its record is the earliest, and the next one is too while it
+// comes before limit_ns_.
+__attribute__((always_inline)) inline const Record* TraceReader::take(Cursor& c) {
+  current_ = &c;
+  limit_ns_ = std::min<uint64_t>(heap_.empty() ? ~0ull : heap_.front().t, next_pending_ns_);
+  return emit(c);
 }
 
 template <typename Later>
@@ -761,10 +779,9 @@ __attribute__((always_inline)) inline uint32_t TraceReader::replace_earliest(con
   return out;
 }
 
-__attribute__((always_inline)) inline const Record* TraceReader::emit(uint32_t i) {
-  const Record* r = &cursors_[i].rec;
-  if (!r->is_event()) apply_meta(*r);
-  return r;
+__attribute__((always_inline)) inline const Record* TraceReader::emit(Cursor& c) {
+  if (__builtin_expect(!c.rec.is_event(), 0)) apply_meta(c.rec);
+  return &c.rec;
 }
 
 }  // namespace vt::analyzer

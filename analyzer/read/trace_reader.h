@@ -167,6 +167,7 @@ class TraceReader {
   const uint8_t* released_hi_ = nullptr;
   void apply_meta(const Record& r);
   void note(std::string msg, bool lost);
+  void note_in_chunk(uint32_t chunk, const char* before, const char* after);  // lost records
   void finish();  // at the end of the stream: was the clean close really there?
 
   std::string path_;
@@ -190,9 +191,10 @@ class TraceReader {
   std::unordered_set<std::string> noted_;  // problems_ without repeats
   bool end_seen_ = false;  // the end record (kTagEnd) was read
   bool finished_ = false;
-  static constexpr uint32_t kNone = ~0u;
-  uint32_t current_ = kNone;  // the cursor whose record was returned last, not in the heap
-  const Record* emit(uint32_t cursor);
+  Cursor* current_ = nullptr;  // the cursor whose record was returned last, not in the heap
+  uint64_t limit_ns_ = 0;      // its records before this time come next (see take())
+  const Record* take(Cursor& c);
+  const Record* emit(Cursor& c);
   // The heap's earliest entry's cursor; `e` takes its place.
   template <typename Later>
   uint32_t replace_earliest(const HeapEntry& e, Later later);
