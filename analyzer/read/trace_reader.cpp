@@ -571,7 +571,7 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     const uint8_t* end = p + len;
     c.p = end;
     // Every field an event of an address, a size and a stack does not set is zero already unless
-    // the record before set it (c.dirty); field by field, not `r = Record{}`: that compiles to a
+    // the record before set it (c.dirty), and its context and device are the chunk's last ones; field by field, not `r = Record{}`: that compiles to a
     // `rep stos`, a fifth of this function. (tid is the chunk's, set once.)
     if (__builtin_expect(c.dirty, 0)) {
       c.dirty = false;
@@ -579,6 +579,8 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
       r.aux = r.aux2 = r.free_bytes = r.total_bytes = 0;
       r.payload = nullptr;
       r.payload_len = 0;
+      r.context = c.ctx;  // (a metadata record cleared them)
+      r.device = c.dev;
     }
     r.tag = tag;
     Bytes b(p, size_t(end - p), c.chunk_hi);  // (the rest of the chunk may be loaded, never decoded)
@@ -615,8 +617,6 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     if (rare) decode_aux(r, flags, b);
     r.stack = flags & fmt::kEvStack ? uint32_t(b.varint()) : 0;
     r.fields = flags & (fmt::kEvFailed | fmt::kEvAddr | fmt::kEvSize | fmt::kEvAux | fmt::kEvAux2 | fmt::kEvStack);
-    r.context = c.ctx;
-    r.device = c.dev;
     r.stream = r.op && r.op->kind == MemKind::Async ? c.stream : 0;
     if (!b.ok()) {
       note_in_chunk(c.index, "a damaged event in chunk ", " was skipped");
@@ -633,6 +633,8 @@ __attribute__((noinline)) void TraceReader::decode_leading(Cursor& c, uint8_t fl
     c.ctx = b.varint();
     uint64_t dev1 = b.varint();  // ordinal + 1; 0 = unknown
     c.dev = dev1 == 0 || dev1 > uint64_t(INT32_MAX) ? -1 : int32_t(dev1 - 1);
+    c.rec.context = c.ctx;  // (kept in the record for the events that follow)
+    c.rec.device = c.dev;
   }
   if (flags & fmt::kEvStream) c.stream = b.varint();
   if (flags & fmt::kEvFailed) {
