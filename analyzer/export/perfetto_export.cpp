@@ -6,6 +6,7 @@
 #include "output_file.h"
 
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -36,6 +37,17 @@ namespace fmt = vt::format;
 
 std::string quote(const std::string& s) { return json_string(s); }  // (terminal_escape.h)
 
+// Numbers appended in place: the export writes one line per counter sample and drawn allocation,
+// and a std::string per number was most of a line's cost (issue 43).
+void put(std::string& out, uint64_t v, int base = 10) {
+  char b[24];
+  out.append(b, std::to_chars(b, b + sizeof b, v, base).ptr);
+}
+void put(std::string& out, int64_t v) {
+  char b[24];
+  out.append(b, std::to_chars(b, b + sizeof b, v).ptr);
+}
+
 
 class Writer {
  public:
@@ -43,12 +55,19 @@ class Writer {
 
   // Microseconds since the trace began, with nanosecond decimals.
   std::string ts(uint64_t t) const {
+    std::string s;
+    put_ts(s, t);
+    return s;
+  }
+  void put_ts(std::string& out, uint64_t t) const {
     // Unsigned: a crafted time 2^63 away from the start must not overflow.
     bool before = t < t0_;
     uint64_t a = before ? t0_ - t : t - t0_;
-    char buf[40];
-    snprintf(buf, sizeof buf, "%s%llu.%03llu", before ? "-" : "", (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
-    return buf;
+    if (before) out += '-';
+    put(out, a / 1000);
+    const unsigned ns = unsigned(a % 1000);
+    const char frac[4] = {'.', char('0' + ns / 100), char('0' + ns / 10 % 10), char('0' + ns % 10)};
+    out.append(frac, 4);
   }
   static std::string dur(uint64_t ns) {
     char buf[40];
@@ -424,11 +443,20 @@ class Exporter {
   void emit_counter(int dev, const CounterTrack::Sample& s) {
     int64_t pid = pid_of(dev);
     ensure_gpu(pid);
-    std::string args;
-    for (int b = 0; b < kBuckets; ++b)
-      args += std::string(b ? "," : "") + "\"" + bucket_name(Bucket(b)) + "\":" + std::to_string(s.v[b]);
-    w_.event("\"ph\":\"C\",\"name\":\"driver memory\",\"pid\":" + std::to_string(pid) + ",\"ts\":" + w_.ts(s.t) + ",\"args\":{" +
-             args + "}");
+    std::string& l = line_;
+    l.assign("\"ph\":\"C\",\"name\":\"driver memory\",\"pid\":");
+    put(l, pid);
+    l += ",\"ts\":";
+    w_.put_ts(l, s.t);
+    l += ",\"args\":{";
+    for (int b = 0; b < kBuckets; ++b) {
+      l += b ? ",\"" : "\"";
+      l += bucket_name(Bucket(b));
+      l += "\":";
+      put(l, s.v[b]);
+    }
+    l += '}';
+    w_.event(l);
     stats_.counter_samples++;
   }
 
@@ -493,21 +521,55 @@ class Exporter {
     const Record& r = p.first;
     const bool tensor = !r.op;
     bool failed = r.result != 0;
-    std::string args = (tensor ? std::string() : "\"op\":" + quote(r.op->name) + ",") + "\"size\":" + std::to_string(r.size) +
-                       ",\"tid\":" + std::to_string(r.tid);
-    if (r.has(fmt::kEvAddr)) args += ",\"address\":\"0x" + hex(r.addr) + "\"";
-    if (failed)
-      args += ",\"result\":" + std::to_string(r.result) + ",\"free_bytes\":" + std::to_string(r.free_bytes) +
-              ",\"total_bytes\":" + std::to_string(r.total_bytes);
-    args += ",\"count\":" + std::to_string(p.count);
     uint32_t sf = p.stack ? stacks_->leaf(p.stack) : 0;
-    if (sf) args += ",\"site\":" + site(p.stack);  // the user's line; the whole stack is "sf"
     std::string name = tensor ? "tensor " + format_bytes(r.size)
                               : std::string(failed ? "FAILED " : "") + r.op->name + " " + format_bytes(r.size);
     const char* cat = tensor ? "tensor" : failed ? "oom" : "allocation";
-    w_.event("\"ph\":\"i\",\"s\":\"p\",\"name\":" + quote(name) + ",\"cat\":\"" + cat +
-             "\",\"pid\":" + std::to_string(p.pid) + ",\"tid\":0,\"ts\":" + w_.ts(r.t_ns) +
-             (sf ? ",\"sf\":\"" + std::to_string(sf) + "\"" : std::string()) + ",\"args\":{" + args + "}");
+    std::string& l = line_;
+    l.assign("\"ph\":\"i\",\"s\":\"p\",\"name\":");
+    l += quote(name);
+    l += ",\"cat\":\"";
+    l += cat;
+    l += "\",\"pid\":";
+    put(l, p.pid);
+    l += ",\"tid\":0,\"ts\":";
+    w_.put_ts(l, r.t_ns);
+    if (sf) {
+      l += ",\"sf\":\"";
+      put(l, uint64_t(sf));
+      l += '"';
+    }
+    l += ",\"args\":{";
+    if (!tensor) {
+      l += "\"op\":";
+      l += quote(r.op->name);
+      l += ',';
+    }
+    l += "\"size\":";
+    put(l, r.size);
+    l += ",\"tid\":";
+    put(l, uint64_t(r.tid));
+    if (r.has(fmt::kEvAddr)) {
+      l += ",\"address\":\"0x";
+      put(l, r.addr, 16);
+      l += '"';
+    }
+    if (failed) {
+      l += ",\"result\":";
+      put(l, int64_t(r.result));
+      l += ",\"free_bytes\":";
+      put(l, r.free_bytes);
+      l += ",\"total_bytes\":";
+      put(l, r.total_bytes);
+    }
+    l += ",\"count\":";
+    put(l, uint64_t(p.count));
+    if (sf) {
+      l += ",\"site\":";  // the user's line; the whole stack is "sf"
+      l += site(p.stack);
+    }
+    l += '}';
+    w_.event(l);
     (tensor ? stats_.tensor_instants : stats_.instants)++;
   }
 
@@ -621,6 +683,7 @@ class Exporter {
   uint64_t base_;
   uint64_t origin_;
   Writer w_;
+  std::string line_;  // the line being written (emit_counter, write_instant): one buffer, reused
   ActivityIndex index_;
   int64_t host_pid_ = 0;
   std::unique_ptr<Symbolizer> symbolizer_;
