@@ -34,7 +34,6 @@ struct TraceReader::Cursor {
   const uint8_t* chunk_lo = nullptr;  // the whole chunk, for release()
   const uint8_t* chunk_hi = nullptr;
   bool cut = false;  // the file ends inside this chunk (already reported): a torn last record is expected
-  uint32_t self = 0;  // its index in cursors_
   bool dirty = false;  // rec holds a field only rare records set (advance clears them first)
   Record rec;
 };
@@ -477,7 +476,6 @@ bool TraceReader::find_chunks(const fmt::FileHeader& h) {
     cur.chunk_hi = c + avail;
     cur.cut = used < ch.used;
     cur.rec.tid = ch.tid;
-    cur.self = uint32_t(cursors_.size());
     cursors_.push_back(cur);
   }
   flush_released();
@@ -719,13 +717,15 @@ const Record* TraceReader::next() {
     if (__builtin_expect(advance(*cur), 1)) {
       const uint64_t t = cur->rec.t_ns;
       if (__builtin_expect(t < limit_ns_, 1)) return emit(*cur);
-      const HeapEntry e{t, cur->index, cur->self};
-      if ((heap_.empty() || !later(e, heap_.front())) && next_pending_ns_ > t) return emit(*cur);  // a tie it wins
-      if (!heap_.empty() && next_pending_ns_ > heap_.front().t) {
-        // The heap's earliest goes next, and no pending chunk comes before it: it leaves and
-        // this cursor takes its place, one sift down (a push and a pop were ~40 instructions
-        // per record where threads' records interleave).
-        return take(cursors_[replace_earliest(e, later)]);
+      // t >= limit_ns_, the smaller of the heap's earliest time and the next pending chunk's.
+      const HeapEntry e{t, cur->index, cur};
+      if (!heap_.empty() && heap_.front().t < next_pending_ns_) {
+        // No pending chunk comes before the heap's earliest, and t is at or after it.
+        if (t == heap_.front().t && e.index < heap_.front().index) return emit(*cur);  // a tie it wins
+        // The heap's earliest goes next: it leaves and this cursor takes its place, one sift
+        // down (a push and a pop were ~40 instructions per record where threads' records
+        // interleave).
+        return take(*replace_earliest(e, later));
       }
       heap_.push_back(e);
       std::push_heap(heap_.begin(), heap_.end(), later);
@@ -740,7 +740,7 @@ const Record* TraceReader::next() {
     pending_.pop_back();
     next_pending_ns_ = pending_.empty() ? ~0ull : cursors_[pending_.back()].base_ns;
     if (advance(cursors_[i])) {
-      heap_.push_back(HeapEntry{cursors_[i].rec.t_ns, cursors_[i].index, i});
+      heap_.push_back(HeapEntry{cursors_[i].rec.t_ns, cursors_[i].index, &cursors_[i]});
       std::push_heap(heap_.begin(), heap_.end(), later);
     } else {
       release(cursors_[i].chunk_lo, cursors_[i].chunk_hi);
@@ -751,9 +751,9 @@ const Record* TraceReader::next() {
     return nullptr;
   }
   std::pop_heap(heap_.begin(), heap_.end(), later);
-  uint32_t i = heap_.back().cursor;
+  Cursor* c = heap_.back().cursor;
   heap_.pop_back();
-  return take(cursors_[i]);  // advanced on the next call
+  return take(*c);  // advanced on the next call
 }
 
 // `c` becomes the current cursor: its record is the earliest, and the next one is too while it
@@ -765,8 +765,8 @@ __attribute__((always_inline)) inline const Record* TraceReader::take(Cursor& c)
 }
 
 template <typename Later>
-__attribute__((always_inline)) inline uint32_t TraceReader::replace_earliest(const HeapEntry& e, Later later) {
-  const uint32_t out = heap_[0].cursor;
+__attribute__((always_inline)) inline TraceReader::Cursor* TraceReader::replace_earliest(const HeapEntry& e, Later later) {
+  Cursor* const out = heap_[0].cursor;
   const size_t n = heap_.size();
   size_t i = 0;
   for (;;) {

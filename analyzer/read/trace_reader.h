@@ -184,7 +184,7 @@ class TraceReader {
   struct HeapEntry {
     uint64_t t;       // the cursor's next record time
     uint32_t index;   // its chunk index: ties go to the earlier chunk
-    uint32_t cursor;
+    Cursor* cursor;   // (cursors_ never grows once the stream is read)
   };
   std::vector<HeapEntry> heap_;  // min-heap of active cursors by next record time
   std::vector<std::string> problems_, damage_;
@@ -197,7 +197,7 @@ class TraceReader {
   const Record* emit(Cursor& c);
   // The heap's earliest entry's cursor; `e` takes its place.
   template <typename Later>
-  uint32_t replace_earliest(const HeapEntry& e, Later later);
+  Cursor* replace_earliest(const HeapEntry& e, Later later);
   bool quiet_ = false;
 };
 
