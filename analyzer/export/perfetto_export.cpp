@@ -64,15 +64,19 @@ class Writer {
     bool before = t < t0_;
     uint64_t a = before ? t0_ - t : t - t0_;
     if (before) out += '-';
-    put(out, a / 1000);
-    const unsigned ns = unsigned(a % 1000);
-    const char frac[4] = {'.', char('0' + ns / 100), char('0' + ns / 10 % 10), char('0' + ns % 10)};
-    out.append(frac, 4);
+    put_us(out, a);
   }
   static std::string dur(uint64_t ns) {
-    char buf[40];
-    snprintf(buf, sizeof buf, "%llu.%03llu", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
-    return buf;
+    std::string s;
+    put_us(s, ns);
+    return s;
+  }
+  // Nanoseconds as microseconds with three decimals (ts and dur).
+  static void put_us(std::string& out, uint64_t ns) {
+    put(out, ns / 1000);
+    const unsigned r = unsigned(ns % 1000);
+    const char frac[4] = {'.', char('0' + r / 100), char('0' + r / 10 % 10), char('0' + r % 10)};
+    out.append(frac, 4);
   }
 
   void event(const std::string& body) {
@@ -577,12 +581,6 @@ class Exporter {
     auto [it, fresh] = sites_.try_emplace(stack);
     if (fresh) it->second = quote(user_line(symbolizer_->stack(stack)));
     return it->second;
-  }
-
-  static std::string hex(uint64_t v) {
-    char b[20];
-    snprintf(b, sizeof b, "%llx", (unsigned long long)v);
-    return b;
   }
 
   // ---- kernels and copies ----

@@ -23,7 +23,6 @@ namespace fmt = vt::format;
 struct TraceReader::Cursor {
   const uint8_t* p = nullptr;
   const uint8_t* end = nullptr;
-  uint32_t tid = 0;
   uint32_t index = 0;
   uint64_t base_ns = 0;
   uint64_t last_ns = 0;
@@ -468,14 +467,13 @@ bool TraceReader::find_chunks(const fmt::FileHeader& h) {
     Cursor cur;
     cur.p = c + sizeof ch;
     cur.end = cur.p + used;
-    cur.tid = ch.tid;
     cur.index = uint32_t(i);
     cur.base_ns = ch.base_ns;
     cur.last_ns = ch.base_ns;
     cur.chunk_lo = c;
     cur.chunk_hi = c + avail;
     cur.cut = used < ch.used;
-    cur.rec.tid = ch.tid;
+    cur.rec.tid = ch.tid;  // (every record of a chunk is its thread's: set once)
     cursors_.push_back(cur);
   }
   flush_released();
@@ -546,7 +544,7 @@ void TraceReader::apply_meta(const Record& r) {
   }
 }
 
-static_assert(sizeof(Record) == 136, "TraceReader::advance resets every field of Record one by one: add the new one");
+static_assert(sizeof(Record) == 136, "TraceReader::advance sets or resets every field of Record one by one (the dirty reset, the metadata and the event paths): add the new one");
 
 // advance and emit run once per record: always inlined into next() (~28 instructions per record
 // of call overhead in callgrind).
@@ -568,9 +566,10 @@ __attribute__((always_inline)) inline bool TraceReader::advance(Cursor& c) {
     }
     const uint8_t* end = p + len;
     c.p = end;
-    // Every field an event of an address, a size and a stack does not set is zero already unless
-    // the record before set it (c.dirty), and its context and device are the chunk's last ones; field by field, not `r = Record{}`: that compiles to a
-    // `rep stos`, a fifth of this function. (tid is the chunk's, set once.)
+    // Every field an event of an address, a size and a stack does not set is zero already, and
+    // its context and device are the chunk's last ones, unless the record before changed them
+    // (c.dirty). Field by field, not `r = Record{}`: that compiles to a `rep stos`, a fifth of
+    // this function. (tid is the chunk's, set once.)
     if (__builtin_expect(c.dirty, 0)) {
       c.dirty = false;
       r.result = 0;

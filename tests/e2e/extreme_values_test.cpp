@@ -121,6 +121,33 @@ TEST_CASE("a device ordinal of 2^31 - 1 and a time 2^63 ns away export to valid 
   CHECK(r.exit_code == 0);
 }
 
+// Times in the export are microseconds with every nanosecond kept: written digit by digit, not
+// with printf, so each digit's place is checked here.
+TEST_CASE("export --perfetto: an event's time is its microseconds with three exact decimals") {
+  std::string dir = e2e::temp_dir();
+  std::string path = dir + "/ns.trace", out = dir + "/ns.json";
+  std::string bytes;
+  {
+    crafted::CraftedTrace t;
+    t.process({"ns"}, "/bin/ns");
+    t.alloc(0, 1ull << 40, 0, 0, 2, 1, 2);  // a failed allocation: always drawn, 200 ns after the start
+    bytes = t.bytes();
+  }
+  // Every record of the chunk 1,234,567 ns later: the failed allocation at 1,234,767 ns.
+  vt::format::ChunkHeader ch;
+  memcpy(&ch, &bytes[65536], sizeof ch);
+  ch.base_ns += 1234567;
+  memcpy(&bytes[65536], &ch, sizeof ch);
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(bytes.size()));
+  e2e::Result r = cli({"export", path, "--perfetto", out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string text = slurp(out);
+  INFO(text);
+  CHECK(text.find("\"cat\":\"oom\",\"pid\":") != std::string::npos);
+  CHECK(text.find(",\"ts\":1234.767,") != std::string::npos);
+}
+
 // A program that fails thousands of times (catching the error and trying again smaller): the
 // report details the first 64 OOMs and the latest, counts the ones between, and its memory and
 // size stay bounded; `check --no-oom` and the summary count every one.
