@@ -70,7 +70,7 @@ int diff_command(const DiffOptions& opt) {
              ")\n";
     text += analyzer::diff_text(d, opt.top ? opt.top : 30);
   }
-  return write_out(text, opt.output.empty() ? "-" : opt.output, {opt.base, opt.now});
+  return write_out({text}, opt.output.empty() ? "-" : opt.output, {opt.base, opt.now});
 }
 
 void add_diff_command(CLI::App& app, Commands& out) {

@@ -102,7 +102,7 @@ int export_command(const ExportOptions& opt) {
     return kExitUsage;
   }
   name_damage(job);
-  return write_out(opt.leaks ? analyzer::folded_leaks(rep, opt.native) : analyzer::folded_peak(rep, opt.native, opt.driver),
+  return write_out({opt.leaks ? analyzer::folded_leaks(rep, opt.native) : analyzer::folded_peak(rep, opt.native, opt.driver)},
                    opt.output,
                    {opt.input});
 }

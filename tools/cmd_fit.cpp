@@ -74,7 +74,7 @@ int fit_command(const FitArgs& a) {
     return kExitUsage;
   }
   std::string text = a.format == "json" ? analyzer::fit_json(rep) : analyzer::fit_text(rep);
-  return write_out(text, a.output.empty() ? "-" : a.output, a.traces);
+  return write_out({text}, a.output.empty() ? "-" : a.output, a.traces);
 }
 
 }  // namespace

@@ -29,8 +29,8 @@
 
 namespace vt::cli {
 
-int write_out(const std::string& text, const std::string& path, const std::vector<std::string>& inputs,
-              bool follow_symlink) {
+int write_out(const std::vector<std::string_view>& text, const std::string& path,
+              const std::vector<std::string>& inputs, bool follow_symlink) {
   std::string err;
   if (!analyzer::write_output(text, path, inputs, &err, follow_symlink)) {
     error_line(err);
@@ -76,7 +76,7 @@ int report_command(const ReportOptions& opt) {
   // A job's JSON: each trace's part is written by the job's workers (job_json_text.h).
   if (opt.format == "json")
     a.render = [sections = opt.sections](const analyzer::TraceReport& t) { return analyzer::job_json_part(t, sections); };
-  std::string err, text;
+  std::string err;
   if (opt.at.rfind("mark:", 0) == 0) {
     a.at_mark = opt.at.substr(5);
     if (a.at_mark.empty()) {
@@ -103,20 +103,22 @@ int report_command(const ReportOptions& opt) {
     return kExitUsage;
   }
   auto json_text = [](const nlohmann::json& j) { return analyzer::json_text(j, 2) + "\n"; };
-  if (is_job) {
-    text = opt.format == "json" ? analyzer::job_json_text(job, opt.sections, opt.jobs ? opt.jobs : analyzer::online_cpus()) + "\n"
-           : opt.format == "html" ? analyzer::job_html(job)
-                                  : analyzer::job_text(job, opt.sections, opt.native);
+  std::vector<std::string> pieces;  // the output, written one after another
+  if (is_job && opt.format == "json") {
+    pieces = analyzer::job_json_text(job, opt.sections, opt.jobs ? opt.jobs : analyzer::online_cpus());
+    pieces.push_back("\n");
+  } else if (is_job) {
+    pieces = {opt.format == "html" ? analyzer::job_html(job) : analyzer::job_text(job, opt.sections, opt.native)};
   } else {
     const analyzer::TraceReport& rep = job.traces[0];
-    text = opt.format == "json" ? json_text(analyzer::report_json(rep, opt.sections))
-           : opt.format == "html" ? analyzer::report_html(rep)
-                                  : analyzer::report_text(rep, opt.sections, opt.native);
+    pieces = {opt.format == "json" ? json_text(analyzer::report_json(rep, opt.sections))
+              : opt.format == "html" ? analyzer::report_html(rep)
+                                     : analyzer::report_text(rep, opt.sections, opt.native)};
   }
   std::string path = opt.output.empty() ? "-" : opt.output;
   if (opt.format == "html" && opt.output.empty() && isatty(STDOUT_FILENO)) path = kDefaultHtml;
   // (the default name is not the user's choice: a symlink planted there is not followed)
-  int rc = write_out(text, path, {opt.input}, path != kDefaultHtml);
+  int rc = write_out({pieces.begin(), pieces.end()}, path, {opt.input}, path != kDefaultHtml);
   if (rc == kExitOk && path == kDefaultHtml)
     error_line(std::string("wrote ") + kDefaultHtml + " (open it in a browser; -o FILE names another, -o - prints it)");
   return rc;
@@ -146,7 +148,7 @@ int summary_command(const ReportOptions& opt) {
   std::string text = opt.format == "json"
                          ? analyzer::json_text(is_job ? analyzer::job_summary_json(job) : analyzer::summary_json(job.traces[0]), 2) + "\n"
                          : is_job ? analyzer::job_summary_text(job, opt.top) : analyzer::summary_text(job.traces[0], opt.top);
-  return write_out(text, opt.output.empty() ? "-" : opt.output, {opt.input});
+  return write_out({text}, opt.output.empty() ? "-" : opt.output, {opt.input});
 }
 
 void add_report_commands(CLI::App& app, Commands& out) {

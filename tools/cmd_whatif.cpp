@@ -72,7 +72,7 @@ int whatif_command(const WhatifArgs& a) {
   }
   name_problems(a.trace, rep.problems, {});
   std::string text = a.format == "json" ? analyzer::json_text(analyzer::whatif_json(rep), 2) + "\n" : analyzer::whatif_text(rep);
-  return write_out(text, a.output.empty() ? "-" : a.output, {a.trace});
+  return write_out({text}, a.output.empty() ? "-" : a.output, {a.trace});
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace CLI {
@@ -135,17 +136,16 @@ struct DiffOptions {
 int diff_command(const DiffOptions& opt);
 int top_command(double interval, bool once);
 
-// `text` to stdout ("-") or to the file `path`; exit status 2 with one line when it cannot be written.
-// Writes an output the user named (analyzer/io/output_file.h: "-" is stdout, a file is replaced only
-// once all of it was written, an input or a trace is never overwritten); one error line and
-// kExitUsage when it cannot.
 // A trace reader's notes on stderr, one line each; those that mean lost records ("damage") say
 // "damaged" as report and check do.
 void name_problems(const std::string& path, const std::vector<std::string>& problems,
                    const std::vector<std::string>& damage);
 
-int write_out(const std::string& text, const std::string& path, const std::vector<std::string>& inputs,
-              bool follow_symlink = true);
+// `text` (its pieces one after another) to stdout ("-") or to the file `path`, the output the user
+// named (analyzer/io/output_file.h: a file is replaced only once all of it was written, an input
+// or a trace is never overwritten); one error line and kExitUsage when it cannot be written.
+int write_out(const std::vector<std::string_view>& text, const std::string& path,
+              const std::vector<std::string>& inputs, bool follow_symlink = true);
 
 // "vramtrace: <msg>" on stderr, escaped for a terminal (messages quote paths and trace strings).
 void error_line(const std::string& msg);

@@ -27,20 +27,9 @@ class FdBuf : public std::streambuf {
   void attach(int fd) { fd_ = fd; }
   int error() const { return error_; }
   bool drain() {
-    const char* p = pbase();
-    size_t n = size_t(pptr() - pbase());
-    while (n && !error_) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        error_ = w < 0 ? errno : EIO;
-        break;
-      }
-      p += w;
-      n -= size_t(w);
-    }
+    bool ok = write_all(pbase(), size_t(pptr() - pbase()));
     setp(buf_.get(), buf_.get() + size_);
-    return !error_;
+    return ok;
   }
 
  protected:
@@ -53,8 +42,28 @@ class FdBuf : public std::streambuf {
     return traits_type::not_eof(c);
   }
   int sync() override { return drain() ? 0 : -1; }
+  // A large piece (a job's report: megabytes) goes to the descriptor as it is, not copied through
+  // the buffer first.
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    if (size_t(n) < size_ / 2) return std::streambuf::xsputn(s, n);
+    return drain() && write_all(s, size_t(n)) ? n : 0;
+  }
 
  private:
+  bool write_all(const char* p, size_t n) {
+    while (n && !error_) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        error_ = w < 0 ? errno : EIO;
+        break;
+      }
+      p += w;
+      n -= size_t(w);
+    }
+    return !error_;
+  }
+
   std::unique_ptr<char[]> buf_;
   size_t size_;
   int fd_ = -1;
@@ -212,11 +221,11 @@ bool OutputFile::commit(std::string* error) {
   return true;
 }
 
-bool write_output(const std::string& text, const std::string& path, const std::vector<std::string>& inputs,
-                  std::string* error, bool follow_symlink) {
+bool write_output(const std::vector<std::string_view>& pieces, const std::string& path,
+                  const std::vector<std::string>& inputs, std::string* error, bool follow_symlink) {
   OutputFile f;
   if (!f.open(path, inputs, error, follow_symlink)) return false;
-  f.stream().write(text.data(), std::streamsize(text.size()));
+  for (std::string_view p : pieces) f.stream().write(p.data(), std::streamsize(p.size()));
   return f.commit(error);
 }
 

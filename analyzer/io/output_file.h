@@ -12,6 +12,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vt::analyzer {
@@ -42,8 +43,9 @@ class OutputFile {
 // may only unlink it: async-signal-safe, no allocation).
 const char* output_in_progress();
 
-// open + the text + commit.
-bool write_output(const std::string& text, const std::string& path, const std::vector<std::string>& inputs,
-                  std::string* error, bool follow_symlink = true);
+// open + the text + commit. The text may come in pieces, written one after another (a job's JSON:
+// its reports written apart, never joined in memory).
+bool write_output(const std::vector<std::string_view>& pieces, const std::string& path,
+                  const std::vector<std::string>& inputs, std::string* error, bool follow_symlink = true);
 
 }  // namespace vt::analyzer

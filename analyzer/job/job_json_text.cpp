@@ -30,13 +30,13 @@ std::string job_json_part(const TraceReport& trace, Sections sections) {
   return indented(json_text(report_json(trace, sections), 2));
 }
 
-std::string job_json_text(JobReport& job, Sections sections, unsigned jobs) {
+std::vector<std::string> job_json_text(JobReport& job, Sections sections, unsigned jobs) {
   // The job's JSON with its reports left out: "reports": [] is where they go (the one such
   // text: a string's quotes are escaped, and no other member is named so).
   std::string text = json_text(job_json(job, sections, /*reports=*/false), 2);
   const std::string slot = "\"reports\": []";
   const size_t at = text.find(slot);
-  if (job.traces.empty() || at == std::string::npos) return text;
+  if (job.traces.empty() || at == std::string::npos) return {std::move(text)};
   std::vector<std::string> parts = std::move(job.rendered);
   job.rendered.clear();
   if (parts.size() != job.traces.size()) {  // not written by the analysis: written here
@@ -46,24 +46,17 @@ std::string job_json_text(JobReport& job, Sections sections, unsigned jobs) {
                                           : job_json_part(job.traces[i], sections);
     });
   }
-  // Spliced into one buffer sized once (a byte more for the caller's final newline): building the
-  // array apart, then replacing the slot, then adding the newline copied the whole text (7 MB
-  // for 16 ranks of bench/gen_trace) three to four times, after the workers, on one core.
-  const std::string open = "\"reports\": [\n", close = "  ]";
-  size_t size = text.size() - slot.size() + open.size() + close.size() + 1;
-  for (const std::string& p : parts) size += p.size() + 2;
-  std::string all;
-  all.reserve(size);
-  all.append(text, 0, at);
-  all += open;
+  // Left in pieces for the output to write one after another: joining them copied the whole text
+  // (7 MB for 16 ranks of bench/gen_trace) after the workers, on one core.
+  std::vector<std::string> pieces;
+  pieces.reserve(2 * parts.size() + 1);
+  pieces.push_back(text.substr(0, at) + "\"reports\": [\n");
   for (size_t i = 0; i < parts.size(); ++i) {
-    all += parts[i];
-    all += i + 1 < parts.size() ? ",\n" : "\n";
-    std::string().swap(parts[i]);  // (freed as it goes: the job's text is not held twice)
+    pieces.push_back(std::move(parts[i]));
+    pieces.push_back(i + 1 < parts.size() ? ",\n" : "\n");
   }
-  all += close;
-  all.append(text, at + slot.size(), std::string::npos);
-  return all;
+  pieces.back() += "  ]" + text.substr(at + slot.size());
+  return pieces;
 }
 
 }  // namespace vt::analyzer
