@@ -192,14 +192,17 @@ class AddressMap {
   size_t count(uint64_t key) const { return find(key) != end() ? 1 : 0; }
   // Whether the slots outgrow the caches (~3 MiB and more), where a lookup is a cache miss.
   bool beyond_cache() const { return slot_count_ > (3u << 20) / sizeof(Slot); }
-  // Starts loading key's home slot, so that a lookup some records later finds it in cache (with
-  // millions of live allocations the replay otherwise waits on one cache miss per event).
+  // Starts loading key's home slot and the next one, so that a lookup some records later finds
+  // them in cache (with millions of live allocations the replay otherwise waits on a cache miss
+  // per event: the home slot's, then the next slot's, which an insert probes when home is taken
+  // and an erase always reads; prefetching it too made the 1 M-live report ~12% faster).
   void prefetch(uint64_t key) const {
     const uint64_t h = mix(key);
     const Part& t = part(h);
     const char* p = reinterpret_cast<const char*>(t.slots.get() + home(t, h));
-    __builtin_prefetch(p);
-    __builtin_prefetch(p + sizeof(Slot) - 1);  // a slot can straddle two cache lines
+    prefetch_line(p);
+    prefetch_line(p + sizeof(Slot) - 1);  // a slot can straddle two cache lines
+    prefetch_line(p + 2 * sizeof(Slot) - 1);
   }
 
   // Inserts (key, value) unless key is present; the entry and whether it was inserted.
@@ -231,6 +234,15 @@ class AddressMap {
   }
 
  private:
+  // An asm statement, not __builtin_prefetch: with a third __builtin_prefetch here GCC 12 left
+  // none of them in AnalysisPass::feed_ahead (its report of 1 M live allocations ran 2x slower).
+  static void prefetch_line(const char* p) {
+#if defined(__x86_64__)
+    asm volatile("prefetcht0 %0" ::"m"(*p));
+#else
+    __builtin_prefetch(p);
+#endif
+  }
   // Addresses differ in their middle bits and share the rest: mix, then take the top bits.
   static uint64_t mix(uint64_t key) { return (key ^ (key >> 29)) * 0xbf58476d1ce4e5b9ull; }
   Part& part(uint64_t h) { return parts_[h >> (64 - kPartBits)]; }
