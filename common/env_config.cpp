@@ -107,6 +107,18 @@ bool load_config(Config* out, long pid, char* why_out, size_t why_cap) {
       return false;
     }
   }
+  if (const char* u = config_env("VRAMTRACE_UNWINDER"); u && *u) {  // empty = unset
+    if (strcmp(u, "libunwind") == 0) {
+      out->unwinder = 0;
+    } else if (strcmp(u, "vramtrace") == 0) {
+      out->unwinder = 1;
+    } else if (strcmp(u, "checked") == 0) {
+      out->unwinder = 2;
+    } else {
+      complain(why_out, why_cap, "bad VRAMTRACE_UNWINDER '%s' (use vramtrace, libunwind or checked)", u);
+      return false;
+    }
+  }
   if (const char* py = config_env("VRAMTRACE_PYTHON")) {
     if (strcmp(py, "0") == 0) {
       out->python = false;

@@ -11,6 +11,9 @@
 //   VRAMTRACE_STACK_DEPTH  native frames per event (default 64, 0 = no stacks, at most 256).
 //   VRAMTRACE_FREE_STACKS  1 = frees get a stack too (default 0: a free's stack is rarely read,
 //                      and unwinding it cost as much as the allocation's).
+//   VRAMTRACE_UNWINDER libunwind = native stacks from libunwind alone (default: vramtrace's own
+//                      walk first, libunwind for the frames it does not handle; checked = both
+//                      on every stack, the differences counted at exit: for tests).
 //   VRAMTRACE_PYTHON   0 = no Python frames (default: on when the process runs CPython).
 //   VRAMTRACE_KERNELS  0 = no kernel activity (default 1: CUPTI when a libcupti loads).
 //   VRAMTRACE_CUPTI_MEMORY  0 = CUPTI does not record allocations (MEMORY2; default 1): no
@@ -31,6 +34,7 @@ struct Config {
   bool null_sink = false;
   int stack_depth = 64;
   bool free_stacks = false;  // VRAMTRACE_FREE_STACKS: driver-level frees unwound too
+  int unwinder = 1;          // VRAMTRACE_UNWINDER: 0 libunwind, 1 ours first, 2 checked (fast_unwind.h)
   bool python = true;
   bool kernels = true;  // VRAMTRACE_KERNELS: kernel activity through CUPTI (cupti/)
   bool cupti_memory = true;  // VRAMTRACE_CUPTI_MEMORY: CUPTI's MEMORY2 allocation records

@@ -97,6 +97,17 @@ int own_frames(const uint64_t* out, int n, uint64_t caller_ip) {
   while (skip < n && out[skip] >= g_self_lo && out[skip] < g_self_hi) ++skip;
   return skip;
 }
+
+void check_walk(const uint64_t* out, int n, int size, uint64_t caller_ip) {
+  uint64_t slow[kMaxStackDepth + 2 * kOwnFrames];
+  int slow_n = g_backtrace(reinterpret_cast<void**>(slow), size + kOwnFrames);  // (one frame more of ours)
+  int own = own_frames(out, n, caller_ip), slow_own = own_frames(slow, slow_n, caller_ip);
+  int count = n - own, slow_count = slow_n - slow_own;
+  // The fast walk stopped at `size` frames in all: libunwind's may go on beyond it.
+  bool same = n == size ? slow_count >= count : slow_count == count;
+  for (int i = 0; same && i < count; ++i) same = out[own + i] == slow[slow_own + i];
+  count_checked_walk(same);
+}
 }  // namespace native_detail
 
 // Out of line for the callers that are not the recorder's hot path.

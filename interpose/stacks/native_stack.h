@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "fast_unwind.h"
+
 namespace vt {
 
 inline constexpr int kMaxStackDepth = 256;
@@ -29,6 +31,8 @@ namespace native_detail {
 extern int (*g_backtrace)(void**, int);  // unw_backtrace of the copy we opened (unwinder_library.h)
 // How many of the walk's first frames are ours (those before caller_ip).
 int own_frames(const uint64_t* out, int n, uint64_t caller_ip);
+// VRAMTRACE_UNWINDER=checked: walks again with libunwind and compares the program's frames.
+void check_walk(const uint64_t* out, int n, int size, uint64_t caller_ip);
 }  // namespace native_detail
 
 // capture_native, inlined into its caller, leaving the program's frames where the walk wrote them,
@@ -43,7 +47,11 @@ __attribute__((always_inline)) inline int capture_native_in_place(uint64_t* out,
   int (*backtrace)(void**, int) = __atomic_load_n(&native_detail::g_backtrace, __ATOMIC_ACQUIRE);
   if (!backtrace) return 0;
   static_assert(sizeof(void*) == sizeof(uint64_t));
-  int n = backtrace(reinterpret_cast<void**>(out), (depth < max ? depth : max) + kOwnFrames);
+  const int size = (depth < max ? depth : max) + kOwnFrames;
+  const UnwinderMode mode = unwinder_mode();
+  int n = mode == UnwinderMode::Libunwind ? -1 : fast_backtrace(reinterpret_cast<void**>(out), size);
+  if (n < 0) n = backtrace(reinterpret_cast<void**>(out), size);
+  else if (__builtin_expect(mode == UnwinderMode::Checked, 0)) native_detail::check_walk(out, n, size, caller_ip);
   int own = native_detail::own_frames(out, n, caller_ip);
   int count = n - own;
   if (count > depth) count = depth;

@@ -1,6 +1,7 @@
 // See stack_capture.h.
 #include "load_steps.h"
 #include "stack_capture.h"
+#include "fast_unwind.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -115,6 +116,7 @@ std::atomic<bool> g_free_stacks{false};
 void configure_stacks(const Config& cfg) {
   configure_native_stacks(cfg.stack_depth);
   g_free_stacks.store(cfg.free_stacks, std::memory_order_relaxed);
+  g_unwinder_mode.store(cfg.unwinder, std::memory_order_relaxed);
   g_unwinder_missing = cfg.stack_depth > 0 && !unwinder();
   if (g_unwinder_missing) log_line_once_per_run("native stacks off: %s", unwinder_error());
   if (!cfg.python) {

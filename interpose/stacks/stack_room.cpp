@@ -40,6 +40,8 @@ void learn_stack_bounds() {
   if (syscall(SYS_gettid) == getpid()) {
     // The main thread's stack grows down from its top up to RLIMIT_STACK (pthread_getattr_np
     // would read /proc/self/maps for it: a descriptor and the heap).
+    // (__libc_stack_end is the stack pointer _start was entered with: every frame is below it)
+    if (__libc_stack_end) t_stack_bounds.hi = reinterpret_cast<uint64_t>(__libc_stack_end);
     struct rlimit lim;
     if (__libc_stack_end && getrlimit(RLIMIT_STACK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
       const uint64_t top = reinterpret_cast<uint64_t>(__libc_stack_end);
@@ -50,7 +52,10 @@ void learn_stack_bounds() {
     if (pthread_getattr_np(pthread_self(), &a) == 0) {
       void* addr = nullptr;
       size_t size = 0;
-      if (pthread_attr_getstack(&a, &addr, &size) == 0) t_stack_bounds.lo = reinterpret_cast<uint64_t>(addr);
+      if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+        t_stack_bounds.lo = reinterpret_cast<uint64_t>(addr);
+        t_stack_bounds.hi = t_stack_bounds.lo + size;
+      }
       pthread_attr_destroy(&a);
     }
   }

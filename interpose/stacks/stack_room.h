@@ -22,6 +22,7 @@ inline constexpr uint64_t kUnwindRoom = 16 << 10;
 
 struct StackBounds {
   uint64_t lo = 0;                  // the lowest usable address of the thread's stack (0: not known)
+  uint64_t hi = 0;                  // its end: above its outermost frame (0: not known)
   uint64_t alt_lo = 0, alt_hi = 0;  // its alternate signal stack [lo, hi) (0 0: none)
   bool learned = false;
 };
