@@ -222,7 +222,7 @@ int walk(ThreadUnwind* t, WalkFrame start, uint64_t hi, void** out, int max) {
   return n;
 }
 
-std::atomic<uint64_t> g_checked{0}, g_checked_differ{0};
+std::atomic<uint64_t> g_checked[3];  // by CheckedWalk
 
 }  // namespace
 
@@ -250,18 +250,19 @@ __attribute__((noinline)) int fast_backtrace(void** out, int max) {
   return n;
 }
 
-void count_checked_walk(bool same) {
-  g_checked.fetch_add(1, std::memory_order_relaxed);
-  if (!same) g_checked_differ.fetch_add(1, std::memory_order_relaxed);
-}
+void count_checked_walk(CheckedWalk outcome) { g_checked[int(outcome)].fetch_add(1, std::memory_order_relaxed); }
 
 namespace {
 // Checked mode's account, at exit (tests read it on stderr).
 __attribute__((destructor)) void report_checked_walks() {
   if (unwinder_mode() != UnwinderMode::Checked) return;
-  char line[160];
-  int len = snprintf(line, sizeof line, "vramtrace: unwinder check: %llu of %llu stacks differed from libunwind's\n",
-                     (unsigned long long)g_checked_differ.load(), (unsigned long long)g_checked.load());
+  char line[200];
+  unsigned long long same = g_checked[int(CheckedWalk::Same)].load(),
+                     differed = g_checked[int(CheckedWalk::Differed)].load(),
+                     alone = g_checked[int(CheckedWalk::LibunwindOnly)].load();
+  int len = snprintf(line, sizeof line,
+                     "vramtrace: unwinder check: %llu of %llu stacks differed from libunwind's; %llu walked by libunwind alone\n",
+                     differed, same + differed, alone);
   if (len > 0) (void)!write(2, line, size_t(len));
 }
 }  // namespace

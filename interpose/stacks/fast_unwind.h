@@ -29,7 +29,8 @@ enum class UnwinderMode : int { Libunwind = 0, Fast = 1, Checked = 2 };
 extern std::atomic<int> g_unwinder_mode;
 inline UnwinderMode unwinder_mode() { return UnwinderMode(g_unwinder_mode.load(std::memory_order_relaxed)); }
 
-// Checked mode: counts a stack walked both ways and whether the program's frames differed.
-void count_checked_walk(bool same);
+// Checked mode: counts each stack by what came of it.
+enum class CheckedWalk { Same, Differed, LibunwindOnly };
+void count_checked_walk(CheckedWalk outcome);
 
 }  // namespace vt

@@ -106,7 +106,7 @@ void check_walk(const uint64_t* out, int n, int size, uint64_t caller_ip) {
   // The fast walk stopped at `size` frames in all: libunwind's may go on beyond it.
   bool same = n == size ? slow_count >= count : slow_count == count;
   for (int i = 0; same && i < count; ++i) same = out[own + i] == slow[slow_own + i];
-  count_checked_walk(same);
+  count_checked_walk(same ? CheckedWalk::Same : CheckedWalk::Differed);
 }
 }  // namespace native_detail
 

@@ -50,8 +50,10 @@ __attribute__((always_inline)) inline int capture_native_in_place(uint64_t* out,
   const int size = (depth < max ? depth : max) + kOwnFrames;
   const UnwinderMode mode = unwinder_mode();
   int n = mode == UnwinderMode::Libunwind ? -1 : fast_backtrace(reinterpret_cast<void**>(out), size);
-  if (n < 0) n = backtrace(reinterpret_cast<void**>(out), size);
-  else if (__builtin_expect(mode == UnwinderMode::Checked, 0)) native_detail::check_walk(out, n, size, caller_ip);
+  if (n < 0) {
+    if (__builtin_expect(mode == UnwinderMode::Checked, 0)) count_checked_walk(CheckedWalk::LibunwindOnly);
+    n = backtrace(reinterpret_cast<void**>(out), size);
+  } else if (__builtin_expect(mode == UnwinderMode::Checked, 0)) native_detail::check_walk(out, n, size, caller_ip);
   int own = native_detail::own_frames(out, n, caller_ip);
   int count = n - own;
   if (count > depth) count = depth;
