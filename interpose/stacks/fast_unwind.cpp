@@ -116,19 +116,26 @@ bool insert_rule(ThreadUnwind* t, uint64_t pc, FrameRule rule) {
   return true;
 }
 
-// The rule at pc: the thread's cache, else the object's call frame information.
-inline FrameRule rule_at(ThreadUnwind* t, uint64_t pc) {
-  if (__builtin_expect(t->rules != nullptr, 1)) {
-    uint64_t mask = (1ull << t->rule_bits) - 1;
-    for (uint64_t j = slot_of(pc, t->rule_bits);; j = (j + 1) & mask) {
-      const RuleSlot& s = t->rules[j];
-      if (s.pc == pc) return s.rule;
-      if (!s.pc) break;
-    }
-  }
+// A cache miss: the object's call frame information (out of line: the walk's loop keeps its
+// registers).
+__attribute__((noinline, cold)) FrameRule rule_missed(ThreadUnwind* t, uint64_t pc) {
   FrameRule rule = frame_rule_at(pc);
   if (!insert_rule(t, pc, rule)) rule.kind = FrameKind::Other;  // (not cached: libunwind walks it)
   return rule;
+}
+
+// The rule at pc: the thread's cache, else the object's call frame information.
+inline FrameRule rule_at(ThreadUnwind* t, uint64_t pc) {
+  if (__builtin_expect(t->rules != nullptr, 1)) {
+    const RuleSlot* rules = t->rules;
+    const uint32_t bits = t->rule_bits;
+    const uint64_t mask = (1ull << bits) - 1;
+    for (uint64_t j = slot_of(pc, bits);; j = (j + 1) & mask) {
+      if (rules[j].pc == pc) return rules[j].rule;
+      if (!rules[j].pc) break;
+    }
+  }
+  return rule_missed(t, pc);
 }
 
 // A word of the thread's stack (the bounds were checked when the walk first read it). A stack
@@ -158,11 +165,13 @@ int walk(ThreadUnwind* t, WalkFrame start, uint64_t hi, void** out, int max) {
   bool met = false;
   int j = 0, li = 0, n = 0;
   dst[j++] = start;
+  // The current frame, dst[j - 1], in registers: the next step's addresses come from these, not
+  // from the record just stored.
+  uint64_t rip = start.rip, rsp = start.rsp, rbp = start.rbp;
   for (;;) {
-    WalkFrame& cur = dst[j - 1];
     if (!met) {
-      while (li < last_n && last[li].rsp < cur.rsp) ++li;
-      if (li < last_n && last[li].rsp == cur.rsp && last[li].rip == cur.rip && last[li].rbp == cur.rbp &&
+      while (li < last_n && last[li].rsp < rsp) ++li;
+      if (li < last_n && last[li].rsp == rsp && last[li].rip == rip && last[li].rbp == rbp &&
           same_above(last, li, last_n)) {
         // This walk's frames [0, j - 1) and the last one's from li on; the last one's words hold.
         met = true;
@@ -178,39 +187,40 @@ int walk(ThreadUnwind* t, WalkFrame start, uint64_t hi, void** out, int max) {
           t->last_n = j;
           return n;
         }
+        rip = last[j - 1].rip, rsp = last[j - 1].rsp, rbp = last[j - 1].rbp;
         continue;  // the last one's last step is taken again: its end, or more room now
       }
     }
     if (n == max) break;
-    const uint64_t pc = cur.rip - (j > 1 ? 1 : 0);  // (a return address's call is the instruction before)
+    const uint64_t pc = rip - (j > 1 ? 1 : 0);  // (a return address's call is the instruction before)
     const FrameRule rule = rule_at(t, pc);
     if (rule.kind == FrameKind::Outermost) break;
     if (rule.kind != FrameKind::CfaRsp && rule.kind != FrameKind::CfaRbp) {
       n = -1;
       break;
     }
-    const uint64_t cfa = (rule.kind == FrameKind::CfaRsp ? cur.rsp : cur.rbp) + uint64_t(int64_t(rule.cfa_offset));
+    const uint64_t cfa = (rule.kind == FrameKind::CfaRsp ? rsp : rbp) + uint64_t(int64_t(rule.cfa_offset));
     // Reads stay between this frame's stack pointer and the stack's end; the walk goes up.
-    if (cfa < cur.rsp + 8 || cfa > hi) {
+    if (cfa < rsp + 8 || cfa > hi) {
       n = -1;
       break;
     }
     const uint64_t ra = stack_word(cfa - 8);
-    uint64_t rbp = cur.rbp;
+    uint64_t slot = 0;
     if (rule.rbp_offset != kRbpKept) {
-      const uint64_t slot = cfa + uint64_t(int64_t(rule.rbp_offset));
-      if (slot < cur.rsp || slot > hi - 8) {
+      slot = cfa + uint64_t(int64_t(rule.rbp_offset));
+      if (slot < rsp || slot > hi - 8) {
         n = -1;
         break;
       }
       rbp = stack_word(slot);
-      cur.rbp_slot = slot;
-    } else {
-      cur.rbp_slot = 0;
     }
+    dst[j - 1].rbp_slot = slot;
     if (ra < 0x4000) break;  // (libunwind's end: an address no code is at)
     out[n++] = reinterpret_cast<void*>(ra);
-    dst[j++] = {ra, cfa, rbp, 0};
+    rip = ra;
+    rsp = cfa;
+    dst[j++] = {rip, rsp, rbp, 0};
   }
   if (met) {
     t->last_n = n < 0 ? 0 : j;

@@ -268,3 +268,73 @@ TEST_CASE("a program started through the dynamic loader (ld.so PROGRAM) is named
   CHECK(s[2].line == lines["main"]);
   CHECK(warned.empty());
 }
+
+namespace {
+// "vramtrace: unwinder check: D of W stacks differed from libunwind's; L walked by libunwind alone"
+struct UnwinderCheck {
+  long differed = -1, walked = -1, alone = -1;
+};
+UnwinderCheck unwinder_check(const std::string& err) {
+  UnwinderCheck c;
+  size_t at = err.find("vramtrace: unwinder check: ");
+  if (at != std::string::npos)
+    sscanf(err.c_str() + at, "vramtrace: unwinder check: %ld of %ld stacks differed from libunwind's; %ld walked",
+           &c.differed, &c.walked, &c.alone);
+  return c;
+}
+}  // namespace
+
+// The hook's own unwinder (interpose/stacks/fast_unwind.h) gives libunwind's frames for every
+// stack it walks, and hands it the ones it does not handle: every stack shape of unwind_shapes
+// (frame pointers, alloca, a realigned stack, two callers with the same frames, libc callbacks,
+// a small thread; a signal handler's and a fiber's go to libunwind), then 4 threads at 24 frames
+// (the memo of each thread's last walk on every allocation), each walked both ways.
+TEST_CASE("the hook's own unwinder gives libunwind's frames, shape by shape (VRAMTRACE_UNWINDER=checked)") {
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("unwind_shapes"), "60"}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_UNWINDER", "checked"}}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  UnwinderCheck c = unwinder_check(r.err);
+  CHECK(c.differed == 0);
+  CHECK(c.walked >= 60 * 6 + 4 + 20);  // six allocations a round, qsort's four, the small thread's 20
+  CHECK(c.alone == 2);  // the signal handler's stack and the fiber's
+
+  e2e::Result t = e2e::run({{e2e::program("threads"), "4", "2000", "21"}, {{"VRAMTRACE_OUTPUT", e2e::temp_dir()}, {"VRAMTRACE_UNWINDER", "checked"}}});
+  INFO(t.err);
+  REQUIRE(t.exit_code == 0);
+  c = unwinder_check(t.err);
+  CHECK(c.differed == 0);
+  CHECK(c.walked >= 4 * 2000);
+  CHECK(c.alone == 0);
+}
+
+// VRAMTRACE_UNWINDER=libunwind: the same stacks, walked by libunwind alone; a bad value is one line.
+TEST_CASE("VRAMTRACE_UNWINDER=libunwind gives the same stacks, a bad value turns tracing off with one line") {
+  auto stacks_of = [](const char* unwinder) {
+    std::string dir = e2e::temp_dir();
+    e2e::Result r = e2e::run({{e2e::program("stack_main"), e2e::program("libstack_plugin.so")},
+                              {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_UNWINDER", unwinder}}});
+    REQUIRE(r.exit_code == 0);
+    std::string err;
+    auto reader = vt::analyzer::TraceReader::open(e2e::files_in(dir).at(0), &err);
+    REQUIRE(reader);
+    reader->load_stacks();
+    vt::analyzer::Symbolizer sym(reader->stacks());
+    std::vector<std::string> frames;
+    vt::analyzer::Record rec;
+    while (reader->next(&rec))
+      if (rec.is_event() && rec.stack)
+        for (const auto& f : sym.stack(rec.stack)) frames.push_back(f.function + ":" + std::to_string(f.line));
+    return frames;
+  };
+  std::vector<std::string> ours = stacks_of("vramtrace"), theirs = stacks_of("libunwind");
+  CHECK(ours.size() >= 5);
+  CHECK(ours == theirs);
+
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("threads"), "1", "5"}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_UNWINDER", "fast"}}});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("bad VRAMTRACE_UNWINDER 'fast' (use vramtrace, libunwind or checked)") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(e2e::files_in(dir).empty());
+}
