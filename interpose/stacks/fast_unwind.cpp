@@ -48,6 +48,7 @@ struct ThreadUnwind {
   uint32_t fails_in_a_row = 0, rest_left = 0;
   RuleSlot* rules = nullptr;
   uint32_t rule_bits = 0, rules_used = 0;
+  uint64_t rules_unloads = 0;  // the loader's unload count the rules were read under
 };
 
 // Mapped on a thread's first stack, unmapped when it exits (18 KiB: too big for the static TLS a
@@ -85,10 +86,14 @@ ThreadUnwind* thread_unwind() {
 
 inline uint64_t slot_of(uint64_t pc, uint32_t bits) { return (pc * 0x9e3779b97f4a7c15ull) >> (64 - bits); }
 
-bool insert_rule(ThreadUnwind* t, uint64_t pc, FrameRule rule) {
-  if (!t->rules || t->rules_used >= (1u << t->rule_bits) / 2) {
+bool insert_rule(ThreadUnwind* t, uint64_t pc, FrameRule rule, uint64_t unloads) {
+  // An object was unloaded since the cached rules were read: another may now sit at its addresses,
+  // so they start over. (The last walk's frames need no such care: a frame whose code is gone
+  // cannot be on the stack, and the memo's words are read again before they are reused.)
+  const bool unloaded = t->rules && unloads != t->rules_unloads;
+  if (!t->rules || unloaded || t->rules_used >= (1u << t->rule_bits) / 2) {
     uint32_t bits = t->rules ? t->rule_bits + 2 : kFirstRuleBits;
-    bool restart = bits > kMaxRuleBits;  // a program with this many return addresses: start over
+    bool restart = unloaded || bits > kMaxRuleBits;  // (or this many return addresses: start over)
     if (restart) bits = t->rule_bits;
     void* m = mmap(nullptr, sizeof(RuleSlot) << bits, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return false;
@@ -108,6 +113,7 @@ bool insert_rule(ThreadUnwind* t, uint64_t pc, FrameRule rule) {
     t->rules = table;
     t->rule_bits = bits;
     t->rules_used = used;
+    t->rules_unloads = unloads;
   }
   uint64_t mask = (1ull << t->rule_bits) - 1, j = slot_of(pc, t->rule_bits);
   while (t->rules[j].pc) j = (j + 1) & mask;
@@ -119,8 +125,9 @@ bool insert_rule(ThreadUnwind* t, uint64_t pc, FrameRule rule) {
 // A cache miss: the object's call frame information (out of line: the walk's loop keeps its
 // registers).
 __attribute__((noinline, cold)) FrameRule rule_missed(ThreadUnwind* t, uint64_t pc) {
-  FrameRule rule = frame_rule_at(pc);
-  if (!insert_rule(t, pc, rule)) rule.kind = FrameKind::Other;  // (not cached: libunwind walks it)
+  uint64_t unloads;
+  FrameRule rule = frame_rule_at(pc, &unloads);
+  if (!insert_rule(t, pc, rule, unloads)) rule.kind = FrameKind::Other;  // (not cached: libunwind walks it)
   return rule;
 }
 

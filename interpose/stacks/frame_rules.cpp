@@ -352,7 +352,7 @@ namespace {
 struct Search {
   uint64_t pc;
   FrameRule rule;
-  bool found_object = false;
+  uint64_t unloads = 0;
 };
 
 // The FDE for pc through the object's .eh_frame_hdr table.
@@ -400,11 +400,11 @@ FrameRule rule_in_object(const dl_phdr_info* info, uint64_t pc) {
 
 int find_in_object(dl_phdr_info* info, size_t, void* data) {
   Search* s = static_cast<Search*>(data);
+  s->unloads = info->dlpi_subs;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     uint64_t a = info->dlpi_addr + ph.p_vaddr;
     if (ph.p_type == PT_LOAD && s->pc >= a && s->pc - a < ph.p_memsz) {
-      s->found_object = true;
       s->rule = rule_in_object(info, s->pc);
       return 1;
     }
@@ -414,9 +414,10 @@ int find_in_object(dl_phdr_info* info, size_t, void* data) {
 
 }  // namespace
 
-FrameRule frame_rule_at(uint64_t pc) {
+FrameRule frame_rule_at(uint64_t pc, uint64_t* unloads) {
   Search s{pc, {}};
   dl_iterate_phdr(find_in_object, &s);
+  *unloads = s.unloads;
   return s.rule;  // (Other when no object holds pc)
 }
 

@@ -29,7 +29,9 @@ struct FrameRule {
 // The rule at `pc`, an address inside the instruction (a return address less one, or the first
 // frame's own address). Walks the loader's list (dl_iterate_phdr): once per address per thread
 // (fast_unwind.cpp caches it). Never reads outside the loaded objects' mapped call frame data.
-FrameRule frame_rule_at(uint64_t pc);
+// *unloads gets the loader's count of objects unloaded so far (dl_phdr_info's dlpi_subs): a cache
+// of rules made before an unload may describe code that is gone.
+FrameRule frame_rule_at(uint64_t pc, uint64_t* unloads);
 
 // The rule of the FDE at `fde` (an .eh_frame record, with the CIE it points to) at `pc`, or Other
 // when the FDE does not cover pc or is not understood. Every read stays in [lo, hi). For tests.
