@@ -4,7 +4,7 @@
 #   NAME <TAB> VALUE UNIT <TAB> target and whether it is met <TAB> the command
 # It exits non-zero, naming the figure, when a benchmark fails or yields 0, nothing or NaN. A
 # target that is not met is printed as "NOT MET" and is not a failure (the doc says so).
-# Not in ctest or CI: about 7 minutes on the project's 2-core VM (6 min 40 s on 2026-12-07; too slow
+# Not in ctest or CI: 5-7 minutes on the project's 2-core VM (5 min 15 s on 2026-12-07; too slow
 # for CI, and its times need a quiet machine). Wall-clock figures depend on
 # the machine's load: the load average is printed beside them; instruction counts (callgrind) do not.
 # Usage: bench/run_all.sh [BUILD_DIR] [--only NAME]...   (default build; NAME: one group of figures,
