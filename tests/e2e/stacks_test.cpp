@@ -287,17 +287,22 @@ UnwinderCheck unwinder_check(const std::string& err) {
 // The hook's own unwinder (interpose/stacks/fast_unwind.h) gives libunwind's frames for every
 // stack it walks, and hands it the ones it does not handle: every stack shape of unwind_shapes
 // (frame pointers, alloca, a realigned stack, two callers with the same frames, libc callbacks,
-// a small thread; a signal handler's and a fiber's go to libunwind), then 4 threads at 24 frames
+// a small thread, stacks deeper than the deepest walk; a signal handler's and a fiber's go to
+// libunwind) at three depths, then 4 threads at 24 frames
 // (the memo of each thread's last walk on every allocation), each walked both ways.
 TEST_CASE("the hook's own unwinder gives libunwind's frames, shape by shape (VRAMTRACE_UNWINDER=checked)") {
-  std::string dir = e2e::temp_dir();
-  e2e::Result r = e2e::run({{e2e::program("unwind_shapes"), "60"}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_UNWINDER", "checked"}}});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  UnwinderCheck c = unwinder_check(r.err);
-  CHECK(c.differed == 0);
-  CHECK(c.walked >= 60 * 6 + 4 + 20);  // six allocations a round, qsort's four, the small thread's 20
-  CHECK(c.alone == 2);  // the signal handler's stack and the fiber's
+  UnwinderCheck c;
+  for (const char* depth : {"64", "256", "3"}) {  // (the default, the deepest, and walks cut short)
+    INFO("VRAMTRACE_STACK_DEPTH=" << depth);
+    e2e::Result r = e2e::run({{e2e::program("unwind_shapes"), "60"},
+                              {{"VRAMTRACE_OUTPUT", e2e::temp_dir()}, {"VRAMTRACE_UNWINDER", "checked"}, {"VRAMTRACE_STACK_DEPTH", depth}}});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    c = unwinder_check(r.err);
+    CHECK(c.differed == 0);
+    CHECK(c.walked >= 60 * 6 + 20 + 4 + 20);  // six allocations a round, 20 deep ones, qsort's 4, the small thread's 20
+    CHECK(c.alone == 2);  // the signal handler's stack and the fiber's
+  }
 
   e2e::Result t = e2e::run({{e2e::program("threads"), "4", "2000", "21"}, {{"VRAMTRACE_OUTPUT", e2e::temp_dir()}, {"VRAMTRACE_UNWINDER", "checked"}}});
   INFO(t.err);

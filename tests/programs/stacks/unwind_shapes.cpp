@@ -3,7 +3,7 @@
 // last walk is tried against a different stack every time: run with VRAMTRACE_UNWINDER=checked,
 // every stack is walked both ways and the differences are counted (tests/e2e/stacks_test.cpp).
 //   unwind_shapes [rounds=50]
-// Shapes: recursion of varying depth; frames with a frame pointer, with alloca (the CFA from rbp),
+// Shapes: recursion of varying depth, also deeper than the deepest walk; frames with a frame pointer, with alloca (the CFA from rbp),
 // with a 64-byte-aligned local (the stack realigned: a DWARF expression, libunwind's); two callers
 // of identical frames at the same depth (the memo's frame matches, the words above it do not);
 // calls through libc (qsort's comparator); a signal handler (a signal frame: libunwind's); a
@@ -119,6 +119,9 @@ int main(int argc, char** argv) {
     else caller_c(r);
     recurse(r % 9, 1024);  // (the memo is a different stack by now)
   }
+  // Deeper than any walk may go (256 frames at most): walks cut at their limit, memos of
+  // different depths.
+  for (int i = 0; i < 20; ++i) recurse(270 + (i % 3) * 7, 36864);
   through_libc();
   raise(SIGUSR1);
 
