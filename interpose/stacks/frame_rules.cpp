@@ -24,7 +24,7 @@ struct Reader {
   bool ok = true;
 
   bool has(size_t n) {
-    if (ok && size_t(hi - p) >= n) return true;
+    if (ok && p <= hi && size_t(hi - p) >= n) return true;
     ok = false;
     return false;
   }
@@ -329,7 +329,7 @@ FrameRule rule_of(const Row& row) {
 
 FrameRule frame_rule_from_fde(const uint8_t* fde, const uint8_t* lo, const uint8_t* hi, uint64_t pc) {
   const uint8_t *body, *end;
-  if (fde < lo || !record_bounds(fde, hi, &body, &end)) return {};
+  if (fde < lo || fde >= hi || !record_bounds(fde, hi, &body, &end)) return {};
   Reader r{body, end};
   uint32_t cie_offset = r.fixed<uint32_t>();
   if (!r.ok || cie_offset == 0 || uint64_t(body - lo) < cie_offset) return {};  // (0: it is a CIE)

@@ -165,6 +165,9 @@ TEST_CASE("frame rules: damaged records are Other, never read past their bounds"
     FrameRule r = vt::frame_rule_from_fde(c.data() + at, c.data(), c.data() + c.size(), kBegin + 4);
     CHECK(r.kind == FrameKind::Other);
   }
+  // An FDE outside [lo, hi).
+  CHECK(vt::frame_rule_from_fde(b.data() + at, b.data(), b.data() + at, kBegin + 4).kind == FrameKind::Other);
+  CHECK(vt::frame_rule_from_fde(b.data() + at, b.data() + at + 1, b.data() + b.size(), kBegin + 4).kind == FrameKind::Other);
   // A CIE pointer before the data, a zero one (a CIE where an FDE should be), a huge length.
   Bytes d = b;
   patch32(d, at + 4, uint32_t(at + 100));
