@@ -259,7 +259,8 @@ bool run_program(const uint8_t* p, const uint8_t* end, const Cie& cie, uint64_t 
         r.skip(r.uleb());
         row.cfa_expression = true;
         break;
-      case 0x10: {  // expression
+      case 0x10:    // expression
+      case 0x16: {  // val_expression
         uint64_t reg = r.uleb();
         r.skip(r.uleb());
         set_rule(row, reg, {RegRule::Complex, 0});
@@ -281,12 +282,6 @@ bool run_program(const uint8_t* p, const uint8_t* end, const Cie& cie, uint64_t 
         uint64_t reg = r.uleb();
         if (op == 0x14) r.uleb();
         else r.sleb();
-        set_rule(row, reg, {RegRule::Complex, 0});
-        break;
-      }
-      case 0x16: {  // val_expression
-        uint64_t reg = r.uleb();
-        r.skip(r.uleb());
         set_rule(row, reg, {RegRule::Complex, 0});
         break;
       }

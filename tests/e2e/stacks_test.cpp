@@ -56,6 +56,17 @@ StackMain run_stack_main(const std::string& loader = "") {
   return m;
 }
 
+// A bad value of `var`: its one line, tracing off, the program's own run and status untouched.
+void check_bad_setting(const char* var, const char* value, const std::string& line) {
+  INFO(var << "=" << value);
+  std::string dir = e2e::temp_dir();
+  e2e::Result r = e2e::run({{e2e::program("threads"), "2", "20"}, {{"VRAMTRACE_OUTPUT", dir}, {var, value}}});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find(line) != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(e2e::files_in(dir).empty());
+}
+
 }  // namespace
 
 TEST_CASE("C and C++ call chains come back symbolized, inlined frames and late libraries included") {
@@ -119,13 +130,7 @@ TEST_CASE("frees carry no stack unless VRAMTRACE_FREE_STACKS=1, allocations alwa
     CHECK(allocs_with == allocs);
     CHECK(frees_with == (setting[0] ? frees : 0));
   }
-  // A bad value: one line, tracing off, the program's own run and status untouched.
-  std::string dir = e2e::temp_dir();
-  e2e::Result r = e2e::run({{e2e::program("threads"), "2", "20"}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_FREE_STACKS", "yes"}}});
-  CHECK(r.exit_code == 0);
-  CHECK(r.err.find("bad VRAMTRACE_FREE_STACKS 'yes' (use 0 or 1)") != std::string::npos);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK(e2e::files_in(dir).empty());
+  check_bad_setting("VRAMTRACE_FREE_STACKS", "yes", "bad VRAMTRACE_FREE_STACKS 'yes' (use 0 or 1)");
 }
 
 TEST_CASE("stacks are written once and an unknown module keeps module+offset") {
@@ -336,10 +341,5 @@ TEST_CASE("VRAMTRACE_UNWINDER=libunwind gives the same stacks, a bad value turns
   CHECK(ours.size() >= 5);
   CHECK(ours == theirs);
 
-  std::string dir = e2e::temp_dir();
-  e2e::Result r = e2e::run({{e2e::program("threads"), "1", "5"}, {{"VRAMTRACE_OUTPUT", dir}, {"VRAMTRACE_UNWINDER", "fast"}}});
-  CHECK(r.exit_code == 0);
-  CHECK(r.err.find("bad VRAMTRACE_UNWINDER 'fast' (use vramtrace, libunwind or checked)") != std::string::npos);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK(e2e::files_in(dir).empty());
+  check_bad_setting("VRAMTRACE_UNWINDER", "fast", "bad VRAMTRACE_UNWINDER 'fast' (use vramtrace, libunwind or checked)");
 }
