@@ -12,6 +12,7 @@
 #include "frame_rules.h"
 #include "native_stack.h"
 #include "stack_room.h"
+#include "thread_block.h"
 
 namespace vt {
 
@@ -75,9 +76,8 @@ bool g_unwind_key_ok = [] {
 ThreadUnwind* thread_unwind() {
   if (ThreadUnwind* t = t_unwind) return t;
   if (t_unwind_failed || !g_unwind_key_ok) return nullptr;
-  void* m = mmap(nullptr, sizeof(ThreadUnwind), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED || pthread_setspecific(g_unwind_key, m) != 0) {
-    if (m != MAP_FAILED) munmap(m, sizeof(ThreadUnwind));
+  void* m = map_thread_block(g_unwind_key, sizeof(ThreadUnwind));
+  if (!m) {
     t_unwind_failed = true;
     return nullptr;
   }

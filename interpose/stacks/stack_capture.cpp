@@ -1,7 +1,6 @@
 // See stack_capture.h.
 #include "load_steps.h"
 #include "stack_capture.h"
-#include "fast_unwind.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -14,6 +13,7 @@
 
 #include "clock.h"
 #include "env_config.h"
+#include "fast_unwind.h"
 #include "log.h"
 #include "native_stack.h"
 #include "own_work.h"
@@ -21,6 +21,7 @@
 #include "python_frames.h"
 #include "recorder_internal.h"
 #include "stack_index.h"
+#include "thread_block.h"
 #include "unwinder_library.h"
 #include "meta_records.h"
 
@@ -84,9 +85,8 @@ void free_memo(void* m) {
 PyThreadMemo* thread_memo() {
   if (PyThreadMemo* m = t_memo) return m;
   if (t_memo_failed || !g_memo_key_ok) return nullptr;
-  void* p = mmap(nullptr, sizeof(PyThreadMemo), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED || pthread_setspecific(g_memo_key, p) != 0) {
-    if (p != MAP_FAILED) munmap(p, sizeof(PyThreadMemo));
+  void* p = map_thread_block(g_memo_key, sizeof(PyThreadMemo));
+  if (!p) {
     t_memo_failed = true;  // no memo for this thread: correct, just slower
     return nullptr;
   }

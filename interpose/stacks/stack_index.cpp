@@ -10,6 +10,7 @@
 
 #include "module_map.h"
 #include "recorder_internal.h"
+#include "thread_block.h"
 #include "meta_records.h"
 
 namespace vt {
@@ -114,9 +115,8 @@ bool g_last_key_ok = [] { return pthread_key_create(&g_last_key, [](void* m) {
 LastWritten* last_written() {
   if (LastWritten* l = t_last) return l;
   if (t_last_failed || !g_last_key_ok) return nullptr;
-  void* m = mmap(nullptr, sizeof(LastWritten), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED || pthread_setspecific(g_last_key, m) != 0) {
-    if (m != MAP_FAILED) munmap(m, sizeof(LastWritten));
+  void* m = map_thread_block(g_last_key, sizeof(LastWritten));
+  if (!m) {
     t_last_failed = true;
     return nullptr;
   }
