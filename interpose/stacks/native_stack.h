@@ -1,6 +1,7 @@
-// Native call stacks: return addresses of the calling thread from libunwind's DWARF unwinder
-// (works through code built without frame pointers: distribution libraries, libpython, torch),
-// with libvramtrace's own frames removed. No lock of ours is held while unwinding.
+// Native call stacks: return addresses of the calling thread from DWARF call frame information
+// (works through code built without frame pointers: distribution libraries, libpython, torch):
+// the hook's own walk (fast_unwind.h), else libunwind's, with libvramtrace's own frames removed.
+// No lock of ours is held while unwinding.
 #pragma once
 
 #include <atomic>
