@@ -244,6 +244,10 @@ std::atomic<uint64_t> g_checked[3];  // by CheckedWalk
 }  // namespace
 
 __attribute__((noinline)) int fast_backtrace(void** out, int max) {
+#if !defined(__x86_64__)
+  (void)out, (void)max, (void)walk, (void)thread_unwind;
+  return -1;  // the rules (frame_rules.h) are x86-64's: elsewhere every stack is libunwind's
+#else
   ThreadUnwind* t = thread_unwind();
   if (!t || t->busy || max <= 0) return -1;
   if (t->rest_left) {
@@ -265,6 +269,7 @@ __attribute__((noinline)) int fast_backtrace(void** out, int max) {
     t->rest_left = kRestStacks;
   }
   return n;
+#endif
 }
 
 void count_checked_walk(CheckedWalk outcome) { g_checked[int(outcome)].fetch_add(1, std::memory_order_relaxed); }

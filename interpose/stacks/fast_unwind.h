@@ -10,7 +10,7 @@
 // Whatever is not the common form (a signal frame, a frame without call frame information, an
 // alternate signal stack, a stack whose bounds are unknown) is left to libunwind: the caller gets
 // -1 and calls unw_backtrace, so the frames are libunwind's either way. VRAMTRACE_UNWINDER=libunwind
-// turns this one off.
+// turns this one off. x86-64 only: on other machines every stack is libunwind's.
 #pragma once
 
 #include <atomic>

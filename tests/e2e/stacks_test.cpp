@@ -289,6 +289,7 @@ UnwinderCheck unwinder_check(const std::string& err) {
 }
 }  // namespace
 
+#if defined(__x86_64__)  // (elsewhere every stack is libunwind's: fast_unwind.h)
 // The hook's own unwinder (interpose/stacks/fast_unwind.h) gives libunwind's frames for every
 // stack it walks, and hands it the ones it does not handle: every stack shape of unwind_shapes
 // (frame pointers, alloca, a realigned stack, two callers with the same frames, libc callbacks,
@@ -317,6 +318,7 @@ TEST_CASE("the hook's own unwinder gives libunwind's frames, shape by shape (VRA
   CHECK(c.walked >= 4 * 2000);
   CHECK(c.alone == 0);
 }
+#endif
 
 // VRAMTRACE_UNWINDER=libunwind: the same stacks, walked by libunwind alone; a bad value is one line.
 TEST_CASE("VRAMTRACE_UNWINDER=libunwind gives the same stacks, a bad value turns tracing off with one line") {
